@@ -1,0 +1,25 @@
+//! Rust types generated at build time from the ROS 2 interface files in `msg/`, `srv/` and
+//! `action/` (and the lifecycle_msgs messages in `ros/overrides/`), with their RIHS01 hashes.
+
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    missing_docs,
+    non_snake_case,
+    non_camel_case_types,
+    unused,
+    unexpected_cfgs
+)]
+mod generated {
+    include!(concat!(env!("OUT_DIR"), "/generated.rs"));
+}
+
+pub use generated::ros::iron::{
+    AolTaskFeedback, AolTaskGoal, AolTaskResult, Answer, InboxMessage, Interjection, Question,
+    SessionControl, ToolCallRequest, ToolCallResponse, action::AolTask, srv::ToolCall,
+};
+
+/// lifecycle_msgs messages as ROS 2 Jazzy defines them.
+pub mod lifecycle {
+    pub use super::generated::ros::lifecycle_msgs::{State, Transition, TransitionEvent};
+}

@@ -1,0 +1,10 @@
+//! Iron: an operating layer for teams of AI agents declared as files.
+//!
+//! The crate is layered (see ARCHITECTURE.md §2); a module may only `use` the layers below it,
+//! which `tests/layers.rs` enforces.
+
+pub mod interfaces;
+pub mod spine;
+
+// The generated interface code names these paths from the crate root.
+use hiroz_msgs::size_estimation;

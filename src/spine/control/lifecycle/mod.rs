@@ -1,0 +1,12 @@
+//! Managed (lifecycle) nodes: the state machine, the host that serves the five lifecycle
+//! services and `transition_event` for a node written once as [`ManagedNode`], and the client
+//! that drives any managed node, ours or a stock ROS 2 one.
+
+pub mod client;
+mod host;
+pub mod machine;
+mod msgs;
+
+pub use client::LifecycleClient;
+pub use host::{CallbackError, HostOptions, ManagedNode, NodeContext, serve};
+pub use machine::{Outcome, State, Transition};

@@ -1,0 +1,50 @@
+//! The control plane: ROS 2 over Zenoh (rmw_zenoh wire protocol) through `hiroz`, with the
+//! lifecycle and action behaviour owned here (hiroz 0.2.1's own has known defects).
+
+pub mod lifecycle;
+pub mod ros_args;
+pub mod router;
+mod serve;
+mod session;
+
+use std::time::Duration;
+
+pub use session::{ControlConfig, ControlPlane, DEFAULT_ROUTER, ROUTER_ENV};
+
+/// Errors of the control plane. Each says what failed and, where it helps, what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// The Zenoh session could not be opened.
+    #[error("could not open a Zenoh session for {router}: {source}")]
+    Session {
+        router: String,
+        #[source]
+        source: zenoh::Error,
+    },
+    /// An endpoint (node, service, topic) could not be declared.
+    #[error("could not declare {what}: {source}")]
+    Declare {
+        what: String,
+        #[source]
+        source: zenoh::Error,
+    },
+    /// A cross-process wait ran out.
+    #[error("{what}: no answer within {after:?}")]
+    Timeout { what: String, after: Duration },
+    /// A call reached the other side and failed there, or could not be sent.
+    #[error("{what} failed: {source}")]
+    Call {
+        what: String,
+        #[source]
+        source: zenoh::Error,
+    },
+    /// A peer answered something this side cannot accept.
+    #[error("{what}: {detail}")]
+    Protocol { what: String, detail: String },
+    /// Configuration or arguments are wrong.
+    #[error("{0}")]
+    Config(String),
+    /// The ROS arguments on the command line are malformed.
+    #[error("invalid --ros-args: {0}")]
+    RosArgs(#[from] ros_args::RosArgsError),
+}
