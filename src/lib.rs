@@ -6,5 +6,9 @@
 pub mod interfaces;
 pub mod spine;
 
+pub mod launch;
+
+pub mod cli;
+
 // The generated interface code names these paths from the crate root.
 use hiroz_msgs::size_estimation;

@@ -1,6 +1,8 @@
 //! The control plane: ROS 2 over Zenoh (rmw_zenoh wire protocol) through `hiroz`, with the
 //! lifecycle and action behaviour owned here (hiroz 0.2.1's own has known defects).
 
+pub mod action;
+pub mod demo;
 pub mod lifecycle;
 pub mod ros_args;
 pub mod router;

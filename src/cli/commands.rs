@@ -1,0 +1,266 @@
+//! What each `iron` command does.
+
+use std::{collections::BTreeSet, time::Duration};
+
+use hiroz::Builder;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    BenchCommand, Cli, CliError, Command, InboxCommand, LifecycleCommand, NodeCommand, TaskCommand,
+    bench, stop_on_signals,
+};
+use crate::{
+    interfaces::{AolTask, AolTaskGoal, InboxMessage},
+    spine::control::{
+        ControlConfig, ControlPlane,
+        action::{ActionClient, GoalStatus},
+        lifecycle::LifecycleClient,
+        router::{Router, RouterConfig},
+    },
+};
+
+/// Runs one parsed command line.
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    let timeout = cli.timeout();
+    match cli.command {
+        Command::Router { listen } => router(listen).await,
+        Command::Up { launch, no_router } => {
+            let plan = crate::launch::Plan::load(&launch)?;
+            let shutdown = CancellationToken::new();
+            stop_on_signals(shutdown.clone());
+            crate::launch::up(plan, &cli.router, !no_router, timeout, shutdown).await?;
+            Ok(())
+        }
+        Command::Node(NodeCommand::List) => {
+            let (control, node) = connect(&cli.router, timeout).await?;
+            for (name, ns) in discover_nodes(&control, &node, timeout).await {
+                println!("{}", fqn(&ns, &name));
+            }
+            Ok(())
+        }
+        Command::Lifecycle(cmd) => lifecycle(cmd, &cli.router, timeout).await,
+        Command::Task(TaskCommand::Send {
+            domain,
+            action,
+            session,
+            context,
+            wait,
+            instruction,
+        }) => {
+            if serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&context).is_err() {
+                return Err(CliError::Failed(format!("--context {context:?} is not a JSON object")));
+            }
+            let goal = AolTaskGoal {
+                task_id: uuid::Uuid::now_v7().to_string(),
+                session_id: session,
+                domain,
+                instruction,
+                depth: 0,
+                parent_task_id: String::new(),
+                context_json: context,
+            };
+            task_send(&cli.router, &action, goal, timeout, Duration::from_secs_f64(wait)).await
+        }
+        Command::Inbox(InboxCommand::Send {
+            source,
+            user,
+            destination,
+            text,
+        }) => inbox_send(&cli.router, source, user, destination, text, timeout).await,
+        Command::Bench(BenchCommand::Control { iterations }) => bench::control(iterations, timeout).await,
+    }
+}
+
+async fn router(listen: Vec<String>) -> Result<(), CliError> {
+    let router = Router::start(RouterConfig { listen }).await?;
+    tracing::info!("router {} listening on {}", router.zid(), router.listen().join(", "));
+    let shutdown = CancellationToken::new();
+    stop_on_signals(shutdown.clone());
+    router.run(shutdown).await?;
+    Ok(())
+}
+
+/// Opens a session and a client node, and waits for the router.
+pub(super) async fn connect(
+    router: &str,
+    timeout: Duration,
+) -> Result<(ControlPlane, hiroz::node::ZNode), CliError> {
+    let config = ControlConfig {
+        router: router.to_string(),
+        ..ControlConfig::from_env()?
+    };
+    let control = ControlPlane::connect(config).await?;
+    let node = control.node(&format!("iron_cli_{}", std::process::id()), "/")?;
+    control.wait_for_router(&node, timeout).await?;
+    Ok((control, node))
+}
+
+fn fqn(ns: &str, name: &str) -> String {
+    if ns.is_empty() || ns == "/" {
+        format!("/{name}")
+    } else {
+        format!("{}/{name}", ns.trim_end_matches('/'))
+    }
+}
+
+/// Nodes seen on the graph, once discovery has settled (or `timeout` passed).
+async fn discover_nodes(
+    control: &ControlPlane,
+    me: &hiroz::node::ZNode,
+    timeout: Duration,
+) -> BTreeSet<(String, String)> {
+    let graph = control.context().graph();
+    let mut seen = BTreeSet::new();
+    let mut stable = 0;
+    let until = tokio::time::Instant::now() + timeout.min(Duration::from_secs(2));
+    while tokio::time::Instant::now() < until && stable < 5 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now: BTreeSet<_> = graph
+            .get_node_names()
+            .into_iter()
+            .filter(|(name, _)| name != me.name())
+            .collect();
+        stable = if now == seen { stable + 1 } else { 0 };
+        seen = now;
+    }
+    seen
+}
+
+async fn lifecycle(cmd: LifecycleCommand, router: &str, timeout: Duration) -> Result<(), CliError> {
+    let (control, node) = connect(router, timeout).await?;
+    match cmd {
+        LifecycleCommand::List => {
+            discover_nodes(&control, &node, timeout).await;
+            let managed: BTreeSet<String> = control
+                .context()
+                .graph()
+                .get_service_names_and_types()
+                .into_iter()
+                .filter(|(name, ty)| name.ends_with("/get_state") && ty.contains("GetState"))
+                .map(|(name, _)| name.trim_end_matches("/get_state").to_string())
+                .collect();
+            for target in managed {
+                let client = LifecycleClient::new(&node, &target, timeout)?;
+                match client.get_state().await {
+                    Ok(state) => println!("{target}\t{state}"),
+                    Err(e) => println!("{target}\t? ({e})"),
+                }
+            }
+            Ok(())
+        }
+        LifecycleCommand::Get { node: target } => {
+            let client = LifecycleClient::new(&node, &target, timeout)?;
+            let state = client.get_state().await?;
+            println!("{state} [{}]", state.id());
+            Ok(())
+        }
+        LifecycleCommand::Set {
+            node: target,
+            transition,
+        } => {
+            let client = LifecycleClient::new(&node, &target, timeout)?;
+            if client.set(&transition).await? {
+                println!("Transitioning successful");
+                Ok(())
+            } else {
+                Err(CliError::Failed(format!(
+                    "{target} refused or failed the {transition} transition"
+                )))
+            }
+        }
+    }
+}
+
+async fn task_send(
+    router: &str,
+    action: &str,
+    goal: AolTaskGoal,
+    timeout: Duration,
+    wait: Duration,
+) -> Result<(), CliError> {
+    let (_control, node) = connect(router, timeout).await?;
+    let client = ActionClient::<AolTask>::new(&node, action)?;
+    let task_id = goal.task_id.clone();
+    let mut sent = client.send(goal, timeout).await?;
+    eprintln!("task {task_id} accepted as goal {}", sent.id);
+    let interrupted = CancellationToken::new();
+    stop_on_signals(interrupted.clone());
+    let result = client.result(sent.id, wait);
+    tokio::pin!(result);
+    let outcome = loop {
+        tokio::select! {
+            Some(fb) = sent.feedback.recv() => {
+                let progress = if fb.progress >= 0.0 { format!(" {:.0}%", fb.progress * 100.0) } else { String::new() };
+                println!("[{}{}] {}", fb.stage, progress, fb.message);
+            }
+            outcome = &mut result => break outcome?,
+            _ = interrupted.cancelled() => {
+                eprintln!("canceling…");
+                client.cancel(Some(sent.id), timeout).await?;
+                break client.result(sent.id, timeout * 2).await?;
+            }
+        }
+    };
+    while let Ok(fb) = sent.feedback.try_recv() {
+        println!("[{}] {}", fb.stage, fb.message);
+    }
+    let r = outcome.result;
+    println!(
+        "{}",
+        serde_json::json!({
+            "goal_status": format!("{:?}", outcome.status).to_lowercase(),
+            "status": r.status,
+            "text": r.text,
+            "result": serde_json::from_str::<serde_json::Value>(&r.result_json).unwrap_or(serde_json::Value::String(r.result_json.clone())),
+        })
+    );
+    match outcome.status {
+        GoalStatus::Succeeded => Ok(()),
+        other => Err(CliError::Failed(format!("the task ended {other:?}"))),
+    }
+}
+
+async fn inbox_send(
+    router: &str,
+    source: String,
+    user: String,
+    destination: String,
+    text: String,
+    timeout: Duration,
+) -> Result<(), CliError> {
+    if user.trim().is_empty() {
+        return Err(CliError::Failed("--user must not be empty".into()));
+    }
+    let (_control, node) = connect(router, timeout).await?;
+    let publisher = node
+        .create_pub::<InboxMessage>("/iron/raw_inbox")
+        .build()
+        .map_err(|source| crate::spine::control::ControlError::Declare {
+            what: "publisher on /iron/raw_inbox".into(),
+            source,
+        })?;
+    // A message nobody receives is lost: refuse rather than pretend.
+    if !publisher.wait_for_subscription(1, timeout).await {
+        return Err(CliError::Failed(format!(
+            "nobody subscribes to /iron/raw_inbox after {timeout:?}; is the inbox running (`iron up`)?"
+        )));
+    }
+    let now = crate::spine::control::action::now_stamp();
+    let msg = InboxMessage {
+        source,
+        user_id: user,
+        destination,
+        text,
+        attachments_json: "[]".into(),
+        received: hiroz_msgs::builtin_interfaces::Time {
+            sec: now.sec,
+            nanosec: now.nanosec,
+        },
+    };
+    publisher.async_publish(&msg).await.map_err(|source| crate::spine::control::ControlError::Call {
+        what: "publish on /iron/raw_inbox".into(),
+        source,
+    })?;
+    println!("sent");
+    Ok(())
+}

@@ -1,0 +1,204 @@
+//! The `iron` command line, and the `main` of node processes. Everything here is thin: it
+//! parses, connects, calls the library, and prints.
+
+mod bench;
+mod commands;
+pub mod node;
+
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
+
+use crate::spine::control::{ControlError, ros_args::RosArgsError};
+
+pub use commands::run;
+
+/// Errors the command line reports.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    #[error(transparent)]
+    RosArgs(#[from] RosArgsError),
+    #[error(transparent)]
+    Launch(#[from] crate::launch::LaunchError),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Iron: an operating layer for teams of AI agents declared as files.
+///
+/// Every Iron process is a ROS 2 lifecycle node on Zenoh (rmw_zenoh wire protocol). These
+/// commands drive them without a ROS 2 installation; with one, `ros2 lifecycle`,
+/// `ros2 action` and `ros2 launch iron bringup.launch.py` work against the same system.
+#[derive(Debug, Parser)]
+#[command(name = "iron", version, propagate_version = true)]
+pub struct Cli {
+    /// Zenoh endpoint of the Iron router.
+    #[arg(long, global = true, env = "IRON_ROUTER", default_value = crate::spine::control::DEFAULT_ROUTER)]
+    pub router: String,
+
+    /// How long to wait for any answer from another process, in seconds.
+    #[arg(long, global = true, default_value_t = 5.0)]
+    pub timeout: f64,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+impl Cli {
+    fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout.max(0.001))
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the Zenoh router every Iron and ROS 2 node connects to (like rmw_zenohd).
+    Router {
+        /// Endpoint(s) to listen on.
+        #[arg(long = "listen", default_value = crate::spine::control::DEFAULT_ROUTER)]
+        listen: Vec<String>,
+    },
+    /// Start everything in the launch list, configure and activate it, and supervise it.
+    ///
+    /// Ctrl-C deactivates and shuts down every node in reverse order.
+    Up {
+        /// The launch list (the same file bringup.launch.py reads).
+        #[arg(long, default_value = "launch/bringup.yaml")]
+        launch: std::path::PathBuf,
+        /// Do not start a router (one is already running at --router).
+        #[arg(long)]
+        no_router: bool,
+    },
+    /// Inspect the nodes on the control plane.
+    #[command(subcommand)]
+    Node(NodeCommand),
+    /// Drive managed (lifecycle) nodes, like `ros2 lifecycle`.
+    #[command(subcommand)]
+    Lifecycle(LifecycleCommand),
+    /// Send work to an agent.
+    #[command(subcommand)]
+    Task(TaskCommand),
+    /// Put a message on the inbox, as a channel would.
+    #[command(subcommand)]
+    Inbox(InboxCommand),
+    /// Measure; prints lines `bench <name> <value> <unit>`.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NodeCommand {
+    /// List every node on the control plane (ours and any ROS 2 node).
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LifecycleCommand {
+    /// List managed nodes and their states.
+    List,
+    /// Print a managed node's state.
+    Get {
+        /// Fully qualified node name, e.g. /iron/demo.
+        node: String,
+    },
+    /// Request a transition: configure, activate, deactivate, cleanup or shutdown.
+    Set {
+        /// Fully qualified node name, e.g. /iron/demo.
+        node: String,
+        /// The transition's label.
+        transition: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Send an AolTask goal, print feedback as it comes and then the result. Ctrl-C cancels.
+    Send {
+        /// "<mesh>/<role>" to skip routing; empty lets the engine route.
+        #[arg(long, default_value = "")]
+        domain: String,
+        /// The action to send to.
+        #[arg(long, default_value = "/iron/engine/task")]
+        action: String,
+        /// Session the task belongs to.
+        #[arg(long, default_value = "")]
+        session: String,
+        /// Extra context, as a JSON object.
+        #[arg(long, default_value = "{}")]
+        context: String,
+        /// How long to wait for the result, in seconds.
+        #[arg(long, default_value_t = 600.0)]
+        wait: f64,
+        /// What to do.
+        instruction: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InboxCommand {
+    /// Publish one InboxMessage on /iron/raw_inbox.
+    Send {
+        /// Channel name, e.g. terminal.
+        #[arg(long, default_value = "terminal")]
+        source: String,
+        /// Sender id within the channel.
+        #[arg(long)]
+        user: String,
+        /// Where a reply goes ("" for the channel default).
+        #[arg(long, default_value = "")]
+        destination: String,
+        /// The message.
+        text: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// AolTask round trip for an empty goal against a raw Zenoh query round trip between the
+    /// same two processes (p50, p99, ratio). Starts its own router and demo node.
+    Control {
+        /// Round trips per measurement.
+        #[arg(long, default_value_t = 2000)]
+        iterations: usize,
+    },
+}
+
+/// Logs to stderr; `RUST_LOG` or `--log-level` choose the level (info by default).
+pub fn init_tracing(level: Option<&str>) {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    // Zenoh and hiroz narrate normal events (a query's late final, scouting) as warnings.
+    const QUIET: &str = "zenoh=error,zenoh_transport=error,hiroz=error";
+    let filter = match level {
+        Some(l) => EnvFilter::new(format!("{l},{QUIET}")),
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(format!("info,{QUIET}"))),
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Cancels `token` on SIGINT or SIGTERM.
+pub fn stop_on_signals(token: CancellationToken) {
+    tokio::spawn(async move {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("cannot watch SIGTERM: {e}");
+                let _ = tokio::signal::ctrl_c().await;
+                token.cancel();
+                return;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        token.cancel();
+    });
+}

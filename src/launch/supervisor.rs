@@ -1,0 +1,231 @@
+//! `iron up`: start, configure, activate and supervise the launch list; stop it in reverse.
+
+use std::{
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+use super::{LaunchError, NodeSpec, Plan};
+use crate::spine::control::{
+    ControlConfig, ControlPlane, ROUTER_ENV,
+    lifecycle::{LifecycleClient, State},
+    router::{Router, RouterConfig},
+};
+
+/// Restart backoff: 1 s, doubling, at most 30 s; reset after a minute of good health.
+const BACKOFF_START: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+const HEALTHY_AFTER: Duration = Duration::from_secs(60);
+/// How long a node process may take to answer its lifecycle services after it starts.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
+
+struct Managed {
+    spec: NodeSpec,
+    child: Option<Child>,
+    started: Instant,
+    backoff: Duration,
+    restart_at: Option<Instant>,
+}
+
+/// Runs the launch list until `shutdown` fires. `router` is the endpoint every process uses;
+/// with `start_router` a router is started there first.
+pub async fn up(
+    plan: Plan,
+    router: &str,
+    start_router: bool,
+    timeout: Duration,
+    shutdown: CancellationToken,
+) -> Result<(), LaunchError> {
+    let router_task = if start_router {
+        let r = Router::start(RouterConfig {
+            listen: vec![router.to_string()],
+        })
+        .await?;
+        info!("router {} listening on {router}", r.zid());
+        let stop = CancellationToken::new();
+        let handle = tokio::spawn(r.run(stop.clone()));
+        Some((stop, handle))
+    } else {
+        None
+    };
+
+    let control = ControlPlane::connect(ControlConfig {
+        router: router.to_string(),
+        ..ControlConfig::from_env()?
+    })
+    .await?;
+    let me = control.node(&format!("iron_up_{}", std::process::id()), "/")?;
+    control.wait_for_router(&me, timeout).await?;
+
+    let mut nodes = Vec::new();
+    for spec in plan.nodes {
+        let mut m = Managed {
+            spec,
+            child: None,
+            started: Instant::now(),
+            backoff: BACKOFF_START,
+            restart_at: None,
+        };
+        if let Err(e) = start(&mut m, router, &me, timeout).await {
+            error!("{e}");
+        }
+        nodes.push(m);
+    }
+    info!("up: {} node(s) running; Ctrl-C stops them", nodes.len());
+
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        for m in &mut nodes {
+            supervise(m, router, &me, timeout).await;
+        }
+    }
+
+    info!("stopping {} node(s) in reverse order", nodes.len());
+    for m in nodes.iter_mut().rev() {
+        stop(m, &me, timeout).await;
+    }
+    if let Some((stop, handle)) = router_task {
+        stop.cancel();
+        let _ = handle.await;
+    }
+    Ok(())
+}
+
+async fn supervise(m: &mut Managed, router: &str, me: &hiroz::node::ZNode, timeout: Duration) {
+    if let Some(child) = m.child.as_mut() {
+        match child.try_wait() {
+            Ok(None) => {
+                if m.started.elapsed() > HEALTHY_AFTER {
+                    m.backoff = BACKOFF_START;
+                }
+                return;
+            }
+            Ok(Some(status)) => {
+                m.child = None;
+                if !m.spec.respawn {
+                    warn!("{} exited ({status}); not restarting (respawn: false)", m.spec.fqn());
+                    return;
+                }
+                warn!("{} exited ({status}); restarting in {:?}", m.spec.fqn(), m.backoff);
+                m.restart_at = Some(Instant::now() + m.backoff);
+                m.backoff = (m.backoff * 2).min(BACKOFF_MAX);
+            }
+            Err(e) => {
+                warn!("{}: cannot poll the process: {e}", m.spec.fqn());
+                return;
+            }
+        }
+    }
+    if let Some(at) = m.restart_at
+        && Instant::now() >= at
+    {
+        m.restart_at = None;
+        if let Err(e) = start(m, router, me, timeout).await {
+            error!("{e}");
+            m.restart_at = Some(Instant::now() + m.backoff);
+            m.backoff = (m.backoff * 2).min(BACKOFF_MAX);
+        }
+    }
+}
+
+/// Spawns the node process and, with autostart, configures and activates it.
+async fn start(
+    m: &mut Managed,
+    router: &str,
+    me: &hiroz::node::ZNode,
+    timeout: Duration,
+) -> Result<(), LaunchError> {
+    let exe = resolve(&m.spec.executable);
+    let mut cmd = Command::new(&exe);
+    cmd.args(&m.spec.args)
+        .args(m.spec.ros_args())
+        .env(ROUTER_ENV, router)
+        .kill_on_drop(true);
+    // If `iron up` dies, its nodes get SIGTERM instead of living on unsupervised.
+    // SAFETY: prctl is async-signal-safe and touches only the child being set up.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|source| LaunchError::Spawn {
+        executable: exe.clone(),
+        source,
+    })?;
+    info!("{}: started {} (pid {:?})", m.spec.fqn(), exe.display(), child.id());
+    m.child = Some(child);
+    m.started = Instant::now();
+
+    let fqn = m.spec.fqn();
+    let node_err = |problem: String| LaunchError::Node {
+        node: fqn.clone(),
+        problem,
+    };
+    let client = LifecycleClient::new(me, &fqn, STARTUP_TIMEOUT)?;
+    let state = client
+        .get_state()
+        .await
+        .map_err(|e| node_err(format!("did not come up: {e}")))?;
+    if !m.spec.autostart {
+        info!("{fqn}: {state}, waiting for a person to configure it");
+        return Ok(());
+    }
+    let client = LifecycleClient::new(me, &fqn, timeout)?;
+    for step in ["configure", "activate"] {
+        if !client.set(step).await? {
+            return Err(node_err(format!("{step} failed; the node stays {}", client.get_state().await?)));
+        }
+    }
+    info!("{fqn}: active");
+    Ok(())
+}
+
+/// Deactivates and shuts the node down through its lifecycle, then makes sure it exited.
+async fn stop(m: &mut Managed, me: &hiroz::node::ZNode, timeout: Duration) {
+    let Some(mut child) = m.child.take() else { return };
+    let fqn = m.spec.fqn();
+    if let Ok(client) = LifecycleClient::new(me, &fqn, timeout) {
+        match client.get_state().await {
+            Ok(State::Active) => {
+                if !client.set("deactivate").await.unwrap_or(false) {
+                    warn!("{fqn}: deactivate failed");
+                }
+                let _ = client.set("shutdown").await;
+            }
+            Ok(State::Finalized) => {}
+            Ok(_) => {
+                let _ = client.set("shutdown").await;
+            }
+            Err(e) => warn!("{fqn}: no answer ({e}); terminating it"),
+        }
+    }
+    match tokio::time::timeout(timeout, child.wait()).await {
+        Ok(Ok(status)) => info!("{fqn}: exited ({status})"),
+        _ => {
+            warn!("{fqn}: still running after shutdown; killing it");
+            let _ = child.kill().await;
+        }
+    }
+}
+
+/// An executable beside the running `iron` binary, else the bare name (looked up on PATH).
+fn resolve(executable: &str) -> PathBuf {
+    let path = PathBuf::from(executable);
+    if path.components().count() > 1 {
+        return path;
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join(executable)))
+        .filter(|candidate| candidate.is_file())
+        .unwrap_or(path)
+}

@@ -1,0 +1,170 @@
+//! The action client: send a goal, follow its feedback, wait for its result, cancel it.
+//! Every wait is bounded.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use hiroz::{
+    Builder,
+    action::{
+        GoalId, GoalInfo, GoalStatus, Time, ZAction,
+        messages::{
+            CancelGoalServiceRequest, CancelService, FeedbackMessage, GetResultRequest, GoalService,
+            ResultService, SendGoalRequest,
+        },
+    },
+    node::ZNode,
+    pubsub::ZSub,
+    service::ZClient,
+};
+use tokio::sync::mpsc;
+
+use super::{CancelCode, Endpoints, cancel_goal_type_info};
+use crate::spine::control::{
+    ControlError,
+    lifecycle::client::{classify, retry},
+};
+
+type Routes<F> = Arc<Mutex<HashMap<GoalId, mpsc::UnboundedSender<F>>>>;
+
+/// A client of one action.
+pub struct ActionClient<A: ZAction> {
+    name: String,
+    send_goal: ZClient<GoalService<A>>,
+    get_result: ZClient<ResultService<A>>,
+    cancel: ZClient<CancelService<A>>,
+    routes: Routes<A::Feedback>,
+    _feedback: ZSub<FeedbackMessage<A>, (), <FeedbackMessage<A> as hiroz::msg::ZMessage>::Serdes>,
+}
+
+/// How a goal ended.
+#[derive(Debug, Clone)]
+pub struct GoalOutcome<R> {
+    pub status: GoalStatus,
+    pub result: R,
+}
+
+/// An accepted goal: its id and its feedback, in order.
+pub struct SentGoal<F> {
+    pub id: GoalId,
+    pub feedback: mpsc::UnboundedReceiver<F>,
+}
+
+impl<A: ZAction> ActionClient<A> {
+    /// A client of the action `name` (absolute, e.g. `/iron/engine/task`).
+    pub fn new(node: &ZNode, name: &str) -> Result<Self, ControlError> {
+        let ep = Endpoints::of(name);
+        let declare = |what: &str| {
+            let what = format!("client of {what}");
+            move |source| ControlError::Declare { what, source }
+        };
+        let routes: Routes<A::Feedback> = Arc::default();
+        let r = routes.clone();
+        let feedback = node
+            .create_sub_impl::<FeedbackMessage<A>>(&ep.feedback, Some(A::feedback_type_info()))
+            .build_with_callback(move |msg: FeedbackMessage<A>| {
+                let routes = r.lock().expect("feedback routes lock");
+                if let Some(tx) = routes.get(&msg.goal_id) {
+                    let _ = tx.send(msg.feedback);
+                }
+            })
+            .map_err(declare(&ep.feedback))?;
+        Ok(Self {
+            send_goal: node
+                .create_client_impl::<GoalService<A>>(&ep.send_goal, Some(A::send_goal_type_info()))
+                .build()
+                .map_err(declare(&ep.send_goal))?,
+            get_result: node
+                .create_client_impl::<ResultService<A>>(&ep.get_result, Some(A::get_result_type_info()))
+                .build()
+                .map_err(declare(&ep.get_result))?,
+            cancel: node
+                .create_client_impl::<CancelService<A>>(&ep.cancel_goal, Some(cancel_goal_type_info::<A>()))
+                .build()
+                .map_err(declare(&ep.cancel_goal))?,
+            routes,
+            _feedback: feedback,
+            name: name.to_string(),
+        })
+    }
+
+    /// Sends a goal and waits (at most `timeout`, retrying while the server is not yet
+    /// reachable) for the server's decision. A rejected goal is an error.
+    pub async fn send(&self, goal: A::Goal, timeout: Duration) -> Result<SentGoal<A::Feedback>, ControlError> {
+        let id = GoalId::new();
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.routes.lock().expect("feedback routes lock").insert(id, tx);
+        let req = SendGoalRequest::<A> { goal_id: id, goal };
+        let what = format!("{}/_action/send_goal", self.name);
+        // Resending is safe: the server refuses a goal id it already knows.
+        let resp = retry(&what, timeout, || self.send_goal.call_with_timeout(&req, timeout)).await;
+        let resp = match resp {
+            Ok(r) => r,
+            Err(e) => {
+                self.forget(id);
+                return Err(e);
+            }
+        };
+        if !resp.accepted {
+            self.forget(id);
+            return Err(ControlError::Protocol {
+                what,
+                detail: "the goal was rejected".into(),
+            });
+        }
+        Ok(SentGoal { id, feedback: rx })
+    }
+
+    /// Waits up to `timeout` for the goal's result.
+    pub async fn result(&self, id: GoalId, timeout: Duration) -> Result<GoalOutcome<A::Result>, ControlError> {
+        let what = format!("{}/_action/get_result", self.name);
+        let resp = self
+            .get_result
+            .call_with_timeout(&GetResultRequest { goal_id: id }, timeout)
+            .await
+            .map_err(|source| classify(&what, timeout, source));
+        self.forget(id);
+        let resp = resp?;
+        let status = GoalStatus::try_from(resp.status).map_err(|detail| ControlError::Protocol { what, detail })?;
+        Ok(GoalOutcome {
+            status,
+            result: resp.result,
+        })
+    }
+
+    /// Asks the server to cancel `id` (or every goal, with `None`).
+    pub async fn cancel(&self, id: Option<GoalId>, timeout: Duration) -> Result<(CancelCode, Vec<GoalId>), ControlError> {
+        let req = CancelGoalServiceRequest {
+            goal_info: GoalInfo {
+                goal_id: id.unwrap_or(GoalId::from_bytes([0; 16])),
+                stamp: Time { sec: 0, nanosec: 0 },
+            },
+        };
+        let what = format!("{}/_action/cancel_goal", self.name);
+        let resp = self
+            .cancel
+            .call_with_timeout(&req, timeout)
+            .await
+            .map_err(|source| classify(&what, timeout, source))?;
+        let code = match resp.return_code {
+            0 => CancelCode::None,
+            1 => CancelCode::Rejected,
+            2 => CancelCode::UnknownGoalId,
+            3 => CancelCode::GoalTerminated,
+            other => {
+                return Err(ControlError::Protocol {
+                    what,
+                    detail: format!("unknown return code {other}"),
+                });
+            }
+        };
+        Ok((code, resp.goals_canceling.into_iter().map(|g| g.goal_id).collect()))
+    }
+
+    fn forget(&self, id: GoalId) {
+        self.routes.lock().expect("feedback routes lock").remove(&id);
+    }
+}

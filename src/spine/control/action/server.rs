@@ -1,0 +1,505 @@
+//! The action server: goals arrive as [`GoalRequest`]s on a channel; the node accepts or
+//! rejects each, sends feedback through its [`GoalHandle`] and ends it with a result.
+//! Everything else (status, cancel, results for late `get_result` calls) is answered here.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use hiroz::{
+    Builder,
+    action::{
+        GoalId, GoalInfo, GoalStatus, Time, ZAction,
+        messages::{
+            CancelGoalServiceResponse, CancelService, FeedbackMessage, GetResultResponse,
+            GoalService, GoalStatusInfo, ResultService, SendGoalResponse, StatusMessage,
+        },
+    },
+    msg::ZMessage,
+    node::ZNode,
+    pubsub::ZPub,
+    qos::{QosDurability, QosHistory, QosProfile},
+    service::ServiceReply,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::{CancellationToken, DropGuard, WaitForCancellationFuture};
+use tracing::{debug, warn};
+
+use super::{Endpoints, cancel::select_for_cancel, cancel_goal_type_info, now_stamp};
+use crate::spine::control::{
+    ControlError,
+    serve::{answer, spawn_server},
+};
+
+/// Limits of an action server.
+#[derive(Debug, Clone)]
+pub struct ActionOptions {
+    /// How long a finished goal's result stays available (rcl_action's default: 15 min).
+    pub result_retention: Duration,
+    /// How long the node may take to accept or reject a goal before it is rejected for it.
+    pub decision_timeout: Duration,
+    /// Goals waiting for a decision; beyond this new goals are rejected at once.
+    pub max_pending: usize,
+}
+
+impl Default for ActionOptions {
+    fn default() -> Self {
+        Self {
+            result_retention: Duration::from_secs(15 * 60),
+            decision_timeout: Duration::from_secs(5),
+            max_pending: 64,
+        }
+    }
+}
+
+type FeedbackPub<A> = ZPub<FeedbackMessage<A>, <FeedbackMessage<A> as ZMessage>::Serdes>;
+type StatusPub = ZPub<StatusMessage, <StatusMessage as ZMessage>::Serdes>;
+
+struct Entry<A: ZAction> {
+    stamp: Time,
+    status: GoalStatus,
+    result: Option<A::Result>,
+    finished_at: Option<Instant>,
+    cancel: CancellationToken,
+    waiters: Vec<ServiceReply<ResultService<A>>>,
+}
+
+struct Inner<A: ZAction> {
+    name: String,
+    accepting: std::sync::atomic::AtomicBool,
+    goals: Mutex<HashMap<GoalId, Entry<A>>>,
+    feedback: FeedbackPub<A>,
+    status: StatusPub,
+    opts: ActionOptions,
+}
+
+/// A served action. Dropping it stops serving.
+pub struct ActionServer<A: ZAction> {
+    inner: Arc<Inner<A>>,
+    _stop: DropGuard,
+}
+
+/// A goal waiting for the node's decision. Dropping it rejects the goal.
+pub struct GoalRequest<A: ZAction> {
+    id: GoalId,
+    goal: A::Goal,
+    decide: Option<oneshot::Sender<bool>>,
+    inner: Arc<Inner<A>>,
+}
+
+/// An accepted goal. End it with [`succeed`](Self::succeed), [`abort`](Self::abort) or
+/// [`canceled`](Self::canceled); dropping it unfinished aborts it.
+pub struct GoalHandle<A: ZAction>
+where
+    A::Result: Default,
+{
+    id: GoalId,
+    inner: Arc<Inner<A>>,
+    cancel: CancellationToken,
+    finished: bool,
+}
+
+impl<A: ZAction> ActionServer<A>
+where
+    A::Result: Default,
+{
+    /// Serves the action `name` (absolute, e.g. `/iron/engine/task`) on `node`. Returns the
+    /// server and the channel on which goals arrive. Goals are rejected until
+    /// [`set_accepting`](Self::set_accepting)`(true)`, and whenever the receiver is gone.
+    pub fn new(
+        node: &ZNode,
+        name: &str,
+        opts: ActionOptions,
+    ) -> Result<(Self, mpsc::Receiver<GoalRequest<A>>), ControlError> {
+        let ep = Endpoints::of(name);
+        let declare = |what: &str| {
+            let what = what.to_string();
+            move |source| ControlError::Declare { what, source }
+        };
+        let send_goal = node
+            .create_service_impl::<GoalService<A>>(&ep.send_goal, Some(A::send_goal_type_info()))
+            .build()
+            .map_err(declare(&ep.send_goal))?;
+        let get_result = node
+            .create_service_impl::<ResultService<A>>(&ep.get_result, Some(A::get_result_type_info()))
+            .build()
+            .map_err(declare(&ep.get_result))?;
+        let cancel_goal = node
+            .create_service_impl::<CancelService<A>>(&ep.cancel_goal, Some(cancel_goal_type_info::<A>()))
+            .build()
+            .map_err(declare(&ep.cancel_goal))?;
+        let feedback = node
+            .create_pub_impl::<FeedbackMessage<A>>(&ep.feedback, Some(A::feedback_type_info()))
+            .build()
+            .map_err(declare(&ep.feedback))?;
+        // rcl_action's status QoS: reliable, transient local, keep last 1.
+        let status_qos = QosProfile {
+            durability: QosDurability::TransientLocal,
+            history: QosHistory::KeepLast(std::num::NonZeroUsize::MIN),
+            ..QosProfile::default()
+        };
+        let status = node
+            .create_pub_impl::<StatusMessage>(&ep.status, Some(A::status_type_info()))
+            .with_qos(status_qos)
+            .build()
+            .map_err(declare(&ep.status))?;
+
+        let inner = Arc::new(Inner {
+            name: name.to_string(),
+            accepting: std::sync::atomic::AtomicBool::new(false),
+            goals: Mutex::new(HashMap::new()),
+            feedback,
+            status,
+            opts,
+        });
+        let stop = CancellationToken::new();
+        let (goals_tx, goals_rx) = mpsc::channel(inner.opts.max_pending.max(1));
+
+        let i = inner.clone();
+        spawn_server(send_goal, ep.send_goal.clone(), stop.clone(), move |req| {
+            let (inner, goals_tx) = (i.clone(), goals_tx.clone());
+            async move {
+                // Each goal is decided in its own task so a slow decision holds up no other.
+                tokio::spawn(async move {
+                    let (msg, reply) = req.into_parts();
+                    let accepted = inner.decide(msg.goal_id, msg.goal, &goals_tx).await;
+                    let stamp = now_stamp();
+                    let resp = SendGoalResponse {
+                        accepted,
+                        stamp_sec: stamp.sec,
+                        stamp_nanosec: stamp.nanosec,
+                    };
+                    if let Err(e) = reply.reply(&resp).await {
+                        warn!(action = %inner.name, "could not answer send_goal: {e}");
+                    }
+                });
+            }
+        });
+
+        let i = inner.clone();
+        let what = ep.get_result.clone();
+        spawn_server(get_result, ep.get_result.clone(), stop.clone(), move |req| {
+            let (inner, what) = (i.clone(), what.clone());
+            async move {
+                let (msg, reply) = req.into_parts();
+                let ready = {
+                    let mut goals = inner.goals.lock().expect("goal table lock");
+                    match goals.get_mut(&msg.goal_id) {
+                        // Not finished: answered when it finishes, without holding anything up.
+                        Some(e) if !e.status.is_terminal() => {
+                            e.waiters.push(reply);
+                            return;
+                        }
+                        Some(e) => GetResultResponse::<A> {
+                            status: e.status as i8,
+                            result: e.result.clone().unwrap_or_default(),
+                        },
+                        None => GetResultResponse::<A> {
+                            status: GoalStatus::Unknown as i8,
+                            result: A::Result::default(),
+                        },
+                    }
+                };
+                if let Err(e) = reply.reply(&ready).await {
+                    warn!(service = %what, "could not answer get_result: {e}");
+                }
+            }
+        });
+
+        let i = inner.clone();
+        let what = ep.cancel_goal.clone();
+        spawn_server(cancel_goal, ep.cancel_goal.clone(), stop.clone(), move |req| {
+            let (inner, what) = (i.clone(), what.clone());
+            async move {
+                let info = &req.message().goal_info;
+                let (code, canceling) = {
+                    let mut goals = inner.goals.lock().expect("goal table lock");
+                    let (code, ids) = select_for_cancel(
+                        goals.iter().map(|(id, e)| (*id, e.stamp, e.status)).collect::<Vec<_>>(),
+                        info.goal_id,
+                        info.stamp,
+                    );
+                    let canceling: Vec<GoalInfo> = ids
+                        .iter()
+                        .filter_map(|id| {
+                            let e = goals.get_mut(id)?;
+                            e.status = GoalStatus::Canceling;
+                            e.cancel.cancel();
+                            Some(GoalInfo {
+                                goal_id: *id,
+                                stamp: e.stamp,
+                            })
+                        })
+                        .collect();
+                    (code, canceling)
+                };
+                debug!(action = %inner.name, "cancel request: {} goal(s) canceling, code {code:?}", canceling.len());
+                if !canceling.is_empty() {
+                    inner.publish_status().await;
+                }
+                let resp = CancelGoalServiceResponse {
+                    return_code: code as i8,
+                    goals_canceling: canceling,
+                };
+                answer(req, &resp, &what).await;
+            }
+        });
+
+        // Finished goals are forgotten once their retention has passed.
+        let i = Arc::downgrade(&inner);
+        let sweep_stop = stop.clone();
+        tokio::spawn(async move {
+            let period = Duration::from_secs(1);
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(period) => {}
+                    _ = sweep_stop.cancelled() => break,
+                }
+                let Some(inner) = i.upgrade() else { break };
+                inner.purge_expired();
+            }
+        });
+
+        Ok((
+            Self {
+                inner,
+                _stop: stop.drop_guard(),
+            },
+            goals_rx,
+        ))
+    }
+
+    /// The action's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Opens or closes the door to new goals; while closed every goal is rejected at once
+    /// (a managed node closes it when it is not active). Closed at first.
+    pub fn set_accepting(&self, accepting: bool) {
+        self.inner
+            .accepting
+            .store(accepting, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Number of goals not finished yet.
+    pub fn active_goals(&self) -> usize {
+        let goals = self.inner.goals.lock().expect("goal table lock");
+        goals.values().filter(|e| e.status.is_active()).count()
+    }
+}
+
+impl<A: ZAction> Inner<A> {
+    async fn decide(
+        self: &Arc<Self>,
+        id: GoalId,
+        goal: A::Goal,
+        goals_tx: &mpsc::Sender<GoalRequest<A>>,
+    ) -> bool {
+        if !self.accepting.load(std::sync::atomic::Ordering::SeqCst) {
+            warn!(action = %self.name, goal = %id, "rejected: the node is not active");
+            return false;
+        }
+        if !id.is_valid() {
+            warn!(action = %self.name, "rejected a goal with an all-zero id");
+            return false;
+        }
+        if self.goals.lock().expect("goal table lock").contains_key(&id) {
+            warn!(action = %self.name, goal = %id, "rejected a goal whose id is already known");
+            return false;
+        }
+        let (tx, rx) = oneshot::channel();
+        let request = GoalRequest {
+            id,
+            goal,
+            decide: Some(tx),
+            inner: self.clone(),
+        };
+        if goals_tx.try_send(request).is_err() {
+            warn!(action = %self.name, goal = %id, "rejected: the node is not taking goals (inactive or saturated)");
+            return false;
+        }
+        match tokio::time::timeout(self.opts.decision_timeout, rx).await {
+            Ok(Ok(accepted)) => accepted,
+            Ok(Err(_)) => false,
+            Err(_) => {
+                warn!(action = %self.name, goal = %id, "rejected: no decision within {:?}", self.opts.decision_timeout);
+                false
+            }
+        }
+    }
+
+    fn status_list(&self) -> StatusMessage {
+        let goals = self.goals.lock().expect("goal table lock");
+        let mut list: Vec<GoalStatusInfo> = goals
+            .iter()
+            .map(|(id, e)| GoalStatusInfo {
+                goal_info: GoalInfo {
+                    goal_id: *id,
+                    stamp: e.stamp,
+                },
+                status: e.status,
+            })
+            .collect();
+        list.sort_by_key(|s| (s.goal_info.stamp.sec, s.goal_info.stamp.nanosec));
+        StatusMessage { status_list: list }
+    }
+
+    async fn publish_status(&self) {
+        let msg = self.status_list();
+        if let Err(e) = self.status.async_publish(&msg).await {
+            warn!(action = %self.name, "could not publish status: {e}");
+        }
+    }
+
+    async fn finish(&self, id: GoalId, status: GoalStatus, result: A::Result) {
+        let waiters = {
+            let mut goals = self.goals.lock().expect("goal table lock");
+            let Some(e) = goals.get_mut(&id) else { return };
+            e.status = status;
+            e.result = Some(result.clone());
+            e.finished_at = Some(Instant::now());
+            std::mem::take(&mut e.waiters)
+        };
+        self.publish_status().await;
+        let resp = GetResultResponse::<A> {
+            status: status as i8,
+            result,
+        };
+        for w in waiters {
+            if let Err(e) = w.reply(&resp).await {
+                warn!(action = %self.name, goal = %id, "could not deliver a result: {e}");
+            }
+        }
+    }
+
+    fn purge_expired(&self) {
+        let keep = self.opts.result_retention;
+        let mut goals = self.goals.lock().expect("goal table lock");
+        goals.retain(|_, e| e.finished_at.is_none_or(|t| t.elapsed() < keep));
+    }
+}
+
+impl<A: ZAction> GoalRequest<A>
+where
+    A::Result: Default,
+{
+    /// The goal's id.
+    pub fn id(&self) -> GoalId {
+        self.id
+    }
+
+    /// What the goal asks for.
+    pub fn goal(&self) -> &A::Goal {
+        &self.goal
+    }
+
+    /// Accepts the goal; it is executing from now on.
+    pub async fn accept(mut self) -> (A::Goal, GoalHandle<A>) {
+        let cancel = CancellationToken::new();
+        self.inner.goals.lock().expect("goal table lock").insert(
+            self.id,
+            Entry {
+                stamp: now_stamp(),
+                status: GoalStatus::Executing,
+                result: None,
+                finished_at: None,
+                cancel: cancel.clone(),
+                waiters: Vec::new(),
+            },
+        );
+        if let Some(tx) = self.decide.take() {
+            let _ = tx.send(true);
+        }
+        self.inner.publish_status().await;
+        let handle = GoalHandle {
+            id: self.id,
+            inner: self.inner.clone(),
+            cancel,
+            finished: false,
+        };
+        (self.goal.clone(), handle)
+    }
+
+    /// Rejects the goal.
+    pub fn reject(mut self, why: &str) {
+        debug!(action = %self.inner.name, goal = %self.id, "goal rejected: {why}");
+        if let Some(tx) = self.decide.take() {
+            let _ = tx.send(false);
+        }
+    }
+}
+
+impl<A: ZAction> GoalHandle<A>
+where
+    A::Result: Default,
+{
+    /// The goal's id.
+    pub fn id(&self) -> GoalId {
+        self.id
+    }
+
+    /// Whether a client asked to cancel this goal.
+    pub fn is_cancel_requested(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Resolves when a client asks to cancel this goal.
+    pub fn cancel_requested(&self) -> WaitForCancellationFuture<'_> {
+        self.cancel.cancelled()
+    }
+
+    /// Publishes feedback for this goal.
+    pub async fn feedback(&self, feedback: A::Feedback) -> Result<(), ControlError> {
+        let msg = FeedbackMessage::<A> {
+            goal_id: self.id,
+            feedback,
+        };
+        self.inner
+            .feedback
+            .async_publish(&msg)
+            .await
+            .map_err(|source| ControlError::Call {
+                what: format!("{} feedback", self.inner.name),
+                source,
+            })
+    }
+
+    /// Ends the goal as succeeded.
+    pub async fn succeed(self, result: A::Result) {
+        self.end(GoalStatus::Succeeded, result).await
+    }
+
+    /// Ends the goal as aborted.
+    pub async fn abort(self, result: A::Result) {
+        self.end(GoalStatus::Aborted, result).await
+    }
+
+    /// Ends the goal as canceled (after a cancel request).
+    pub async fn canceled(self, result: A::Result) {
+        self.end(GoalStatus::Canceled, result).await
+    }
+
+    async fn end(mut self, status: GoalStatus, result: A::Result) {
+        self.finished = true;
+        self.inner.finish(self.id, status, result).await;
+    }
+}
+
+impl<A: ZAction> Drop for GoalHandle<A>
+where
+    A::Result: Default,
+{
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let (inner, id) = (self.inner.clone(), self.id);
+        warn!(action = %inner.name, goal = %id, "goal dropped unfinished; aborting it");
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move { inner.finish(id, GoalStatus::Aborted, A::Result::default()).await });
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! A small managed node with an `AolTask` action server: the reference for how an Iron node is
+//! written, and what the spine's tests, `iron task send` and `iron bench control` exercise
+//! until the engine exists.
+//!
+//! A goal's `context_json` may set `{"steps": N, "step_ms": M}` (default 3 × 100 ms); it
+//! gets one feedback per step and succeeds with `echo: <instruction>`. An empty instruction
+//! with no steps answers at once (the round-trip benchmark's empty goal). A cancel request
+//! ends the goal as canceled at the next step.
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::{sync::Mutex, task::JoinSet};
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use super::{
+    action::{ActionOptions, ActionServer, GoalRequest},
+    lifecycle::{CallbackError, ManagedNode, NodeContext, State},
+};
+use crate::interfaces::{AolTask, AolTaskFeedback, AolTaskResult};
+
+/// Which callbacks should refuse (`Failure`) or break (`Error`): for exercising the lifecycle.
+#[derive(Debug, Clone, Default)]
+pub struct DemoNode {
+    /// Transition names (configure, activate, deactivate, cleanup, shutdown) that fail.
+    pub fail_on: Vec<String>,
+    /// Transition names that error.
+    pub error_on: Vec<String>,
+}
+
+/// What the demo node builds at configure.
+pub struct DemoDeps {
+    server: ActionServer<AolTask>,
+    goals: Mutex<tokio::sync::mpsc::Receiver<GoalRequest<AolTask>>>,
+}
+
+impl DemoNode {
+    fn outcome(&self, callback: &str) -> Result<(), CallbackError> {
+        info!("callback {callback}");
+        if self.error_on.iter().any(|c| c == callback) {
+            return Err(CallbackError::Error(format!("{callback} told to error")));
+        }
+        if self.fail_on.iter().any(|c| c == callback) {
+            return Err(CallbackError::Failure(format!("{callback} told to fail")));
+        }
+        Ok(())
+    }
+}
+
+impl ManagedNode for DemoNode {
+    type Deps = DemoDeps;
+
+    async fn configure(&self, ctx: &NodeContext) -> Result<DemoDeps, CallbackError> {
+        self.outcome("configure")?;
+        let name = format!("{}/task", ctx.fqn());
+        let (server, goals) = ActionServer::<AolTask>::new(&ctx.node, &name, ActionOptions::default())
+            .map_err(|e| CallbackError::Error(e.to_string()))?;
+        Ok(DemoDeps {
+            server,
+            goals: Mutex::new(goals),
+        })
+    }
+
+    async fn activate(&self, _deps: &Arc<DemoDeps>) -> Result<(), CallbackError> {
+        self.outcome("activate")
+    }
+
+    async fn run(self: Arc<Self>, deps: Arc<DemoDeps>, shutdown: CancellationToken) -> Result<(), String> {
+        deps.server.set_accepting(true);
+        let mut goals = deps.goals.lock().await;
+        let mut running = JoinSet::new();
+        loop {
+            tokio::select! {
+                goal = goals.recv() => {
+                    let Some(goal) = goal else { break };
+                    running.spawn(execute(goal));
+                }
+                _ = shutdown.cancelled() => break,
+                Some(_) = running.join_next(), if !running.is_empty() => {}
+            }
+        }
+        // Stop taking goals; let the running ones finish.
+        deps.server.set_accepting(false);
+        while running.join_next().await.is_some() {}
+        Ok(())
+    }
+
+    async fn deactivate(&self, _deps: &Arc<DemoDeps>) -> Result<(), CallbackError> {
+        self.outcome("deactivate")
+    }
+
+    async fn cleanup(&self, _deps: Arc<DemoDeps>) -> Result<(), CallbackError> {
+        self.outcome("cleanup")
+    }
+
+    async fn shutdown(&self, _deps: Option<Arc<DemoDeps>>) -> Result<(), CallbackError> {
+        self.outcome("shutdown")
+    }
+
+    async fn on_error(&self, failed_in: State) -> Result<(), CallbackError> {
+        info!("callback on_error (from {failed_in})");
+        Ok(())
+    }
+}
+
+async fn execute(request: GoalRequest<AolTask>) {
+    let (goal, handle) = request.accept().await;
+    let ctx: serde_json::Value = serde_json::from_str(&goal.context_json).unwrap_or_default();
+    let quick = goal.instruction.is_empty() && ctx.get("steps").is_none();
+    let steps = if quick { 0 } else { ctx.get("steps").and_then(|v| v.as_u64()).unwrap_or(3) };
+    let step = Duration::from_millis(ctx.get("step_ms").and_then(|v| v.as_u64()).unwrap_or(100));
+    for i in 0..steps {
+        let fb = AolTaskFeedback {
+            stage: "working".into(),
+            message: format!("step {} of {steps}", i + 1),
+            progress: (i + 1) as f32 / steps as f32,
+        };
+        let _ = handle.feedback(fb).await;
+        tokio::select! {
+            _ = tokio::time::sleep(step) => {}
+            _ = handle.cancel_requested() => {
+                let result = AolTaskResult {
+                    status: "canceled".into(),
+                    text: format!("canceled after {i} of {steps} steps"),
+                    result_json: "{}".into(),
+                };
+                handle.canceled(result).await;
+                return;
+            }
+        }
+    }
+    let result = AolTaskResult {
+        status: "succeeded".into(),
+        text: format!("echo: {}", goal.instruction),
+        result_json: serde_json::json!({ "task_id": goal.task_id, "steps": steps }).to_string(),
+    };
+    handle.succeed(result).await;
+}
