@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 fn main() {
-    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     for dir in ["msg", "srv", "action", "package.xml", "ros/overrides"] {
         println!("cargo:rerun-if-changed={dir}");
@@ -13,7 +14,10 @@ fn main() {
     println!("cargo:rerun-if-env-changed=HIROZ_MSG_PATH");
     let mut path = vec![
         manifest.display().to_string(),
-        manifest.join("ros/overrides/lifecycle_msgs").display().to_string(),
+        manifest
+            .join("ros/overrides/lifecycle_msgs")
+            .display()
+            .to_string(),
     ];
     if let Ok(extra) = std::env::var("HIROZ_MSG_PATH") {
         path.extend(extra.split(':').filter(|p| !p.is_empty()).map(String::from));

@@ -15,7 +15,7 @@ mod generated {
 }
 
 pub use generated::ros::iron::{
-    AolTaskFeedback, AolTaskGoal, AolTaskResult, Answer, InboxMessage, Interjection, Question,
+    Answer, AolTaskFeedback, AolTaskGoal, AolTaskResult, InboxMessage, Interjection, Question,
     SessionControl, ToolCallRequest, ToolCallResponse, action::AolTask, srv::ToolCall,
 };
 

@@ -7,7 +7,10 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = iron::cli::Cli::parse();
     iron::cli::init_tracing(None);
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

@@ -47,8 +47,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             wait,
             instruction,
         }) => {
-            if serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&context).is_err() {
-                return Err(CliError::Failed(format!("--context {context:?} is not a JSON object")));
+            if serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&context).is_err()
+            {
+                return Err(CliError::Failed(format!(
+                    "--context {context:?} is not a JSON object"
+                )));
             }
             let goal = AolTaskGoal {
                 task_id: uuid::Uuid::now_v7().to_string(),
@@ -59,7 +62,14 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 parent_task_id: String::new(),
                 context_json: context,
             };
-            task_send(&cli.router, &action, goal, timeout, Duration::from_secs_f64(wait)).await
+            task_send(
+                &cli.router,
+                &action,
+                goal,
+                timeout,
+                Duration::from_secs_f64(wait),
+            )
+            .await
         }
         Command::Inbox(InboxCommand::Send {
             source,
@@ -67,13 +77,19 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             destination,
             text,
         }) => inbox_send(&cli.router, source, user, destination, text, timeout).await,
-        Command::Bench(BenchCommand::Control { iterations }) => bench::control(iterations, timeout).await,
+        Command::Bench(BenchCommand::Control { iterations }) => {
+            bench::control(iterations, timeout).await
+        }
     }
 }
 
 async fn router(listen: Vec<String>) -> Result<(), CliError> {
     let router = Router::start(RouterConfig { listen }).await?;
-    tracing::info!("router {} listening on {}", router.zid(), router.listen().join(", "));
+    tracing::info!(
+        "router {} listening on {}",
+        router.zid(),
+        router.listen().join(", ")
+    );
     let shutdown = CancellationToken::new();
     stop_on_signals(shutdown.clone());
     router.run(shutdown).await?;
@@ -257,9 +273,11 @@ async fn inbox_send(
             nanosec: now.nanosec,
         },
     };
-    publisher.async_publish(&msg).await.map_err(|source| crate::spine::control::ControlError::Call {
-        what: "publish on /iron/raw_inbox".into(),
-        source,
+    publisher.async_publish(&msg).await.map_err(|source| {
+        crate::spine::control::ControlError::Call {
+            what: "publish on /iron/raw_inbox".into(),
+            source,
+        }
     })?;
     println!("sent");
     Ok(())

@@ -174,7 +174,8 @@ pub fn init_tracing(level: Option<&str>) {
     const QUIET: &str = "zenoh=error,zenoh_transport=error,hiroz=error";
     let filter = match level {
         Some(l) => EnvFilter::new(format!("{l},{QUIET}")),
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(format!("info,{QUIET}"))),
+        None => EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| EnvFilter::new(format!("info,{QUIET}"))),
     };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -186,15 +187,16 @@ pub fn init_tracing(level: Option<&str>) {
 /// Cancels `token` on SIGINT or SIGTERM.
 pub fn stop_on_signals(token: CancellationToken) {
     tokio::spawn(async move {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!("cannot watch SIGTERM: {e}");
-                let _ = tokio::signal::ctrl_c().await;
-                token.cancel();
-                return;
-            }
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!("cannot watch SIGTERM: {e}");
+                    let _ = tokio::signal::ctrl_c().await;
+                    token.cancel();
+                    return;
+                }
+            };
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}

@@ -27,7 +27,10 @@ pub fn main<N: ManagedNode>(
     opts: HostOptions,
 ) -> ExitCode {
     init_tracing(ros_args.log_level.as_deref());
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -35,8 +38,14 @@ pub fn main<N: ManagedNode>(
         }
     };
     let result = rt.block_on(async move {
-        let name = ros_args.node_name.clone().unwrap_or_else(|| default_name.to_string());
-        let ns = ros_args.namespace.clone().unwrap_or_else(|| default_ns.to_string());
+        let name = ros_args
+            .node_name
+            .clone()
+            .unwrap_or_else(|| default_name.to_string());
+        let ns = ros_args
+            .namespace
+            .clone()
+            .unwrap_or_else(|| default_ns.to_string());
         let control = ControlPlane::connect(ControlConfig::from_env()?).await?;
         let zn = control.node(&name, &ns)?;
         if let Err(e) = control.wait_for_router(&zn, Duration::from_secs(5)).await {

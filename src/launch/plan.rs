@@ -87,7 +87,10 @@ impl NodeSpec {
         for (k, v) in &self.params {
             let v = match v {
                 serde_yaml::Value::String(s) => s.clone(),
-                other => serde_yaml::to_string(other).unwrap_or_default().trim().to_string(),
+                other => serde_yaml::to_string(other)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string(),
             };
             args.push("-p".into());
             args.push(format!("{k}:={v}"));
@@ -118,7 +121,12 @@ impl Plan {
         };
         let mut seen = std::collections::BTreeSet::new();
         for n in &plan.nodes {
-            if n.name.is_empty() || !n.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            if n.name.is_empty()
+                || !n
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
                 return Err(invalid(format!(
                     "node name {:?} must be letters, digits and underscores",
                     n.name
@@ -157,7 +165,17 @@ mod tests {
         assert!(n.autostart && n.respawn);
         assert_eq!(
             n.ros_args(),
-            vec!["--ros-args", "-r", "__node:=demo", "-r", "__ns:=/iron", "-p", "depth:=3", "-p", "mode:=fast"]
+            vec![
+                "--ros-args",
+                "-r",
+                "__node:=demo",
+                "-r",
+                "__ns:=/iron",
+                "-p",
+                "depth:=3",
+                "-p",
+                "mode:=fast"
+            ]
         );
         assert_eq!(plan.router.listen, "tcp/127.0.0.1:7447");
     }
@@ -166,8 +184,17 @@ mod tests {
     fn rejects_bad_lists() {
         let bad = |t: &str| Plan::parse(t, Path::new("t.yaml")).unwrap_err().to_string();
         assert!(bad("nodes:\n  - name: a b\n    executable: x\n").contains("letters, digits"));
-        assert!(bad("nodes:\n  - name: a\n    executable: x\n  - name: a\n    executable: y\n").contains("listed twice"));
-        assert!(bad("nodes:\n  - name: a\n    executable: x\n    colour: red\n").contains("unknown field"));
-        assert!(bad("nodes:\n  - name: a\n    namespace: iron\n    executable: x\n").contains("must start with /"));
+        assert!(
+            bad("nodes:\n  - name: a\n    executable: x\n  - name: a\n    executable: y\n")
+                .contains("listed twice")
+        );
+        assert!(
+            bad("nodes:\n  - name: a\n    executable: x\n    colour: red\n")
+                .contains("unknown field")
+        );
+        assert!(
+            bad("nodes:\n  - name: a\n    namespace: iron\n    executable: x\n")
+                .contains("must start with /")
+        );
     }
 }

@@ -111,10 +111,17 @@ async fn supervise(m: &mut Managed, router: &str, me: &hiroz::node::ZNode, timeo
             Ok(Some(status)) => {
                 m.child = None;
                 if !m.spec.respawn {
-                    warn!("{} exited ({status}); not restarting (respawn: false)", m.spec.fqn());
+                    warn!(
+                        "{} exited ({status}); not restarting (respawn: false)",
+                        m.spec.fqn()
+                    );
                     return;
                 }
-                warn!("{} exited ({status}); restarting in {:?}", m.spec.fqn(), m.backoff);
+                warn!(
+                    "{} exited ({status}); restarting in {:?}",
+                    m.spec.fqn(),
+                    m.backoff
+                );
                 m.restart_at = Some(Instant::now() + m.backoff);
                 m.backoff = (m.backoff * 2).min(BACKOFF_MAX);
             }
@@ -161,7 +168,12 @@ async fn start(
         executable: exe.clone(),
         source,
     })?;
-    info!("{}: started {} (pid {:?})", m.spec.fqn(), exe.display(), child.id());
+    info!(
+        "{}: started {} (pid {:?})",
+        m.spec.fqn(),
+        exe.display(),
+        child.id()
+    );
     m.child = Some(child);
     m.started = Instant::now();
 
@@ -182,7 +194,10 @@ async fn start(
     let client = LifecycleClient::new(me, &fqn, timeout)?;
     for step in ["configure", "activate"] {
         if !client.set(step).await? {
-            return Err(node_err(format!("{step} failed; the node stays {}", client.get_state().await?)));
+            return Err(node_err(format!(
+                "{step} failed; the node stays {}",
+                client.get_state().await?
+            )));
         }
     }
     info!("{fqn}: active");
@@ -191,7 +206,9 @@ async fn start(
 
 /// Deactivates and shuts the node down through its lifecycle, then makes sure it exited.
 async fn stop(m: &mut Managed, me: &hiroz::node::ZNode, timeout: Duration) {
-    let Some(mut child) = m.child.take() else { return };
+    let Some(mut child) = m.child.take() else {
+        return;
+    };
     let fqn = m.spec.fqn();
     if let Ok(client) = LifecycleClient::new(me, &fqn, timeout) {
         match client.get_state().await {

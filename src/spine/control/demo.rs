@@ -53,8 +53,9 @@ impl ManagedNode for DemoNode {
     async fn configure(&self, ctx: &NodeContext) -> Result<DemoDeps, CallbackError> {
         self.outcome("configure")?;
         let name = format!("{}/task", ctx.fqn());
-        let (server, goals) = ActionServer::<AolTask>::new(&ctx.node, &name, ActionOptions::default())
-            .map_err(|e| CallbackError::Error(e.to_string()))?;
+        let (server, goals) =
+            ActionServer::<AolTask>::new(&ctx.node, &name, ActionOptions::default())
+                .map_err(|e| CallbackError::Error(e.to_string()))?;
         Ok(DemoDeps {
             server,
             goals: Mutex::new(goals),
@@ -65,7 +66,11 @@ impl ManagedNode for DemoNode {
         self.outcome("activate")
     }
 
-    async fn run(self: Arc<Self>, deps: Arc<DemoDeps>, shutdown: CancellationToken) -> Result<(), String> {
+    async fn run(
+        self: Arc<Self>,
+        deps: Arc<DemoDeps>,
+        shutdown: CancellationToken,
+    ) -> Result<(), String> {
         deps.server.set_accepting(true);
         let mut goals = deps.goals.lock().await;
         let mut running = JoinSet::new();
@@ -107,7 +112,11 @@ async fn execute(request: GoalRequest<AolTask>) {
     let (goal, handle) = request.accept().await;
     let ctx: serde_json::Value = serde_json::from_str(&goal.context_json).unwrap_or_default();
     let quick = goal.instruction.is_empty() && ctx.get("steps").is_none();
-    let steps = if quick { 0 } else { ctx.get("steps").and_then(|v| v.as_u64()).unwrap_or(3) };
+    let steps = if quick {
+        0
+    } else {
+        ctx.get("steps").and_then(|v| v.as_u64()).unwrap_or(3)
+    };
     let step = Duration::from_millis(ctx.get("step_ms").and_then(|v| v.as_u64()).unwrap_or(100));
     for i in 0..steps {
         let fb = AolTaskFeedback {

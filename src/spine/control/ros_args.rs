@@ -28,7 +28,9 @@ pub enum RosArgsError {
     MissingValue { flag: String },
     #[error("`{arg}` is not of the form `from:=to`")]
     NotARule { arg: String },
-    #[error("unknown ROS argument `{arg}` (known: -r/--remap, -p/--param, --params-file, --log-level, --enclave)")]
+    #[error(
+        "unknown ROS argument `{arg}` (known: -r/--remap, -p/--param, --params-file, --log-level, --enclave)"
+    )]
     Unknown { arg: String },
 }
 

@@ -36,16 +36,17 @@ impl ControlConfig {
     /// A `ROS_DOMAIN_ID` that is not a number is an error, as it is for rcl.
     pub fn from_env() -> Result<Self, ControlError> {
         let mut config = Self::default();
-        if let Ok(router) = std::env::var(ROUTER_ENV) {
-            if !router.trim().is_empty() {
-                config.router = router.trim().to_string();
-            }
+        if let Ok(router) = std::env::var(ROUTER_ENV)
+            && !router.trim().is_empty()
+        {
+            config.router = router.trim().to_string();
         }
         if let Ok(domain) = std::env::var("ROS_DOMAIN_ID") {
-            config.domain_id = domain
-                .trim()
-                .parse()
-                .map_err(|_| ControlError::Config(format!("ROS_DOMAIN_ID={domain:?} is not a non-negative integer")))?;
+            config.domain_id = domain.trim().parse().map_err(|_| {
+                ControlError::Config(format!(
+                    "ROS_DOMAIN_ID={domain:?} is not a non-negative integer"
+                ))
+            })?;
         }
         Ok(config)
     }
@@ -72,7 +73,8 @@ impl ControlPlane {
     pub async fn connect(config: ControlConfig) -> Result<Self, ControlError> {
         let cfg = config.clone();
         let ctx = tokio::task::spawn_blocking(move || {
-            let mut builder = hiroz::context::ZContextBuilder::default().with_domain_id(cfg.domain_id);
+            let mut builder =
+                hiroz::context::ZContextBuilder::default().with_domain_id(cfg.domain_id);
             if std::env::var("ZENOH_SESSION_CONFIG_URI").is_err() {
                 let zconfig = hiroz::config::SessionConfigBuilder::new()
                     .with_router_endpoint(&cfg.router)
@@ -133,7 +135,10 @@ impl ControlPlane {
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(ControlError::Timeout {
-                    what: format!("connecting to the router at {} (is `iron router` running?)", self.config.router),
+                    what: format!(
+                        "connecting to the router at {} (is `iron router` running?)",
+                        self.config.router
+                    ),
                     after: timeout,
                 });
             }

@@ -92,11 +92,23 @@ mod tests {
 
     #[test]
     fn named_goal_codes() {
-        assert_eq!(select_for_cancel(goals(), id(2), t(0)), (CancelCode::None, vec![id(2)]));
-        assert_eq!(select_for_cancel(goals(), id(9), t(0)).0, CancelCode::UnknownGoalId);
-        assert_eq!(select_for_cancel(goals(), id(3), t(0)).0, CancelCode::GoalTerminated);
+        assert_eq!(
+            select_for_cancel(goals(), id(2), t(0)),
+            (CancelCode::None, vec![id(2)])
+        );
+        assert_eq!(
+            select_for_cancel(goals(), id(9), t(0)).0,
+            CancelCode::UnknownGoalId
+        );
+        assert_eq!(
+            select_for_cancel(goals(), id(3), t(0)).0,
+            CancelCode::GoalTerminated
+        );
         // Cancel-all with nothing running is not an error.
         let done = vec![(id(3), t(30), GoalStatus::Succeeded)];
-        assert_eq!(select_for_cancel(done, GoalId::from_bytes([0; 16]), t(0)), (CancelCode::None, vec![]));
+        assert_eq!(
+            select_for_cancel(done, GoalId::from_bytes([0; 16]), t(0)),
+            (CancelCode::None, vec![])
+        );
     }
 }

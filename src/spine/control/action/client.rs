@@ -12,8 +12,8 @@ use hiroz::{
     action::{
         GoalId, GoalInfo, GoalStatus, Time, ZAction,
         messages::{
-            CancelGoalServiceRequest, CancelService, FeedbackMessage, GetResultRequest, GoalService,
-            ResultService, SendGoalRequest,
+            CancelGoalServiceRequest, CancelService, FeedbackMessage, GetResultRequest,
+            GoalService, ResultService, SendGoalRequest,
         },
     },
     node::ZNode,
@@ -78,11 +78,17 @@ impl<A: ZAction> ActionClient<A> {
                 .build()
                 .map_err(declare(&ep.send_goal))?,
             get_result: node
-                .create_client_impl::<ResultService<A>>(&ep.get_result, Some(A::get_result_type_info()))
+                .create_client_impl::<ResultService<A>>(
+                    &ep.get_result,
+                    Some(A::get_result_type_info()),
+                )
                 .build()
                 .map_err(declare(&ep.get_result))?,
             cancel: node
-                .create_client_impl::<CancelService<A>>(&ep.cancel_goal, Some(cancel_goal_type_info::<A>()))
+                .create_client_impl::<CancelService<A>>(
+                    &ep.cancel_goal,
+                    Some(cancel_goal_type_info::<A>()),
+                )
                 .build()
                 .map_err(declare(&ep.cancel_goal))?,
             routes,
@@ -93,14 +99,24 @@ impl<A: ZAction> ActionClient<A> {
 
     /// Sends a goal and waits (at most `timeout`, retrying while the server is not yet
     /// reachable) for the server's decision. A rejected goal is an error.
-    pub async fn send(&self, goal: A::Goal, timeout: Duration) -> Result<SentGoal<A::Feedback>, ControlError> {
+    pub async fn send(
+        &self,
+        goal: A::Goal,
+        timeout: Duration,
+    ) -> Result<SentGoal<A::Feedback>, ControlError> {
         let id = GoalId::new();
         let (tx, rx) = mpsc::unbounded_channel();
-        self.routes.lock().expect("feedback routes lock").insert(id, tx);
+        self.routes
+            .lock()
+            .expect("feedback routes lock")
+            .insert(id, tx);
         let req = SendGoalRequest::<A> { goal_id: id, goal };
         let what = format!("{}/_action/send_goal", self.name);
         // Resending is safe: the server refuses a goal id it already knows.
-        let resp = retry(&what, timeout, || self.send_goal.call_with_timeout(&req, timeout)).await;
+        let resp = retry(&what, timeout, || {
+            self.send_goal.call_with_timeout(&req, timeout)
+        })
+        .await;
         let resp = match resp {
             Ok(r) => r,
             Err(e) => {
@@ -119,7 +135,11 @@ impl<A: ZAction> ActionClient<A> {
     }
 
     /// Waits up to `timeout` for the goal's result.
-    pub async fn result(&self, id: GoalId, timeout: Duration) -> Result<GoalOutcome<A::Result>, ControlError> {
+    pub async fn result(
+        &self,
+        id: GoalId,
+        timeout: Duration,
+    ) -> Result<GoalOutcome<A::Result>, ControlError> {
         let what = format!("{}/_action/get_result", self.name);
         let resp = self
             .get_result
@@ -128,7 +148,8 @@ impl<A: ZAction> ActionClient<A> {
             .map_err(|source| classify(&what, timeout, source));
         self.forget(id);
         let resp = resp?;
-        let status = GoalStatus::try_from(resp.status).map_err(|detail| ControlError::Protocol { what, detail })?;
+        let status = GoalStatus::try_from(resp.status)
+            .map_err(|detail| ControlError::Protocol { what, detail })?;
         Ok(GoalOutcome {
             status,
             result: resp.result,
@@ -136,7 +157,11 @@ impl<A: ZAction> ActionClient<A> {
     }
 
     /// Asks the server to cancel `id` (or every goal, with `None`).
-    pub async fn cancel(&self, id: Option<GoalId>, timeout: Duration) -> Result<(CancelCode, Vec<GoalId>), ControlError> {
+    pub async fn cancel(
+        &self,
+        id: Option<GoalId>,
+        timeout: Duration,
+    ) -> Result<(CancelCode, Vec<GoalId>), ControlError> {
         let req = CancelGoalServiceRequest {
             goal_info: GoalInfo {
                 goal_id: id.unwrap_or(GoalId::from_bytes([0; 16])),
@@ -161,10 +186,19 @@ impl<A: ZAction> ActionClient<A> {
                 });
             }
         };
-        Ok((code, resp.goals_canceling.into_iter().map(|g| g.goal_id).collect()))
+        Ok((
+            code,
+            resp.goals_canceling
+                .into_iter()
+                .map(|g| g.goal_id)
+                .collect(),
+        ))
     }
 
     fn forget(&self, id: GoalId) {
-        self.routes.lock().expect("feedback routes lock").remove(&id);
+        self.routes
+            .lock()
+            .expect("feedback routes lock")
+            .remove(&id);
     }
 }

@@ -23,7 +23,8 @@ pub const CANCEL_GOAL_HASH: &str =
 /// The type info ROS 2 peers expect for `<action>/_action/cancel_goal`.
 pub fn cancel_goal_type_info<A: ZAction>() -> TypeInfo {
     let mut info = A::cancel_goal_type_info();
-    info.hash = TypeHash::from_rihs_string(CANCEL_GOAL_HASH).expect("constant is a valid RIHS01 string");
+    info.hash =
+        TypeHash::from_rihs_string(CANCEL_GOAL_HASH).expect("constant is a valid RIHS01 string");
     info
 }
 

@@ -123,11 +123,17 @@ where
             .build()
             .map_err(declare(&ep.send_goal))?;
         let get_result = node
-            .create_service_impl::<ResultService<A>>(&ep.get_result, Some(A::get_result_type_info()))
+            .create_service_impl::<ResultService<A>>(
+                &ep.get_result,
+                Some(A::get_result_type_info()),
+            )
             .build()
             .map_err(declare(&ep.get_result))?;
         let cancel_goal = node
-            .create_service_impl::<CancelService<A>>(&ep.cancel_goal, Some(cancel_goal_type_info::<A>()))
+            .create_service_impl::<CancelService<A>>(
+                &ep.cancel_goal,
+                Some(cancel_goal_type_info::<A>()),
+            )
             .build()
             .map_err(declare(&ep.cancel_goal))?;
         let feedback = node
@@ -180,72 +186,85 @@ where
 
         let i = inner.clone();
         let what = ep.get_result.clone();
-        spawn_server(get_result, ep.get_result.clone(), stop.clone(), move |req| {
-            let (inner, what) = (i.clone(), what.clone());
-            async move {
-                let (msg, reply) = req.into_parts();
-                let ready = {
-                    let mut goals = inner.goals.lock().expect("goal table lock");
-                    match goals.get_mut(&msg.goal_id) {
-                        // Not finished: answered when it finishes, without holding anything up.
-                        Some(e) if !e.status.is_terminal() => {
-                            e.waiters.push(reply);
-                            return;
+        spawn_server(
+            get_result,
+            ep.get_result.clone(),
+            stop.clone(),
+            move |req| {
+                let (inner, what) = (i.clone(), what.clone());
+                async move {
+                    let (msg, reply) = req.into_parts();
+                    let ready = {
+                        let mut goals = inner.goals.lock().expect("goal table lock");
+                        match goals.get_mut(&msg.goal_id) {
+                            // Not finished: answered when it finishes, without holding anything up.
+                            Some(e) if !e.status.is_terminal() => {
+                                e.waiters.push(reply);
+                                return;
+                            }
+                            Some(e) => GetResultResponse::<A> {
+                                status: e.status as i8,
+                                result: e.result.clone().unwrap_or_default(),
+                            },
+                            None => GetResultResponse::<A> {
+                                status: GoalStatus::Unknown as i8,
+                                result: A::Result::default(),
+                            },
                         }
-                        Some(e) => GetResultResponse::<A> {
-                            status: e.status as i8,
-                            result: e.result.clone().unwrap_or_default(),
-                        },
-                        None => GetResultResponse::<A> {
-                            status: GoalStatus::Unknown as i8,
-                            result: A::Result::default(),
-                        },
+                    };
+                    if let Err(e) = reply.reply(&ready).await {
+                        warn!(service = %what, "could not answer get_result: {e}");
                     }
-                };
-                if let Err(e) = reply.reply(&ready).await {
-                    warn!(service = %what, "could not answer get_result: {e}");
                 }
-            }
-        });
+            },
+        );
 
         let i = inner.clone();
         let what = ep.cancel_goal.clone();
-        spawn_server(cancel_goal, ep.cancel_goal.clone(), stop.clone(), move |req| {
-            let (inner, what) = (i.clone(), what.clone());
-            async move {
-                let info = &req.message().goal_info;
-                let (code, canceling) = {
-                    let mut goals = inner.goals.lock().expect("goal table lock");
-                    let (code, ids) = select_for_cancel(
-                        goals.iter().map(|(id, e)| (*id, e.stamp, e.status)).collect::<Vec<_>>(),
-                        info.goal_id,
-                        info.stamp,
-                    );
-                    let canceling: Vec<GoalInfo> = ids
-                        .iter()
-                        .filter_map(|id| {
-                            let e = goals.get_mut(id)?;
-                            e.status = GoalStatus::Canceling;
-                            e.cancel.cancel();
-                            Some(GoalInfo {
-                                goal_id: *id,
-                                stamp: e.stamp,
+        spawn_server(
+            cancel_goal,
+            ep.cancel_goal.clone(),
+            stop.clone(),
+            move |req| {
+                let (inner, what) = (i.clone(), what.clone());
+                async move {
+                    let info = &req.message().goal_info;
+                    let (code, canceling) = {
+                        let mut goals = inner.goals.lock().expect("goal table lock");
+                        let (code, ids) = select_for_cancel(
+                            goals
+                                .iter()
+                                .map(|(id, e)| (*id, e.stamp, e.status))
+                                .collect::<Vec<_>>(),
+                            info.goal_id,
+                            info.stamp,
+                        );
+                        let canceling: Vec<GoalInfo> = ids
+                            .iter()
+                            .filter_map(|id| {
+                                let e = goals.get_mut(id)?;
+                                e.status = GoalStatus::Canceling;
+                                e.cancel.cancel();
+                                Some(GoalInfo {
+                                    goal_id: *id,
+                                    stamp: e.stamp,
+                                })
                             })
-                        })
-                        .collect();
-                    (code, canceling)
-                };
-                debug!(action = %inner.name, "cancel request: {} goal(s) canceling, code {code:?}", canceling.len());
-                if !canceling.is_empty() {
-                    inner.publish_status().await;
+                            .collect();
+                        (code, canceling)
+                    };
+                    debug!(action = %inner.name, "cancel request: {} goal(s) canceling, code {code:?}", canceling.len());
+                    if !canceling.is_empty() {
+                        inner.publish_status().await;
+                    }
+                    let resp = CancelGoalServiceResponse {
+                        return_code: code as i8,
+                        goals_canceling: canceling,
+                    };
+                    answer(req, &resp, &what).await;
                 }
-                let resp = CancelGoalServiceResponse {
-                    return_code: code as i8,
-                    goals_canceling: canceling,
-                };
-                answer(req, &resp, &what).await;
-            }
-        });
+            },
+        );
 
         // Finished goals are forgotten once their retention has passed.
         let i = Arc::downgrade(&inner);
@@ -306,7 +325,12 @@ impl<A: ZAction> Inner<A> {
             warn!(action = %self.name, "rejected a goal with an all-zero id");
             return false;
         }
-        if self.goals.lock().expect("goal table lock").contains_key(&id) {
+        if self
+            .goals
+            .lock()
+            .expect("goal table lock")
+            .contains_key(&id)
+        {
             warn!(action = %self.name, goal = %id, "rejected a goal whose id is already known");
             return false;
         }
@@ -499,7 +523,11 @@ where
         let (inner, id) = (self.inner.clone(), self.id);
         warn!(action = %inner.name, goal = %id, "goal dropped unfinished; aborting it");
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move { inner.finish(id, GoalStatus::Aborted, A::Result::default()).await });
+            rt.spawn(async move {
+                inner
+                    .finish(id, GoalStatus::Aborted, A::Result::default())
+                    .await
+            });
         }
     }
 }

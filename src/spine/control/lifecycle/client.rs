@@ -103,7 +103,11 @@ impl LifecycleClient {
             return Err(ControlError::Config(format!(
                 "{} does not offer {label:?} now; it offers: {}",
                 self.target,
-                if names.is_empty() { "nothing".to_string() } else { names.join(", ") }
+                if names.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    names.join(", ")
+                }
             )));
         };
         let req = wire::ChangeStateRequest {
@@ -140,7 +144,11 @@ pub(crate) fn classify(what: &str, after: Duration, source: zenoh::Error) -> Con
 
 /// Calls an idempotent query until it answers or `deadline` passes: a freshly started peer may
 /// not be routable for its first few milliseconds.
-pub(crate) async fn retry<T, F, Fut>(what: &str, deadline: Duration, mut call: F) -> Result<T, ControlError>
+pub(crate) async fn retry<T, F, Fut>(
+    what: &str,
+    deadline: Duration,
+    mut call: F,
+) -> Result<T, ControlError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = zenoh::Result<T>>,
@@ -154,7 +162,11 @@ where
             Ok(Err(e)) => last = Some(e),
             Err(_) => break,
         }
-        tokio::time::sleep(Duration::from_millis(50).min(until.saturating_duration_since(tokio::time::Instant::now()))).await;
+        tokio::time::sleep(
+            Duration::from_millis(50)
+                .min(until.saturating_duration_since(tokio::time::Instant::now())),
+        )
+        .await;
     }
     Err(match last {
         Some(source) if !hiroz::error::is_timeout(source.as_ref()) => ControlError::Call {

@@ -109,7 +109,10 @@ pub trait ManagedNode: Send + Sync + 'static {
     }
 
     /// `cleanup`: release what `configure` built. The default drops it.
-    fn cleanup(&self, _deps: Arc<Self::Deps>) -> impl Future<Output = Result<(), CallbackError>> + Send {
+    fn cleanup(
+        &self,
+        _deps: Arc<Self::Deps>,
+    ) -> impl Future<Output = Result<(), CallbackError>> + Send {
         async { Ok(()) }
     }
 
@@ -123,7 +126,10 @@ pub trait ManagedNode: Send + Sync + 'static {
 
     /// Error processing after a callback errored in `failed_in`. `Ok` resets the node to
     /// unconfigured (the default); `Err` finalizes it.
-    fn on_error(&self, _failed_in: State) -> impl Future<Output = Result<(), CallbackError>> + Send {
+    fn on_error(
+        &self,
+        _failed_in: State,
+    ) -> impl Future<Output = Result<(), CallbackError>> + Send {
         async { Ok(()) }
     }
 }
@@ -192,7 +198,13 @@ pub async fn serve<N: ManagedNode>(
     let stop_services = CancellationToken::new();
     let _stop_guard = stop_services.clone().drop_guard();
 
-    spawn_services(&node_handle, &fqn, state.clone(), tx.clone(), stop_services.clone())?;
+    spawn_services(
+        &node_handle,
+        &fqn,
+        state.clone(),
+        tx.clone(),
+        stop_services.clone(),
+    )?;
     let events = node_handle
         .create_pub::<crate::interfaces::lifecycle::TransitionEvent>("~/transition_event")
         .build()

@@ -255,11 +255,16 @@ pub fn resolve_request(state: State, id: u8, label: &str) -> Result<Edge, Transi
         None => {
             let known = GRAPH.iter().any(|e| {
                 e.transition.is_requestable()
-                    && (e.transition.label() == label || (label.is_empty() && e.transition.id() == id))
+                    && (e.transition.label() == label
+                        || (label.is_empty() && e.transition.id() == id))
             });
             if known {
                 Err(TransitionRefused::NotAvailable {
-                    label: if label.is_empty() { id.to_string() } else { label.to_string() },
+                    label: if label.is_empty() {
+                        id.to_string()
+                    } else {
+                        label.to_string()
+                    },
                     state,
                     available: available(),
                 })
@@ -335,14 +340,29 @@ mod tests {
     fn outcomes_follow_the_default_state_machine() {
         let goal = |s, o| completion(s, o).unwrap().goal;
         assert_eq!(goal(State::Configuring, Outcome::Success), State::Inactive);
-        assert_eq!(goal(State::Configuring, Outcome::Failure), State::Unconfigured);
-        assert_eq!(goal(State::Configuring, Outcome::Error), State::ErrorProcessing);
+        assert_eq!(
+            goal(State::Configuring, Outcome::Failure),
+            State::Unconfigured
+        );
+        assert_eq!(
+            goal(State::Configuring, Outcome::Error),
+            State::ErrorProcessing
+        );
         assert_eq!(goal(State::Activating, Outcome::Failure), State::Inactive);
         assert_eq!(goal(State::Deactivating, Outcome::Failure), State::Active);
         assert_eq!(goal(State::CleaningUp, Outcome::Failure), State::Inactive);
-        assert_eq!(goal(State::ShuttingDown, Outcome::Failure), State::Finalized);
-        assert_eq!(goal(State::ErrorProcessing, Outcome::Success), State::Unconfigured);
-        assert_eq!(goal(State::ErrorProcessing, Outcome::Error), State::Finalized);
+        assert_eq!(
+            goal(State::ShuttingDown, Outcome::Failure),
+            State::Finalized
+        );
+        assert_eq!(
+            goal(State::ErrorProcessing, Outcome::Success),
+            State::Unconfigured
+        );
+        assert_eq!(
+            goal(State::ErrorProcessing, Outcome::Error),
+            State::Finalized
+        );
         assert!(completion(State::Active, Outcome::Success).is_none());
     }
 

@@ -1,0 +1,335 @@
+//! The control plane across real processes: a router, demo node processes, the `iron` CLI and
+//! an in-test client, all on loopback.
+
+mod support;
+
+use std::time::Duration;
+
+use iron::{
+    interfaces::{AolTask, AolTaskGoal, lifecycle::TransitionEvent},
+    spine::control::{
+        ControlConfig, ControlPlane,
+        action::{ActionClient, CancelCode, GoalId, GoalStatus},
+    },
+};
+use support::Plane;
+
+const T: Duration = Duration::from_secs(20);
+
+async fn client(plane: &Plane) -> (ControlPlane, hiroz::node::ZNode) {
+    let control = ControlPlane::connect(ControlConfig {
+        router: plane.endpoint.clone(),
+        domain_id: 0,
+    })
+    .await
+    .unwrap();
+    let node = control.node("test_client", "/").unwrap();
+    control.wait_for_router(&node, T).await.unwrap();
+    (control, node)
+}
+
+fn goal(instruction: &str, context: serde_json::Value) -> AolTaskGoal {
+    AolTaskGoal {
+        task_id: uuid::Uuid::now_v7().to_string(),
+        instruction: instruction.into(),
+        context_json: context.to_string(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_transition_in_order_with_callbacks_and_events() {
+    let plane = Plane::start();
+    let mut demo = plane.demo("cycle", &[]);
+    let (_c, node) = client(&plane).await;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let events = node
+        .create_sub::<TransitionEvent>("/iron/cycle/transition_event")
+        .build_with_callback(move |e: TransitionEvent| {
+            sink.lock().unwrap().push((
+                e.transition.label,
+                e.start_state.label,
+                e.goal_state.label,
+            ));
+        })
+        .unwrap();
+    let _events = events;
+    let graph = _c.context().graph().clone();
+    let deadline = tokio::time::Instant::now() + T;
+    while graph.count(
+        hiroz::entity::EndpointKind::Publisher,
+        "/iron/cycle/transition_event",
+    ) == 0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "transition_event has no publisher"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    assert_eq!(
+        plane.iron_ok(&["lifecycle", "get", "/iron/cycle"]).trim(),
+        "unconfigured [1]"
+    );
+    for (step, state) in [
+        ("configure", "inactive"),
+        ("activate", "active"),
+        ("deactivate", "inactive"),
+        ("cleanup", "unconfigured"),
+        ("configure", "inactive"),
+        ("activate", "active"),
+    ] {
+        plane.iron_ok(&["lifecycle", "set", "/iron/cycle", step]);
+        let got = plane.iron_ok(&["lifecycle", "get", "/iron/cycle"]);
+        assert!(got.starts_with(state), "after {step}: {got}");
+    }
+    let listed = plane.iron_ok(&["lifecycle", "list"]);
+    assert!(listed.contains("/iron/cycle\tactive"), "{listed}");
+
+    plane.iron_ok(&["lifecycle", "set", "/iron/cycle", "shutdown"]);
+    let status = demo.wait_exit(T).expect("shutdown ends the process");
+    assert!(status.success(), "exit status {status}");
+
+    let callbacks: Vec<String> = demo
+        .matching("callback ")
+        .iter()
+        .map(|l| l.split("callback ").nth(1).unwrap().trim().to_string())
+        .collect();
+    assert_eq!(
+        callbacks,
+        // Shutdown from active runs on_shutdown only, as in rclcpp_lifecycle.
+        [
+            "configure",
+            "activate",
+            "deactivate",
+            "cleanup",
+            "configure",
+            "activate",
+            "shutdown"
+        ]
+    );
+
+    let deadline = tokio::time::Instant::now() + T;
+    while seen.lock().unwrap().len() < 14 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let seen = seen.lock().unwrap().clone();
+    let expect = [
+        ("configure", "unconfigured", "configuring"),
+        ("transition_success", "configuring", "inactive"),
+        ("activate", "inactive", "activating"),
+        ("transition_success", "activating", "active"),
+        ("deactivate", "active", "deactivating"),
+        ("transition_success", "deactivating", "inactive"),
+        ("cleanup", "inactive", "cleaningup"),
+        ("transition_success", "cleaningup", "unconfigured"),
+        ("configure", "unconfigured", "configuring"),
+        ("transition_success", "configuring", "inactive"),
+        ("activate", "inactive", "activating"),
+        ("transition_success", "activating", "active"),
+        ("shutdown", "active", "shuttingdown"),
+        ("transition_success", "shuttingdown", "finalized"),
+    ];
+    let expect: Vec<_> = expect
+        .iter()
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        .collect();
+    assert_eq!(seen, expect);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_and_erroring_callbacks_take_the_documented_paths() {
+    let plane = Plane::start();
+    let _fail = plane.demo("failing", &["--fail-on", "activate"]);
+    let _err = plane.demo("erroring", &["--error-on", "configure"]);
+
+    plane.iron_ok(&["lifecycle", "set", "/iron/failing", "configure"]);
+    let out = plane.iron(&["lifecycle", "set", "/iron/failing", "activate"]);
+    assert!(!out.status.success(), "a failing activate must be reported");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("refused or failed"));
+    // Failure returns to where the transition started.
+    assert!(
+        plane
+            .iron_ok(&["lifecycle", "get", "/iron/failing"])
+            .starts_with("inactive")
+    );
+
+    let out = plane.iron(&["lifecycle", "set", "/iron/erroring", "configure"]);
+    assert!(!out.status.success());
+    // Error goes through error processing; on_error succeeds, so back to unconfigured.
+    assert!(
+        plane
+            .iron_ok(&["lifecycle", "get", "/iron/erroring"])
+            .starts_with("unconfigured")
+    );
+
+    // A transition not offered from the current state is refused with the offered list.
+    let out = plane.iron(&["lifecycle", "set", "/iron/erroring", "activate"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("configure, shutdown"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn action_goals_feedback_results_and_cancel_codes() {
+    let plane = Plane::start();
+    let _demo = plane.demo("worker", &[]);
+    let (_c, node) = client(&plane).await;
+    let actions = ActionClient::<AolTask>::new(&node, "/iron/worker/task").unwrap();
+
+    // Inactive: goals are rejected, not left hanging.
+    let rejected = actions
+        .send(goal("early", serde_json::json!({})), Duration::from_secs(3))
+        .await;
+    assert!(rejected.is_err(), "an unconfigured node must reject goals");
+
+    plane.iron_ok(&["lifecycle", "set", "/iron/worker", "configure"]);
+    plane.iron_ok(&["lifecycle", "set", "/iron/worker", "activate"]);
+
+    // Three concurrent goals, each with feedback and its own result.
+    let mut sent = Vec::new();
+    for i in 0..3 {
+        let g = goal(
+            &format!("job {i}"),
+            serde_json::json!({"steps": 3, "step_ms": 150}),
+        );
+        sent.push(actions.send(g, T).await.expect("goal accepted"));
+    }
+    for (i, s) in sent.iter_mut().enumerate() {
+        let outcome = actions.result(s.id, T).await.unwrap();
+        assert_eq!(outcome.status, GoalStatus::Succeeded);
+        assert_eq!(outcome.result.text, format!("echo: job {i}"));
+        let mut feedback = 0;
+        while s.feedback.try_recv().is_ok() {
+            feedback += 1;
+        }
+        assert!(feedback >= 1, "goal {i} got no feedback");
+    }
+    // Results are retained after the goal finished.
+    let again = actions.result(sent[0].id, T).await.unwrap();
+    assert_eq!(again.status, GoalStatus::Succeeded);
+
+    // Unknown goal: answered with status unknown, not left waiting.
+    let unknown = actions.result(GoalId::new(), T).await.unwrap();
+    assert_eq!(unknown.status, GoalStatus::Unknown);
+
+    // Cancel one goal.
+    let long = actions
+        .send(
+            goal("long", serde_json::json!({"steps": 100, "step_ms": 100})),
+            T,
+        )
+        .await
+        .unwrap();
+    let other = actions
+        .send(
+            goal("other", serde_json::json!({"steps": 100, "step_ms": 100})),
+            T,
+        )
+        .await
+        .unwrap();
+    let (code, canceling) = actions.cancel(Some(long.id), T).await.unwrap();
+    assert_eq!(code, CancelCode::None);
+    assert_eq!(canceling, vec![long.id]);
+    assert_eq!(
+        actions.result(long.id, T).await.unwrap().status,
+        GoalStatus::Canceled
+    );
+
+    // Cancel a finished goal and an unknown one: the documented codes.
+    assert_eq!(
+        actions.cancel(Some(long.id), T).await.unwrap().0,
+        CancelCode::GoalTerminated
+    );
+    assert_eq!(
+        actions.cancel(Some(GoalId::new()), T).await.unwrap().0,
+        CancelCode::UnknownGoalId
+    );
+
+    // Cancel all: takes the remaining running goal.
+    let (code, canceling) = actions.cancel(None, T).await.unwrap();
+    assert_eq!(code, CancelCode::None);
+    assert_eq!(canceling, vec![other.id]);
+    assert_eq!(
+        actions.result(other.id, T).await.unwrap().status,
+        GoalStatus::Canceled
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_requests_are_dropped_and_the_node_keeps_serving() {
+    let plane = Plane::start();
+    let demo = plane.demo("target", &[]);
+    plane.iron_ok(&["lifecycle", "set", "/iron/target", "configure"]);
+    plane.iron_ok(&["lifecycle", "set", "/iron/target", "activate"]);
+    let (_c, node) = client(&plane).await;
+    let session = node.session().clone();
+
+    let services = [
+        "iron/target/change_state",
+        "iron/target/get_state",
+        "iron/target/get_available_states",
+        "iron/target/get_available_transitions",
+        "iron/target/get_transition_graph",
+        "iron/target/task/_action/send_goal",
+        "iron/target/task/_action/get_result",
+        "iron/target/task/_action/cancel_goal",
+    ];
+    let attachment = || zenoh::bytes::ZBytes::from(hiroz::attachment::Attachment::new(1, [7; 16]));
+    for service in services {
+        let ke = format!("0/{service}/**");
+        let cases: Vec<(&str, Vec<u8>, bool)> = vec![
+            (
+                "garbage without attachment",
+                b"\xff\xfe garbage".to_vec(),
+                false,
+            ),
+            ("empty payload", Vec::new(), true),
+            ("truncated CDR", vec![0, 1, 0, 0, 5, 0, 0, 0, b'a'], true),
+            (
+                "wrong encapsulation",
+                vec![9, 9, 9, 9, 1, 2, 3, 4, 5, 6, 7, 8],
+                true,
+            ),
+        ];
+        for (what, payload, with_attachment) in cases {
+            let mut get = session
+                .get(&ke)
+                .payload(payload)
+                .timeout(Duration::from_secs(3));
+            if with_attachment {
+                get = get.attachment(attachment());
+            }
+            let replies = get.await.unwrap();
+            // The query must end (dropped with a log line, or answered), never hang.
+            let answered = tokio::time::timeout(Duration::from_secs(5), async {
+                let mut n = 0;
+                while replies.recv_async().await.is_ok() {
+                    n += 1;
+                }
+                n
+            })
+            .await
+            .unwrap_or_else(|_| panic!("{service}: {what}: the query hung"));
+            assert!(answered <= 1, "{service}: {what}: {answered} replies");
+        }
+    }
+    // Still serving, on both the lifecycle and the action side.
+    assert!(
+        plane
+            .iron_ok(&["lifecycle", "get", "/iron/target"])
+            .starts_with("active")
+    );
+    let out = plane.iron_ok(&[
+        "task",
+        "send",
+        "--action",
+        "/iron/target/task",
+        "still here",
+    ]);
+    assert!(out.contains("echo: still here"), "{out}");
+    assert!(!demo.matching("dropped a malformed request").is_empty());
+    assert!(demo.matching("panicked").is_empty());
+}

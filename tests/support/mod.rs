@@ -1,0 +1,199 @@
+//! Test support: real processes (our binaries, and later nats-server) on free ports, with
+//! their output captured and matched, killed on drop.
+
+#![allow(dead_code)]
+
+use std::{
+    io::{BufRead, BufReader},
+    net::TcpListener,
+    process::{Child, Command, Output, Stdio},
+    sync::{Arc, Mutex},
+    thread,
+    time::{Duration, Instant},
+};
+
+/// A free TCP port on loopback (bound, then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port on 127.0.0.1")
+}
+
+/// Path of one of this package's binaries.
+pub fn bin(name: &str) -> String {
+    match name {
+        "iron" => env!("CARGO_BIN_EXE_iron").to_string(),
+        "demo_node" => env!("CARGO_BIN_EXE_demo_node").to_string(),
+        other => panic!("unknown binary {other}"),
+    }
+}
+
+/// A child process whose stdout and stderr lines are collected.
+pub struct Proc {
+    pub name: String,
+    child: Option<Child>,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Proc {
+    /// Starts `program args…` with `envs`, capturing its output.
+    pub fn spawn(name: &str, program: &str, args: &[&str], envs: &[(&str, &str)]) -> Proc {
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1");
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        for stream in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let lines = lines.clone();
+            let tag = name.to_string();
+            thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    if std::env::var_os("IRON_TEST_ECHO").is_some() {
+                        eprintln!("[{tag}] {line}");
+                    }
+                    lines.lock().unwrap().push(line);
+                }
+            });
+        }
+        Proc {
+            name: name.to_string(),
+            child: Some(child),
+            lines,
+        }
+    }
+
+    /// Every line so far.
+    pub fn output(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// Waits until a line contains `needle`; panics with the output after `timeout`.
+    pub fn wait_for(&self, needle: &str, timeout: Duration) {
+        let until = Instant::now() + timeout;
+        while Instant::now() < until {
+            if self.output().iter().any(|l| l.contains(needle)) {
+                return;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "{}: no line containing {needle:?} within {timeout:?}; output:\n{}",
+            self.name,
+            self.output().join("\n")
+        );
+    }
+
+    /// Lines containing `needle`, in order.
+    pub fn matching(&self, needle: &str) -> Vec<String> {
+        self.output()
+            .into_iter()
+            .filter(|l| l.contains(needle))
+            .collect()
+    }
+
+    /// Waits for the process to exit by itself; `None` if it is still running after `timeout`.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let until = Instant::now() + timeout;
+        let child = self.child.as_mut()?;
+        while Instant::now() < until {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    /// Sends `signal` (e.g. libc::SIGINT).
+    pub fn signal(&self, signal: i32) {
+        if let Some(c) = &self.child {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(c.id() as i32, signal) };
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A router on a free port, and the endpoint to reach it.
+pub struct Plane {
+    pub endpoint: String,
+    pub router: Proc,
+}
+
+impl Plane {
+    pub fn start() -> Plane {
+        let endpoint = format!("tcp/127.0.0.1:{}", free_port());
+        let router = Proc::spawn(
+            "router",
+            &bin("iron"),
+            &["router", "--listen", &endpoint],
+            &[],
+        );
+        router.wait_for("listening on", Duration::from_secs(20));
+        Plane { endpoint, router }
+    }
+
+    /// Starts the demo node `/iron/<name>` with extra own arguments.
+    pub fn demo(&self, name: &str, extra: &[&str]) -> Proc {
+        let mut args: Vec<&str> = extra.to_vec();
+        let node = format!("__node:={name}");
+        args.extend(["--ros-args", "-r", &node, "-r", "__ns:=/iron"]);
+        let p = Proc::spawn(
+            name,
+            &bin("demo_node"),
+            &args,
+            &[("IRON_ROUTER", &self.endpoint)],
+        );
+        p.wait_for("managed node up", Duration::from_secs(20));
+        p
+    }
+
+    /// Runs `iron <args>` against this plane.
+    pub fn iron(&self, args: &[&str]) -> Output {
+        Command::new(bin("iron"))
+            .args(args)
+            .env("IRON_ROUTER", &self.endpoint)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run iron")
+    }
+
+    /// Runs `iron <args>`, asserting success; returns stdout.
+    pub fn iron_ok(&self, args: &[&str]) -> String {
+        let out = self.iron(args);
+        assert!(
+            out.status.success(),
+            "iron {args:?} failed: {}\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
