@@ -156,10 +156,13 @@ async fn start(
         .args(m.spec.ros_args())
         .env(ROUTER_ENV, router)
         .kill_on_drop(true);
-    // If `iron up` dies, its nodes get SIGTERM instead of living on unsupervised.
-    // SAFETY: prctl is async-signal-safe and touches only the child being set up.
+    // Each node gets its own process group, so a terminal's Ctrl-C reaches `iron up` alone
+    // and the nodes are stopped in order; if `iron up` dies, they get SIGTERM instead of
+    // living on unsupervised.
+    // SAFETY: setpgid and prctl are async-signal-safe and touch only the child being set up.
     unsafe {
         cmd.pre_exec(|| {
+            libc::setpgid(0, 0);
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
             Ok(())
         });

@@ -116,6 +116,8 @@ def main(argv=None) -> int:
     ap.add_argument("--context-json", default="{}")
     ap.add_argument("--cancel-after", type=float, default=None, metavar="S",
                     help="cancel the goal S seconds after it is accepted")
+    ap.add_argument("--cancel-all", action="store_true",
+                    help="with --cancel-after: send the cancel with a zero goal id and zero stamp (cancel all goals)")
     ap.add_argument("--expect-status", choices=sorted(GOAL_STATUS.values()), default=None,
                     help="final goal status that counts as success (default: succeeded, or canceled with --cancel-after)")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds for send_goal / cancel replies (default 10)")
@@ -190,8 +192,9 @@ def main(argv=None) -> int:
         info_cls = ic.message_class("action_msgs/msg/GoalInfo")
         time_cls = ic.message_class("builtin_interfaces/msg/Time")
         try:
+            target = bytes(16) if args.cancel_all else goal_uuid
             cresp = ic.call(client.cancel_goal, args.timeout,
-                            goal_info=info_cls(goal_id=uuid_msg(goal_uuid), stamp=time_cls(sec=0, nanosec=0)))
+                            goal_info=info_cls(goal_id=uuid_msg(target), stamp=time_cls(sec=0, nanosec=0)))
         except ic.CallError as exc:
             print(f"error: cancel_goal: {exc}", file=sys.stderr)
             cancel_ok[0] = False

@@ -1,0 +1,109 @@
+//! `iron up` with a real launch list: start, configure, activate, restart after kill -9, and
+//! an orderly stop in reverse order on SIGINT.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{Proc, bin, free_port};
+
+const T: Duration = Duration::from_secs(30);
+
+#[test]
+fn up_starts_supervises_and_stops_in_reverse_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("bringup.yaml");
+    std::fs::write(
+        &list,
+        "nodes:\n  - name: first\n    executable: demo_node\n  - name: second\n    executable: demo_node\n  - name: manual\n    executable: demo_node\n    autostart: false\n",
+    )
+    .unwrap();
+    let router = format!("tcp/127.0.0.1:{}", free_port());
+    let plane = support::Plane {
+        endpoint: router.clone(),
+        router: Proc::spawn("noop", "true", &[], &[]),
+    };
+    let mut up = Proc::spawn(
+        "up",
+        &bin("iron"),
+        &["up", "--launch", list.to_str().unwrap()],
+        &[("IRON_ROUTER", &router)],
+    );
+    up.wait_for("up: 3 node(s) running", T);
+
+    assert!(
+        plane
+            .iron_ok(&["lifecycle", "get", "/iron/first"])
+            .starts_with("active")
+    );
+    assert!(
+        plane
+            .iron_ok(&["lifecycle", "get", "/iron/second"])
+            .starts_with("active")
+    );
+    assert!(
+        plane
+            .iron_ok(&["lifecycle", "get", "/iron/manual"])
+            .starts_with("unconfigured")
+    );
+    let out = plane.iron_ok(&[
+        "task",
+        "send",
+        "--action",
+        "/iron/second/task",
+        "through up",
+    ]);
+    assert!(out.contains("echo: through up"), "{out}");
+
+    // kill -9 one node: it is restarted, configured and activated again.
+    let started = up.matching("/iron/first: started");
+    let pid: i32 = started[0]
+        .split("pid Some(")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .and_then(|s| s.parse().ok())
+        .expect("the supervisor logs the pid");
+    // SAFETY: kill(2) on a process this test started through `iron up`.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    up.wait_for("/iron/first exited", T);
+    let deadline = std::time::Instant::now() + T;
+    while up.matching("/iron/first: active").len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not restarted:\n{}",
+            up.output().join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        plane
+            .iron_ok(&["lifecycle", "get", "/iron/first"])
+            .starts_with("active")
+    );
+
+    // Ctrl-C: every node deactivated and shut down, last started first.
+    up.signal(libc::SIGINT);
+    let status = up.wait_exit(T).expect("iron up exits after SIGINT");
+    assert!(status.success(), "{status}\n{}", up.output().join("\n"));
+    let exits: Vec<String> = up
+        .matching(": exited")
+        .into_iter()
+        .filter(|l| !l.contains("restarting"))
+        .collect();
+    let order: Vec<&str> = ["/iron/manual", "/iron/second", "/iron/first"]
+        .into_iter()
+        .filter(|n| exits.iter().any(|l| l.contains(&format!("{n}: exited"))))
+        .collect();
+    assert_eq!(order.len(), 3, "{}", up.output().join("\n"));
+    let pos = |n: &str| {
+        exits
+            .iter()
+            .position(|l| l.contains(&format!("{n}: exited")))
+            .unwrap()
+    };
+    assert!(pos("/iron/manual") < pos("/iron/second") && pos("/iron/second") < pos("/iron/first"));
+    assert!(
+        up.matching("callback deactivate").len() >= 2,
+        "active nodes are deactivated first"
+    );
+}
