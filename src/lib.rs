@@ -3,8 +3,11 @@
 //! The crate is layered (see ARCHITECTURE.md §2); a module may only `use` the layers below it,
 //! which `tests/layers.rs` enforces.
 
+pub mod core;
 pub mod interfaces;
 pub mod spine;
+
+pub mod aem;
 
 pub mod launch;
 

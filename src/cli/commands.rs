@@ -6,8 +6,8 @@ use hiroz::Builder;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    BenchCommand, Cli, CliError, Command, InboxCommand, LifecycleCommand, NodeCommand, TaskCommand,
-    bench, stop_on_signals,
+    BenchCommand, CatalogCommand, Cli, CliError, Command, InboxCommand, LifecycleCommand,
+    NodeCommand, TaskCommand, bench, stop_on_signals,
 };
 use crate::{
     interfaces::{AolTask, AolTaskGoal, InboxMessage},
@@ -29,6 +29,30 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             let shutdown = CancellationToken::new();
             stop_on_signals(shutdown.clone());
             crate::launch::up(plan, &cli.router, !no_router, timeout, shutdown).await?;
+            Ok(())
+        }
+        Command::Catalog(CatalogCommand::Build { aem, out }) => {
+            let catalog = crate::aem::compile(&aem)?;
+            let path =
+                crate::aem::write_catalog(&catalog, &out).map_err(|source| CliError::Io {
+                    what: format!("writing the catalog into {}", out.display()),
+                    source,
+                })?;
+            println!(
+                "{} mesh(es), {} expert(s) -> {}",
+                catalog.meshes.len(),
+                catalog.experts.len(),
+                path.display()
+            );
+            Ok(())
+        }
+        Command::Catalog(CatalogCommand::Check { aem }) => {
+            let catalog = crate::aem::compile(&aem)?;
+            println!(
+                "ok: {} mesh(es), {} expert(s)",
+                catalog.meshes.len(),
+                catalog.experts.len()
+            );
             Ok(())
         }
         Command::Node(NodeCommand::List) => {
@@ -80,6 +104,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Bench(BenchCommand::Control { iterations }) => {
             bench::control(iterations, timeout).await
         }
+        Command::Bench(BenchCommand::Catalog { experts }) => bench::catalog(experts),
     }
 }
 

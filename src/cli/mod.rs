@@ -25,6 +25,14 @@ pub enum CliError {
     Launch(#[from] crate::launch::LaunchError),
     #[error("{0}")]
     Failed(String),
+    #[error("{0}")]
+    Catalog(#[from] crate::aem::CatalogErrors),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Iron: an operating layer for teams of AI agents declared as files.
@@ -72,6 +80,9 @@ pub enum Command {
         #[arg(long)]
         no_router: bool,
     },
+    /// Compile or check the agent folders (aem/) into catalog.json and tool_manifest.json.
+    #[command(subcommand)]
+    Catalog(CatalogCommand),
     /// Inspect the nodes on the control plane.
     #[command(subcommand)]
     Node(NodeCommand),
@@ -87,6 +98,26 @@ pub enum Command {
     /// Measure; prints lines `bench <name> <value> <unit>`.
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CatalogCommand {
+    /// Validate every mesh and write catalog.json and tool_manifest.json. Every error is
+    /// reported (file:line: field: what is wrong (what would be valid)) before it exits 1.
+    Build {
+        /// The agent folders.
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
+        /// Where the compiled files go.
+        #[arg(long, default_value = ".iron")]
+        out: std::path::PathBuf,
+    },
+    /// Validate only; writes nothing.
+    Check {
+        /// The agent folders.
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -163,6 +194,12 @@ pub enum BenchCommand {
         /// Round trips per measurement.
         #[arg(long, default_value_t = 2000)]
         iterations: usize,
+    },
+    /// Build time of a generated mesh of 1,000 experts.
+    Catalog {
+        /// Experts in the generated mesh.
+        #[arg(long, default_value_t = 1000)]
+        experts: usize,
     },
 }
 

@@ -1,0 +1,379 @@
+//! Validating `AEM.md`: name, status, defaults, delegation and mesh-wide tools of one
+//! mesh (servers, delivery and sources have their own files).
+
+use super::channels::{validate_delivery, validate_source};
+use super::error::{AemError, Sink};
+use super::frontmatter::Document;
+use super::memory::one_of;
+use super::model::{DelegationScope, MeshEntry, MeshStatus, ServerEntry, Timeouts};
+use super::raw::RawMesh;
+use super::servers::validate_server;
+use super::{valid_name, valid_tool_name};
+use crate::core::effect::{Clearance, Effect};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Defaults used when AEM.md leaves them out.
+pub const DEFAULT_CLEARANCE: Clearance = Clearance::Read;
+/// Default task timeout.
+pub const DEFAULT_TASK_SECS: u64 = 600;
+/// Default tool-call timeout.
+pub const DEFAULT_TOOL_SECS: u64 = 60;
+/// Default delegation timeout.
+pub const DEFAULT_DELEGATION_SECS: u64 = 120;
+/// Default idle lifetime of an expert process.
+pub const DEFAULT_IDLE_SECS: u64 = 300;
+/// Upper bound for any timeout or lifetime (one day).
+pub const MAX_SECS: u64 = 86_400;
+
+/// A reference to one declared tool, `server/tool`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct ToolRef {
+    pub(crate) server: String,
+    pub(crate) tool: String,
+}
+
+impl ToolRef {
+    pub(crate) fn key(&self) -> String {
+        format!("{}/{}", self.server, self.tool)
+    }
+}
+
+/// A mesh after validation, before its experts are resolved.
+#[derive(Debug)]
+pub(crate) struct MeshDraft {
+    pub(crate) entry: MeshEntry,
+    pub(crate) doc: Document,
+    pub(crate) model: String,
+    pub(crate) models: BTreeMap<String, String>,
+    pub(crate) clearance: Clearance,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) idle_secs: u64,
+    pub(crate) tools: Vec<ToolRef>,
+    /// Servers whose descriptor had errors: references to them are not reported again.
+    pub(crate) broken_servers: BTreeSet<String>,
+}
+
+impl MeshDraft {
+    /// Resolves `server/tool` against this mesh's registry, reporting at `field`.
+    pub(crate) fn tool_ref(
+        &self,
+        text: &str,
+        doc: &Document,
+        field: &str,
+        sink: &mut Sink,
+    ) -> Option<ToolRef> {
+        resolve_tool_ref(
+            &self.entry.servers,
+            &self.broken_servers,
+            text,
+            doc,
+            field,
+            sink,
+        )
+    }
+}
+
+/// Resolves `server/tool` against a registry. A reference to a server in `broken` (whose
+/// own errors are already reported) is dropped without a second error.
+pub(crate) fn resolve_tool_ref(
+    servers: &BTreeMap<String, ServerEntry>,
+    broken: &BTreeSet<String>,
+    text: &str,
+    doc: &Document,
+    field: &str,
+    sink: &mut Sink,
+) -> Option<ToolRef> {
+    let line = doc.line_of_value(text);
+    let Some((server, tool)) = text
+        .split_once('/')
+        .filter(|(s, t)| valid_name(s) && valid_tool_name(t))
+    else {
+        sink.push(
+            &doc.path,
+            line,
+            field,
+            AemError::MalformedToolRef(text.to_string()),
+            Some("`server/tool`, e.g. `fs/read_text_file`".to_string()),
+        );
+        return None;
+    };
+    if broken.contains(server) {
+        return None;
+    }
+    let Some(entry) = servers.get(server) else {
+        let known: Vec<&str> = servers.keys().map(String::as_str).collect();
+        sink.push(
+            &doc.path,
+            line,
+            field,
+            AemError::UnknownServer(server.to_string()),
+            Some(format!(
+                "a server registered in AEM.md ({})",
+                known.join(", ")
+            )),
+        );
+        return None;
+    };
+    if !entry.tools.contains_key(tool) {
+        let known: Vec<&str> = entry.tools.keys().map(String::as_str).collect();
+        sink.push(
+            &doc.path,
+            line,
+            field,
+            AemError::UnknownTool {
+                server: server.to_string(),
+                tool: tool.to_string(),
+            },
+            Some(format!(
+                "one of the tools it declares: {}",
+                known.join(", ")
+            )),
+        );
+        return None;
+    }
+    Some(ToolRef {
+        server: server.to_string(),
+        tool: tool.to_string(),
+    })
+}
+
+/// Validates AEM.md of the mesh in folder `folder`. Returns `None` when the file is too
+/// broken to resolve experts against (its errors are in `sink`).
+pub(crate) fn validate_mesh(folder: &str, doc: Document, sink: &mut Sink) -> Option<MeshDraft> {
+    let raw: RawMesh = match doc.parse() {
+        Ok(raw) => raw,
+        Err(d) => {
+            sink.items.push(*d);
+            return None;
+        }
+    };
+    let path = doc.path.clone();
+
+    match raw.name.as_deref() {
+        None | Some("") => sink.push(
+            &path,
+            Some(1),
+            "name",
+            AemError::Empty,
+            Some(format!("the mesh folder name `{folder}`")),
+        ),
+        Some(n) if n != folder => sink.push(
+            &path,
+            doc.line_of_key("name"),
+            "name",
+            AemError::NameMismatch {
+                found: n.to_string(),
+                wanted: folder.to_string(),
+            },
+            Some(format!("the mesh folder name `{folder}`")),
+        ),
+        Some(_) => {}
+    }
+    if !valid_name(folder) {
+        sink.push(
+            &path,
+            None,
+            "",
+            AemError::InvalidName {
+                what: "mesh",
+                value: folder.to_string(),
+            },
+            Some(name_rule()),
+        );
+    }
+
+    let status = match raw.status.as_deref() {
+        Some("active") => MeshStatus::Active,
+        Some("parked") => MeshStatus::Parked,
+        other => {
+            let error = match other {
+                None => AemError::Empty,
+                Some(s) => AemError::UnknownStatus(s.to_string()),
+            };
+            sink.push(
+                &path,
+                doc.line_of_key("status"),
+                "status",
+                error,
+                Some("`active` or `parked`".to_string()),
+            );
+            MeshStatus::Parked
+        }
+    };
+
+    let d = &raw.defaults;
+    let model = match d.model.as_deref().map(str::trim) {
+        Some(m) if !m.is_empty() => m.to_string(),
+        _ => {
+            sink.push(
+                &path,
+                doc.line_of_key("defaults"),
+                "defaults.model",
+                AemError::Empty,
+                Some(
+                    "the model every expert uses unless `defaults.models` names one for its role"
+                        .to_string(),
+                ),
+            );
+            String::new()
+        }
+    };
+    for (role, m) in &d.models {
+        if m.trim().is_empty() {
+            sink.push(
+                &path,
+                doc.line_of_key_in("models", role),
+                format!("defaults.models.{role}"),
+                AemError::Empty,
+                Some("a model name".to_string()),
+            );
+        }
+    }
+    let clearance = match d.clearance.as_deref() {
+        None => DEFAULT_CLEARANCE,
+        Some(w) => Clearance::from_word(w).unwrap_or_else(|| {
+            sink.push(
+                &path,
+                doc.line_of_key_in("defaults", "clearance"),
+                "defaults.clearance",
+                AemError::UnknownClearance(w.to_string()),
+                Some(one_of(&clearance_words())),
+            );
+            DEFAULT_CLEARANCE
+        }),
+    };
+    let mut secs = |value: Option<u64>, default: u64, field: &str, key: &str| -> u64 {
+        match value {
+            None => default,
+            Some(v) if (1..=MAX_SECS).contains(&v) => v,
+            Some(v) => {
+                sink.push(
+                    &path,
+                    doc.line_of_key_in("defaults", key),
+                    field,
+                    AemError::OutOfRange(v),
+                    Some(format!("a number of seconds from 1 to {MAX_SECS}")),
+                );
+                default
+            }
+        }
+    };
+    let timeouts = Timeouts {
+        task_secs: secs(
+            d.timeouts.task_secs,
+            DEFAULT_TASK_SECS,
+            "defaults.timeouts.task_secs",
+            "task_secs",
+        ),
+        tool_secs: secs(
+            d.timeouts.tool_secs,
+            DEFAULT_TOOL_SECS,
+            "defaults.timeouts.tool_secs",
+            "tool_secs",
+        ),
+        delegation_secs: secs(
+            d.timeouts.delegation_secs,
+            DEFAULT_DELEGATION_SECS,
+            "defaults.timeouts.delegation_secs",
+            "delegation_secs",
+        ),
+    };
+    let idle_secs = secs(
+        d.idle_secs,
+        DEFAULT_IDLE_SECS,
+        "defaults.idle_secs",
+        "idle_secs",
+    );
+
+    let delegation = match raw.delegation.as_ref().map(|d| d.scope.as_str()) {
+        None | Some("none") => DelegationScope::None,
+        Some("all") => DelegationScope::All,
+        Some(other) => {
+            sink.push(
+                &path,
+                doc.line_of_key_in("delegation", "scope"),
+                "delegation.scope",
+                AemError::UnknownDelegationScope(other.to_string()),
+                Some("`all` or `none`".to_string()),
+            );
+            DelegationScope::None
+        }
+    };
+
+    let mut servers = BTreeMap::new();
+    let mut broken_servers = BTreeSet::new();
+    for (name, server) in &raw.servers {
+        match validate_server(name, server, &doc, sink) {
+            Some(entry) => {
+                servers.insert(name.clone(), entry);
+            }
+            None => {
+                broken_servers.insert(name.clone());
+            }
+        }
+    }
+
+    let mut delivery = BTreeMap::new();
+    for (name, channel) in &raw.delivery {
+        if let Some(c) = validate_delivery(name, channel, &servers, &broken_servers, &doc, sink) {
+            delivery.insert(name.clone(), c);
+        }
+    }
+
+    let mut sources = BTreeMap::new();
+    if let Some(msp) = &raw.msp {
+        for (name, source) in &msp.sources {
+            if let Some(s) = validate_source(name, source, &doc, sink) {
+                sources.insert(name.clone(), s);
+            }
+        }
+    }
+
+    let mut tools = Vec::new();
+    for (i, t) in raw.tools.iter().enumerate() {
+        let field = format!("tools[{i}]");
+        if let Some(r) = resolve_tool_ref(&servers, &broken_servers, t, &doc, &field, sink) {
+            tools.push(r);
+        }
+    }
+    tools.sort();
+    tools.dedup();
+
+    let entry = MeshEntry {
+        name: folder.to_string(),
+        status,
+        description: raw.description.trim().to_string(),
+        preamble: doc.body.clone(),
+        delegation,
+        servers,
+        delivery,
+        sources,
+        sha256: doc.sha256.clone(),
+    };
+    let draft = MeshDraft {
+        entry,
+        doc,
+        model,
+        models: d.models.clone(),
+        clearance,
+        timeouts,
+        idle_secs,
+        tools,
+        broken_servers,
+    };
+    // A mesh with errors still resolves its experts, so their own errors show in the
+    // same run; the build fails on the collected errors either way.
+    Some(draft)
+}
+
+pub(crate) fn clearance_words() -> Vec<&'static str> {
+    Clearance::ALL.iter().map(|c| c.as_str()).collect()
+}
+
+pub(crate) fn effect_words() -> Vec<&'static str> {
+    Effect::ALL.iter().map(|e| e.as_str()).collect()
+}
+
+pub(crate) fn name_rule() -> String {
+    "a lower-case name: a letter, then letters, digits, `_` or `-` (at most 64)".to_string()
+}
