@@ -1,11 +1,140 @@
-//! `iron bench control`: measured, never asserted.
+//! `iron bench …`: measurements printed as `bench <name> <value> <unit>`; never asserted.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
 
 use super::CliError;
+use crate::{
+    interfaces::{AolTask, AolTaskGoal},
+    spine::control::{
+        ControlConfig, ControlPlane, ROUTER_ENV,
+        action::{ActionClient, GoalStatus},
+        demo::echo_key,
+        lifecycle::LifecycleClient,
+        router::{Router, RouterConfig},
+    },
+};
 
-pub(super) async fn control(_iterations: usize, _timeout: Duration) -> Result<(), CliError> {
-    Err(CliError::Failed("bench control is not built yet".into()))
+/// Percentile (0..=100) of sorted samples.
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() - 1) as f64 * p / 100.0).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// `iron bench control`: an AolTask round trip for an empty goal (send_goal, then get_result)
+/// against a raw Zenoh query round trip, both between this process and one demo node
+/// process, interleaved so machine noise hits both alike.
+pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), CliError> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|source| CliError::Io {
+            what: "finding a free port".into(),
+            source,
+        })?
+        .port();
+    let endpoint = format!("tcp/127.0.0.1:{port}");
+    let router = Router::start(RouterConfig {
+        listen: vec![endpoint.clone()],
+    })
+    .await?;
+    let stop_router = CancellationToken::new();
+    let router_task = tokio::spawn(router.run(stop_router.clone()));
+
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|d| d.join("demo_node")))
+        .filter(|p| p.is_file())
+        .ok_or_else(|| CliError::Failed("demo_node is not beside iron; run `cargo build --release --bins`".into()))?;
+    let mut demo = tokio::process::Command::new(&exe)
+        .args(["--ros-args", "-r", "__node:=bench", "-r", "__ns:=/iron", "--log-level", "warn"])
+        .env(ROUTER_ENV, &endpoint)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| CliError::Io {
+            what: format!("starting {}", exe.display()),
+            source,
+        })?;
+
+    let control = ControlPlane::connect(ControlConfig {
+        router: endpoint.clone(),
+        ..ControlConfig::from_env()?
+    })
+    .await?;
+    let node = control.node("iron_bench", "/")?;
+    control.wait_for_router(&node, timeout).await?;
+    let life = LifecycleClient::new(&node, "/iron/bench", timeout * 3)?;
+    for step in ["configure", "activate"] {
+        if !life.set(step).await? {
+            return Err(CliError::Failed(format!("demo node refused {step}")));
+        }
+    }
+    let actions = ActionClient::<AolTask>::new(&node, "/iron/bench/task")?;
+    let session = node.session().clone();
+    let key = echo_key("/iron/bench");
+
+    let goal_round_trip = || async {
+        let started = Instant::now();
+        let sent = actions.send(AolTaskGoal::default(), timeout).await?;
+        let outcome = actions.result(sent.id, timeout).await?;
+        if outcome.status != GoalStatus::Succeeded {
+            return Err(CliError::Failed(format!("goal ended {:?}", outcome.status)));
+        }
+        Ok::<_, CliError>(started.elapsed())
+    };
+    let query_round_trip = || async {
+        let started = Instant::now();
+        let replies = session
+            .get(&key)
+            .payload(vec![0u8; 16])
+            .timeout(timeout)
+            .await
+            .map_err(|source| crate::spine::control::ControlError::Call {
+                what: format!("query {key}"),
+                source,
+            })?;
+        match replies.recv_async().await {
+            Ok(reply) if reply.result().is_ok() => Ok::<_, CliError>(started.elapsed()),
+            _ => Err(CliError::Failed(format!("no echo from {key}"))),
+        }
+    };
+
+    // Warm up both paths (routing tables, connections, allocations).
+    for _ in 0..iterations.min(200) {
+        goal_round_trip().await?;
+        query_round_trip().await?;
+    }
+    let mut goals = Vec::with_capacity(iterations);
+    let mut queries = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        goals.push(goal_round_trip().await?);
+        queries.push(query_round_trip().await?);
+    }
+    goals.sort();
+    queries.sort();
+
+    let (g50, g99, q50, q99) = (pct(&goals, 50.0), pct(&goals, 99.0), pct(&queries, 50.0), pct(&queries, 99.0));
+    println!("bench control.iterations {iterations} count");
+    println!("bench control.aoltask_empty_goal_p50 {:.1} us", us(g50));
+    println!("bench control.aoltask_empty_goal_p99 {:.1} us", us(g99));
+    println!("bench control.zenoh_query_p50 {:.1} us", us(q50));
+    println!("bench control.zenoh_query_p99 {:.1} us", us(q99));
+    println!("bench control.ratio_p50 {:.2} x", us(g50) / us(q50));
+    println!("bench control.ratio_p99 {:.2} x", us(g99) / us(q99));
+
+    let _ = life.set("deactivate").await;
+    let _ = life.set("shutdown").await;
+    let _ = tokio::time::timeout(timeout, demo.wait()).await;
+    stop_router.cancel();
+    let _ = router_task.await;
+    Ok(())
 }
 
 /// `iron bench catalog`: generates a mesh of `experts` experts in a temporary directory and
@@ -17,7 +146,7 @@ pub(super) fn catalog(experts: usize) -> Result<(), CliError> {
     };
     let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
     crate::aem::bench::generate_mesh(dir.path(), experts).map_err(io("generating the mesh"))?;
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let catalog = crate::aem::compile(dir.path())?;
     let took = started.elapsed();
     if catalog.experts.len() != experts {
@@ -26,9 +155,6 @@ pub(super) fn catalog(experts: usize) -> Result<(), CliError> {
             catalog.experts.len()
         )));
     }
-    println!(
-        "bench catalog.build_{experts} {:.1} ms",
-        took.as_secs_f64() * 1000.0
-    );
+    println!("bench catalog.build_{experts} {:.1} ms", took.as_secs_f64() * 1000.0);
     Ok(())
 }

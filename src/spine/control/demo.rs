@@ -32,6 +32,12 @@ pub struct DemoNode {
 pub struct DemoDeps {
     server: ActionServer<AolTask>,
     goals: Mutex<tokio::sync::mpsc::Receiver<GoalRequest<AolTask>>>,
+    _echo: zenoh::query::Queryable<()>,
+}
+
+/// The raw Zenoh key the demo node answers with an echo (the baseline of `iron bench control`).
+pub fn echo_key(node_fqn: &str) -> String {
+    format!("iron/bench{node_fqn}/echo")
 }
 
 impl DemoNode {
@@ -56,9 +62,23 @@ impl ManagedNode for DemoNode {
         let (server, goals) =
             ActionServer::<AolTask>::new(&ctx.node, &name, ActionOptions::default())
                 .map_err(|e| CallbackError::Error(e.to_string()))?;
+        let echo = ctx
+            .node
+            .session()
+            .declare_queryable(echo_key(&ctx.fqn()))
+            .callback(|query| {
+                use zenoh::Wait;
+                let payload = query.payload().cloned().unwrap_or_default();
+                if let Err(e) = query.reply(query.key_expr().clone(), payload).wait() {
+                    tracing::warn!("echo reply failed: {e}");
+                }
+            })
+            .await
+            .map_err(|e| CallbackError::Error(format!("declaring the echo queryable: {e}")))?;
         Ok(DemoDeps {
             server,
             goals: Mutex::new(goals),
+            _echo: echo,
         })
     }
 
