@@ -211,6 +211,14 @@ async fn action_goals_feedback_results_and_cancel_codes() {
     let again = actions.result(sent[0].id, T).await.unwrap();
     assert_eq!(again.status, GoalStatus::Succeeded);
 
+    // A goal run with get_result pipelined behind send_goal (one round trip).
+    let ran = actions
+        .run(goal("pipelined", serde_json::json!({})), T)
+        .await
+        .unwrap();
+    assert_eq!(ran.status, GoalStatus::Succeeded);
+    assert_eq!(ran.result.text, "echo: pipelined");
+
     // Unknown goal: answered with status unknown, not left waiting.
     let unknown = actions.result(GoalId::new(), T).await.unwrap();
     assert_eq!(unknown.status, GoalStatus::Unknown);

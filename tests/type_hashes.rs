@@ -11,7 +11,10 @@ use iron::{
 };
 
 fn golden() -> BTreeMap<String, String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/golden_type_hashes.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/golden_type_hashes.json"
+    );
     let text = std::fs::read_to_string(path).expect("golden hashes file");
     serde_json::from_str(&text).expect("golden hashes are a JSON object")
 }
@@ -21,7 +24,9 @@ fn check(golden: &BTreeMap<String, String>, name: &str, info: TypeInfo, bad: &mu
     match golden.get(name) {
         Some(g) if *g == ours => {}
         Some(g) => bad.push(format!("{name}: we advertise {ours}, rosidl computes {g}")),
-        None => bad.push(format!("{name}: no golden value (regenerate golden_type_hashes.json)")),
+        None => bad.push(format!(
+            "{name}: no golden value (regenerate golden_type_hashes.json)"
+        )),
     }
 }
 
@@ -30,22 +35,87 @@ fn advertised_hashes_match_an_independent_rosidl_hasher() {
     let g = golden();
     let mut bad = Vec::new();
     // Our messages and services.
-    check(&g, "iron/msg/InboxMessage", interfaces::InboxMessage::type_info(), &mut bad);
-    check(&g, "iron/msg/SessionControl", interfaces::SessionControl::type_info(), &mut bad);
-    check(&g, "iron/msg/Interjection", interfaces::Interjection::type_info(), &mut bad);
-    check(&g, "iron/msg/Question", interfaces::Question::type_info(), &mut bad);
-    check(&g, "iron/msg/Answer", interfaces::Answer::type_info(), &mut bad);
-    check(&g, "iron/srv/ToolCall", interfaces::ToolCall::service_type_info(), &mut bad);
+    check(
+        &g,
+        "iron/msg/InboxMessage",
+        interfaces::InboxMessage::type_info(),
+        &mut bad,
+    );
+    check(
+        &g,
+        "iron/msg/SessionControl",
+        interfaces::SessionControl::type_info(),
+        &mut bad,
+    );
+    check(
+        &g,
+        "iron/msg/Interjection",
+        interfaces::Interjection::type_info(),
+        &mut bad,
+    );
+    check(
+        &g,
+        "iron/msg/Question",
+        interfaces::Question::type_info(),
+        &mut bad,
+    );
+    check(
+        &g,
+        "iron/msg/Answer",
+        interfaces::Answer::type_info(),
+        &mut bad,
+    );
+    check(
+        &g,
+        "iron/srv/ToolCall",
+        interfaces::ToolCall::service_type_info(),
+        &mut bad,
+    );
     // The action's endpoints, as the action server and client declare them.
-    check(&g, "iron/action/AolTask_SendGoal", AolTask::send_goal_type_info(), &mut bad);
-    check(&g, "iron/action/AolTask_GetResult", AolTask::get_result_type_info(), &mut bad);
-    check(&g, "iron/action/AolTask_FeedbackMessage", AolTask::feedback_type_info(), &mut bad);
-    check(&g, "action_msgs/msg/GoalStatusArray", AolTask::status_type_info(), &mut bad);
-    check(&g, "action_msgs/srv/CancelGoal", cancel_goal_type_info::<AolTask>(), &mut bad);
+    check(
+        &g,
+        "iron/action/AolTask_SendGoal",
+        AolTask::send_goal_type_info(),
+        &mut bad,
+    );
+    check(
+        &g,
+        "iron/action/AolTask_GetResult",
+        AolTask::get_result_type_info(),
+        &mut bad,
+    );
+    check(
+        &g,
+        "iron/action/AolTask_FeedbackMessage",
+        AolTask::feedback_type_info(),
+        &mut bad,
+    );
+    check(
+        &g,
+        "action_msgs/msg/GoalStatusArray",
+        AolTask::status_type_info(),
+        &mut bad,
+    );
+    check(
+        &g,
+        "action_msgs/srv/CancelGoal",
+        cancel_goal_type_info::<AolTask>(),
+        &mut bad,
+    );
     // The lifecycle services and the transition event.
     use hiroz_msgs::lifecycle_msgs::srv;
-    check(&g, "lifecycle_msgs/srv/ChangeState", srv::ChangeState::service_type_info(), &mut bad);
-    check(&g, "lifecycle_msgs/srv/GetState", srv::GetState::service_type_info(), &mut bad);
+    check(
+        &g,
+        "lifecycle_msgs/srv/ChangeState",
+        srv::ChangeState::service_type_info(),
+        &mut bad,
+    );
+    check(
+        &g,
+        "lifecycle_msgs/srv/GetState",
+        srv::GetState::service_type_info(),
+        &mut bad,
+    );
     check(
         &g,
         "lifecycle_msgs/srv/GetAvailableStates",
@@ -58,7 +128,12 @@ fn advertised_hashes_match_an_independent_rosidl_hasher() {
         srv::GetAvailableTransitions::service_type_info(),
         &mut bad,
     );
-    check(&g, "lifecycle_msgs/msg/TransitionEvent", lifecycle::TransitionEvent::type_info(), &mut bad);
+    check(
+        &g,
+        "lifecycle_msgs/msg/TransitionEvent",
+        lifecycle::TransitionEvent::type_info(),
+        &mut bad,
+    );
     assert!(bad.is_empty(), "type hash mismatches:\n{}", bad.join("\n"));
 }
 

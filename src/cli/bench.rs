@@ -29,9 +29,9 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-/// `iron bench control`: an AolTask round trip for an empty goal (send_goal, then get_result)
-/// against a raw Zenoh query round trip, both between this process and one demo node
-/// process, interleaved so machine noise hits both alike.
+/// `iron bench control`: an AolTask round trip for an empty goal (send_goal with get_result
+/// pipelined, see `ActionClient::run`) against a raw Zenoh query round trip, both between
+/// this process and one demo node process, interleaved so machine noise hits both alike.
 pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), CliError> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -52,9 +52,21 @@ pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), 
         .ok()
         .and_then(|e| e.parent().map(|d| d.join("demo_node")))
         .filter(|p| p.is_file())
-        .ok_or_else(|| CliError::Failed("demo_node is not beside iron; run `cargo build --release --bins`".into()))?;
+        .ok_or_else(|| {
+            CliError::Failed(
+                "demo_node is not beside iron; run `cargo build --release --bins`".into(),
+            )
+        })?;
     let mut demo = tokio::process::Command::new(&exe)
-        .args(["--ros-args", "-r", "__node:=bench", "-r", "__ns:=/iron", "--log-level", "warn"])
+        .args([
+            "--ros-args",
+            "-r",
+            "__node:=bench",
+            "-r",
+            "__ns:=/iron",
+            "--log-level",
+            "warn",
+        ])
         .env(ROUTER_ENV, &endpoint)
         .kill_on_drop(true)
         .spawn()
@@ -82,8 +94,7 @@ pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), 
 
     let goal_round_trip = || async {
         let started = Instant::now();
-        let sent = actions.send(AolTaskGoal::default(), timeout).await?;
-        let outcome = actions.result(sent.id, timeout).await?;
+        let outcome = actions.run(AolTaskGoal::default(), timeout).await?;
         if outcome.status != GoalStatus::Succeeded {
             return Err(CliError::Failed(format!("goal ended {:?}", outcome.status)));
         }
@@ -120,7 +131,12 @@ pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), 
     goals.sort();
     queries.sort();
 
-    let (g50, g99, q50, q99) = (pct(&goals, 50.0), pct(&goals, 99.0), pct(&queries, 50.0), pct(&queries, 99.0));
+    let (g50, g99, q50, q99) = (
+        pct(&goals, 50.0),
+        pct(&goals, 99.0),
+        pct(&queries, 50.0),
+        pct(&queries, 99.0),
+    );
     println!("bench control.iterations {iterations} count");
     println!("bench control.aoltask_empty_goal_p50 {:.1} us", us(g50));
     println!("bench control.aoltask_empty_goal_p99 {:.1} us", us(g99));
@@ -155,6 +171,9 @@ pub(super) fn catalog(experts: usize) -> Result<(), CliError> {
             catalog.experts.len()
         )));
     }
-    println!("bench catalog.build_{experts} {:.1} ms", took.as_secs_f64() * 1000.0);
+    println!(
+        "bench catalog.build_{experts} {:.1} ms",
+        took.as_secs_f64() * 1000.0
+    );
     Ok(())
 }

@@ -104,7 +104,32 @@ impl<A: ZAction> ActionClient<A> {
         goal: A::Goal,
         timeout: Duration,
     ) -> Result<SentGoal<A::Feedback>, ControlError> {
+        self.send_as(GoalId::new(), goal, timeout).await
+    }
+
+    /// Runs a goal to its end without following feedback, in about one round trip:
+    /// `get_result` goes out together with `send_goal` (an Iron server waits briefly for the
+    /// goal; with any other server an early `STATUS_UNKNOWN` is simply asked again).
+    pub async fn run(
+        &self,
+        goal: A::Goal,
+        timeout: Duration,
+    ) -> Result<GoalOutcome<A::Result>, ControlError> {
         let id = GoalId::new();
+        let (sent, early) = tokio::join!(self.send_as(id, goal, timeout), self.result(id, timeout));
+        sent?;
+        match early {
+            Ok(outcome) if outcome.status != GoalStatus::Unknown => Ok(outcome),
+            _ => self.result(id, timeout).await,
+        }
+    }
+
+    async fn send_as(
+        &self,
+        id: GoalId,
+        goal: A::Goal,
+        timeout: Duration,
+    ) -> Result<SentGoal<A::Feedback>, ControlError> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.routes
             .lock()

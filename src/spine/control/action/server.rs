@@ -42,6 +42,10 @@ pub struct ActionOptions {
     pub decision_timeout: Duration,
     /// Goals waiting for a decision; beyond this new goals are rejected at once.
     pub max_pending: usize,
+    /// How long a `get_result` for a goal id not seen yet waits for that goal to be accepted
+    /// before it is answered `STATUS_UNKNOWN`. Lets a client send `get_result` together with
+    /// `send_goal` (one round trip instead of two); stock ROS 2 clients never notice.
+    pub unknown_goal_grace: Duration,
 }
 
 impl Default for ActionOptions {
@@ -50,6 +54,7 @@ impl Default for ActionOptions {
             result_retention: Duration::from_secs(15 * 60),
             decision_timeout: Duration::from_secs(5),
             max_pending: 64,
+            unknown_goal_grace: Duration::from_millis(250),
         }
     }
 }
@@ -70,6 +75,10 @@ struct Inner<A: ZAction> {
     name: String,
     accepting: std::sync::atomic::AtomicBool,
     goals: Mutex<HashMap<GoalId, Entry<A>>>,
+    /// Woken whenever a goal is accepted.
+    accepted: tokio::sync::Notify,
+    /// Woken whenever a goal's status changes.
+    status_dirty: tokio::sync::Notify,
     feedback: FeedbackPub<A>,
     status: StatusPub,
     opts: ActionOptions,
@@ -156,6 +165,8 @@ where
             name: name.to_string(),
             accepting: std::sync::atomic::AtomicBool::new(false),
             goals: Mutex::new(HashMap::new()),
+            accepted: tokio::sync::Notify::new(),
+            status_dirty: tokio::sync::Notify::new(),
             feedback,
             status,
             opts,
@@ -194,27 +205,9 @@ where
                 let (inner, what) = (i.clone(), what.clone());
                 async move {
                     let (msg, reply) = req.into_parts();
-                    let ready = {
-                        let mut goals = inner.goals.lock().expect("goal table lock");
-                        match goals.get_mut(&msg.goal_id) {
-                            // Not finished: answered when it finishes, without holding anything up.
-                            Some(e) if !e.status.is_terminal() => {
-                                e.waiters.push(reply);
-                                return;
-                            }
-                            Some(e) => GetResultResponse::<A> {
-                                status: e.status as i8,
-                                result: e.result.clone().unwrap_or_default(),
-                            },
-                            None => GetResultResponse::<A> {
-                                status: GoalStatus::Unknown as i8,
-                                result: A::Result::default(),
-                            },
-                        }
-                    };
-                    if let Err(e) = reply.reply(&ready).await {
-                        warn!(service = %what, "could not answer get_result: {e}");
-                    }
+                    // Answered from its own task: it may wait for the goal to finish, or
+                    // briefly for a pipelined send_goal to arrive.
+                    tokio::spawn(inner.answer_result(msg.goal_id, reply, what));
                 }
             },
         );
@@ -255,7 +248,7 @@ where
                     };
                     debug!(action = %inner.name, "cancel request: {} goal(s) canceling, code {code:?}", canceling.len());
                     if !canceling.is_empty() {
-                        inner.publish_status().await;
+                        inner.status_changed();
                     }
                     let resp = CancelGoalServiceResponse {
                         return_code: code as i8,
@@ -265,6 +258,19 @@ where
                 }
             },
         );
+
+        // The status topic: one publisher task, so snapshots go out in order.
+        let i = Arc::downgrade(&inner);
+        let status_stop = stop.clone();
+        tokio::spawn(async move {
+            loop {
+                let Some(inner) = i.upgrade() else { break };
+                tokio::select! {
+                    _ = inner.status_dirty.notified() => inner.publish_status().await,
+                    _ = status_stop.cancelled() => break,
+                }
+            }
+        });
 
         // Finished goals are forgotten once their retention has passed.
         let i = Arc::downgrade(&inner);
@@ -310,7 +316,10 @@ where
     }
 }
 
-impl<A: ZAction> Inner<A> {
+impl<A: ZAction> Inner<A>
+where
+    A::Result: Default,
+{
     async fn decide(
         self: &Arc<Self>,
         id: GoalId,
@@ -355,6 +364,51 @@ impl<A: ZAction> Inner<A> {
         }
     }
 
+    /// Answers a `get_result`: at once for a finished goal, when it finishes for a running
+    /// one, and `STATUS_UNKNOWN` for an id that is not accepted within the grace period.
+    async fn answer_result(
+        self: Arc<Self>,
+        id: GoalId,
+        reply: ServiceReply<ResultService<A>>,
+        what: String,
+    ) {
+        let deadline = tokio::time::Instant::now() + self.opts.unknown_goal_grace;
+        let resp = loop {
+            let accepted = self.accepted.notified();
+            tokio::pin!(accepted);
+            accepted.as_mut().enable();
+            {
+                let mut goals = self.goals.lock().expect("goal table lock");
+                match goals.get_mut(&id) {
+                    Some(e) if !e.status.is_terminal() => {
+                        e.waiters.push(reply);
+                        return;
+                    }
+                    Some(e) => {
+                        break GetResultResponse::<A> {
+                            status: e.status as i8,
+                            result: e.result.clone().unwrap_or_default(),
+                        };
+                    }
+                    None => {}
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                break GetResultResponse::<A> {
+                    status: GoalStatus::Unknown as i8,
+                    result: A::Result::default(),
+                };
+            }
+            tokio::select! {
+                _ = accepted => {}
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
+        };
+        if let Err(e) = reply.reply(&resp).await {
+            warn!(service = %what, "could not answer get_result: {e}");
+        }
+    }
+
     fn status_list(&self) -> StatusMessage {
         let goals = self.goals.lock().expect("goal table lock");
         let mut list: Vec<GoalStatusInfo> = goals
@@ -369,6 +423,12 @@ impl<A: ZAction> Inner<A> {
             .collect();
         list.sort_by_key(|s| (s.goal_info.stamp.sec, s.goal_info.stamp.nanosec));
         StatusMessage { status_list: list }
+    }
+
+    /// Marks the status list changed; the status task publishes a fresh snapshot, off the
+    /// path of goals and results, and in order.
+    fn status_changed(&self) {
+        self.status_dirty.notify_one();
     }
 
     async fn publish_status(&self) {
@@ -387,7 +447,6 @@ impl<A: ZAction> Inner<A> {
             e.finished_at = Some(Instant::now());
             std::mem::take(&mut e.waiters)
         };
-        self.publish_status().await;
         let resp = GetResultResponse::<A> {
             status: status as i8,
             result,
@@ -397,6 +456,7 @@ impl<A: ZAction> Inner<A> {
                 warn!(action = %self.name, goal = %id, "could not deliver a result: {e}");
             }
         }
+        self.status_changed();
     }
 
     fn purge_expired(&self) {
@@ -434,10 +494,11 @@ where
                 waiters: Vec::new(),
             },
         );
+        self.inner.accepted.notify_waiters();
         if let Some(tx) = self.decide.take() {
             let _ = tx.send(true);
         }
-        self.inner.publish_status().await;
+        self.inner.status_changed();
         let handle = GoalHandle {
             id: self.id,
             inner: self.inner.clone(),
