@@ -6,9 +6,12 @@ Importing this module, before anything imports ``zenoh_ros2_sdk``:
   disables the SDK's "clone message definitions from GitHub" fallback, so a
   missing definition is an error instead of a network access;
 * builds a local message directory in the layout the SDK's registry expects
-  (``<dir>/<package>/{msg,srv,action}/<Name>.<ext>``) from
-  ``tests/interop/ros_interfaces/`` (ROS's public standard definitions) and the
-  repository's own ``msg/``, ``srv/`` and ``action/`` directories.
+  (``<dir>/<package>/{msg,srv,action}/<Name>.<ext>``) from the standard Jazzy
+  definitions bundled in the hiroz-codegen 0.2.1 crate (found in the cargo
+  registry, or at ``IRON_STD_INTERFACES``), the corrected ``lifecycle_msgs``
+  messages in ``ros/overrides/`` (hiroz-codegen's TransitionEvent has
+  ``builtin_interfaces/Time timestamp`` where ROS 2 Jazzy has ``uint64``), and
+  the repository's own ``msg/``, ``srv/`` and ``action/`` directories.
 
 Action definitions are split the way rosidl splits them: ``X_Goal``,
 ``X_Result`` and ``X_Feedback`` from the three sections of ``X.action``, plus
@@ -35,7 +38,33 @@ from typing import Dict, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-STD_INTERFACES = HERE / "ros_interfaces"
+OVERRIDES = REPO / "ros" / "overrides"
+STD_PACKAGES = (
+    "action_msgs",
+    "builtin_interfaces",
+    "lifecycle_msgs",
+    "service_msgs",
+    "type_description_interfaces",
+    "unique_identifier_msgs",
+)
+
+
+def _std_interfaces() -> Path:
+    """hiroz-codegen 0.2.1's bundled Jazzy definitions (cargo fetches them with the build)."""
+    if os.environ.get("IRON_STD_INTERFACES"):
+        return Path(os.environ["IRON_STD_INTERFACES"])
+    cargo_home = Path(os.environ.get("CARGO_HOME") or Path.home() / ".cargo")
+    hits = sorted(cargo_home.glob("registry/src/*/hiroz-codegen-0.2.1/assets/jazzy"))
+    if not hits:
+        sys.exit(
+            "interop: hiroz-codegen 0.2.1 is not in the cargo registry under "
+            f"{cargo_home}; run `cargo fetch` (or set IRON_STD_INTERFACES)"
+        )
+    return hits[0]
+
+
+# Resolved before HOME is replaced below.
+STD_INTERFACES = _std_interfaces()
 PACKAGE = "iron"
 DOMAIN_ID = int(os.environ.get("ROS_DOMAIN_ID", "0") or 0)
 
@@ -122,9 +151,12 @@ def action_part_definitions(pkg: str, name: str, text: str) -> Dict[str, str]:
 def build_message_dir(root: Path, extra_actions: Optional[Dict[Tuple[str, str], str]] = None) -> Path:
     """Populate ``root`` with the SDK registry layout; return it."""
     root.mkdir(parents=True, exist_ok=True)
-    for pkg_dir in sorted(STD_INTERFACES.iterdir()):
-        if pkg_dir.is_dir():
-            shutil.copytree(pkg_dir, root / pkg_dir.name, dirs_exist_ok=True)
+    for pkg in STD_PACKAGES:
+        shutil.copytree(STD_INTERFACES / pkg, root / pkg, dirs_exist_ok=True)
+    for pkg_dir in sorted(OVERRIDES.iterdir()):
+        for kind in ("msg", "srv", "action"):
+            if (pkg_dir / kind).is_dir():
+                shutil.copytree(pkg_dir / kind, root / pkg_dir.name / kind, dirs_exist_ok=True)
     ours = root / PACKAGE
     for kind in ("msg", "srv", "action"):
         src = REPO / kind

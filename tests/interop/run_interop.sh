@@ -15,7 +15,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BIN="${IRON_BIN:-$ROOT/target/debug}"
 case "$BIN" in /*) ;; *) BIN="$ROOT/$BIN" ;; esac
-PY="${INTEROP_PYTHON:-${IRON_TEST_PYTHON:-$ROOT/.venv-interop/bin/python}}"
+PY="${INTEROP_PYTHON:-${IRON_TEST_PYTHON:-$ROOT/.venv-test/bin/python}}"
 NODE=/iron/demo
 ACTION=/iron/demo/task
 LOGDIR="$(mktemp -d "${TMPDIR:-/tmp}/iron-interop-run.XXXXXX")"
@@ -87,7 +87,7 @@ node_exits() {
 for b in iron demo_node; do
   [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build first)"; exit 2; }
 done
-[ -x "$PY" ] || { echo "missing $PY; run: python3 -m venv .venv-interop && .venv-interop/bin/pip install -r tests/interop/requirements.txt"; exit 2; }
+[ -x "$PY" ] || { echo "missing $PY; run: python3 -m venv .venv-test && .venv-test/bin/pip install -r tests/requirements.txt (scripts/test.sh does this)"; exit 2; }
 
 step golden_hashes "$PY" "$HERE/golden_hashes.py" --check
 

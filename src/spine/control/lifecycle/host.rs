@@ -198,12 +198,16 @@ pub async fn serve<N: ManagedNode>(
     let stop_services = CancellationToken::new();
     let _stop_guard = stop_services.clone().drop_guard();
 
+    // change_state replies still being sent; the process waits for them before it exits, or
+    // the caller of the final `shutdown` would never hear back.
+    let replies = tokio_util::task::TaskTracker::new();
     spawn_services(
         &node_handle,
         &fqn,
         state.clone(),
         tx.clone(),
         stop_services.clone(),
+        replies.clone(),
     )?;
     let events = node_handle
         .create_pub::<crate::interfaces::lifecycle::TransitionEvent>("~/transition_event")
@@ -266,6 +270,13 @@ pub async fn serve<N: ManagedNode>(
                 break;
             }
         }
+    }
+    replies.close();
+    if tokio::time::timeout(Duration::from_secs(2), replies.wait())
+        .await
+        .is_err()
+    {
+        warn!(node = %fqn, "a change_state reply was still unsent after 2 s");
     }
     info!(node = %fqn, state = %host.current(), "managed node exits");
     Ok(())
@@ -497,6 +508,7 @@ fn spawn_services(
     state: Arc<Mutex<State>>,
     commands: mpsc::Sender<Command>,
     stop: CancellationToken,
+    replies: tokio_util::task::TaskTracker,
 ) -> Result<(), ControlError> {
     let declare_err = |name: &str| {
         let what = format!("{fqn}/{name}");
@@ -527,10 +539,11 @@ fn spawn_services(
     let s = state.clone();
     spawn_server(change, what.clone(), stop.clone(), move |req| {
         let (s, commands, what) = (s.clone(), commands.clone(), what.clone());
+        let replies = replies.clone();
         async move {
             // Answered from its own task: a transition may take a while, and get_state must
             // keep answering meanwhile (it reports the transition state).
-            tokio::spawn(async move {
+            replies.spawn(async move {
                 let busy = !s.lock().expect("state lock").is_primary();
                 let success = if busy {
                     warn!(service = %what, "refused: a transition is in progress");
