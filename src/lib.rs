@@ -9,6 +9,8 @@ pub mod spine;
 
 pub mod aem;
 
+pub mod memory;
+
 pub mod launch;
 
 pub mod cli;

@@ -1,4 +1,8 @@
-//! The kernel: pure rules and types every other layer codes against. Depends on nothing else
-//! in the crate.
+//! The kernel: ids, envelopes, event kinds, the effect rules, and the ports (traits) the other
+//! layers code against. It depends on nothing else in the crate.
 
+pub mod durable;
 pub mod effect;
+pub mod envelope;
+pub mod event_kind;
+pub mod ids;

@@ -2,3 +2,4 @@
 //! (durable plane).
 
 pub mod control;
+pub mod durable;

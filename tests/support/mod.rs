@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+pub mod harness;
+pub mod nats;
+
 use std::{
     io::{BufRead, BufReader},
     net::TcpListener,
@@ -195,5 +198,25 @@ impl Plane {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+/// Polls `check` until it returns `Some`, failing the test with `what` after `limit`.
+/// Deadlines only bound waiting; they never decide whether behaviour is right.
+pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "gave up waiting for {what} after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

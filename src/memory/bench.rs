@@ -1,0 +1,328 @@
+//! `iron bench log`: what the memory write and read paths cost against the raw tools they are
+//! built on, in one run against the same server and stream configuration. Prints lines
+//! `bench log.<name> <value> <unit>`. Not a test: figures vary with the machine.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::message::PublishMessage;
+use rusqlite::{Connection, params};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::emit::{EmitError, Emitter};
+use super::projector::{self, ProjectorDeps, ProjectorError};
+use super::recall::{Recall, RecallError};
+use crate::core::durable::{DurableError, EventLog};
+use crate::core::envelope::Envelope;
+use crate::core::event_kind::EventKind;
+use crate::spine::durable::bootstrap::BootstrapError;
+use crate::spine::durable::{Embedded, EmbeddedOptions, JetStream, StreamSpec};
+
+/// Stream the benchmark creates (and deletes) on the server: `MEM`'s configuration under its
+/// own name and subjects, so no benchmark event lands in the real ledger.
+pub const BENCH_STREAM: &str = "IRON_BENCH_MEM";
+const BENCH_ROOT: &str = "ironbench";
+
+/// Benchmark settings.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Events per measured series.
+    pub events: usize,
+    /// Approximate payload text size per event.
+    pub payload_bytes: usize,
+    /// Directory for the SQLite files (created; its files are replaced).
+    pub scratch_dir: PathBuf,
+}
+
+/// Why the benchmark failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// The log failed.
+    #[error("bench: {0}")]
+    Durable(#[from] DurableError),
+    /// `emit()` failed.
+    #[error("bench: {0}")]
+    Emit(#[from] EmitError),
+    /// The embedded log could not be opened.
+    #[error("bench: {0}")]
+    Bootstrap(#[from] BootstrapError),
+    /// The projector failed.
+    #[error("bench: {0}")]
+    Projector(#[from] ProjectorError),
+    /// Reading the projection failed.
+    #[error("bench: {0}")]
+    Recall(#[from] RecallError),
+    /// Raw SQLite failed.
+    #[error("bench: raw sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// Writing output or scratch files failed.
+    #[error("bench: {0}")]
+    Io(#[from] std::io::Error),
+    /// Something waited too long.
+    #[error("bench: {0}")]
+    Stalled(String),
+}
+
+/// Throughput and latency of one series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Series {
+    /// Operations per second.
+    pub per_second: f64,
+    /// Median latency in microseconds.
+    pub p50_us: f64,
+    /// 99th percentile latency in microseconds.
+    pub p99_us: f64,
+}
+
+fn series(mut latencies: Vec<Duration>, total: Duration) -> Series {
+    latencies.sort();
+    let pick = |q: f64| {
+        let i = ((latencies.len() as f64 - 1.0) * q).round() as usize;
+        latencies.get(i).map_or(0.0, |d| d.as_secs_f64() * 1e6)
+    };
+    Series {
+        per_second: latencies.len() as f64 / total.as_secs_f64().max(1e-9),
+        p50_us: pick(0.50),
+        p99_us: pick(0.99),
+    }
+}
+
+fn print_series(out: &mut impl Write, name: &str, s: &Series) -> std::io::Result<()> {
+    writeln!(out, "bench log.{name}_throughput {:.1} msg/s", s.per_second)?;
+    writeln!(out, "bench log.{name}_p50 {:.1} us", s.p50_us)?;
+    writeln!(out, "bench log.{name}_p99 {:.1} us", s.p99_us)
+}
+
+fn print_ratios(
+    out: &mut impl Write,
+    name: &str,
+    ours: &Series,
+    raw: &Series,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "bench log.{name}_throughput_ratio {:.3} x",
+        ours.per_second / raw.per_second
+    )?;
+    writeln!(
+        out,
+        "bench log.{name}_p50_ratio {:.3} x",
+        ours.p50_us / raw.p50_us.max(1e-9)
+    )
+}
+
+fn envelopes(n: usize, payload_bytes: usize) -> Vec<Envelope> {
+    let text = "lorem ipsum dolor sit amet ".repeat(payload_bytes / 27 + 1);
+    (0..n)
+        .map(|i| {
+            Envelope::new(
+                "bench",
+                ["facts", "bench"],
+                "bench",
+                EventKind::FactLearned,
+                json!({"i": i, "text": &text[..payload_bytes]}),
+            )
+        })
+        .collect()
+}
+
+async fn measure<F, Fut, E>(n: usize, mut op: F) -> Result<Series, E>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<(), E>>,
+{
+    let mut latencies = Vec::with_capacity(n);
+    let start = Instant::now();
+    for i in 0..n {
+        let t = Instant::now();
+        op(i).await?;
+        latencies.push(t.elapsed());
+    }
+    Ok(series(latencies, start.elapsed()))
+}
+
+fn raw_sqlite(path: &std::path::Path) -> Result<Connection, rusqlite::Error> {
+    let conn = Connection::open(path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS raw(seq INTEGER PRIMARY KEY, subject TEXT, msg_id TEXT, payload BLOB)",
+    )?;
+    Ok(conn)
+}
+
+/// Runs every series and prints its lines to `out`. Needs a running JetStream server; the
+/// embedded and raw SQLite series use files in `scratch_dir`.
+pub async fn log(
+    js: &JetStream,
+    options: &BenchOptions,
+    out: &mut impl Write,
+) -> Result<(), BenchError> {
+    let n = options.events;
+    std::fs::create_dir_all(&options.scratch_dir)?;
+    let spec = StreamSpec::mem().renamed(BENCH_STREAM, vec![format!("{BENCH_ROOT}.>")]);
+    let _ = js.context().delete_stream(BENCH_STREAM).await;
+    js.create_stream_raw(BENCH_STREAM, &spec.server_config())
+        .await?;
+
+    // JetStream: raw publish-with-ack against emit(), same envelope sizes.
+    let raw_events = envelopes(n, options.payload_bytes);
+    let raw_payloads: Vec<Vec<u8>> = raw_events
+        .iter()
+        .map(|e| serde_json::to_vec(e).unwrap_or_default())
+        .collect();
+    let context = js.context().clone();
+    let raw = measure(n, |i| {
+        let context = context.clone();
+        let (payload, id) = (raw_payloads[i].clone(), raw_events[i].event_id.to_string());
+        async move {
+            let publish = PublishMessage::build()
+                .payload(payload.into())
+                .message_id(id);
+            let ack = context
+                .send_publish(format!("{BENCH_ROOT}.bench.raw"), publish)
+                .await
+                .map_err(|e| DurableError::Backend {
+                    op: "raw publish",
+                    source: Box::new(e),
+                })?;
+            ack.await.map_err(|e| DurableError::Backend {
+                op: "raw ack",
+                source: Box::new(e),
+            })?;
+            Ok::<_, BenchError>(())
+        }
+    })
+    .await?;
+    let emitter = Emitter::new(js.clone()).with_root(BENCH_ROOT);
+    let events = envelopes(n, options.payload_bytes);
+    let emitted = measure(n, |i| {
+        let (emitter, event) = (&emitter, &events[i]);
+        async move {
+            emitter
+                .emit(event)
+                .await
+                .map(drop)
+                .map_err(BenchError::from)
+        }
+    })
+    .await?;
+    print_series(out, "raw_publish", &raw)?;
+    print_series(out, "emit", &emitted)?;
+    print_ratios(out, "emit_vs_raw", &emitted, &raw)?;
+
+    // Embedded: emit() on the embedded log against raw single-row SQLite inserts.
+    let dir = &options.scratch_dir;
+    for file in [
+        "bench-embedded.db",
+        "bench-raw.db",
+        "bench-batched.db",
+        "bench-projection.db",
+    ] {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(dir.join(format!("{file}{suffix}")));
+        }
+    }
+    let embedded = Embedded::open(
+        dir.join("bench-embedded.db"),
+        std::slice::from_ref(&spec),
+        EmbeddedOptions::default(),
+    )
+    .await?;
+    let emitter = Emitter::new(embedded.clone()).with_root(BENCH_ROOT);
+    let events = envelopes(n, options.payload_bytes);
+    let embedded_series = measure(n, |i| {
+        let (emitter, event) = (&emitter, &events[i]);
+        async move {
+            emitter
+                .emit(event)
+                .await
+                .map(drop)
+                .map_err(BenchError::from)
+        }
+    })
+    .await?;
+    let raw_conn = raw_sqlite(&dir.join("bench-raw.db"))?;
+    let mut latencies = Vec::with_capacity(n);
+    let start = Instant::now();
+    for (i, payload) in raw_payloads.iter().enumerate() {
+        let t = Instant::now();
+        raw_conn.execute(
+            "INSERT INTO raw(subject, msg_id, payload) VALUES (?1, ?2, ?3)",
+            params!["ironbench.raw", i.to_string(), payload],
+        )?;
+        latencies.push(t.elapsed());
+    }
+    let raw_sqlite_series = series(latencies, start.elapsed());
+    print_series(out, "embedded_emit", &embedded_series)?;
+    print_series(out, "sqlite_insert", &raw_sqlite_series)?;
+    print_ratios(
+        out,
+        "embedded_vs_sqlite",
+        &embedded_series,
+        &raw_sqlite_series,
+    )?;
+
+    // Projector over the JetStream stream written above against raw batched inserts.
+    let last = js.last_sequence(BENCH_STREAM).await?;
+    let db = dir.join("bench-projection.db");
+    let mut deps = ProjectorDeps::new(js.clone(), &db);
+    deps.stream = BENCH_STREAM.into();
+    deps.filter_subject = format!("{BENCH_ROOT}.>");
+    deps.consumer = "bench_projector".into();
+    let shutdown = CancellationToken::new();
+    let start = Instant::now();
+    let task = tokio::spawn(projector::run(deps, shutdown.clone()));
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        if db.exists()
+            && let Ok(recall) = Recall::open(&db)
+            && recall.projected_seq(BENCH_STREAM).unwrap_or(0) >= last
+        {
+            break;
+        }
+        if task.is_finished() || Instant::now() > deadline {
+            shutdown.cancel();
+            let outcome = task.await;
+            return Err(BenchError::Stalled(format!(
+                "projector did not reach sequence {last}: {outcome:?}"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let projector_rate = last as f64 / start.elapsed().as_secs_f64();
+    shutdown.cancel();
+    let _ = task.await;
+    let batched = raw_sqlite(&dir.join("bench-batched.db"))?;
+    let start = Instant::now();
+    let mut all: Vec<&Vec<u8>> = raw_payloads.iter().collect();
+    all.extend(raw_payloads.iter());
+    for chunk in all.chunks(256) {
+        let tx = batched.unchecked_transaction()?;
+        for (i, payload) in chunk.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO raw(subject, msg_id, payload) VALUES (?1, ?2, ?3)",
+                params!["ironbench.raw", i.to_string(), payload],
+            )?;
+        }
+        tx.commit()?;
+    }
+    let batched_rate = all.len() as f64 / start.elapsed().as_secs_f64();
+    writeln!(
+        out,
+        "bench log.projector_throughput {projector_rate:.1} events/s"
+    )?;
+    writeln!(
+        out,
+        "bench log.sqlite_batched_insert_throughput {batched_rate:.1} rows/s"
+    )?;
+    writeln!(
+        out,
+        "bench log.projector_vs_batched_ratio {:.3} x",
+        projector_rate / batched_rate
+    )?;
+    let _ = js.context().delete_stream(BENCH_STREAM).await;
+    Ok(())
+}

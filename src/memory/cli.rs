@@ -1,0 +1,119 @@
+//! The library side of `iron log tail`, `iron log replay <prefix>` and `iron recall "<query>"`.
+//! Each writes one line per event to `out`: `<seq> <kind> <tenant>:<namespace> <actor>
+//! <event_id> <payload>`.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::recall::{Recall, RecallError, RecallFilter, Recalled};
+use crate::core::durable::{ConsumerSpec, DurableError, EventLog, LogConsumer, StartAt};
+use crate::core::envelope::Envelope;
+
+/// Why a CLI command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The log failed.
+    #[error(transparent)]
+    Durable(#[from] DurableError),
+    /// The projection failed.
+    #[error(transparent)]
+    Recall(#[from] RecallError),
+    /// Writing the output failed.
+    #[error("cannot write output: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn line(out: &mut impl Write, r: &Recalled) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{} {} {}:{} {} {} {}",
+        r.seq, r.kind, r.tenant, r.namespace, r.actor, r.event_id, r.payload
+    )
+}
+
+/// Follows a stream, printing each event, until `shutdown` or until `limit` lines. `iron log
+/// tail` passes `StartAt::New` (only events written from now on) and no limit. Returns how
+/// many lines it printed. Messages that are not envelopes print as `<seq> ? <subject> <n>
+/// bytes`.
+pub async fn log_tail<L: EventLog>(
+    log: &L,
+    stream: &str,
+    filter_subject: &str,
+    start: StartAt,
+    limit: Option<u64>,
+    out: &mut (impl Write + Send),
+    shutdown: CancellationToken,
+) -> Result<u64, CliError> {
+    let mut consumer = log
+        .consumer(ConsumerSpec {
+            stream: stream.to_owned(),
+            durable: None,
+            filter_subject: filter_subject.to_owned(),
+            start,
+            ack_wait: Duration::from_secs(30),
+        })
+        .await?;
+    let mut printed = 0;
+    loop {
+        if limit.is_some_and(|limit| printed >= limit) {
+            return Ok(printed);
+        }
+        let next = tokio::select! {
+            _ = shutdown.cancelled() => return Ok(printed),
+            next = consumer.next(Duration::from_millis(500)) => next?,
+        };
+        let Some((delivery, ack)) = next else {
+            continue;
+        };
+        let m = &delivery.message;
+        match serde_json::from_slice::<Envelope>(&m.payload) {
+            Ok(e) => line(
+                out,
+                &Recalled {
+                    seq: m.seq,
+                    event_id: e.event_id.to_string(),
+                    ts: e.ts,
+                    tenant: e.tenant.clone(),
+                    namespace: e.namespace_path(),
+                    actor: e.actor.clone(),
+                    kind: e.kind.to_string(),
+                    payload: e.payload.to_string(),
+                },
+            )?,
+            Err(_) => writeln!(out, "{} ? {} {} bytes", m.seq, m.subject, m.payload.len())?,
+        }
+        out.flush()?;
+        printed += 1;
+        consumer.ack(vec![ack]).await?;
+    }
+}
+
+/// Prints the ordered history of one namespace prefix (`facts/newsroom`) from the projection.
+pub fn log_replay(db: &Path, prefix: &str, out: &mut impl Write) -> Result<usize, CliError> {
+    let events = Recall::open(db)?.replay(prefix)?;
+    for event in &events {
+        line(out, event)?;
+    }
+    Ok(events.len())
+}
+
+/// Prints the events matching `query`, optionally limited to a namespace prefix (`scope`).
+pub fn recall(
+    db: &Path,
+    query: &str,
+    scope: Option<&str>,
+    out: &mut impl Write,
+) -> Result<usize, CliError> {
+    let filter = RecallFilter {
+        prefix: scope.map(str::to_owned),
+        ..Default::default()
+    };
+    let events = Recall::open(db)?.recall(query, &filter)?;
+    for event in &events {
+        line(out, event)?;
+    }
+    Ok(events.len())
+}

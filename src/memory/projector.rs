@@ -1,0 +1,449 @@
+//! The projector: the single writer of `projection.db`. It consumes the memory stream with a
+//! durable consumer, writes each event once however often it is delivered (`event_id` is the
+//! primary key), acknowledges only after the commit, skips and logs payloads that are not Iron
+//! envelopes, and stops — after recording a `projector_gap` event — when the stream's
+//! sequence jumps or goes backwards, rather than guessing.
+//!
+//! The consumer's filter must cover the whole stream (`mem.>` for `MEM`): sequences are then
+//! contiguous and any jump is a real gap.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::emit::Emitter;
+use crate::core::durable::{
+    ConsumerSpec, DurableError, EventLog, LogConsumer, StartAt, StoredMessage,
+};
+use crate::core::envelope::Envelope;
+use crate::core::event_kind::EventKind;
+use crate::core::ids::EventId;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS events(
+    event_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, subject TEXT NOT NULL, ts INTEGER NOT NULL,
+    tenant TEXT NOT NULL, namespace TEXT NOT NULL, actor TEXT NOT NULL, kind TEXT NOT NULL,
+    payload TEXT NOT NULL, result TEXT, cause TEXT);
+CREATE INDEX IF NOT EXISTS events_seq ON events(seq);
+CREATE INDEX IF NOT EXISTS events_namespace ON events(namespace, seq);
+CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(event_id UNINDEXED, body);
+CREATE TABLE IF NOT EXISTS applied(seq INTEGER PRIMARY KEY, msg_id TEXT, event_id TEXT);
+CREATE TABLE IF NOT EXISTS skipped(seq INTEGER PRIMARY KEY, subject TEXT NOT NULL, reason TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS cursor(stream TEXT PRIMARY KEY, last_seq INTEGER NOT NULL);
+";
+
+/// What the projector needs. Build with [`ProjectorDeps::new`] and adjust fields.
+#[derive(Debug, Clone)]
+pub struct ProjectorDeps<L> {
+    /// The log to consume.
+    pub log: L,
+    /// The projection database (created if missing).
+    pub db_path: PathBuf,
+    /// Stream consumed (`MEM`).
+    pub stream: String,
+    /// Subject filter; must cover the whole stream (`mem.>`).
+    pub filter_subject: String,
+    /// Durable consumer name.
+    pub consumer: String,
+    /// Redelivery delay of an unacknowledged event.
+    pub ack_wait: Duration,
+    /// Most events committed in one transaction.
+    pub max_batch: usize,
+    /// How long one wait for new events lasts before shutdown is checked again.
+    pub idle_wait: Duration,
+    /// Fault injection for tests: after committing the batch that holds this sequence, stop
+    /// with [`ProjectorError::Halted`] without acknowledging it, as a crash between commit and
+    /// ack would.
+    pub halt_after_commit: Option<u64>,
+}
+
+impl<L: EventLog> ProjectorDeps<L> {
+    /// Projects `MEM` (`mem.>`) into `db_path` with the durable consumer `projector`.
+    pub fn new(log: L, db_path: impl Into<PathBuf>) -> Self {
+        Self {
+            log,
+            db_path: db_path.into(),
+            stream: "MEM".into(),
+            filter_subject: "mem.>".into(),
+            consumer: "projector".into(),
+            ack_wait: Duration::from_secs(30),
+            max_batch: 256,
+            idle_wait: Duration::from_millis(500),
+            halt_after_commit: None,
+        }
+    }
+}
+
+/// How the projector ended without error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProjectorExit {
+    /// Shutdown was requested; everything committed was acknowledged.
+    Stopped {
+        /// Last stream sequence projected.
+        last_seq: u64,
+    },
+}
+
+/// Why the projector stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectorError {
+    /// The projection database failed.
+    #[error(
+        "projection database {path}: {source}; check the path and that no other projector runs"
+    )]
+    Database {
+        /// Path.
+        path: String,
+        /// Cause.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The log failed.
+    #[error("projector: {0}")]
+    Log(#[from] DurableError),
+    /// A sequence was skipped: events are missing from what the projector received.
+    #[error(
+        "stream {stream}: expected sequence {expected}, got {found}; events are missing, projector stopped (a projector_gap event was written). Investigate the stream before restarting"
+    )]
+    Gap {
+        /// Stream.
+        stream: String,
+        /// Next sequence expected.
+        expected: u64,
+        /// Sequence received.
+        found: u64,
+    },
+    /// A sequence already projected came back as a different message: the stream was replaced.
+    #[error(
+        "stream {stream}: sequence {found} went backwards (projected up to {last}, and it is not a redelivery); the stream was replaced or reset, projector stopped. Rebuild the projection"
+    )]
+    Backwards {
+        /// Stream.
+        stream: String,
+        /// Sequence received.
+        found: u64,
+        /// Last sequence projected.
+        last: u64,
+    },
+    /// Fault injection ([`ProjectorDeps::halt_after_commit`]) stopped it after a commit.
+    #[error("projector halted by fault injection after committing sequence {seq}")]
+    Halted {
+        /// The sequence.
+        seq: u64,
+    },
+}
+
+fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> ProjectorError + '_ {
+    move |source| ProjectorError::Database {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Opens (creating if needed) the projection database as its writer: WAL, full sync.
+pub fn open_writer(path: &Path) -> Result<Connection, ProjectorError> {
+    let conn = Connection::open(path).map_err(db_err(path))?;
+    conn.busy_timeout(Duration::from_secs(10))
+        .map_err(db_err(path))?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(db_err(path))?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(db_err(path))?;
+    conn.execute_batch(SCHEMA).map_err(db_err(path))?;
+    Ok(conn)
+}
+
+/// Text indexed for full-text search: every string and number in payload and result.
+fn index_text(value: &Value, out: &mut String) {
+    match value {
+        Value::String(s) => {
+            out.push_str(s);
+            out.push(' ');
+        }
+        Value::Number(n) => {
+            out.push_str(&n.to_string());
+            out.push(' ');
+        }
+        Value::Array(items) => items.iter().for_each(|v| index_text(v, out)),
+        Value::Object(map) => map.values().for_each(|v| index_text(v, out)),
+        Value::Bool(_) | Value::Null => {}
+    }
+}
+
+/// What applying one batch found.
+enum Stop {
+    Gap { expected: u64, found: u64 },
+    Backwards { found: u64, last: u64 },
+}
+
+/// Applies deliveries in order in one transaction; returns how many were handled (and so may
+/// be acknowledged) and why it stopped early, if it did.
+fn apply(
+    conn: &mut Connection,
+    stream: &str,
+    batch: &[StoredMessage],
+) -> Result<(usize, Option<Stop>, u64), rusqlite::Error> {
+    let tx = conn.transaction()?;
+    let mut last: u64 = tx
+        .query_row(
+            "SELECT last_seq FROM cursor WHERE stream = ?1",
+            [stream],
+            |row| row.get::<_, i64>(0),
+        )
+        .optional()?
+        .unwrap_or(0) as u64;
+    let mut handled = 0;
+    let mut stop = None;
+    for message in batch {
+        if message.seq <= last {
+            let seen: Option<Option<String>> = tx
+                .query_row(
+                    "SELECT msg_id FROM applied WHERE seq = ?1",
+                    [message.seq as i64],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            if seen.is_some_and(|id| id == message.msg_id) {
+                handled += 1; // a redelivery of something already committed
+                continue;
+            }
+            stop = Some(Stop::Backwards {
+                found: message.seq,
+                last,
+            });
+            break;
+        }
+        if message.seq != last + 1 {
+            stop = Some(Stop::Gap {
+                expected: last + 1,
+                found: message.seq,
+            });
+            break;
+        }
+        let parsed = serde_json::from_slice::<Value>(&message.payload)
+            .map_err(|e| format!("payload is not JSON ({e})"))
+            .and_then(|v| {
+                serde_json::from_value::<Envelope>(v)
+                    .map_err(|e| format!("payload is not an Iron envelope ({e})"))
+            });
+        let mut event_id = None;
+        match parsed {
+            Ok(envelope) => {
+                let inserted = tx.execute(
+                    "INSERT OR IGNORE INTO events(event_id, seq, subject, ts, tenant, namespace,
+                        actor, kind, payload, result, cause)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    params![
+                        envelope.event_id.as_str(),
+                        message.seq as i64,
+                        message.subject,
+                        envelope.ts as i64,
+                        envelope.tenant,
+                        envelope.namespace_path(),
+                        envelope.actor,
+                        envelope.kind.as_str(),
+                        envelope.payload.to_string(),
+                        envelope.result.as_ref().map(Value::to_string),
+                        envelope.cause.as_ref().map(EventId::as_str),
+                    ],
+                )?;
+                if inserted == 1 {
+                    let mut body = String::new();
+                    index_text(&envelope.payload, &mut body);
+                    if let Some(result) = &envelope.result {
+                        index_text(result, &mut body);
+                    }
+                    tx.execute(
+                        "INSERT INTO events_fts(event_id, body) VALUES (?1, ?2)",
+                        params![envelope.event_id.as_str(), body],
+                    )?;
+                }
+                event_id = Some(envelope.event_id.to_string());
+            }
+            Err(reason) => {
+                tracing::warn!(seq = message.seq, subject = %message.subject, %reason,
+                    "projector: skipping a message that is not an Iron envelope");
+                tx.execute(
+                    "INSERT OR REPLACE INTO skipped(seq, subject, reason) VALUES (?1, ?2, ?3)",
+                    params![message.seq as i64, message.subject, reason],
+                )?;
+            }
+        }
+        tx.execute(
+            "INSERT OR REPLACE INTO applied(seq, msg_id, event_id) VALUES (?1, ?2, ?3)",
+            params![message.seq as i64, message.msg_id, event_id],
+        )?;
+        last = message.seq;
+        handled += 1;
+    }
+    tx.execute(
+        "INSERT INTO cursor(stream, last_seq) VALUES (?1, ?2)
+         ON CONFLICT(stream) DO UPDATE SET last_seq = excluded.last_seq",
+        params![stream, last as i64],
+    )?;
+    tx.commit()?;
+    Ok((handled, stop, last))
+}
+
+/// Runs the projector until `shutdown` is cancelled or it must stop. Lifecycle nodes and tests
+/// drive this same function.
+pub async fn run<L: EventLog>(
+    deps: ProjectorDeps<L>,
+    shutdown: CancellationToken,
+) -> Result<ProjectorExit, ProjectorError> {
+    let path = deps.db_path.clone();
+    let conn = {
+        let path = path.clone();
+        tokio::task::spawn_blocking(move || open_writer(&path))
+            .await
+            .map_err(|e| DurableError::Backend {
+                op: "open projection",
+                source: Box::new(e),
+            })??
+    };
+    let mut consumer = deps
+        .log
+        .consumer(ConsumerSpec {
+            stream: deps.stream.clone(),
+            durable: Some(deps.consumer.clone()),
+            filter_subject: deps.filter_subject.clone(),
+            start: StartAt::First,
+            ack_wait: deps.ack_wait,
+        })
+        .await?;
+    let conn = std::sync::Arc::new(std::sync::Mutex::new(conn));
+    let mut last_seq = 0;
+    loop {
+        let first = tokio::select! {
+            _ = shutdown.cancelled() => return Ok(ProjectorExit::Stopped { last_seq }),
+            next = consumer.next(deps.idle_wait) => next?,
+        };
+        let Some(first) = first else { continue };
+        let mut messages = vec![first.0.message];
+        let mut acks = vec![first.1];
+        while messages.len() < deps.max_batch {
+            match consumer.next(Duration::ZERO).await? {
+                Some((delivery, ack)) => {
+                    messages.push(delivery.message);
+                    acks.push(ack);
+                }
+                None => break,
+            }
+        }
+        while !messages.is_empty() {
+            let (handled, stop, last) =
+                apply_blocking(&conn, &path, &deps.stream, &messages).await?;
+            last_seq = last;
+            if let Some(halt) = deps.halt_after_commit
+                && messages[..handled].iter().any(|m| m.seq == halt)
+            {
+                return Err(ProjectorError::Halted { seq: halt });
+            }
+            messages.drain(..handled);
+            let done: Vec<_> = acks.drain(..handled).collect();
+            consumer.ack(done).await?;
+            match stop {
+                None => {}
+                Some(Stop::Gap { expected, found }) => {
+                    // Redeliveries can arrive after newer messages. Ask the log whether the
+                    // missing sequences exist: if they do, project them from it; if not, stop.
+                    let fill = deps
+                        .log
+                        .read(
+                            &deps.stream,
+                            &deps.filter_subject,
+                            expected,
+                            (found - expected) as usize,
+                        )
+                        .await?;
+                    let contiguous = fill.len() as u64 == found - expected
+                        && fill.iter().zip(expected..).all(|(m, seq)| m.seq == seq);
+                    if !contiguous {
+                        return Err(record_stop(&deps, Stop::Gap { expected, found }).await);
+                    }
+                    tracing::info!(
+                        expected,
+                        found,
+                        "projector: delivery out of order, filled from the log"
+                    );
+                    let (filled, stop, last) =
+                        apply_blocking(&conn, &path, &deps.stream, &fill).await?;
+                    last_seq = last;
+                    if let Some(stop) = stop {
+                        return Err(record_stop(&deps, stop).await);
+                    }
+                    debug_assert_eq!(filled, fill.len());
+                }
+                Some(stop) => return Err(record_stop(&deps, stop).await),
+            }
+        }
+    }
+}
+
+async fn apply_blocking(
+    conn: &std::sync::Arc<std::sync::Mutex<Connection>>,
+    path: &Path,
+    stream: &str,
+    messages: &[StoredMessage],
+) -> Result<(usize, Option<Stop>, u64), ProjectorError> {
+    let (conn, stream, messages) = (conn.clone(), stream.to_owned(), messages.to_vec());
+    tokio::task::spawn_blocking(move || {
+        let mut conn = conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        apply(&mut conn, &stream, &messages)
+    })
+    .await
+    .map_err(|e| DurableError::Backend {
+        op: "project",
+        source: Box::new(e),
+    })?
+    .map_err(db_err(path))
+}
+
+/// Writes a `projector_gap` event (id computed, so a restarted projector does not repeat it)
+/// and returns the error to stop with.
+async fn record_stop<L: EventLog>(deps: &ProjectorDeps<L>, stop: Stop) -> ProjectorError {
+    let (error, payload) = match stop {
+        Stop::Gap { expected, found } => (
+            ProjectorError::Gap {
+                stream: deps.stream.clone(),
+                expected,
+                found,
+            },
+            json!({"stream": deps.stream, "consumer": deps.consumer, "problem": "gap",
+                   "expected": expected, "found": found}),
+        ),
+        Stop::Backwards { found, last } => (
+            ProjectorError::Backwards {
+                stream: deps.stream.clone(),
+                found,
+                last,
+            },
+            json!({"stream": deps.stream, "consumer": deps.consumer, "problem": "backwards",
+                   "found": found, "last": last}),
+        ),
+    };
+    tracing::error!(%error, "projector stopped");
+    let id = EventId::computed(&[
+        "projector_gap",
+        &deps.stream,
+        &deps.consumer,
+        &payload.to_string(),
+    ]);
+    let event = Envelope::new(
+        "system",
+        ["system", "projector"],
+        deps.consumer.as_str(),
+        EventKind::ProjectorGap,
+        payload,
+    )
+    .with_id(id);
+    if let Err(e) = Emitter::new(deps.log.clone()).emit(&event).await {
+        tracing::error!(error = %e, "projector: could not record the projector_gap event");
+    }
+    error
+}

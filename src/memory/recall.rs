@@ -1,0 +1,208 @@
+//! Recall and replay: readers of `projection.db`. The database is opened read-only
+//! (`SQLITE_OPEN_READ_ONLY` and `PRAGMA query_only`), so a reader can never write.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags, params};
+
+/// Why a read failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecallError {
+    /// The projection database cannot be opened or queried.
+    #[error(
+        "projection {path}: {source}; is the projector running and has it created the database?"
+    )]
+    Database {
+        /// Path.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: rusqlite::Error,
+    },
+}
+
+/// Which events recall searches.
+#[derive(Debug, Clone, Default)]
+pub struct RecallFilter {
+    /// Namespace prefix as `facts/newsroom`; matches that namespace and everything below it.
+    pub prefix: Option<String>,
+    /// Only this kind (wire name, `fact_learned`).
+    pub kind: Option<String>,
+    /// Only this tenant.
+    pub tenant: Option<String>,
+    /// At most this many results (0 = 50).
+    pub limit: usize,
+}
+
+/// One event read back from the projection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recalled {
+    /// Stream sequence it was projected from.
+    pub seq: u64,
+    /// Event id.
+    pub event_id: String,
+    /// Capture time (ms since the epoch).
+    pub ts: u64,
+    /// Tenant.
+    pub tenant: String,
+    /// Namespace joined with `/`.
+    pub namespace: String,
+    /// Writer.
+    pub actor: String,
+    /// Kind (wire name).
+    pub kind: String,
+    /// Payload as JSON text.
+    pub payload: String,
+}
+
+/// Opens `path` read-only and makes the connection refuse writes (`query_only`).
+pub fn open_read_only(path: &Path) -> Result<Connection, RecallError> {
+    let err = |source| RecallError::Database {
+        path: path.to_path_buf(),
+        source,
+    };
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(err)?;
+    conn.pragma_update(None, "query_only", true).map_err(err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(err)?;
+    Ok(conn)
+}
+
+/// A read-only view of the projection.
+pub struct Recall {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// Turns free text into an FTS5 query that cannot be a syntax error: each word quoted, all
+/// required.
+fn fts_query(text: &str) -> String {
+    text.split_whitespace()
+        .map(|word| format!("\"{}\"", word.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+const COLUMNS: &str = "e.seq, e.event_id, e.ts, e.tenant, e.namespace, e.actor, e.kind, e.payload";
+
+fn row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Recalled> {
+    Ok(Recalled {
+        seq: row.get::<_, i64>(0)? as u64,
+        event_id: row.get(1)?,
+        ts: row.get::<_, i64>(2)? as u64,
+        tenant: row.get(3)?,
+        namespace: row.get(4)?,
+        actor: row.get(5)?,
+        kind: row.get(6)?,
+        payload: row.get(7)?,
+    })
+}
+
+impl Recall {
+    /// Opens the projection at `path` read-only.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, RecallError> {
+        let path = path.as_ref().to_path_buf();
+        Ok(Self {
+            conn: open_read_only(&path)?,
+            path,
+        })
+    }
+
+    fn err(&self) -> impl Fn(rusqlite::Error) -> RecallError + '_ {
+        |source| RecallError::Database {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Full-text search over payloads and results (every word must appear), best match first.
+    pub fn recall(&self, query: &str, filter: &RecallFilter) -> Result<Vec<Recalled>, RecallError> {
+        let limit = if filter.limit == 0 { 50 } else { filter.limit };
+        let sql = format!(
+            "SELECT {COLUMNS} FROM events_fts f JOIN events e ON e.event_id = f.event_id
+             WHERE events_fts MATCH ?1
+               AND (?2 IS NULL OR e.namespace = ?2 OR substr(e.namespace, 1, length(?2) + 1) = ?2 || '/')
+               AND (?3 IS NULL OR e.kind = ?3)
+               AND (?4 IS NULL OR e.tenant = ?4)
+             ORDER BY f.rank LIMIT ?5"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
+        let rows = stmt
+            .query_map(
+                params![
+                    fts_query(query),
+                    filter.prefix.as_deref().map(|p| p.trim_end_matches('/')),
+                    filter.kind,
+                    filter.tenant,
+                    limit as i64
+                ],
+                row,
+            )
+            .map_err(self.err())?;
+        rows.collect::<Result<_, _>>().map_err(self.err())
+    }
+
+    /// Every event whose namespace is `prefix` or below it (empty prefix: all), in log order.
+    pub fn replay(&self, prefix: &str) -> Result<Vec<Recalled>, RecallError> {
+        let prefix = prefix.trim_end_matches('/');
+        let sql = format!(
+            "SELECT {COLUMNS} FROM events e
+             WHERE ?1 = '' OR e.namespace = ?1 OR substr(e.namespace, 1, length(?1) + 1) = ?1 || '/'
+             ORDER BY e.seq"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
+        let rows = stmt.query_map([prefix], row).map_err(self.err())?;
+        rows.collect::<Result<_, _>>().map_err(self.err())
+    }
+
+    /// The last stream sequence projected (0 before the first).
+    pub fn projected_seq(&self, stream: &str) -> Result<u64, RecallError> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .query_row(
+                "SELECT last_seq FROM cursor WHERE stream = ?1",
+                [stream],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()
+            .map(|s| s.unwrap_or(0) as u64)
+            .map_err(self.err())
+    }
+
+    /// Number of events in the projection.
+    pub fn count(&self) -> Result<u64, RecallError> {
+        self.conn
+            .query_row("SELECT count(*) FROM events", [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(self.err())
+    }
+
+    /// Messages the projector skipped: `(seq, subject, reason)`.
+    pub fn skipped(&self) -> Result<Vec<(u64, String, String)>, RecallError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT seq, subject, reason FROM skipped ORDER BY seq")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?))
+            })
+            .map_err(self.err())?;
+        rows.collect::<Result<_, _>>().map_err(self.err())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fts_query;
+
+    #[test]
+    fn free_text_becomes_a_safe_fts_query() {
+        assert_eq!(fts_query("flood warning"), "\"flood\" \"warning\"");
+        assert_eq!(fts_query("say \"hi\""), "\"say\" \"\"\"hi\"\"\"");
+    }
+}

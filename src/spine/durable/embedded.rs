@@ -1,0 +1,814 @@
+//! The embedded backend: the durable plane in one SQLite file (WAL, `synchronous=FULL`, so an
+//! acknowledged append survives a crash), with JetStream's semantics: per-stream sequences,
+//! deduplication of message ids inside each stream's window, append-only streams (enforced by
+//! triggers as well as by the API), durable consumers with explicit acks, compare-and-set KV
+//! with per-bucket TTL, and documents.
+//!
+//! Differences from JetStream, by design: an unacknowledged delivery is delivered again when the
+//! consumer is reopened (not after `ack_wait` while it stays open); waiting consumers are woken
+//! by appends made through the same handle and otherwise poll every 250 ms.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use tokio::sync::Notify;
+
+use super::bootstrap::{BootstrapError, diff_config};
+use super::streams::{StreamSpec, stream_for};
+use super::subject;
+use crate::core::durable::{
+    AppendAck, AppendRequest, ConsumerSpec, Delivery, DurableError, EventLog, KeyValue, KvEntry,
+    KvSpec, LogConsumer, ObjectStore, StartAt, StoredMessage,
+};
+use crate::core::envelope::now_ms;
+
+/// Settings of the embedded log.
+#[derive(Debug, Clone)]
+pub struct EmbeddedOptions {
+    /// Largest message accepted (the NATS default, 1 MiB, so both backends refuse alike).
+    pub max_message_size: usize,
+    /// Upper bound of every database operation (lock waits included).
+    pub timeout: Duration,
+}
+
+impl Default for EmbeddedOptions {
+    fn default() -> Self {
+        Self {
+            max_message_size: 1024 * 1024,
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+struct Inner {
+    conn: Mutex<Connection>,
+    appended: Notify,
+    streams: Vec<StreamSpec>,
+    options: EmbeddedOptions,
+    path: PathBuf,
+}
+
+/// A handle on the embedded durable plane. Cheap to clone; one SQLite connection behind it.
+#[derive(Clone)]
+pub struct Embedded {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Embedded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedded")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
+    }
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS streams(name TEXT PRIMARY KEY, config TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS messages(
+    stream TEXT NOT NULL, seq INTEGER NOT NULL, subject TEXT NOT NULL, msg_id TEXT,
+    payload BLOB NOT NULL, ts_ms INTEGER NOT NULL, PRIMARY KEY(stream, seq)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS messages_msg_id ON messages(stream, msg_id);
+CREATE INDEX IF NOT EXISTS messages_subject ON messages(stream, subject, seq);
+CREATE TRIGGER IF NOT EXISTS messages_no_delete BEFORE DELETE ON messages
+    BEGIN SELECT RAISE(ABORT, 'the log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS messages_no_update BEFORE UPDATE ON messages
+    BEGIN SELECT RAISE(ABORT, 'the log is append-only'); END;
+CREATE TABLE IF NOT EXISTS consumers(
+    stream TEXT NOT NULL, name TEXT NOT NULL, filter TEXT NOT NULL, ack_floor INTEGER NOT NULL,
+    PRIMARY KEY(stream, name));
+CREATE TABLE IF NOT EXISTS kv_buckets(bucket TEXT PRIMARY KEY, ttl_ms INTEGER, last_rev INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS kv(
+    bucket TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, revision INTEGER NOT NULL,
+    written_ms INTEGER NOT NULL, deleted INTEGER NOT NULL, PRIMARY KEY(bucket, key));
+CREATE TABLE IF NOT EXISTS object_buckets(bucket TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS objects(
+    bucket TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY(bucket, name));
+";
+
+fn sql(op: &'static str) -> impl Fn(rusqlite::Error) -> DurableError {
+    move |e| match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            DurableError::Unavailable {
+                op,
+                source: Box::new(e),
+            }
+        }
+        _ => DurableError::Backend {
+            op,
+            source: Box::new(e),
+        },
+    }
+}
+
+/// The rules of JetStream KV keys and bucket names, so both backends accept the same names.
+fn check_name(what: &'static str, name: &str, allow_dot: bool) -> Result<(), DurableError> {
+    let ok_char = |c: char| {
+        c.is_ascii_alphanumeric()
+            || matches!(c, '-' | '_')
+            || (allow_dot && matches!(c, '.' | '/' | '='))
+    };
+    let reason = if name.is_empty() {
+        Some("it is empty")
+    } else if !name.chars().all(ok_char) {
+        Some("it may only contain letters, digits, '-', '_' (keys also '.', '/', '=')")
+    } else if name.starts_with('.') || name.ends_with('.') {
+        Some("it starts or ends with '.'")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(DurableError::InvalidName {
+            what,
+            name: name.to_owned(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+impl Embedded {
+    /// Opens (or creates) the log at `path`, creating each declared stream that is missing and
+    /// verifying each existing one field by field, like the JetStream bootstrap.
+    pub async fn open(
+        path: impl AsRef<Path>,
+        streams: &[StreamSpec],
+        options: EmbeddedOptions,
+    ) -> Result<Self, BootstrapError> {
+        let path = path.as_ref().to_path_buf();
+        let streams = streams.to_vec();
+        let opened =
+            tokio::task::spawn_blocking(move || Self::open_blocking(path, streams, options));
+        opened.await.map_err(|e| {
+            BootstrapError::Durable(DurableError::Backend {
+                op: "open embedded log",
+                source: Box::new(e),
+            })
+        })?
+    }
+
+    fn open_blocking(
+        path: PathBuf,
+        streams: Vec<StreamSpec>,
+        options: EmbeddedOptions,
+    ) -> Result<Self, BootstrapError> {
+        let db_err = |source| BootstrapError::Database {
+            path: path.display().to_string(),
+            source,
+        };
+        let conn = Connection::open(&path).map_err(db_err)?;
+        conn.busy_timeout(options.timeout).map_err(db_err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(db_err)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(db_err)?;
+        conn.execute_batch(SCHEMA).map_err(db_err)?;
+        for spec in &streams {
+            let declared = spec.server_config();
+            let found: Option<String> = conn
+                .query_row(
+                    "SELECT config FROM streams WHERE name = ?1",
+                    [&spec.name],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(db_err)?;
+            match found {
+                None => {
+                    conn.execute(
+                        "INSERT INTO streams(name, config) VALUES (?1, ?2)",
+                        params![spec.name, declared.to_string()],
+                    )
+                    .map_err(db_err)?;
+                }
+                Some(text) => {
+                    let found: serde_json::Value =
+                        serde_json::from_str(&text).map_err(|e| BootstrapError::Protocol {
+                            stream: spec.name.clone(),
+                            detail: format!("stored configuration is not JSON: {e}"),
+                        })?;
+                    let diffs = diff_config(&declared, &found);
+                    if !diffs.is_empty() {
+                        return Err(BootstrapError::StreamMismatch {
+                            stream: spec.name.clone(),
+                            diffs,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                conn: Mutex::new(conn),
+                appended: Notify::new(),
+                streams,
+                options,
+                path,
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `f` on the connection in a blocking task, within the configured timeout.
+    async fn call<T: Send + 'static>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce(&mut Connection, &Inner) -> Result<T, DurableError> + Send + 'static,
+    ) -> Result<T, DurableError> {
+        let inner = self.inner.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            let mut conn = inner.conn.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&mut conn, &inner)
+        });
+        match tokio::time::timeout(self.inner.options.timeout, task).await {
+            Err(_) => Err(DurableError::Timeout {
+                op,
+                after: self.inner.options.timeout,
+            }),
+            Ok(Err(join)) => Err(DurableError::Backend {
+                op,
+                source: Box::new(join),
+            }),
+            Ok(Ok(result)) => result,
+        }
+    }
+
+    fn spec(&self, stream: &str) -> Result<&StreamSpec, DurableError> {
+        self.inner
+            .streams
+            .iter()
+            .find(|s| s.name == stream)
+            .ok_or_else(|| DurableError::NotFound {
+                what: format!("stream {stream}"),
+            })
+    }
+
+    /// Reads matching messages from `from` on; returns them and the next sequence to scan.
+    async fn read_page(
+        &self,
+        stream: &str,
+        filter: &str,
+        from: u64,
+        max: usize,
+    ) -> Result<(Vec<StoredMessage>, u64), DurableError> {
+        let stream = stream.to_owned();
+        let filter = filter.to_owned();
+        self.call("read", move |conn, _| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT seq, subject, msg_id, payload FROM messages
+                     WHERE stream = ?1 AND seq >= ?2 ORDER BY seq LIMIT 512",
+                )
+                .map_err(sql("read"))?;
+            let mut out = Vec::new();
+            let mut next = from;
+            loop {
+                let rows = stmt
+                    .query_map(params![stream, next as i64], |row| {
+                        Ok(StoredMessage {
+                            seq: row.get::<_, i64>(0)? as u64,
+                            subject: row.get(1)?,
+                            msg_id: row.get(2)?,
+                            payload: row.get(3)?,
+                        })
+                    })
+                    .map_err(sql("read"))?
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(sql("read"))?;
+                if rows.is_empty() {
+                    return Ok((out, next));
+                }
+                for message in rows {
+                    next = message.seq + 1;
+                    if subject::matches(&filter, &message.subject) {
+                        out.push(message);
+                        if out.len() >= max {
+                            return Ok((out, next));
+                        }
+                    }
+                }
+            }
+        })
+        .await
+    }
+}
+
+impl EventLog for Embedded {
+    type Consumer = EmbeddedConsumer;
+
+    async fn append(&self, request: AppendRequest) -> Result<AppendAck, DurableError> {
+        let spec = stream_for(&self.inner.streams, &request.subject)
+            .ok_or_else(|| DurableError::NoStream {
+                subject: request.subject.clone(),
+            })?
+            .clone();
+        let size = request.payload.len() + request.msg_id.len();
+        let max = self.inner.options.max_message_size;
+        if size > max {
+            return Err(DurableError::TooLarge { size, max });
+        }
+        self.call("append", move |conn, inner| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql("append"))?;
+            let now = now_ms();
+            let window = spec.duplicate_window.as_millis() as u64;
+            let previous: Option<(i64, i64)> = tx
+                .query_row(
+                    "SELECT seq, ts_ms FROM messages WHERE stream = ?1 AND msg_id = ?2
+                     ORDER BY seq DESC LIMIT 1",
+                    params![spec.name, request.msg_id],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()
+                .map_err(sql("append"))?;
+            if let Some((seq, ts)) = previous
+                && now.saturating_sub(ts as u64) < window
+            {
+                return Ok(AppendAck {
+                    stream: spec.name.clone(),
+                    seq: seq as u64,
+                    duplicate: true,
+                });
+            }
+            if let Some(expected) = request.expected_last_subject_seq {
+                let last: i64 = tx
+                    .query_row(
+                        "SELECT coalesce(max(seq), 0) FROM messages WHERE stream = ?1 AND subject = ?2",
+                        params![spec.name, request.subject],
+                        |row| row.get(0),
+                    )
+                    .map_err(sql("append"))?;
+                if last as u64 != expected {
+                    return Err(DurableError::WrongLastSequence {
+                        subject: request.subject.clone(),
+                        expected,
+                    });
+                }
+            }
+            let seq: i64 = tx
+                .query_row(
+                    "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE stream = ?1",
+                    [&spec.name],
+                    |row| row.get(0),
+                )
+                .map_err(sql("append"))?;
+            tx.execute(
+                "INSERT INTO messages(stream, seq, subject, msg_id, payload, ts_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![spec.name, seq, request.subject, request.msg_id, request.payload, now as i64],
+            )
+            .map_err(sql("append"))?;
+            tx.commit().map_err(sql("append"))?;
+            inner.appended.notify_waiters();
+            Ok(AppendAck {
+                stream: spec.name.clone(),
+                seq: seq as u64,
+                duplicate: false,
+            })
+        })
+        .await
+    }
+
+    async fn read(
+        &self,
+        stream: &str,
+        filter_subject: &str,
+        from_seq: u64,
+        max: usize,
+    ) -> Result<Vec<StoredMessage>, DurableError> {
+        self.spec(stream)?;
+        Ok(self
+            .read_page(stream, filter_subject, from_seq.max(1), max)
+            .await?
+            .0)
+    }
+
+    async fn last_sequence(&self, stream: &str) -> Result<u64, DurableError> {
+        self.spec(stream)?;
+        let stream = stream.to_owned();
+        self.call("last sequence", move |conn, _| {
+            conn.query_row(
+                "SELECT coalesce(max(seq), 0) FROM messages WHERE stream = ?1",
+                [&stream],
+                |row| row.get::<_, i64>(0),
+            )
+            .map(|s| s as u64)
+            .map_err(sql("last sequence"))
+        })
+        .await
+    }
+
+    async fn consumer(&self, spec: ConsumerSpec) -> Result<EmbeddedConsumer, DurableError> {
+        self.spec(&spec.stream)?;
+        let last = self.last_sequence(&spec.stream).await?;
+        let initial_floor = match spec.start {
+            StartAt::First => 0,
+            StartAt::Sequence(seq) => seq.saturating_sub(1),
+            StartAt::New => last,
+        };
+        let floor = match &spec.durable {
+            None => initial_floor,
+            Some(name) => {
+                let (stream, name, filter) = (
+                    spec.stream.clone(),
+                    name.clone(),
+                    spec.filter_subject.clone(),
+                );
+                self.call("consumer", move |conn, _| {
+                    conn.execute(
+                        "INSERT OR IGNORE INTO consumers(stream, name, filter, ack_floor)
+                         VALUES (?1, ?2, ?3, ?4)",
+                        params![stream, name, filter, initial_floor as i64],
+                    )
+                    .map_err(sql("consumer"))?;
+                    conn.query_row(
+                        "SELECT ack_floor FROM consumers WHERE stream = ?1 AND name = ?2",
+                        params![stream, name],
+                        |row| row.get::<_, i64>(0),
+                    )
+                    .map(|f| f as u64)
+                    .map_err(sql("consumer"))
+                })
+                .await?
+            }
+        };
+        Ok(EmbeddedConsumer {
+            log: self.clone(),
+            spec,
+            next_seq: floor + 1,
+            floor,
+            high: floor,
+            pending: BTreeSet::new(),
+            buffer: VecDeque::new(),
+        })
+    }
+
+    async fn delete_message(&self, stream: &str, _seq: u64) -> Result<(), DurableError> {
+        let spec = self.spec(stream)?;
+        Err(DurableError::Denied {
+            op: "delete",
+            stream: spec.name.clone(),
+            source: (!spec.deny_delete)
+                .then(|| "the embedded log never deletes single messages".into()),
+        })
+    }
+
+    async fn purge_stream(&self, stream: &str) -> Result<(), DurableError> {
+        let spec = self.spec(stream)?;
+        Err(DurableError::Denied {
+            op: "purge",
+            stream: spec.name.clone(),
+            source: (!spec.deny_purge).then(|| "the embedded log never purges".into()),
+        })
+    }
+
+    fn max_message_size(&self) -> usize {
+        self.inner.options.max_message_size
+    }
+}
+
+/// A consumer of the embedded log.
+pub struct EmbeddedConsumer {
+    log: Embedded,
+    spec: ConsumerSpec,
+    next_seq: u64,
+    floor: u64,
+    high: u64,
+    pending: BTreeSet<u64>,
+    buffer: VecDeque<StoredMessage>,
+}
+
+impl LogConsumer for EmbeddedConsumer {
+    type Ack = u64;
+
+    async fn next(&mut self, wait: Duration) -> Result<Option<(Delivery, u64)>, DurableError> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(message) = self.buffer.pop_front() {
+                let seq = message.seq;
+                self.pending.insert(seq);
+                self.high = self.high.max(seq);
+                return Ok(Some((
+                    Delivery {
+                        message,
+                        delivered: 1,
+                    },
+                    seq,
+                )));
+            }
+            let appended = self.log.inner.appended.notified();
+            tokio::pin!(appended);
+            appended.as_mut().enable();
+            let (page, next) = self
+                .log
+                .read_page(
+                    &self.spec.stream,
+                    &self.spec.filter_subject,
+                    self.next_seq,
+                    256,
+                )
+                .await?;
+            self.next_seq = next;
+            if !page.is_empty() {
+                self.buffer.extend(page);
+                continue;
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            let nap = (deadline - now).min(Duration::from_millis(250));
+            let _ = tokio::time::timeout(nap, appended).await;
+        }
+    }
+
+    async fn ack(&mut self, acks: Vec<u64>) -> Result<(), DurableError> {
+        for seq in acks {
+            self.pending.remove(&seq);
+        }
+        let floor = match self.pending.first() {
+            Some(first) => first - 1,
+            None => self.high,
+        };
+        if floor <= self.floor {
+            return Ok(());
+        }
+        self.floor = floor;
+        if let Some(name) = self.spec.durable.clone() {
+            let stream = self.spec.stream.clone();
+            self.log
+                .call("ack", move |conn, _| {
+                    conn.execute(
+                        "UPDATE consumers SET ack_floor = ?3 WHERE stream = ?1 AND name = ?2",
+                        params![stream, name, floor as i64],
+                    )
+                    .map_err(sql("ack"))?;
+                    Ok(())
+                })
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+fn live(ttl_ms: Option<i64>, written_ms: i64, deleted: bool, now: u64) -> bool {
+    !deleted && ttl_ms.is_none_or(|ttl| now.saturating_sub(written_ms as u64) < ttl as u64)
+}
+
+/// The bucket's TTL, or `NotFound`.
+fn bucket_ttl(conn: &Connection, bucket: &str) -> Result<Option<i64>, DurableError> {
+    conn.query_row(
+        "SELECT ttl_ms FROM kv_buckets WHERE bucket = ?1",
+        [bucket],
+        |row| row.get::<_, Option<i64>>(0),
+    )
+    .optional()
+    .map_err(sql("kv"))?
+    .ok_or_else(|| DurableError::NotFound {
+        what: format!("KV bucket {bucket} (call kv_open first)"),
+    })
+}
+
+/// `(revision, written_ms, deleted)` of a key.
+fn kv_row(
+    conn: &Connection,
+    bucket: &str,
+    key: &str,
+) -> Result<Option<(i64, i64, bool)>, DurableError> {
+    conn.query_row(
+        "SELECT revision, written_ms, deleted FROM kv WHERE bucket = ?1 AND key = ?2",
+        [bucket, key],
+        |row| Ok((row.get(0)?, row.get(1)?, row.get::<_, i64>(2)? != 0)),
+    )
+    .optional()
+    .map_err(sql("kv"))
+}
+
+/// Writes a key with the bucket's next revision.
+fn kv_write(
+    conn: &Connection,
+    bucket: &str,
+    key: &str,
+    value: &[u8],
+    deleted: bool,
+) -> Result<u64, DurableError> {
+    conn.execute(
+        "UPDATE kv_buckets SET last_rev = last_rev + 1 WHERE bucket = ?1",
+        [bucket],
+    )
+    .map_err(sql("kv"))?;
+    let revision: i64 = conn
+        .query_row(
+            "SELECT last_rev FROM kv_buckets WHERE bucket = ?1",
+            [bucket],
+            |row| row.get(0),
+        )
+        .map_err(sql("kv"))?;
+    conn.execute(
+        "INSERT INTO kv(bucket, key, value, revision, written_ms, deleted) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT(bucket, key) DO UPDATE SET value = excluded.value, revision = excluded.revision,
+             written_ms = excluded.written_ms, deleted = excluded.deleted",
+        params![bucket, key, value, revision, now_ms() as i64, deleted as i64],
+    )
+    .map_err(sql("kv"))?;
+    Ok(revision as u64)
+}
+
+impl KeyValue for Embedded {
+    async fn kv_open(&self, spec: &KvSpec) -> Result<(), DurableError> {
+        check_name("KV bucket", &spec.bucket, false)?;
+        let bucket = spec.bucket.clone();
+        let ttl = spec.ttl.map(|t| t.as_millis() as i64);
+        self.call("kv open", move |conn, _| {
+            conn.execute(
+                "INSERT OR IGNORE INTO kv_buckets(bucket, ttl_ms, last_rev) VALUES (?1, ?2, 0)",
+                params![bucket, ttl],
+            )
+            .map_err(sql("kv open"))?;
+            if bucket_ttl(conn, &bucket)? != ttl {
+                return Err(DurableError::InvalidName {
+                    what: "KV bucket",
+                    name: bucket,
+                    reason: "it exists with a different TTL; refusing to reshape it",
+                });
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn kv_get(&self, bucket: &str, key: &str) -> Result<Option<KvEntry>, DurableError> {
+        check_name("KV key", key, true)?;
+        let (bucket, key) = (bucket.to_owned(), key.to_owned());
+        self.call("kv get", move |conn, _| {
+            let ttl = bucket_ttl(conn, &bucket)?;
+            let row: Option<(Vec<u8>, i64, i64, i64)> = conn
+                .query_row(
+                    "SELECT value, revision, written_ms, deleted FROM kv WHERE bucket = ?1 AND key = ?2",
+                    [&bucket, &key],
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+                )
+                .optional()
+                .map_err(sql("kv get"))?;
+            Ok(row
+                .filter(|(_, _, written, deleted)| live(ttl, *written, *deleted != 0, now_ms()))
+                .map(|(value, revision, _, _)| KvEntry {
+                    value,
+                    revision: revision as u64,
+                }))
+        })
+        .await
+    }
+
+    async fn kv_create(
+        &self,
+        bucket: &str,
+        key: &str,
+        value: Vec<u8>,
+    ) -> Result<u64, DurableError> {
+        check_name("KV key", key, true)?;
+        let (bucket, key) = (bucket.to_owned(), key.to_owned());
+        self.call("kv create", move |conn, _| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql("kv create"))?;
+            let ttl = bucket_ttl(&tx, &bucket)?;
+            if let Some((_, written, deleted)) = kv_row(&tx, &bucket, &key)?
+                && live(ttl, written, deleted, now_ms())
+            {
+                return Err(DurableError::KeyExists { bucket, key });
+            }
+            let revision = kv_write(&tx, &bucket, &key, &value, false)?;
+            tx.commit().map_err(sql("kv create"))?;
+            Ok(revision)
+        })
+        .await
+    }
+
+    async fn kv_update(
+        &self,
+        bucket: &str,
+        key: &str,
+        value: Vec<u8>,
+        revision: u64,
+    ) -> Result<u64, DurableError> {
+        check_name("KV key", key, true)?;
+        let (bucket, key) = (bucket.to_owned(), key.to_owned());
+        self.call("kv update", move |conn, _| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql("kv update"))?;
+            let ttl = bucket_ttl(&tx, &bucket)?;
+            match kv_row(&tx, &bucket, &key)? {
+                Some((current, written, deleted))
+                    if current as u64 == revision && live(ttl, written, deleted, now_ms()) => {}
+                _ => {
+                    return Err(DurableError::WrongRevision {
+                        bucket,
+                        key,
+                        expected: revision,
+                    });
+                }
+            }
+            let new = kv_write(&tx, &bucket, &key, &value, false)?;
+            tx.commit().map_err(sql("kv update"))?;
+            Ok(new)
+        })
+        .await
+    }
+
+    async fn kv_delete(&self, bucket: &str, key: &str, revision: u64) -> Result<(), DurableError> {
+        check_name("KV key", key, true)?;
+        let (bucket, key) = (bucket.to_owned(), key.to_owned());
+        self.call("kv delete", move |conn, _| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql("kv delete"))?;
+            let ttl = bucket_ttl(&tx, &bucket)?;
+            match kv_row(&tx, &bucket, &key)? {
+                Some((current, written, deleted))
+                    if current as u64 == revision && live(ttl, written, deleted, now_ms()) => {}
+                _ => {
+                    return Err(DurableError::WrongRevision {
+                        bucket,
+                        key,
+                        expected: revision,
+                    });
+                }
+            }
+            kv_write(&tx, &bucket, &key, &[], true)?;
+            tx.commit().map_err(sql("kv delete"))?;
+            Ok(())
+        })
+        .await
+    }
+}
+
+impl ObjectStore for Embedded {
+    async fn object_open(&self, bucket: &str) -> Result<(), DurableError> {
+        check_name("object bucket", bucket, false)?;
+        let bucket = bucket.to_owned();
+        self.call("object open", move |conn, _| {
+            conn.execute(
+                "INSERT OR IGNORE INTO object_buckets(bucket) VALUES (?1)",
+                [&bucket],
+            )
+            .map_err(sql("object open"))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn object_put(
+        &self,
+        bucket: &str,
+        name: &str,
+        data: Vec<u8>,
+    ) -> Result<(), DurableError> {
+        let (bucket, name) = (bucket.to_owned(), name.to_owned());
+        self.call("object put", move |conn, _| {
+            let known: Option<String> = conn
+                .query_row(
+                    "SELECT bucket FROM object_buckets WHERE bucket = ?1",
+                    [&bucket],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(sql("object put"))?;
+            if known.is_none() {
+                return Err(DurableError::NotFound {
+                    what: format!("object bucket {bucket} (call object_open first)"),
+                });
+            }
+            conn.execute(
+                "INSERT INTO objects(bucket, name, data) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(bucket, name) DO UPDATE SET data = excluded.data",
+                params![bucket, name, data],
+            )
+            .map_err(sql("object put"))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn object_get(&self, bucket: &str, name: &str) -> Result<Option<Vec<u8>>, DurableError> {
+        let (bucket, name) = (bucket.to_owned(), name.to_owned());
+        self.call("object get", move |conn, _| {
+            conn.query_row(
+                "SELECT data FROM objects WHERE bucket = ?1 AND name = ?2",
+                [&bucket, &name],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(sql("object get"))
+        })
+        .await
+    }
+}

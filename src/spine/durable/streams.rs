@@ -1,0 +1,105 @@
+//! The streams Iron declares in code. Bootstrap creates them or verifies them field by field.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::subject;
+
+/// A stream's declaration. Everything not named here is the server default, spelled out in
+/// [`StreamSpec::server_config`] so that verification can compare every field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamSpec {
+    /// Stream name.
+    pub name: String,
+    /// Subjects it takes.
+    pub subjects: Vec<String>,
+    /// Window inside which a repeated message id is dropped.
+    pub duplicate_window: Duration,
+    /// Refuse deleting single messages.
+    pub deny_delete: bool,
+    /// Refuse purging.
+    pub deny_purge: bool,
+}
+
+/// Name of the memory ledger stream.
+pub const MEM: &str = "MEM";
+/// Name of the durable-jobs stream.
+pub const JOBS: &str = "JOBS";
+
+impl StreamSpec {
+    /// `MEM`: `mem.>`, duplicate window 120 s, append-only.
+    pub fn mem() -> Self {
+        Self {
+            name: MEM.into(),
+            subjects: vec!["mem.>".into()],
+            duplicate_window: Duration::from_secs(120),
+            deny_delete: true,
+            deny_purge: true,
+        }
+    }
+
+    /// `JOBS`: `jobs.>` (journal `jobs.<mesh>.evt.<job>`, wake queue `jobs.<mesh>.wake.<job>`),
+    /// duplicate window 900 s, append-only.
+    pub fn jobs() -> Self {
+        Self {
+            name: JOBS.into(),
+            subjects: vec!["jobs.>".into()],
+            duplicate_window: Duration::from_secs(900),
+            deny_delete: true,
+            deny_purge: true,
+        }
+    }
+
+    /// Both of Iron's streams.
+    pub fn all() -> Vec<Self> {
+        vec![Self::mem(), Self::jobs()]
+    }
+
+    /// The same declaration under another name and subject root (benchmarks, tests).
+    pub fn renamed(&self, name: &str, subjects: Vec<String>) -> Self {
+        Self {
+            name: name.into(),
+            subjects,
+            ..self.clone()
+        }
+    }
+
+    /// True when the stream takes `subject`.
+    pub fn takes(&self, subject_name: &str) -> bool {
+        self.subjects
+            .iter()
+            .any(|pattern| subject::matches(pattern, subject_name))
+    }
+
+    /// The full JetStream configuration (the JSON of `$JS.API.STREAM.CREATE`), file storage,
+    /// limits retention, no limits, one replica.
+    pub fn server_config(&self) -> Value {
+        json!({
+            "name": self.name,
+            "subjects": self.subjects,
+            "retention": "limits",
+            "max_consumers": -1,
+            "max_msgs": -1,
+            "max_bytes": -1,
+            "max_age": 0,
+            "max_msgs_per_subject": -1,
+            "max_msg_size": -1,
+            "discard": "old",
+            "storage": "file",
+            "num_replicas": 1,
+            "duplicate_window": self.duplicate_window.as_nanos() as u64,
+            "compression": "none",
+            "deny_delete": self.deny_delete,
+            "deny_purge": self.deny_purge,
+            "allow_rollup_hdrs": false,
+            "allow_direct": false,
+            "sealed": false,
+        })
+    }
+}
+
+/// The stream among `streams` that takes `subject`.
+pub fn stream_for<'a>(streams: &'a [StreamSpec], subject_name: &str) -> Option<&'a StreamSpec> {
+    streams.iter().find(|s| s.takes(subject_name))
+}
