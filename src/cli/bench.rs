@@ -177,3 +177,51 @@ pub(super) fn catalog(experts: usize) -> Result<(), CliError> {
     );
     Ok(())
 }
+
+/// `iron bench log`: against `nats` if given, else a local nats-server on free ports with its
+/// store in a temporary directory.
+pub(super) async fn log(events: usize, nats: Option<String>) -> Result<(), CliError> {
+    use crate::{
+        launch::nats::{LocalNats, free_port},
+        spine::durable::{JetStream, JetStreamOptions},
+    };
+    let io = |what: &str| {
+        let what = what.to_string();
+        move |source| CliError::Io { what, source }
+    };
+    let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
+    let mut local = None;
+    let url = match nats {
+        Some(url) => url,
+        None => {
+            let (p, m) = (
+                free_port().map_err(io("free port"))?,
+                free_port().map_err(io("free port"))?,
+            );
+            let server = LocalNats::start(
+                std::path::Path::new("config/nats-server.conf"),
+                &dir.path().join("nats"),
+                p,
+                m,
+            )
+            .await?;
+            let url = server.url.clone();
+            local = Some(server);
+            url
+        }
+    };
+    let js = JetStream::connect(&url, JetStreamOptions::default())
+        .await
+        .map_err(|e| CliError::Failed(format!("cannot reach NATS at {url}: {e}")))?;
+    let options = crate::memory::bench::BenchOptions {
+        events,
+        payload_bytes: 256,
+        scratch_dir: dir.path().join("sqlite"),
+    };
+    let mut out = std::io::stdout();
+    let result = crate::memory::bench::log(&js, &options, &mut out).await;
+    if let Some(server) = local {
+        server.stop().await;
+    }
+    Ok(result?)
+}

@@ -7,9 +7,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     BenchCommand, CatalogCommand, Cli, CliError, Command, InboxCommand, LifecycleCommand,
-    NodeCommand, TaskCommand, bench, stop_on_signals,
+    LogCommand, NodeCommand, TaskCommand, bench, stop_on_signals,
 };
 use crate::{
+    core::{config::Config, durable::StartAt},
     interfaces::{AolTask, AolTaskGoal, InboxMessage},
     spine::control::{
         ControlConfig, ControlPlane,
@@ -17,18 +18,98 @@ use crate::{
         lifecycle::LifecycleClient,
         router::{Router, RouterConfig},
     },
+    spine::durable::AnyLog,
 };
+
+/// `iron up`: optionally a NATS server first, then the launch list.
+async fn up(
+    launch: &std::path::Path,
+    router: &str,
+    start_router: bool,
+    nats: Option<String>,
+    timeout: Duration,
+) -> Result<(), CliError> {
+    let plan = crate::launch::Plan::load(launch)?;
+    let config = Config::load()?;
+    let mut env = Vec::new();
+    let mut local = None;
+    if let Some(nats) = nats {
+        let (url, monitor) = if nats == "auto" {
+            let store = config.state_path(std::path::Path::new("nats"));
+            let server = crate::launch::nats::LocalNats::start(
+                std::path::Path::new("config/nats-server.conf"),
+                &store,
+                4222,
+                8222,
+            )
+            .await?;
+            tracing::info!(
+                "nats-server up at {} (store {})",
+                server.url,
+                store.display()
+            );
+            let urls = (server.url.clone(), server.monitor.clone());
+            local = Some(server);
+            urls
+        } else {
+            (
+                nats,
+                config.durable.nats_monitor.clone().unwrap_or_default(),
+            )
+        };
+        env.push(("IRON_DURABLE".to_string(), "jetstream".to_string()));
+        env.push(("IRON_NATS_URL".to_string(), url));
+        if !monitor.is_empty() {
+            env.push(("IRON_NATS_MONITOR".to_string(), monitor));
+        }
+    }
+    let shutdown = CancellationToken::new();
+    stop_on_signals(shutdown.clone());
+    let result = crate::launch::up(plan, router, start_router, timeout, &env, shutdown).await;
+    if let Some(server) = local {
+        server.stop().await;
+    }
+    Ok(result?)
+}
 
 /// Runs one parsed command line.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     let timeout = cli.timeout();
     match cli.command {
         Command::Router { listen } => router(listen).await,
-        Command::Up { launch, no_router } => {
-            let plan = crate::launch::Plan::load(&launch)?;
+        Command::Up {
+            launch,
+            no_router,
+            nats,
+        } => up(&launch, &cli.router, !no_router, nats, timeout).await,
+        Command::Log(LogCommand::Tail { from_start, limit }) => {
+            let config = Config::load()?;
+            let log = AnyLog::open(&config).await?;
+            let start = if from_start {
+                StartAt::First
+            } else {
+                StartAt::New
+            };
             let shutdown = CancellationToken::new();
             stop_on_signals(shutdown.clone());
-            crate::launch::up(plan, &cli.router, !no_router, timeout, shutdown).await?;
+            let mut out = std::io::stdout();
+            crate::memory::cli::log_tail(&log, "MEM", "mem.>", start, limit, &mut out, shutdown)
+                .await?;
+            Ok(())
+        }
+        Command::Log(LogCommand::Replay { prefix }) => {
+            let config = Config::load()?;
+            let db = config.state_path(&config.memory.projection);
+            let n = crate::memory::cli::log_replay(&db, &prefix, &mut std::io::stdout())?;
+            eprintln!("{n} event(s)");
+            Ok(())
+        }
+        Command::Recall { query, scope } => {
+            let config = Config::load()?;
+            let db = config.state_path(&config.memory.projection);
+            let n =
+                crate::memory::cli::recall(&db, &query, scope.as_deref(), &mut std::io::stdout())?;
+            eprintln!("{n} event(s)");
             Ok(())
         }
         Command::Catalog(CatalogCommand::Build { aem, out }) => {
@@ -105,6 +186,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             bench::control(iterations, timeout).await
         }
         Command::Bench(BenchCommand::Catalog { experts }) => bench::catalog(experts),
+        Command::Bench(BenchCommand::Log { events, nats }) => bench::log(events, nats).await,
     }
 }
 

@@ -27,6 +27,14 @@ pub enum CliError {
     Failed(String),
     #[error("{0}")]
     Catalog(#[from] crate::aem::CatalogErrors),
+    #[error(transparent)]
+    Config(#[from] crate::core::config::ConfigError),
+    #[error(transparent)]
+    Open(#[from] crate::spine::durable::OpenError),
+    #[error(transparent)]
+    Memory(#[from] crate::memory::cli::CliError),
+    #[error(transparent)]
+    Bench(#[from] crate::memory::bench::BenchError),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -79,6 +87,22 @@ pub enum Command {
         /// Do not start a router (one is already running at --router).
         #[arg(long)]
         no_router: bool,
+        /// Use NATS JetStream for the durable plane: a server URL, or `auto` to start a local
+        /// nats-server with config/nats-server.conf. Without it, config/iron.yaml decides
+        /// (embedded SQLite by default).
+        #[arg(long)]
+        nats: Option<String>,
+    },
+    /// Read the event log.
+    #[command(subcommand)]
+    Log(LogCommand),
+    /// Full-text search over the projected memory (what the projector has written).
+    Recall {
+        /// Words to look for.
+        query: String,
+        /// Namespace prefix to search in, e.g. facts/newsroom.
+        #[arg(long)]
+        scope: Option<String>,
     },
     /// Compile or check the agent folders (aem/) into catalog.json and tool_manifest.json.
     #[command(subcommand)]
@@ -98,6 +122,24 @@ pub enum Command {
     /// Measure; prints lines `bench <name> <value> <unit>`.
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LogCommand {
+    /// Print events as they are written to the MEM stream (Ctrl-C stops).
+    Tail {
+        /// Start from the first event instead of from now.
+        #[arg(long)]
+        from_start: bool,
+        /// Stop after this many events.
+        #[arg(long)]
+        limit: Option<u64>,
+    },
+    /// Print the ordered history of one namespace prefix from the projection.
+    Replay {
+        /// Namespace prefix, e.g. facts/newsroom/analyst.
+        prefix: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -194,6 +236,16 @@ pub enum BenchCommand {
         /// Round trips per measurement.
         #[arg(long, default_value_t = 2000)]
         iterations: usize,
+    },
+    /// The log: raw async-nats publish-with-ack against emit() on JetStream, the embedded
+    /// backend against raw SQLite inserts, and the projector against batched inserts.
+    Log {
+        /// Events per series.
+        #[arg(long, default_value_t = 5000)]
+        events: usize,
+        /// A running NATS server; by default a local one is started on free ports.
+        #[arg(long)]
+        nats: Option<String>,
     },
     /// Build time of a generated mesh of 1,000 experts.
     Catalog {

@@ -3,6 +3,7 @@
 //! services, supervised (a crashed node is restarted with backoff), and on stop deactivated
 //! and shut down in reverse order. `launch/bringup.launch.py` reads the same list.
 
+pub mod nats;
 mod plan;
 mod supervisor;
 

@@ -38,6 +38,7 @@ pub async fn up(
     router: &str,
     start_router: bool,
     timeout: Duration,
+    env: &[(String, String)],
     shutdown: CancellationToken,
 ) -> Result<(), LaunchError> {
     let router_task = if start_router {
@@ -70,7 +71,7 @@ pub async fn up(
             backoff: BACKOFF_START,
             restart_at: None,
         };
-        if let Err(e) = start(&mut m, router, &me, timeout).await {
+        if let Err(e) = start(&mut m, router, env, &me, timeout).await {
             error!("{e}");
         }
         nodes.push(m);
@@ -84,7 +85,7 @@ pub async fn up(
             _ = tick.tick() => {}
         }
         for m in &mut nodes {
-            supervise(m, router, &me, timeout).await;
+            supervise(m, router, env, &me, timeout).await;
         }
     }
 
@@ -99,7 +100,13 @@ pub async fn up(
     Ok(())
 }
 
-async fn supervise(m: &mut Managed, router: &str, me: &hiroz::node::ZNode, timeout: Duration) {
+async fn supervise(
+    m: &mut Managed,
+    router: &str,
+    env: &[(String, String)],
+    me: &hiroz::node::ZNode,
+    timeout: Duration,
+) {
     if let Some(child) = m.child.as_mut() {
         match child.try_wait() {
             Ok(None) => {
@@ -135,7 +142,7 @@ async fn supervise(m: &mut Managed, router: &str, me: &hiroz::node::ZNode, timeo
         && Instant::now() >= at
     {
         m.restart_at = None;
-        if let Err(e) = start(m, router, me, timeout).await {
+        if let Err(e) = start(m, router, env, me, timeout).await {
             error!("{e}");
             m.restart_at = Some(Instant::now() + m.backoff);
             m.backoff = (m.backoff * 2).min(BACKOFF_MAX);
@@ -147,6 +154,7 @@ async fn supervise(m: &mut Managed, router: &str, me: &hiroz::node::ZNode, timeo
 async fn start(
     m: &mut Managed,
     router: &str,
+    env: &[(String, String)],
     me: &hiroz::node::ZNode,
     timeout: Duration,
 ) -> Result<(), LaunchError> {
@@ -155,6 +163,7 @@ async fn start(
     cmd.args(&m.spec.args)
         .args(m.spec.ros_args())
         .env(ROUTER_ENV, router)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .kill_on_drop(true);
     // Each node gets its own process group, so a terminal's Ctrl-C reaches `iron up` alone
     // and the nodes are stopped in order; if `iron up` dies, they get SIGTERM instead of

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod cli;
 pub mod emit;
+pub mod node;
 pub mod projector;
 pub mod recall;
 

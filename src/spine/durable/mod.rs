@@ -3,6 +3,7 @@
 //! ([`embedded::Embedded`], the single-machine default), the stream declarations and the
 //! bootstrap that creates or verifies them.
 
+mod any;
 pub mod bootstrap;
 pub mod embedded;
 pub mod jetstream;
@@ -13,6 +14,7 @@ pub use crate::core::durable::{
     AppendAck, AppendRequest, ConsumerSpec, Delivery, DurableError, DurablePlane, EventLog,
     KeyValue, KvEntry, KvSpec, LogConsumer, ObjectStore, StartAt, StoredMessage,
 };
+pub use any::{AnyAck, AnyConsumer, AnyLog, OpenError};
 pub use bootstrap::{BootstrapError, BootstrapOptions, BootstrapReport, FieldDiff};
 pub use embedded::{Embedded, EmbeddedOptions};
 pub use jetstream::{JetStream, JetStreamOptions};

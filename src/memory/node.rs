@@ -1,0 +1,59 @@
+//! The projector as a managed node (`/iron/memory/projector`): `configure` opens the configured
+//! log, `run` projects it into `projection.db` until deactivated. It is the only writer of that
+//! database.
+
+use std::{path::PathBuf, sync::Arc};
+
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use super::projector::{self, ProjectorDeps, ProjectorExit};
+use crate::{
+    core::config::Config,
+    spine::{
+        control::lifecycle::{CallbackError, ManagedNode, NodeContext},
+        durable::AnyLog,
+    },
+};
+
+/// The projector node.
+#[derive(Debug, Default)]
+pub struct ProjectorNode;
+
+/// What `configure` opened.
+pub struct ProjectorRuntime {
+    log: AnyLog,
+    db: PathBuf,
+}
+
+impl ManagedNode for ProjectorNode {
+    type Deps = ProjectorRuntime;
+
+    async fn configure(&self, _ctx: &NodeContext) -> Result<ProjectorRuntime, CallbackError> {
+        let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
+        let log = AnyLog::open(&config)
+            .await
+            .map_err(|e| CallbackError::Failure(e.to_string()))?;
+        let db = config.state_path(&config.memory.projection);
+        info!("projecting the MEM stream into {}", db.display());
+        Ok(ProjectorRuntime { log, db })
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        deps: Arc<ProjectorRuntime>,
+        shutdown: CancellationToken,
+    ) -> Result<(), String> {
+        let run = projector::run(
+            ProjectorDeps::new(deps.log.clone(), deps.db.clone()),
+            shutdown,
+        );
+        match run.await {
+            Ok(ProjectorExit::Stopped { last_seq }) => {
+                info!("projector stopped at sequence {last_seq}");
+                Ok(())
+            }
+            Err(e) => Err(format!("projector stopped: {e}")),
+        }
+    }
+}
