@@ -7,6 +7,7 @@ mod any;
 pub mod bootstrap;
 pub mod embedded;
 pub mod jetstream;
+pub mod lease;
 pub mod streams;
 pub mod subject;
 
