@@ -11,6 +11,8 @@ pub mod aem;
 
 pub mod memory;
 
+pub mod cognition;
+
 pub mod launch;
 
 pub mod cli;

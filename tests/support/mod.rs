@@ -29,6 +29,7 @@ pub fn bin(name: &str) -> String {
         "iron" => env!("CARGO_BIN_EXE_iron").to_string(),
         "demo_node" => env!("CARGO_BIN_EXE_demo_node").to_string(),
         "projector_node" => env!("CARGO_BIN_EXE_projector_node").to_string(),
+        "inbox_node" => env!("CARGO_BIN_EXE_inbox_node").to_string(),
         other => panic!("unknown binary {other}"),
     }
 }

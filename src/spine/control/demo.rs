@@ -130,6 +130,7 @@ impl ManagedNode for DemoNode {
 
 async fn execute(request: GoalRequest<AolTask>) {
     let (goal, handle) = request.accept().await;
+    info!(task = %goal.task_id, "goal accepted: {:?}", goal.instruction);
     let ctx: serde_json::Value = serde_json::from_str(&goal.context_json).unwrap_or_default();
     let quick = goal.instruction.is_empty() && ctx.get("steps").is_none();
     let steps = if quick {

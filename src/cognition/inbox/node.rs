@@ -1,0 +1,333 @@
+//! The inbox as a managed node.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::store::{Queued, Store};
+use crate::{
+    core::{
+        config::Config,
+        envelope::{Envelope, now_ms},
+        event_kind::EventKind,
+        ids::EventId,
+    },
+    interfaces::{AolTask, AolTaskGoal, InboxMessage, SessionControl},
+    memory::emit,
+    spine::{
+        control::{
+            action::ActionClient,
+            lifecycle::{CallbackError, ManagedNode, NodeContext},
+        },
+        durable::AnyLog,
+    },
+};
+
+/// How the inbox behaves.
+#[derive(Debug, Clone)]
+pub struct InboxOptions {
+    /// The engine's action.
+    pub engine_action: String,
+    /// Messages of one session arriving within this window are merged into one turn (0: off).
+    pub merge_window: Duration,
+    /// Bound on one hand-over attempt.
+    pub send_timeout: Duration,
+}
+
+impl Default for InboxOptions {
+    fn default() -> Self {
+        Self {
+            engine_action: "/iron/engine/task".into(),
+            merge_window: Duration::ZERO,
+            send_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+/// The inbox node.
+#[derive(Debug, Default)]
+pub struct InboxNode {
+    pub options: InboxOptions,
+}
+
+/// What `configure` opened.
+pub struct InboxDeps {
+    config: Config,
+    log: AnyLog,
+    store: Mutex<Store>,
+    engine: ActionClient<AolTask>,
+    ctx: NodeContext,
+}
+
+impl ManagedNode for InboxNode {
+    type Deps = InboxDeps;
+
+    async fn configure(&self, ctx: &NodeContext) -> Result<InboxDeps, CallbackError> {
+        let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
+        let log = AnyLog::open(&config)
+            .await
+            .map_err(|e| CallbackError::Failure(e.to_string()))?;
+        let path = config.state_path(std::path::Path::new("inbox.db"));
+        let store = Store::open(&path)
+            .map_err(|e| CallbackError::Failure(format!("{}: {e}", path.display())))?;
+        let engine = ActionClient::<AolTask>::new(&ctx.node, &self.options.engine_action)
+            .map_err(|e| CallbackError::Error(e.to_string()))?;
+        let pending = store.pending().unwrap_or(0);
+        info!(
+            "inbox store {} ({pending} message(s) waiting)",
+            path.display()
+        );
+        Ok(InboxDeps {
+            config,
+            log,
+            store: Mutex::new(store),
+            engine,
+            ctx: ctx.clone(),
+        })
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        deps: Arc<InboxDeps>,
+        shutdown: CancellationToken,
+    ) -> Result<(), String> {
+        let (msg_tx, mut msg_rx) = mpsc::unbounded_channel::<InboxMessage>();
+        let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<SessionControl>();
+        let _inbound = deps
+            .ctx
+            .node
+            .create_sub::<InboxMessage>("/iron/raw_inbox")
+            .build_with_callback(move |m: InboxMessage| {
+                let _ = msg_tx.send(m);
+            })
+            .map_err(|e| format!("subscribing /iron/raw_inbox: {e}"))?;
+        let _control = deps
+            .ctx
+            .node
+            .create_sub::<SessionControl>("/iron/session_control")
+            .build_with_callback(move |m: SessionControl| {
+                let _ = ctl_tx.send(m);
+            })
+            .map_err(|e| format!("subscribing /iron/session_control: {e}"))?;
+
+        // Accepting (here) never waits on the engine: hand-over runs in its own task.
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let dispatcher = tokio::spawn(dispatch_loop(
+            deps.clone(),
+            self.options.clone(),
+            wake.clone(),
+            shutdown.clone(),
+        ));
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                Some(m) = msg_rx.recv() => {
+                    deps.accept(m).map_err(|e| e.to_string())?;
+                    wake.notify_one();
+                }
+                Some(c) = ctl_rx.recv() => deps.control(c),
+            }
+        }
+        let _ = dispatcher.await;
+        Ok(())
+    }
+}
+
+/// Hands queued messages to the engine, oldest first, backing off while it is unavailable.
+async fn dispatch_loop(
+    deps: Arc<InboxDeps>,
+    options: InboxOptions,
+    wake: Arc<tokio::sync::Notify>,
+    shutdown: CancellationToken,
+) {
+    let mut backoff = Duration::from_millis(100);
+    let mut engine_down_logged = false;
+    loop {
+        let wait = match deps.dispatch_one(&options).await {
+            Ok(true) => {
+                backoff = Duration::from_millis(100);
+                if engine_down_logged {
+                    info!("engine reachable again; draining the queue");
+                    engine_down_logged = false;
+                }
+                Duration::ZERO
+            }
+            Ok(false) => Duration::from_millis(200),
+            Err(why) => {
+                if !engine_down_logged {
+                    let pending = deps
+                        .store
+                        .lock()
+                        .expect("store lock")
+                        .pending()
+                        .unwrap_or(0);
+                    warn!(
+                        "cannot hand over to the engine ({why}); {pending} message(s) queued, retrying"
+                    );
+                    engine_down_logged = true;
+                }
+                let wait = backoff;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+                wait
+            }
+        };
+        if wait.is_zero() {
+            if shutdown.is_cancelled() {
+                return;
+            }
+            continue;
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = wake.notified(), if !engine_down_logged => {}
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+impl InboxDeps {
+    /// Writes an arriving message to the queue: the only thing that must happen before the
+    /// inbox forgets about the wire message.
+    fn accept(&self, m: InboxMessage) -> Result<(), super::store::StoreError> {
+        let received = i64::from(m.received.sec) * 1000 + i64::from(m.received.nanosec / 1_000_000);
+        let received = if received > 0 {
+            received
+        } else {
+            now_ms() as i64
+        };
+        let queued = self.store.lock().expect("store lock").accept(
+            &m.source,
+            &m.user_id,
+            &m.destination,
+            &m.text,
+            if m.attachments_json.is_empty() {
+                "[]"
+            } else {
+                &m.attachments_json
+            },
+            received,
+            &EventId::capture().to_string(),
+            now_ms() as i64,
+        )?;
+        info!(session = %queued.session_id, seq = queued.seq, "queued a message from {}:{}", m.source, m.user_id);
+        Ok(())
+    }
+
+    fn control(&self, c: SessionControl) {
+        let expert = match c.op {
+            SessionControl::OP_STICK => Some(c.expert.as_str()),
+            SessionControl::OP_UNSTICK => None,
+            other => {
+                warn!("ignored session_control with unknown op {other}");
+                return;
+            }
+        };
+        match self
+            .store
+            .lock()
+            .expect("store lock")
+            .stick(&c.session_id, expert, now_ms() as i64)
+        {
+            Ok(true) => {
+                info!(session = %c.session_id, "session {}", expert.map_or("unstuck".to_string(), |e| format!("stuck to {e}")))
+            }
+            Ok(false) => warn!(session = %c.session_id, "session_control for an unknown session"),
+            Err(e) => warn!("session_control: {e}"),
+        }
+    }
+
+    /// Hands the oldest waiting message (merged with its session's followers inside the merge
+    /// window) to the engine. `Ok(false)`: nothing to do yet.
+    async fn dispatch_one(&self, options: &InboxOptions) -> Result<bool, String> {
+        let merge_ms = options.merge_window.as_millis() as i64;
+        let batch = self
+            .store
+            .lock()
+            .expect("store lock")
+            .next_batch(merge_ms)
+            .map_err(|e| e.to_string())?;
+        let Some(first) = batch.first().cloned() else {
+            return Ok(false);
+        };
+        if merge_ms > 0 && (now_ms() as i64) - first.received_ms < merge_ms {
+            return Ok(false);
+        }
+        for q in batch.iter().filter(|q| !q.emitted) {
+            self.emit_turn(q).await?;
+        }
+        let stuck = self
+            .store
+            .lock()
+            .expect("store lock")
+            .stuck_expert(&first.session_id)
+            .map_err(|e| e.to_string())?;
+        let task_id = EventId::computed(&["inbox", &first.event_id]).to_string();
+        let turns: Vec<&str> = batch.iter().map(|q| q.event_id.as_str()).collect();
+        let goal = AolTaskGoal {
+            task_id: task_id.clone(),
+            session_id: first.session_id.clone(),
+            domain: stuck.unwrap_or_default(),
+            instruction: batch
+                .iter()
+                .map(|q| q.text.as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            depth: 0,
+            parent_task_id: String::new(),
+            context_json: serde_json::json!({
+                "cause": first.event_id,
+                "turns": turns,
+                "source": first.source,
+                "user_id": first.user_id,
+                "destination": first.destination,
+            })
+            .to_string(),
+        };
+        self.engine
+            .send(goal, options.send_timeout)
+            .await
+            .map_err(|e| e.to_string())?;
+        let seqs: Vec<i64> = batch.iter().map(|q| q.seq).collect();
+        self.store
+            .lock()
+            .expect("store lock")
+            .mark_sent(&seqs, &task_id)
+            .map_err(|e| e.to_string())?;
+        info!(task = %task_id, "handed {} message(s) to the engine", seqs.len());
+        Ok(true)
+    }
+
+    async fn emit_turn(&self, q: &Queued) -> Result<(), String> {
+        let id = EventId::parse(&q.event_id).map_err(|e| format!("queued event id: {e}"))?;
+        let envelope = Envelope::new(
+            self.config.tenant.clone(),
+            ["sessions", q.session_id.as_str()],
+            "inbox",
+            EventKind::ChatTurn,
+            serde_json::json!({
+                "role": "user",
+                "source": q.source,
+                "user_id": q.user_id,
+                "destination": q.destination,
+                "text": q.text,
+                "attachments": serde_json::from_str::<serde_json::Value>(&q.attachments_json).unwrap_or_default(),
+                "received_ms": q.received_ms,
+            }),
+        )
+        .with_id(id);
+        emit(&self.log, &envelope)
+            .await
+            .map_err(|e| format!("writing the turn to the log: {e}"))?;
+        self.store
+            .lock()
+            .expect("store lock")
+            .mark_emitted(q.seq)
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+}

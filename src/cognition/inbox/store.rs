@@ -1,0 +1,265 @@
+//! The inbox's durable state, in SQLite: the session table (`source:user_id` → session, and the
+//! expert a session is stuck to) and the queue of messages not yet handed to the engine, in
+//! arrival order. A message is written here before anything else happens to it, so a crash
+//! or an engine that is down loses nothing.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// A queued message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Queued {
+    pub seq: i64,
+    pub session_id: String,
+    pub source: String,
+    pub user_id: String,
+    pub destination: String,
+    pub text: String,
+    pub attachments_json: String,
+    pub received_ms: i64,
+    /// The `chat_turn` event's id, fixed at arrival so a retried emit is deduplicated.
+    pub event_id: String,
+    /// Whether the turn is on the log yet.
+    pub emitted: bool,
+}
+
+/// Errors of the store.
+#[derive(Debug, thiserror::Error)]
+#[error("inbox store: {0}")]
+pub struct StoreError(#[from] rusqlite::Error);
+
+/// The store; one writer (the inbox node).
+pub struct Store {
+    conn: Connection,
+}
+
+impl Store {
+    /// Opens (creating) the database at `path`.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL;
+             PRAGMA synchronous=FULL;
+             CREATE TABLE IF NOT EXISTS sessions(
+                 key TEXT PRIMARY KEY,
+                 session_id TEXT NOT NULL UNIQUE,
+                 stuck_expert TEXT,
+                 updated_ms INTEGER NOT NULL);
+             CREATE TABLE IF NOT EXISTS queue(
+                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                 session_id TEXT NOT NULL,
+                 source TEXT NOT NULL,
+                 user_id TEXT NOT NULL,
+                 destination TEXT NOT NULL,
+                 text TEXT NOT NULL,
+                 attachments_json TEXT NOT NULL,
+                 received_ms INTEGER NOT NULL,
+                 event_id TEXT NOT NULL,
+                 emitted INTEGER NOT NULL DEFAULT 0,
+                 state TEXT NOT NULL DEFAULT 'pending',
+                 task_id TEXT);",
+        )?;
+        Ok(Self { conn })
+    }
+
+    /// Records an arriving message: finds or creates its session and queues it, in one
+    /// transaction. Returns the queued row.
+    #[allow(clippy::too_many_arguments)]
+    pub fn accept(
+        &mut self,
+        source: &str,
+        user_id: &str,
+        destination: &str,
+        text: &str,
+        attachments_json: &str,
+        received_ms: i64,
+        event_id: &str,
+        now_ms: i64,
+    ) -> Result<Queued, StoreError> {
+        let tx = self.conn.transaction()?;
+        let key = format!("{source}:{user_id}");
+        let session_id: String = match tx
+            .query_row(
+                "SELECT session_id FROM sessions WHERE key = ?1",
+                [&key],
+                |r| r.get(0),
+            )
+            .optional()?
+        {
+            Some(s) => s,
+            None => {
+                let s = uuid::Uuid::now_v7().to_string();
+                tx.execute(
+                    "INSERT INTO sessions(key, session_id, updated_ms) VALUES (?1, ?2, ?3)",
+                    params![key, s, now_ms],
+                )?;
+                s
+            }
+        };
+        tx.execute(
+            "INSERT INTO queue(session_id, source, user_id, destination, text, attachments_json, received_ms, event_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![session_id, source, user_id, destination, text, attachments_json, received_ms, event_id],
+        )?;
+        let seq = tx.last_insert_rowid();
+        tx.commit()?;
+        Ok(Queued {
+            seq,
+            session_id,
+            source: source.into(),
+            user_id: user_id.into(),
+            destination: destination.into(),
+            text: text.into(),
+            attachments_json: attachments_json.into(),
+            received_ms,
+            event_id: event_id.into(),
+            emitted: false,
+        })
+    }
+
+    /// The oldest message not yet handed over, and any later ones of the same session that
+    /// arrived within `merge_ms` of it (to be merged into one turn).
+    pub fn next_batch(&self, merge_ms: i64) -> Result<Vec<Queued>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT seq, session_id, source, user_id, destination, text, attachments_json, received_ms, event_id, emitted
+             FROM queue WHERE state = 'pending' ORDER BY seq LIMIT 64",
+        )?;
+        let rows: Vec<Queued> = stmt
+            .query_map([], |r| {
+                Ok(Queued {
+                    seq: r.get(0)?,
+                    session_id: r.get(1)?,
+                    source: r.get(2)?,
+                    user_id: r.get(3)?,
+                    destination: r.get(4)?,
+                    text: r.get(5)?,
+                    attachments_json: r.get(6)?,
+                    received_ms: r.get(7)?,
+                    event_id: r.get(8)?,
+                    emitted: r.get::<_, i64>(9)? != 0,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        let Some(first) = rows.first().cloned() else {
+            return Ok(Vec::new());
+        };
+        let mut batch = vec![first.clone()];
+        if merge_ms > 0 {
+            batch.extend(rows.into_iter().skip(1).filter(|q| {
+                q.session_id == first.session_id && q.received_ms - first.received_ms <= merge_ms
+            }));
+        }
+        Ok(batch)
+    }
+
+    /// Marks the turn as written to the log.
+    pub fn mark_emitted(&self, seq: i64) -> Result<(), StoreError> {
+        self.conn
+            .execute("UPDATE queue SET emitted = 1 WHERE seq = ?1", [seq])?;
+        Ok(())
+    }
+
+    /// Marks messages as handed to the engine under `task_id`.
+    pub fn mark_sent(&mut self, seqs: &[i64], task_id: &str) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        for seq in seqs {
+            tx.execute(
+                "UPDATE queue SET state = 'sent', task_id = ?2 WHERE seq = ?1",
+                params![seq, task_id],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Messages waiting for the engine.
+    pub fn pending(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FROM queue WHERE state = 'pending'",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Sticks a session to an expert (`<mesh>/<role>`), or unsticks it with `None`.
+    pub fn stick(
+        &self,
+        session_id: &str,
+        expert: Option<&str>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let n = self.conn.execute(
+            "UPDATE sessions SET stuck_expert = ?2, updated_ms = ?3 WHERE session_id = ?1",
+            params![session_id, expert, now_ms],
+        )?;
+        Ok(n > 0)
+    }
+
+    /// The expert a session is stuck to, if any.
+    pub fn stuck_expert(&self, session_id: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT stuck_expert FROM sessions WHERE session_id = ?1",
+                [session_id],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()?
+            .flatten())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_queue_merge_and_stick() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("inbox.db")).unwrap();
+        let a1 = s
+            .accept("tg", "ana", "", "hello", "[]", 1_000, "e1", 1_000)
+            .unwrap();
+        let b1 = s
+            .accept("tg", "bob", "", "hi", "[]", 1_100, "e2", 1_100)
+            .unwrap();
+        let a2 = s
+            .accept("tg", "ana", "", "are you there", "[]", 1_500, "e3", 1_500)
+            .unwrap();
+        assert_eq!(a1.session_id, a2.session_id);
+        assert_ne!(a1.session_id, b1.session_id);
+        // Without merging, one at a time in arrival order.
+        assert_eq!(
+            s.next_batch(0)
+                .unwrap()
+                .iter()
+                .map(|q| q.seq)
+                .collect::<Vec<_>>(),
+            vec![a1.seq]
+        );
+        // With a window, ana's second message joins her first; bob's stays separate.
+        let batch = s.next_batch(1_000).unwrap();
+        assert_eq!(
+            batch.iter().map(|q| q.seq).collect::<Vec<_>>(),
+            vec![a1.seq, a2.seq]
+        );
+        s.mark_sent(&[a1.seq, a2.seq], "t1").unwrap();
+        assert_eq!(s.next_batch(1_000).unwrap()[0].seq, b1.seq);
+        assert_eq!(s.pending().unwrap(), 1);
+        assert!(
+            s.stick(&a1.session_id, Some("newsroom/analyst"), 2_000)
+                .unwrap()
+        );
+        assert_eq!(
+            s.stuck_expert(&a1.session_id).unwrap().as_deref(),
+            Some("newsroom/analyst")
+        );
+        s.stick(&a1.session_id, None, 3_000).unwrap();
+        assert_eq!(s.stuck_expert(&a1.session_id).unwrap(), None);
+        // Reopening keeps everything.
+        drop(s);
+        let s = Store::open(&dir.path().join("inbox.db")).unwrap();
+        assert_eq!(s.pending().unwrap(), 1);
+    }
+}

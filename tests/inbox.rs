@@ -1,0 +1,85 @@
+//! The inbox across processes: messages sent while the engine is down are queued durably and
+//! handed over in arrival order, exactly once each, when it becomes active; every turn is on
+//! the log.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{Plane, Proc, bin};
+
+const T: Duration = Duration::from_secs(30);
+
+#[test]
+fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
+    let plane = Plane::start();
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().display().to_string();
+    let inbox = Proc::spawn(
+        "inbox",
+        &bin("inbox_node"),
+        &["--ros-args", "-r", "__node:=inbox", "-r", "__ns:=/iron"],
+        &[
+            ("IRON_ROUTER", &plane.endpoint),
+            ("IRON_STATE_DIR", &state_dir),
+        ],
+    );
+    inbox.wait_for("managed node up", T);
+    plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "configure"]);
+    plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "activate"]);
+
+    // No engine yet: every message is accepted and queued.
+    for i in 1..=5 {
+        let text = format!("message {i}");
+        plane.iron_ok(&["inbox", "send", "--source", "test", "--user", "ana", &text]);
+    }
+    inbox.wait_for("cannot hand over to the engine", T);
+    let deadline = std::time::Instant::now() + T;
+    while inbox.matching("queued a message").len() < 5 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{}",
+            inbox.output().join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // The engine appears (the demo node stands in for it at /iron/engine/task).
+    let engine = plane.demo("engine", &[]);
+    plane.iron_ok(&["lifecycle", "set", "/iron/engine", "configure"]);
+    plane.iron_ok(&["lifecycle", "set", "/iron/engine", "activate"]);
+    let deadline = std::time::Instant::now() + T;
+    while engine.matching("goal accepted").len() < 5 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not all delivered:\n{}\n---\n{}",
+            engine.output().join("\n"),
+            inbox.output().join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let accepted = engine.matching("goal accepted");
+    assert_eq!(
+        accepted.len(),
+        5,
+        "each message exactly once:\n{}",
+        accepted.join("\n")
+    );
+    for (i, line) in accepted.iter().enumerate() {
+        assert!(
+            line.contains(&format!("\"message {}\"", i + 1)),
+            "out of order at {i}: {line}"
+        );
+    }
+
+    // Every turn is on the log, with its session.
+    let out = std::process::Command::new(bin("iron"))
+        .args(["log", "tail", "--from-start", "--limit", "5"])
+        .env("IRON_STATE_DIR", &state_dir)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(log.matches("chat_turn").count(), 5, "{log}");
+    assert!(log.contains("message 3"), "{log}");
+}
