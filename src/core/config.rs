@@ -18,6 +18,9 @@ pub struct Config {
     pub durable: DurableConfig,
     /// Memory.
     pub memory: MemoryConfig,
+    /// Model backends and logical model names (parsed by the `llm` layer; kept raw here so the
+    /// kernel does not depend on it).
+    pub models: Option<serde_yaml::Value>,
 }
 
 /// Which backend holds the log, KV and documents.
@@ -59,6 +62,7 @@ impl Default for Config {
             state_dir: PathBuf::from(".iron"),
             durable: DurableConfig::default(),
             memory: MemoryConfig::default(),
+            models: None,
         }
     }
 }

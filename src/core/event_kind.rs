@@ -62,6 +62,22 @@ event_kinds! {
     RoutingDecided => "routing_decided",
     /// The engine judged whether a result answered the task.
     TaskJudged => "task_judged",
+    /// The engine refused a task (unknown domain, empty instruction, parked mesh, too deep).
+    TaskRejected => "task_rejected",
+    /// An expert process was spawned for a task, and how it ended.
+    TaskDelegated => "task_delegated",
+    /// A reply went out through a declared delivery channel.
+    ReplyDelivered => "reply_delivered",
+    /// An expert's model answered one turn of its loop.
+    ModelCalled => "model_called",
+    /// An operator's correction was read into a running task.
+    InterjectionRead => "interjection_read",
+    /// An expert stopped to ask the operator a question.
+    QuestionAsked => "question_asked",
+    /// The operator's answer reached the expert.
+    AnswerReceived => "answer_received",
+    /// An expert's loop ended (with its status and what it spent).
+    ExpertFinished => "expert_finished",
     /// An irreversible action is about to fire (written before it).
     EffectIntent => "effect_intent",
     /// An independent observation confirmed an irreversible action.

@@ -30,6 +30,8 @@ pub fn bin(name: &str) -> String {
         "demo_node" => env!("CARGO_BIN_EXE_demo_node").to_string(),
         "projector_node" => env!("CARGO_BIN_EXE_projector_node").to_string(),
         "inbox_node" => env!("CARGO_BIN_EXE_inbox_node").to_string(),
+        "engine_node" => env!("CARGO_BIN_EXE_engine_node").to_string(),
+        "expert_node" => env!("CARGO_BIN_EXE_expert_node").to_string(),
         other => panic!("unknown binary {other}"),
     }
 }

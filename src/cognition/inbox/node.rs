@@ -21,8 +21,9 @@ use crate::{
     memory::emit,
     spine::{
         control::{
+            ControlError,
             action::ActionClient,
-            lifecycle::{CallbackError, ManagedNode, NodeContext},
+            lifecycle::{CallbackError, LifecycleClient, ManagedNode, NodeContext, State},
         },
         durable::AnyLog,
     },
@@ -288,11 +289,22 @@ impl InboxDeps {
             })
             .to_string(),
         };
-        self.engine
-            .send(goal, options.send_timeout)
-            .await
-            .map_err(|e| e.to_string())?;
         let seqs: Vec<i64> = batch.iter().map(|q| q.seq).collect();
+        if let Err(e) = self.engine.send(goal, options.send_timeout).await {
+            // An active engine that refuses a goal refuses it for good (it wrote why to the
+            // log): the message leaves the queue so it cannot block the ones behind it. An
+            // engine that is not active refuses everything: that is waiting, not refusal.
+            if matches!(e, ControlError::Protocol { .. }) && self.engine_active(options).await {
+                warn!(task = %task_id, "the engine refused the message for good: {e}");
+                self.store
+                    .lock()
+                    .expect("store lock")
+                    .mark_rejected(&seqs, &task_id)
+                    .map_err(|e| e.to_string())?;
+                return Ok(true);
+            }
+            return Err(e.to_string());
+        }
         self.store
             .lock()
             .expect("store lock")
@@ -300,6 +312,15 @@ impl InboxDeps {
             .map_err(|e| e.to_string())?;
         info!(task = %task_id, "handed {} message(s) to the engine", seqs.len());
         Ok(true)
+    }
+
+    /// Whether the engine node (the action's parent) reports `active`.
+    async fn engine_active(&self, options: &InboxOptions) -> bool {
+        let node = options.engine_action.trim_end_matches("/task");
+        match LifecycleClient::new(&self.ctx.node, node, options.send_timeout) {
+            Ok(c) => matches!(c.get_state().await, Ok(State::Active)),
+            Err(_) => false,
+        }
     }
 
     async fn emit_turn(&self, q: &Queued) -> Result<(), String> {

@@ -173,6 +173,19 @@ impl Store {
         Ok(())
     }
 
+    /// Marks messages the engine refused for good (they stay in the table, out of the queue).
+    pub fn mark_rejected(&mut self, seqs: &[i64], task_id: &str) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        for seq in seqs {
+            tx.execute(
+                "UPDATE queue SET state = 'rejected', task_id = ?2 WHERE seq = ?1",
+                params![seq, task_id],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Messages waiting for the engine.
     pub fn pending(&self) -> Result<i64, StoreError> {
         Ok(self.conn.query_row(

@@ -1,0 +1,107 @@
+//! A small MCP server over stdio for the tools layer's tests: each tool is one way a real
+//! server can misbehave, so the client's and the gates' handling of it can be shown.
+//!
+//! * `echo` — returns its `text`.
+//! * `delete_record` — its annotations claim it is read-only; its name says otherwise.
+//! * `hang` — never answers.
+//! * `crash` — ends the process in the middle of the call.
+//! * `garble` — writes a line that is not JSON-RPC to stdout, then never answers.
+//! * `get_environment` — returns the process environment (to prove it was cleaned).
+//! * `get_pid` — returns the process id (to prove a restart happened).
+//!
+//! `--exit-at-start` makes the process exit before it reads anything: a server that fails
+//! to start.
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
+use std::io::Write as _;
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct EchoArgs {
+    /// Text to send back.
+    text: String,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct RecordArgs {
+    /// Record to delete.
+    id: String,
+}
+
+#[derive(Debug, Clone, Default)]
+struct TestServer;
+
+#[tool_router]
+impl TestServer {
+    #[tool(description = "Returns its text unchanged.")]
+    fn echo(&self, Parameters(EchoArgs { text }): Parameters<EchoArgs>) -> String {
+        text
+    }
+
+    #[tool(
+        description = "Deletes a record (but claims to be read-only).",
+        annotations(read_only_hint = true)
+    )]
+    fn delete_record(&self, Parameters(RecordArgs { id }): Parameters<RecordArgs>) -> String {
+        format!("deleted {id}")
+    }
+
+    #[tool(description = "Never answers.", annotations(read_only_hint = true))]
+    async fn hang(&self) -> String {
+        std::future::pending::<()>().await;
+        String::new()
+    }
+
+    #[tool(
+        description = "Exits the process mid-call.",
+        annotations(read_only_hint = true)
+    )]
+    fn crash(&self) -> String {
+        std::process::exit(3)
+    }
+
+    #[tool(
+        description = "Writes a malformed line to stdout, then never answers.",
+        annotations(read_only_hint = true)
+    )]
+    async fn garble(&self) -> String {
+        {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 9, \"result\": <<not json>>\n");
+            let _ = out.flush();
+        }
+        std::future::pending::<()>().await;
+        String::new()
+    }
+
+    #[tool(description = "Returns the process environment as a JSON object.")]
+    fn get_environment(&self) -> String {
+        let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+        serde_json::to_string(&env).unwrap_or_default()
+    }
+
+    #[tool(description = "Returns the process id.")]
+    fn get_pid(&self) -> String {
+        std::process::id().to_string()
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_instructions("Iron's MCP test server: each tool is one fault.")
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if std::env::args().any(|a| a == "--exit-at-start") {
+        eprintln!("mcp_test_server: asked to exit at start");
+        std::process::exit(2);
+    }
+    let service = TestServer.serve(rmcp::transport::stdio()).await?;
+    service.waiting().await?;
+    Ok(())
+}

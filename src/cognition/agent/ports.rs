@@ -1,0 +1,275 @@
+//! What the agent loop needs from the layers around it: a tool executor, a source of
+//! operator interjections, and a sink for loop events. Each is a small trait so the expert
+//! process can connect the gates, the control plane and the durable log.
+
+use std::sync::Mutex;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::budget::Spend;
+use crate::llm::{BoxFuture, FinishReason, ToolCall, ToolSpec, Usage};
+
+/// Runs tools for the loop (in the expert process: the tool manager behind both gates).
+pub trait ToolExecutor: Send + Sync {
+    /// Tools offered to the model. Names must fit the providers' rule, `[A-Za-z0-9_-]{1,64}`
+    /// (so `server/tool` needs a mapping such as `server__tool`).
+    fn tools(&self) -> Vec<ToolSpec>;
+
+    /// Calls `name` with `arguments` (a JSON object). `Ok` carries the output; `Err` a text
+    /// the model can read (a refusal by a gate, a failure of the tool).
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, String>>;
+}
+
+/// Offers no tools.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoTools;
+
+impl ToolExecutor for NoTools {
+    fn tools(&self) -> Vec<ToolSpec> {
+        Vec::new()
+    }
+
+    fn call<'a>(&'a self, name: &'a str, _: &'a Value) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move { Err(format!("no tool {name} is available")) })
+    }
+}
+
+/// Operator corrections waiting to be read; the loop drains it at each boundary (before each
+/// model call).
+pub trait Interjections: Send + Sync {
+    /// Every correction that arrived since the last call, oldest first; never blocks.
+    fn take(&self) -> Vec<String>;
+}
+
+/// Never has anything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoInterjections;
+
+impl Interjections for NoInterjections {
+    fn take(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// Sends corrections to a running loop.
+#[derive(Debug, Clone)]
+pub struct InterjectionSender(mpsc::UnboundedSender<String>);
+
+impl InterjectionSender {
+    /// Queues `text`; `false` when the loop's inbox is gone.
+    pub fn send(&self, text: impl Into<String>) -> bool {
+        self.0.send(text.into()).is_ok()
+    }
+}
+
+/// The loop's side of [`interjection_channel`].
+#[derive(Debug)]
+pub struct InterjectionInbox(Mutex<mpsc::UnboundedReceiver<String>>);
+
+impl Interjections for InterjectionInbox {
+    fn take(&self) -> Vec<String> {
+        let mut rx = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = Vec::new();
+        while let Ok(text) = rx.try_recv() {
+            out.push(text);
+        }
+        out
+    }
+}
+
+/// A channel for corrections: the sender goes to whoever receives them (the expert's
+/// interjection service), the inbox to the loop.
+pub fn interjection_channel() -> (InterjectionSender, InterjectionInbox) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (InterjectionSender(tx), InterjectionInbox(Mutex::new(rx)))
+}
+
+/// Something the loop did, in the order it did it. Serializes with an `event` tag
+/// (`model_called`, `tool_call`, …) for the durable log's payload.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum LoopEvent {
+    /// A model answered.
+    ModelCalled {
+        /// 1-based model call of this task.
+        iteration: u32,
+        /// Backend that answered.
+        backend: String,
+        /// Model it used.
+        model: String,
+        /// Tokens used.
+        usage: Usage,
+        /// Estimated cost, when priced.
+        cost_usd: Option<f64>,
+        /// Why it stopped.
+        finish: FinishReason,
+        /// Its text, if any.
+        text: Option<String>,
+        /// Names of the tools it asked for, in order.
+        tool_calls: Vec<String>,
+    },
+    /// A model call failed (after any failover).
+    ModelFailed {
+        /// The call that failed.
+        iteration: u32,
+        /// Stable error code.
+        code: String,
+        /// The error.
+        message: String,
+    },
+    /// A tool is about to be called (written before it runs).
+    ToolCall {
+        /// Model call that asked for it.
+        iteration: u32,
+        /// The call.
+        call: ToolCall,
+    },
+    /// A tool returned.
+    ToolResult {
+        /// Model call that asked for it.
+        iteration: u32,
+        /// The call's id.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Output (`Ok`) or error text (`Err`), unwrapped.
+        #[serde(serialize_with = "ser_result")]
+        result: Result<Value, String>,
+    },
+    /// An operator correction was read and added to the conversation.
+    InterjectionRead {
+        /// The correction.
+        text: String,
+    },
+    /// The model asked the operator a question; the task pauses.
+    QuestionAsked {
+        /// Id of the `ask_operator` call.
+        call_id: String,
+        /// The question.
+        question: String,
+    },
+    /// The operator answered; the task resumes.
+    AnswerReceived {
+        /// Id of the `ask_operator` call.
+        call_id: String,
+        /// The answer.
+        answer: String,
+    },
+    /// The loop stopped (done, paused, or ended by a limit or failure).
+    Finished {
+        /// The status code (`done`, `needs_answer`, `budget_exceeded`, …).
+        status: String,
+        /// What the task spent so far.
+        spend: Spend,
+    },
+}
+
+fn ser_result<S: serde::Serializer>(r: &Result<Value, String>, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(1))?;
+    match r {
+        Ok(v) => m.serialize_entry("ok", v)?,
+        Err(e) => m.serialize_entry("error", e)?,
+    }
+    m.end()
+}
+
+impl LoopEvent {
+    /// The event's name (its `event` tag).
+    pub fn name(&self) -> &'static str {
+        match self {
+            LoopEvent::ModelCalled { .. } => "model_called",
+            LoopEvent::ModelFailed { .. } => "model_failed",
+            LoopEvent::ToolCall { .. } => "tool_call",
+            LoopEvent::ToolResult { .. } => "tool_result",
+            LoopEvent::InterjectionRead { .. } => "interjection_read",
+            LoopEvent::QuestionAsked { .. } => "question_asked",
+            LoopEvent::AnswerReceived { .. } => "answer_received",
+            LoopEvent::Finished { .. } => "finished",
+        }
+    }
+}
+
+/// The loop could not record an event; it stops rather than go on unrecorded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot record a loop event: {0}")]
+pub struct RecordError(pub String);
+
+/// Where loop events go (in the expert process: the durable log). Recording is awaited before
+/// the loop goes on, so a `tool_call` is on the log before the tool runs.
+pub trait LoopEvents: Send + Sync {
+    /// Records one event.
+    fn record<'a>(&'a self, event: &'a LoopEvent) -> BoxFuture<'a, Result<(), RecordError>>;
+}
+
+/// Discards events.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoEvents;
+
+impl LoopEvents for NoEvents {
+    fn record<'a>(&'a self, _: &'a LoopEvent) -> BoxFuture<'a, Result<(), RecordError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// Keeps every event in memory (tests, demos, the console's live view).
+#[derive(Debug, Default)]
+pub struct EventRecorder(Mutex<Vec<LoopEvent>>);
+
+impl EventRecorder {
+    /// Every event so far.
+    pub fn events(&self) -> Vec<LoopEvent> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The names of every event so far.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.events().iter().map(LoopEvent::name).collect()
+    }
+}
+
+impl LoopEvents for EventRecorder {
+    fn record<'a>(&'a self, event: &'a LoopEvent) -> BoxFuture<'a, Result<(), RecordError>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(event.clone());
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interjections_drain_in_order_and_only_once() {
+        let (tx, inbox) = interjection_channel();
+        assert!(tx.send("one"));
+        assert!(tx.send("two"));
+        assert_eq!(inbox.take(), ["one", "two"]);
+        assert!(inbox.take().is_empty());
+        drop(inbox);
+        assert!(!tx.send("late"));
+    }
+
+    #[test]
+    fn events_serialize_with_their_name_as_tag() {
+        let e = LoopEvent::ToolResult {
+            iteration: 1,
+            call_id: "c".into(),
+            name: "t".into(),
+            result: Err("no".into()),
+        };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["event"], e.name());
+        assert_eq!(v["result"]["error"], "no");
+    }
+}

@@ -1,0 +1,212 @@
+//! Delegation: run one task in a freshly spawned expert process. The process is a managed node
+//! (`/iron/experts/<mesh>/<role>_<id>`) that is configured and activated from here, given the
+//! goal on its `task` action, followed to the result, and shut down. Guards: a bound on
+//! delegation depth, a bound on delegations running at once, and a deadline on every wait (a
+//! new process may miss its first requests while discovery settles: idempotent calls are
+//! retried inside the deadline, then the task fails with a clear error).
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use tokio::{process::Command, sync::Semaphore};
+use tracing::{info, warn};
+
+use crate::{
+    interfaces::{AolTask, AolTaskFeedback, AolTaskGoal, AolTaskResult},
+    spine::control::{
+        ROUTER_ENV,
+        action::{ActionClient, GoalStatus},
+        lifecycle::LifecycleClient,
+    },
+};
+
+/// Deepest chain of delegations (a person's task is depth 0).
+pub const MAX_DEPTH: u8 = 4;
+/// Most delegations running at once.
+pub const MAX_CONCURRENT: usize = 5;
+
+/// How experts are started.
+#[derive(Debug, Clone)]
+pub struct DelegationOptions {
+    /// The expert executable.
+    pub executable: PathBuf,
+    /// Arguments before `--ros-args` (the expert id is appended as `--expert <mesh>/<role>`).
+    pub args: Vec<String>,
+    /// The router endpoint passed to the expert.
+    pub router: String,
+    /// Bound on start-up (process up → active).
+    pub startup_timeout: Duration,
+    /// Bound on the task itself.
+    pub task_timeout: Duration,
+    /// What a sixth concurrent delegation does: wait this long for a slot, then fail.
+    pub slot_wait: Duration,
+}
+
+/// Why a delegation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DelegationError {
+    #[error("delegation depth {depth} exceeds the limit of {MAX_DEPTH}")]
+    TooDeep { depth: u8 },
+    #[error("{MAX_CONCURRENT} delegations are already running; none finished within {waited:?}")]
+    Saturated { waited: Duration },
+    #[error("cannot start the expert {expert} ({executable}): {source}")]
+    Spawn {
+        expert: String,
+        executable: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("expert {expert} did not become active: {why}")]
+    Startup { expert: String, why: String },
+    #[error("expert {expert}: {why}")]
+    Task { expert: String, why: String },
+}
+
+/// Runs delegations within the guards.
+#[derive(Clone)]
+pub struct Delegator {
+    options: DelegationOptions,
+    slots: Arc<Semaphore>,
+    me: Arc<hiroz::node::ZNode>,
+}
+
+/// How a delegated task ended.
+#[derive(Debug, Clone)]
+pub struct Delegated {
+    /// The expert node that ran it.
+    pub node: String,
+    pub status: GoalStatus,
+    pub result: AolTaskResult,
+}
+
+impl Delegator {
+    /// A delegator whose clients live on `me`.
+    pub fn new(me: Arc<hiroz::node::ZNode>, options: DelegationOptions) -> Self {
+        Self {
+            options,
+            slots: Arc::new(Semaphore::new(MAX_CONCURRENT)),
+            me,
+        }
+    }
+
+    /// Runs `goal` on a new process of expert `mesh/role`, forwarding feedback to `feedback`.
+    pub async fn run(
+        &self,
+        mesh: &str,
+        role: &str,
+        goal: AolTaskGoal,
+        feedback: tokio::sync::mpsc::UnboundedSender<AolTaskFeedback>,
+    ) -> Result<Delegated, DelegationError> {
+        if goal.depth > MAX_DEPTH {
+            return Err(DelegationError::TooDeep { depth: goal.depth });
+        }
+        let _slot =
+            tokio::time::timeout(self.options.slot_wait, self.slots.clone().acquire_owned())
+                .await
+                .map_err(|_| DelegationError::Saturated {
+                    waited: self.options.slot_wait,
+                })?
+                .expect("the semaphore is never closed");
+
+        let expert = format!("{mesh}/{role}");
+        let short = goal
+            .task_id
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .rev()
+            .take(8)
+            .collect::<String>();
+        let name = format!(
+            "{}_{}",
+            role.replace('-', "_"),
+            if short.is_empty() {
+                "task".into()
+            } else {
+                short
+            }
+        );
+        let ns = format!("/iron/experts/{mesh}");
+        let fqn = format!("{ns}/{name}");
+        let mut child = Command::new(&self.options.executable)
+            .args(&self.options.args)
+            .args(["--expert", &expert])
+            .args([
+                "--ros-args",
+                "-r",
+                &format!("__node:={name}"),
+                "-r",
+                &format!("__ns:={ns}"),
+            ])
+            .env(ROUTER_ENV, &self.options.router)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| DelegationError::Spawn {
+                expert: expert.clone(),
+                executable: self.options.executable.display().to_string(),
+                source,
+            })?;
+        info!(%fqn, "expert process started for task {}", goal.task_id);
+
+        let outcome = self.drive(&fqn, &expert, goal, feedback).await;
+
+        // The expert is disposable: shut it down whatever happened, and make sure it is gone.
+        if let Ok(life) = LifecycleClient::new(&self.me, &fqn, Duration::from_secs(2))
+            && let Ok(crate::spine::control::lifecycle::State::Active) = life.get_state().await
+        {
+            let _ = life.set("shutdown").await;
+        }
+        if tokio::time::timeout(Duration::from_secs(5), child.wait())
+            .await
+            .is_err()
+        {
+            warn!(%fqn, "expert still running after shutdown; killing it");
+            let _ = child.kill().await;
+        }
+        outcome
+    }
+
+    async fn drive(
+        &self,
+        fqn: &str,
+        expert: &str,
+        goal: AolTaskGoal,
+        feedback: tokio::sync::mpsc::UnboundedSender<AolTaskFeedback>,
+    ) -> Result<Delegated, DelegationError> {
+        let startup = |why: String| DelegationError::Startup {
+            expert: expert.to_string(),
+            why,
+        };
+        let life = LifecycleClient::new(&self.me, fqn, self.options.startup_timeout)
+            .map_err(|e| startup(e.to_string()))?;
+        life.get_state().await.map_err(|e| startup(e.to_string()))?;
+        for step in ["configure", "activate"] {
+            if !life.set(step).await.map_err(|e| startup(e.to_string()))? {
+                return Err(startup(format!("{step} failed")));
+            }
+        }
+        let task = |why: String| DelegationError::Task {
+            expert: expert.to_string(),
+            why,
+        };
+        let actions = ActionClient::<AolTask>::new(&self.me, &format!("{fqn}/task"))
+            .map_err(|e| task(e.to_string()))?;
+        let mut sent = actions
+            .send(goal, self.options.startup_timeout)
+            .await
+            .map_err(|e| task(e.to_string()))?;
+        let result = actions.result(sent.id, self.options.task_timeout);
+        tokio::pin!(result);
+        let outcome = loop {
+            tokio::select! {
+                Some(fb) = sent.feedback.recv() => { let _ = feedback.send(fb); }
+                r = &mut result => break r,
+            }
+        };
+        let outcome =
+            outcome.map_err(|e| task(format!("no result: {e} (did the expert crash?)")))?;
+        Ok(Delegated {
+            node: fqn.to_string(),
+            status: outcome.status,
+            result: outcome.result,
+        })
+    }
+}

@@ -1,0 +1,412 @@
+//! The engine as a managed node.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use tokio::{sync::Mutex, task::JoinSet};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::validate::{Rejection, validate};
+use crate::{
+    aem::{Catalog, DeliveryChannel},
+    cognition::delegation::{DelegationOptions, Delegator},
+    core::{config::Config, envelope::Envelope, event_kind::EventKind, ids::EventId},
+    interfaces::{AolTask, AolTaskFeedback, AolTaskGoal, AolTaskResult},
+    llm::router::{OfflineRouter, Router},
+    memory::emit,
+    spine::{
+        control::{
+            action::{ActionOptions, ActionServer, GoalHandle, GoalRequest, GoalStatus},
+            lifecycle::{CallbackError, ManagedNode, NodeContext},
+        },
+        durable::AnyLog,
+    },
+};
+
+/// How the engine runs experts.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// The expert executable; `expert_node` beside the engine's own binary by default.
+    pub expert_executable: Option<PathBuf>,
+    /// Extra arguments for every expert process.
+    pub expert_args: Vec<String>,
+    /// Bound on an expert's start-up.
+    pub startup_timeout: Duration,
+    /// Bound on one task.
+    pub task_timeout: Duration,
+    /// How long a delegation beyond the concurrency limit waits for a slot.
+    pub slot_wait: Duration,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self {
+            expert_executable: None,
+            expert_args: Vec::new(),
+            startup_timeout: Duration::from_secs(20),
+            task_timeout: Duration::from_secs(600),
+            slot_wait: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The engine node.
+#[derive(Debug, Default)]
+pub struct EngineNode {
+    pub options: EngineOptions,
+}
+
+/// What `configure` built.
+pub struct EngineDeps {
+    config: Config,
+    log: AnyLog,
+    catalog: Catalog,
+    server: ActionServer<AolTask>,
+    goals: Mutex<tokio::sync::mpsc::Receiver<GoalRequest<AolTask>>>,
+    delegator: Delegator,
+    router: Box<dyn Router>,
+}
+
+impl ManagedNode for EngineNode {
+    type Deps = EngineDeps;
+
+    async fn configure(&self, ctx: &NodeContext) -> Result<EngineDeps, CallbackError> {
+        let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
+        let log = AnyLog::open(&config)
+            .await
+            .map_err(|e| CallbackError::Failure(e.to_string()))?;
+        let path = config.state_path(std::path::Path::new(crate::aem::CATALOG_FILE));
+        let catalog = crate::aem::read_catalog(&path).map_err(|e| {
+            CallbackError::Failure(format!(
+                "cannot read {}: {e}; run `iron catalog build --out {}`",
+                path.display(),
+                config.state_dir.display()
+            ))
+        })?;
+        let (server, goals) =
+            ActionServer::<AolTask>::new(&ctx.node, "/iron/engine/task", ActionOptions::default())
+                .map_err(|e| CallbackError::Error(e.to_string()))?;
+        let executable = self.options.expert_executable.clone().unwrap_or_else(|| {
+            std::env::current_exe()
+                .ok()
+                .and_then(|e| e.parent().map(|d| d.join("expert_node")))
+                .unwrap_or_else(|| PathBuf::from("expert_node"))
+        });
+        let delegator = Delegator::new(
+            ctx.node.clone(),
+            DelegationOptions {
+                executable,
+                args: self.options.expert_args.clone(),
+                router: ctx.control.config().router.clone(),
+                startup_timeout: self.options.startup_timeout,
+                task_timeout: self.options.task_timeout,
+                slot_wait: self.options.slot_wait,
+            },
+        );
+        let router: Box<dyn Router> = Box::new(
+            OfflineRouter::new(&catalog)
+                .with_fallback("core/assistant")
+                .map_err(|e| CallbackError::Failure(format!("router: {e}")))?,
+        );
+        info!(
+            "engine: {} expert(s) in the catalog; offline router",
+            catalog.experts.len()
+        );
+        Ok(EngineDeps {
+            config,
+            log,
+            catalog,
+            server,
+            goals: Mutex::new(goals),
+            delegator,
+            router,
+        })
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        deps: Arc<EngineDeps>,
+        shutdown: CancellationToken,
+    ) -> Result<(), String> {
+        deps.server.set_accepting(true);
+        let mut goals = deps.goals.lock().await;
+        let mut running = JoinSet::new();
+        loop {
+            tokio::select! {
+                goal = goals.recv() => {
+                    let Some(goal) = goal else { break };
+                    running.spawn(deps.clone().handle(goal));
+                }
+                _ = shutdown.cancelled() => break,
+                Some(_) = running.join_next(), if !running.is_empty() => {}
+            }
+        }
+        deps.server.set_accepting(false);
+        while running.join_next().await.is_some() {}
+        Ok(())
+    }
+}
+
+/// The fields of the goal's context the engine uses.
+#[derive(Default)]
+struct Context {
+    cause: Option<EventId>,
+    source: String,
+    destination: String,
+}
+
+impl Context {
+    fn of(goal: &AolTaskGoal) -> Self {
+        let v: serde_json::Value = serde_json::from_str(&goal.context_json).unwrap_or_default();
+        let text = |k: &str| {
+            v.get(k)
+                .and_then(|x| x.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        Self {
+            cause: v
+                .get("cause")
+                .and_then(|c| c.as_str())
+                .and_then(|c| EventId::parse(c).ok()),
+            source: text("source"),
+            destination: text("destination"),
+        }
+    }
+}
+
+impl EngineDeps {
+    /// Writes one event of this task; a failure to write is logged loudly, never swallowed.
+    async fn record(
+        &self,
+        goal: &AolTaskGoal,
+        kind: EventKind,
+        payload: serde_json::Value,
+        cause: Option<&EventId>,
+    ) -> Option<EventId> {
+        let ns: Vec<&str> = if goal.session_id.is_empty() {
+            vec!["tasks", goal.task_id.as_str()]
+        } else {
+            vec!["sessions", goal.session_id.as_str()]
+        };
+        let mut envelope = Envelope::new(self.config.tenant.clone(), ns, "engine", kind, payload);
+        if let Some(c) = cause {
+            envelope = envelope.with_cause(c.clone());
+        }
+        match emit(&self.log, &envelope).await {
+            Ok(e) => Some(e.event_id),
+            Err(e) => {
+                warn!(task = %goal.task_id, "could not write {} to the log: {e}", envelope.kind);
+                None
+            }
+        }
+    }
+
+    async fn handle(self: Arc<Self>, request: GoalRequest<AolTask>) {
+        let goal = request.goal().clone();
+        let ctx = Context::of(&goal);
+        let checked = validate(&goal, &self.catalog);
+        if let Err(why) = checked {
+            warn!(task = %goal.task_id, "rejected: {why}");
+            self.record(
+                &goal,
+                EventKind::TaskRejected,
+                serde_json::json!({"task_id": goal.task_id, "domain": goal.domain, "reason": why.to_string()}),
+                ctx.cause.as_ref(),
+            )
+            .await;
+            request.reject(&why.to_string());
+            return;
+        }
+        let (mut goal, handle) = request.accept().await;
+        let by = if goal.domain.is_empty() {
+            feedback(&handle, "routing", "choosing an expert", 0.05).await;
+            match self.router.route(&goal.instruction).await {
+                Ok(decision) => match decision.assignments.into_iter().next() {
+                    Some(a) => {
+                        goal.domain = a.domain;
+                        goal.instruction = a.instruction;
+                        format!("{:?}", decision.method).to_lowercase()
+                    }
+                    None => String::new(),
+                },
+                Err(e) => {
+                    warn!(task = %goal.task_id, "routing failed: {e}");
+                    String::new()
+                }
+            }
+        } else {
+            "given".to_string()
+        };
+        if goal.domain.is_empty() {
+            let why = Rejection::NoRouter.to_string();
+            self.record(
+                &goal,
+                EventKind::TaskRejected,
+                serde_json::json!({"task_id": goal.task_id, "reason": why}),
+                ctx.cause.as_ref(),
+            )
+            .await;
+            handle
+                .abort(AolTaskResult {
+                    status: "rejected".into(),
+                    text: why,
+                    result_json: "{}".into(),
+                })
+                .await;
+            return;
+        }
+        let domain = goal.domain.clone();
+        let routed = self
+            .record(
+                &goal,
+                EventKind::RoutingDecided,
+                serde_json::json!({"task_id": goal.task_id, "domain": domain, "instruction": goal.instruction, "by": by}),
+                ctx.cause.as_ref(),
+            )
+            .await;
+        feedback(&handle, "spawning", &format!("starting {domain}"), 0.1).await;
+        let (fb_tx, mut fb_rx) = tokio::sync::mpsc::unbounded_channel();
+        let (mesh, role) = domain.split_once('/').expect("validated");
+        let run = self.delegator.run(mesh, role, goal.clone(), fb_tx);
+        tokio::pin!(run);
+        let delegated = loop {
+            tokio::select! {
+                Some(fb) = fb_rx.recv() => { let _ = handle.feedback(fb).await; }
+                d = &mut run => break d,
+            }
+        };
+        let (status, text, expert_node, error) = match &delegated {
+            Ok(d) => (
+                d.status,
+                d.result.text.clone(),
+                d.node.clone(),
+                String::new(),
+            ),
+            Err(e) => (
+                GoalStatus::Aborted,
+                String::new(),
+                String::new(),
+                e.to_string(),
+            ),
+        };
+        let delegated_id = self
+            .record(
+                &goal,
+                EventKind::TaskDelegated,
+                serde_json::json!({"task_id": goal.task_id, "domain": domain, "expert": expert_node, "status": format!("{status:?}").to_lowercase(), "error": error}),
+                routed.as_ref(),
+            )
+            .await;
+        let answered = status == GoalStatus::Succeeded && !text.trim().is_empty();
+        let judged = self
+            .record(
+                &goal,
+                EventKind::TaskJudged,
+                serde_json::json!({"task_id": goal.task_id, "domain": domain, "answered": answered, "method": "status_and_nonempty_text"}),
+                delegated_id.as_ref(),
+            )
+            .await;
+        if answered {
+            feedback(&handle, "delivering", "delivering the reply", 0.9).await;
+            self.deliver(&goal, mesh, &ctx, &text, judged.as_ref())
+                .await;
+        }
+        let result = AolTaskResult {
+            status: match (&delegated, status) {
+                (Err(_), _) => "failed".into(),
+                (Ok(_), GoalStatus::Succeeded) => "succeeded".into(),
+                (Ok(_), GoalStatus::Canceled) => "canceled".into(),
+                (Ok(d), _) => {
+                    if d.result.status.is_empty() {
+                        "failed".into()
+                    } else {
+                        d.result.status.clone()
+                    }
+                }
+            },
+            text: if error.is_empty() {
+                text
+            } else {
+                error.clone()
+            },
+            result_json:
+                serde_json::json!({"expert": expert_node, "domain": domain, "answered": answered})
+                    .to_string(),
+        };
+        match status {
+            GoalStatus::Succeeded => handle.succeed(result).await,
+            GoalStatus::Canceled => handle.canceled(result).await,
+            _ => handle.abort(result).await,
+        }
+    }
+
+    /// Sends the reply through the mesh's declared channel for the message's source (or the
+    /// terminal, if declared). A tool channel needs the tools layer's bridge; until it is wired
+    /// such a reply is reported as not delivered rather than pretended.
+    async fn deliver(
+        &self,
+        goal: &AolTaskGoal,
+        mesh: &str,
+        ctx: &Context,
+        text: &str,
+        cause: Option<&EventId>,
+    ) {
+        let Some(m) = self.catalog.mesh(mesh) else {
+            return;
+        };
+        let channel = m
+            .delivery
+            .get(&ctx.source)
+            .map(|c| (ctx.source.clone(), c))
+            .or_else(|| {
+                m.delivery
+                    .get("terminal")
+                    .map(|c| ("terminal".to_string(), c))
+            });
+        let (name, payload) = match channel {
+            Some((name, DeliveryChannel::Terminal)) => {
+                println!(
+                    "[{mesh} -> {}] {text}",
+                    if ctx.destination.is_empty() {
+                        "terminal"
+                    } else {
+                        &ctx.destination
+                    }
+                );
+                (name, serde_json::json!({"delivered": true}))
+            }
+            Some((name, DeliveryChannel::Tool { server, tool, .. })) => {
+                warn!(task = %goal.task_id, "delivery through {server}/{tool} needs the tools bridge; not delivered");
+                (
+                    name,
+                    serde_json::json!({"delivered": false, "reason": format!("{server}/{tool} is not reachable from the engine yet")}),
+                )
+            }
+            None => {
+                warn!(task = %goal.task_id, "mesh {mesh} declares no delivery channel for {:?}", ctx.source);
+                (
+                    "none".to_string(),
+                    serde_json::json!({"delivered": false, "reason": "no delivery channel declared"}),
+                )
+            }
+        };
+        let mut payload = payload;
+        payload["task_id"] = goal.task_id.clone().into();
+        payload["channel"] = name.into();
+        payload["destination"] = ctx.destination.clone().into();
+        payload["text"] = text.into();
+        self.record(goal, EventKind::ReplyDelivered, payload, cause)
+            .await;
+    }
+}
+
+async fn feedback(handle: &GoalHandle<AolTask>, stage: &str, message: &str, progress: f32) {
+    let _ = handle
+        .feedback(AolTaskFeedback {
+            stage: stage.into(),
+            message: message.into(),
+            progress,
+        })
+        .await;
+}

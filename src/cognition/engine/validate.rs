@@ -1,0 +1,130 @@
+//! What the engine refuses before any work starts.
+
+use crate::{
+    aem::{Catalog, MeshStatus},
+    cognition::delegation::MAX_DEPTH,
+    interfaces::AolTaskGoal,
+};
+
+/// Why a goal is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    #[error("the instruction is empty")]
+    EmptyInstruction,
+    #[error("domain {0:?} is not `<mesh>/<role>`")]
+    MalformedDomain(String),
+    #[error("no expert {0} in the catalog (known: {1})")]
+    UnknownDomain(String, String),
+    #[error("mesh {0} is parked: its experts cannot be spawned")]
+    ParkedMesh(String),
+    #[error("delegation depth {0} exceeds the limit of {MAX_DEPTH}")]
+    TooDeep(u8),
+    #[error("context_json is not a JSON object: {0}")]
+    BadContext(String),
+    #[error("no domain given and the router found no expert for it")]
+    NoRouter,
+}
+
+/// Checks a goal against the catalog. A goal with an empty domain passes (it will be routed).
+pub fn validate(goal: &AolTaskGoal, catalog: &Catalog) -> Result<(), Rejection> {
+    if goal.instruction.trim().is_empty() {
+        return Err(Rejection::EmptyInstruction);
+    }
+    if goal.depth > MAX_DEPTH {
+        return Err(Rejection::TooDeep(goal.depth));
+    }
+    if !goal.context_json.trim().is_empty()
+        && serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&goal.context_json)
+            .is_err()
+    {
+        return Err(Rejection::BadContext(
+            goal.context_json.chars().take(80).collect(),
+        ));
+    }
+    if goal.domain.is_empty() {
+        return Ok(());
+    }
+    let Some((mesh, role)) = goal.domain.split_once('/') else {
+        return Err(Rejection::MalformedDomain(goal.domain.clone()));
+    };
+    if mesh.is_empty() || role.is_empty() || role.contains('/') {
+        return Err(Rejection::MalformedDomain(goal.domain.clone()));
+    }
+    if catalog
+        .mesh(mesh)
+        .is_some_and(|m| m.status == MeshStatus::Parked)
+    {
+        return Err(Rejection::ParkedMesh(mesh.to_string()));
+    }
+    if catalog.expert(&goal.domain).is_none() {
+        let known: Vec<&str> = catalog.spawnable().map(|e| e.id.as_str()).collect();
+        return Err(Rejection::UnknownDomain(
+            goal.domain.clone(),
+            known.join(", "),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog() -> Catalog {
+        crate::aem::compile(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/aem"
+        )))
+        .expect("shipped meshes compile")
+    }
+
+    fn goal(domain: &str, instruction: &str) -> AolTaskGoal {
+        AolTaskGoal {
+            domain: domain.into(),
+            instruction: instruction.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn refuses_what_cannot_run() {
+        let c = catalog();
+        assert_eq!(
+            validate(&goal("newsroom/analyst", " "), &c),
+            Err(Rejection::EmptyInstruction)
+        );
+        assert!(matches!(
+            validate(&goal("newsroom/nobody", "x"), &c),
+            Err(Rejection::UnknownDomain(..))
+        ));
+        assert!(matches!(
+            validate(&goal("analyst", "x"), &c),
+            Err(Rejection::MalformedDomain(_))
+        ));
+        let parked = c
+            .meshes
+            .values()
+            .find(|m| m.status == MeshStatus::Parked)
+            .expect("a parked mesh ships");
+        let parked_role = c
+            .experts
+            .values()
+            .find(|e| e.id.starts_with(&format!("{}/", parked.name)))
+            .unwrap();
+        assert_eq!(
+            validate(&goal(&parked_role.id, "x"), &c),
+            Err(Rejection::ParkedMesh(parked.name.clone()))
+        );
+        let mut deep = goal("newsroom/analyst", "x");
+        deep.depth = MAX_DEPTH + 1;
+        assert_eq!(validate(&deep, &c), Err(Rejection::TooDeep(MAX_DEPTH + 1)));
+        let mut ctx = goal("newsroom/analyst", "x");
+        ctx.context_json = "[1]".into();
+        assert!(matches!(validate(&ctx, &c), Err(Rejection::BadContext(_))));
+        assert_eq!(
+            validate(&goal("newsroom/analyst", "check this"), &c),
+            Ok(())
+        );
+        assert_eq!(validate(&goal("", "route me"), &c), Ok(()));
+    }
+}

@@ -1,0 +1,131 @@
+//! The expert's ports, connected: loop and tool events go to the durable log through `emit()`,
+//! and the agent loop calls tools through the tool manager (both gates).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::{
+    cognition::agent::{LoopEvent, LoopEvents, RecordError as LoopRecordError, ToolExecutor},
+    core::{envelope::Envelope, event_kind::EventKind, ids::EventId},
+    llm::{BoxFuture, ToolSpec},
+    memory::emit,
+    spine::durable::AnyLog,
+    tools::{CallContext, RecordError, ToolEvent, ToolEvents, ToolManager},
+};
+
+/// Writes an expert's events under `sessions/<session>` (or `tasks/<task>`), caused by the
+/// task's inbound event.
+#[derive(Clone)]
+pub(super) struct Recorder {
+    pub log: AnyLog,
+    pub tenant: String,
+    pub namespace: Vec<String>,
+    pub actor: String,
+    pub cause: Option<EventId>,
+}
+
+impl Recorder {
+    pub async fn write(
+        &self,
+        kind: EventKind,
+        payload: Value,
+        cause: Option<EventId>,
+    ) -> Result<EventId, String> {
+        let mut e = Envelope::new(
+            self.tenant.clone(),
+            self.namespace.clone(),
+            self.actor.clone(),
+            kind,
+            payload,
+        );
+        if let Some(c) = cause.or_else(|| self.cause.clone()) {
+            e = e.with_cause(c);
+        }
+        emit(&self.log, &e)
+            .await
+            .map(|x| x.event_id)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl LoopEvents for Recorder {
+    fn record<'a>(&'a self, event: &'a LoopEvent) -> BoxFuture<'a, Result<(), LoopRecordError>> {
+        Box::pin(async move {
+            let kind = match event.name() {
+                "model_called" | "model_failed" => EventKind::ModelCalled,
+                "interjection_read" => EventKind::InterjectionRead,
+                "question_asked" => EventKind::QuestionAsked,
+                "answer_received" => EventKind::AnswerReceived,
+                "finished" => EventKind::ExpertFinished,
+                // Tool calls and results are written by the tool manager, gate decisions included.
+                _ => return Ok(()),
+            };
+            let payload = serde_json::to_value(event).unwrap_or(Value::Null);
+            self.write(kind, payload, None)
+                .await
+                .map(|_| ())
+                .map_err(LoopRecordError)
+        })
+    }
+}
+
+impl ToolEvents for Recorder {
+    fn record(&self, event: ToolEvent) -> Result<String, RecordError> {
+        let kind: EventKind = event.kind.into();
+        let cause = event.cause.as_deref().and_then(|c| EventId::parse(c).ok());
+        let payload = serde_json::json!({
+            "task": event.task,
+            "tool": event.tool,
+            "arguments": event.arguments,
+            "outcome": serde_json::to_value(&event.outcome).unwrap_or(Value::Null),
+        });
+        // The manager's port is synchronous: the write completes before the call proceeds.
+        let this = self.clone();
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current()
+                .block_on(async move { this.write(kind, payload, cause).await })
+        })
+        .map(|id| id.to_string())
+        .map_err(RecordError)
+    }
+}
+
+/// The agent loop's tools: the manager's roster, called through both gates.
+pub(super) struct ManagedTools {
+    pub manager: Arc<ToolManager>,
+    pub task: String,
+    pub cause: Option<String>,
+}
+
+impl ToolExecutor for ManagedTools {
+    fn tools(&self) -> Vec<ToolSpec> {
+        self.manager
+            .model_tools()
+            .into_iter()
+            .map(|t| ToolSpec {
+                name: t.name,
+                description: t.description.unwrap_or_default(),
+                parameters: t.input_schema,
+            })
+            .collect()
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            let ctx = CallContext {
+                task: self.task.clone(),
+                cause: self.cause.clone(),
+            };
+            match self.manager.call(name, arguments.clone(), &ctx).await {
+                Ok(out) if out.is_error => Err(out.result.to_string()),
+                Ok(out) => Ok(out.result),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+    }
+}

@@ -1,0 +1,215 @@
+//! The expert as a managed node.
+
+use std::{path::Path, sync::Arc, time::Duration};
+
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::adapters::{ManagedTools, Recorder};
+use crate::{
+    aem::{Catalog, ExpertEntry},
+    cognition::agent::{AgentLoop, ExpertBrief, Limits, TaskInput, TaskStatus},
+    core::{config::Config, ids::EventId},
+    interfaces::{AolTask, AolTaskResult},
+    llm::{ChatModel, ModelRegistry, ModelsConfig},
+    spine::{
+        control::{
+            action::{ActionOptions, ActionServer, GoalRequest},
+            lifecycle::{CallbackError, ManagedNode, NodeContext},
+        },
+        durable::AnyLog,
+    },
+    tools::{ManagerSetup, PathPolicy, ToolManager},
+};
+
+/// An expert process for `<mesh>/<role>`.
+#[derive(Debug, Clone)]
+pub struct ExpertNode {
+    /// `<mesh>/<role>` in the catalog.
+    pub expert: String,
+}
+
+/// What `configure` built from the catalog entry.
+pub struct ExpertDeps {
+    config: Config,
+    log: AnyLog,
+    entry: ExpertEntry,
+    brief: ExpertBrief,
+    model: Arc<dyn ChatModel>,
+    tools: Arc<ToolManager>,
+    server: ActionServer<AolTask>,
+    goals: Mutex<tokio::sync::mpsc::Receiver<GoalRequest<AolTask>>>,
+    ctx: NodeContext,
+}
+
+fn refuse(why: impl std::fmt::Display) -> CallbackError {
+    CallbackError::Failure(why.to_string())
+}
+
+impl ManagedNode for ExpertNode {
+    type Deps = ExpertDeps;
+
+    async fn configure(&self, ctx: &NodeContext) -> Result<ExpertDeps, CallbackError> {
+        let config = Config::load().map_err(refuse)?;
+        let log = AnyLog::open(&config).await.map_err(refuse)?;
+        let catalog_path = config.state_path(Path::new(crate::aem::CATALOG_FILE));
+        let catalog: Catalog = crate::aem::read_catalog(&catalog_path)
+            .map_err(|e| refuse(format!("{}: {e}", catalog_path.display())))?;
+        let entry = catalog
+            .expert(&self.expert)
+            .cloned()
+            .ok_or_else(|| refuse(format!("no expert {} in the catalog", self.expert)))?;
+        if !entry.spawnable {
+            return Err(refuse(format!("{} belongs to a parked mesh", self.expert)));
+        }
+        let brief = ExpertBrief::from_catalog(&catalog, &self.expert).expect("the entry exists");
+        let models = config.models.clone().ok_or_else(|| {
+            refuse("config has no `models:` block; the expert has no model to run")
+        })?;
+        let models: ModelsConfig =
+            serde_yaml::from_value(models).map_err(|e| refuse(format!("models: {e}")))?;
+        let base = std::env::current_dir().map_err(refuse)?;
+        let model = ModelRegistry::new(models, &base)
+            .model(&entry.model)
+            .map_err(|e| refuse(format!("model {:?} of {}: {e}", entry.model, self.expert)))?;
+
+        let recorder = Recorder {
+            log: log.clone(),
+            tenant: config.tenant.clone(),
+            namespace: vec!["experts".into(), entry.mesh.clone(), entry.role.clone()],
+            actor: self.expert.clone(),
+            cause: None,
+        };
+        let manifest_path = config.state_path(Path::new(crate::aem::TOOL_MANIFEST_FILE));
+        let manifest = crate::aem::read_tool_manifest(&manifest_path)
+            .unwrap_or_else(|_| catalog.tool_manifest());
+        let policy = PathPolicy::new(&base, &config.state_dir).map_err(refuse)?;
+        let env: crate::tools::env::EnvMap = std::env::vars().collect();
+        let setup = ManagerSetup::new(Arc::new(recorder), policy, &base, env);
+        let tools = ToolManager::new(&catalog, &manifest, &self.expert, setup).map_err(refuse)?;
+
+        let action = format!("{}/task", ctx.fqn());
+        let (server, goals) =
+            ActionServer::<AolTask>::new(&ctx.node, &action, ActionOptions::default())
+                .map_err(|e| CallbackError::Error(e.to_string()))?;
+        info!(
+            "expert {} ready: model {}, {} tool(s)",
+            self.expert,
+            model.name(),
+            tools.model_tools().len()
+        );
+        Ok(ExpertDeps {
+            config,
+            log,
+            entry,
+            brief,
+            model,
+            tools: Arc::new(tools),
+            server,
+            goals: Mutex::new(goals),
+            ctx: ctx.clone(),
+        })
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        deps: Arc<ExpertDeps>,
+        shutdown: CancellationToken,
+    ) -> Result<(), String> {
+        deps.server.set_accepting(true);
+        let mut goals = deps.goals.lock().await;
+        let idle = Duration::from_secs(deps.entry.idle_secs.max(1));
+        loop {
+            tokio::select! {
+                goal = goals.recv() => {
+                    let Some(goal) = goal else { break };
+                    // One task at a time: an expert process is a lease on one role for one task.
+                    deps.clone().work(goal).await;
+                }
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(idle) => {
+                    info!("idle for {idle:?}; shutting down");
+                    let ctx = deps.ctx.clone();
+                    tokio::spawn(async move { ctx.request_transition("shutdown").await });
+                    break;
+                }
+            }
+        }
+        deps.server.set_accepting(false);
+        Ok(())
+    }
+
+    async fn shutdown(&self, deps: Option<Arc<ExpertDeps>>) -> Result<(), CallbackError> {
+        if let Some(d) = deps {
+            d.tools.shutdown().await;
+        }
+        Ok(())
+    }
+}
+
+impl ExpertDeps {
+    async fn work(self: Arc<Self>, request: GoalRequest<AolTask>) {
+        let (goal, handle) = request.accept().await;
+        let context: serde_json::Value =
+            serde_json::from_str(&goal.context_json).unwrap_or_default();
+        let cause = context
+            .get("cause")
+            .and_then(|c| c.as_str())
+            .and_then(|c| EventId::parse(c).ok());
+        let recorder = Recorder {
+            log: self.log.clone(),
+            tenant: self.config.tenant.clone(),
+            namespace: if goal.session_id.is_empty() {
+                vec!["tasks".into(), goal.task_id.clone()]
+            } else {
+                vec!["sessions".into(), goal.session_id.clone()]
+            },
+            actor: self.entry.id.clone(),
+            cause: cause.clone(),
+        };
+        let tools = ManagedTools {
+            manager: self.tools.clone(),
+            task: goal.task_id.clone(),
+            cause: cause.map(|c| c.to_string()),
+        };
+        let agent =
+            AgentLoop::new(self.model.as_ref(), &tools, Limits::default()).with_events(&recorder);
+        let mut state = AgentLoop::start(
+            &self.brief,
+            &TaskInput {
+                instruction: goal.instruction.clone(),
+                memory: None,
+                perception: None,
+            },
+        );
+        let limit = Duration::from_secs(self.entry.timeouts.task_secs.max(1));
+        let outcome = tokio::time::timeout(limit, agent.run(&mut state)).await;
+        let (status, text) = match outcome {
+            Err(_) => (
+                "timed_out".to_string(),
+                format!("the task ran past {limit:?}"),
+            ),
+            Ok(o) => match o.status {
+                TaskStatus::Done { answer } => ("succeeded".to_string(), answer),
+                TaskStatus::NeedsAnswer { question } => ("needs_answer".to_string(), question),
+                TaskStatus::BudgetExceeded { limit, partial } => (
+                    "budget_exceeded".to_string(),
+                    format!("{limit:?}: {}", partial.unwrap_or_default()),
+                ),
+                other => (other.code().to_string(), format!("{other:?}")),
+            },
+        };
+        let result = AolTaskResult {
+            status: status.clone(),
+            text,
+            result_json: serde_json::json!({"expert": self.entry.id}).to_string(),
+        };
+        if status == "succeeded" {
+            handle.succeed(result).await;
+        } else {
+            warn!(task = %goal.task_id, "task ended {status}");
+            handle.abort(result).await;
+        }
+    }
+}

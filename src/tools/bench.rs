@@ -1,0 +1,199 @@
+//! `iron bench tools`: what the manager and both gates cost per call, against a direct
+//! `rmcp` call to the same server. Prints `bench tools.<name> <value> <unit>` lines.
+//!
+//! The same server program is started twice: once behind a [`ToolManager`] (an expert of
+//! clearance `full` granted the one tool, both gates and the event port in the path), once
+//! as a bare `rmcp` client over the child's pipes. Each side is warmed up with one call,
+//! then called `calls` times in turn; the figures are medians (p50) of wall time per call.
+
+use super::env::EnvMap;
+use super::events::MemoryEvents;
+use super::manager::{CallContext, ManagerSetup, ToolManager};
+use super::paths::PathPolicy;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct ToolsBench {
+    /// Server program (e.g. the path of `mcp_test_server`).
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Tool to call.
+    pub tool: String,
+    /// Arguments of each call.
+    pub arguments: Value,
+    /// Calls per side.
+    pub calls: usize,
+    /// Environment references expand from (PATH is passed through).
+    pub env: EnvMap,
+}
+
+/// One printed figure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchLine {
+    /// `tools.<name>`.
+    pub name: String,
+    /// Value.
+    pub value: f64,
+    /// Unit.
+    pub unit: &'static str,
+}
+
+fn p50(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
+
+fn invalid(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+/// Runs the benchmark, writes its lines to `out`, and returns them.
+pub async fn tools(bench: &ToolsBench, out: &mut dyn Write) -> io::Result<Vec<BenchLine>> {
+    let calls = bench.calls.max(1);
+    let dir = tempfile_dir()?;
+    let project = dir.join("project");
+    let mesh = project.join("aem/bench");
+    std::fs::create_dir_all(mesh.join("skills/caller"))?;
+    std::fs::create_dir_all(project.join("work"))?;
+    let q = |s: &str| Value::String(s.to_string()).to_string();
+    let args: Vec<String> = bench.args.iter().map(|a| q(a)).collect();
+    let mut aem_md = String::new();
+    let _ = write!(
+        aem_md,
+        "---\nname: bench\nstatus: active\ndefaults:\n  model: scripted\n  clearance: full\nservers:\n  target:\n    transport: local\n    command: {}\n    args: [{}]\n    tools: [{}]\n---\n\nBenchmark mesh.\n",
+        q(&bench.command),
+        args.join(", "),
+        q(&bench.tool)
+    );
+    std::fs::write(mesh.join("AEM.md"), aem_md)?;
+    std::fs::write(
+        mesh.join("skills/caller/SKILL.md"),
+        "---\nname: caller\nidentity: The benchmark caller.\ndescription: Calls one tool many times.\n---\n\nCall the tool.\n",
+    )?;
+    std::fs::write(
+        mesh.join("skills/caller/capabilities.md"),
+        format!(
+            "---\nclearance: full\ntools:\n  add: [{}]\n---\n\nBenchmark.\n",
+            q(&format!("target/{}", bench.tool))
+        ),
+    )?;
+    let catalog = crate::aem::compile(&project.join("aem")).map_err(invalid)?;
+    let manifest = catalog.tool_manifest();
+    let paths =
+        PathPolicy::new(&project, &project.join("build"))?.grant_root(&project.join("work"))?;
+    let setup = ManagerSetup::new(
+        Arc::new(MemoryEvents::default()),
+        paths,
+        project.join("work"),
+        bench.env.clone(),
+    );
+    let manager = ToolManager::new(&catalog, &manifest, "bench/caller", setup).map_err(invalid)?;
+    let ctx = CallContext::task("bench");
+
+    // Direct: rmcp over the child's pipes, nothing else.
+    let mut child = tokio::process::Command::new(&bench.command)
+        .args(&bench.args)
+        .env_clear()
+        .envs(bench.env.get("PATH").map(|p| ("PATH", p.clone())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(io::Error::other("no pipes"));
+    };
+    let direct = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("iron-bench", env!("CARGO_PKG_VERSION")),
+    )
+    .serve((stdout, stdin))
+    .await
+    .map_err(invalid)?;
+    let params = || {
+        let p = CallToolRequestParams::new(bench.tool.clone());
+        match &bench.arguments {
+            Value::Object(m) => p.with_arguments(m.clone()),
+            _ => p,
+        }
+    };
+
+    let mut direct_t = Vec::with_capacity(calls);
+    let mut managed_t = Vec::with_capacity(calls);
+    direct.peer().call_tool(params()).await.map_err(invalid)?;
+    manager
+        .call_tool("target", &bench.tool, bench.arguments.clone(), &ctx)
+        .await
+        .map_err(invalid)?;
+    for _ in 0..calls {
+        let t = Instant::now();
+        direct.peer().call_tool(params()).await.map_err(invalid)?;
+        direct_t.push(t.elapsed());
+        let t = Instant::now();
+        manager
+            .call_tool("target", &bench.tool, bench.arguments.clone(), &ctx)
+            .await
+            .map_err(invalid)?;
+        managed_t.push(t.elapsed());
+    }
+    let _ = direct.cancel().await;
+    let _ = child.kill().await;
+    manager.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let d = p50(direct_t).as_secs_f64() * 1e6;
+    let m = p50(managed_t).as_secs_f64() * 1e6;
+    let lines = vec![
+        BenchLine {
+            name: "tools.calls".into(),
+            value: calls as f64,
+            unit: "calls",
+        },
+        BenchLine {
+            name: "tools.direct_p50".into(),
+            value: d,
+            unit: "us",
+        },
+        BenchLine {
+            name: "tools.managed_p50".into(),
+            value: m,
+            unit: "us",
+        },
+        BenchLine {
+            name: "tools.overhead_p50".into(),
+            value: m - d,
+            unit: "us",
+        },
+        BenchLine {
+            name: "tools.ratio_p50".into(),
+            value: if d > 0.0 { m / d } else { 0.0 },
+            unit: "x",
+        },
+    ];
+    for l in &lines {
+        writeln!(out, "bench {} {:.2} {}", l.name, l.value, l.unit)?;
+    }
+    Ok(lines)
+}
+
+fn tempfile_dir() -> io::Result<std::path::PathBuf> {
+    let base = std::env::temp_dir().join(format!(
+        "iron-bench-tools-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default()
+    ));
+    std::fs::create_dir_all(&base)?;
+    Ok(base)
+}

@@ -1,0 +1,24 @@
+//! The tools layer: MCP clients (through `rmcp`), the per-expert tool manager, gate 1
+//! (clearance, at call time) and gate 2 (the path guard), names for models, paste-in
+//! server configuration, the probe that fills `tool_manifest.json`, and the events every
+//! decision produces. Uses `crate::core` and `crate::aem` only.
+
+pub mod bench;
+pub mod client;
+pub mod env;
+mod error;
+pub mod events;
+pub mod import;
+mod manager;
+pub mod names;
+pub mod paths;
+pub mod probe;
+pub mod remote;
+
+pub use client::{LaunchSpec, LiveTool, McpClient};
+pub use error::{DenialReason, Gate, GateDenial, ToolError};
+pub use events::{MemoryEvents, RecordError, ToolEvent, ToolEventKind, ToolEvents, ToolOutcome};
+pub use manager::{CallContext, ManagerError, ManagerSetup, ModelTool, ToolManager, ToolOutput};
+pub use names::{ToolNames, ToolRef};
+pub use paths::PathPolicy;
+pub use remote::{RemoteCaller, RemoteServer, RemoteTools};
