@@ -225,3 +225,32 @@ pub(super) async fn log(events: usize, nats: Option<String>) -> Result<(), CliEr
     }
     Ok(result?)
 }
+
+/// `iron bench tools`: the manager and both gates against a direct call, on our MCP test
+/// server (beside `iron`) and its echo tool.
+pub(super) async fn tools(calls: usize) -> Result<(), CliError> {
+    let server = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|d| d.join("mcp_test_server")))
+        .filter(|p| p.is_file())
+        .ok_or_else(|| {
+            CliError::Failed(
+                "mcp_test_server is not beside iron; run `cargo build --release --bins`".into(),
+            )
+        })?;
+    let bench = crate::tools::bench::ToolsBench {
+        command: server.display().to_string(),
+        args: Vec::new(),
+        tool: "echo".into(),
+        arguments: serde_json::json!({"text": "ping"}),
+        calls,
+        env: std::env::vars().collect(),
+    };
+    crate::tools::bench::tools(&bench, &mut std::io::stdout())
+        .await
+        .map_err(|source| CliError::Io {
+            what: "bench tools".into(),
+            source,
+        })?;
+    Ok(())
+}

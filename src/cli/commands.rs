@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     BenchCommand, CatalogCommand, Cli, CliError, Command, InboxCommand, LifecycleCommand,
-    LogCommand, NodeCommand, TaskCommand, bench, stop_on_signals,
+    LogCommand, NodeCommand, TaskCommand, ToolsCommand, bench, stop_on_signals,
 };
 use crate::{
     core::{config::Config, durable::StartAt},
@@ -112,13 +112,14 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             eprintln!("{n} event(s)");
             Ok(())
         }
-        Command::Catalog(CatalogCommand::Build { aem, out }) => {
+        Command::Catalog(CatalogCommand::Build { aem, out, probe }) => {
             let catalog = crate::aem::compile(&aem)?;
             let path =
                 crate::aem::write_catalog(&catalog, &out).map_err(|source| CliError::Io {
                     what: format!("writing the catalog into {}", out.display()),
                     source,
                 })?;
+            tools_manifest(&catalog, &out, probe, timeout).await?;
             println!(
                 "{} mesh(es), {} expert(s) -> {}",
                 catalog.meshes.len(),
@@ -135,6 +136,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 catalog.experts.len()
             );
             Ok(())
+        }
+        Command::Tools(ToolsCommand::Import { file, discover }) => {
+            tools_import(&file, discover, timeout).await
         }
         Command::Node(NodeCommand::List) => {
             let (control, node) = connect(&cli.router, timeout).await?;
@@ -186,6 +190,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             bench::control(iterations, timeout).await
         }
         Command::Bench(BenchCommand::Catalog { experts }) => bench::catalog(experts),
+        Command::Bench(BenchCommand::Tools { calls }) => bench::tools(calls).await,
         Command::Bench(BenchCommand::Log { events, nats }) => bench::log(events, nats).await,
     }
 }
@@ -387,5 +392,98 @@ async fn inbox_send(
         }
     })?;
     println!("sent");
+    Ok(())
+}
+
+/// After a catalog build: probe the local servers, or report which recorded probes are stale.
+async fn tools_manifest(
+    catalog: &crate::aem::Catalog,
+    out: &std::path::Path,
+    probe: bool,
+    timeout: Duration,
+) -> Result<(), CliError> {
+    let io = |source| CliError::Io {
+        what: format!("the tool manifest in {}", out.display()),
+        source,
+    };
+    if !probe {
+        let status = crate::tools::probe::manifest_status(out).map_err(io)?;
+        if !status.stale.is_empty() {
+            eprintln!(
+                "stale probes (descriptor changed; run with --probe): {}",
+                status.stale.join(", ")
+            );
+        }
+        if !status.unprobed.is_empty() {
+            eprintln!("never probed: {}", status.unprobed.join(", "));
+        }
+        return Ok(());
+    }
+    let options = crate::tools::probe::ProbeOptions {
+        env: std::env::vars().collect(),
+        workdir: std::env::current_dir().map_err(io)?,
+        start_timeout: timeout.max(Duration::from_secs(30)),
+    };
+    let report = crate::tools::probe::probe(catalog, out, &options)
+        .await
+        .map_err(io)?;
+    println!("probed: {}", report.probed.join(", "));
+    for (server, why) in &report.failed {
+        eprintln!("could not probe {server}: {why}");
+    }
+    for (server, tool) in &report.missing {
+        eprintln!("{server} does not offer the declared tool {tool}");
+    }
+    for c in &report.conflicts {
+        eprintln!(
+            "{}: {} cannot be held at clearance {:?}: {}",
+            c.expert, c.tool, c.clearance, c.detail
+        );
+    }
+    if !report.conflicts.is_empty() {
+        return Err(CliError::Failed(format!(
+            "{} grant(s) conflict with the servers' live annotations",
+            report.conflicts.len()
+        )));
+    }
+    Ok(())
+}
+
+/// `iron tools import`.
+async fn tools_import(
+    file: &std::path::Path,
+    discover: bool,
+    timeout: Duration,
+) -> Result<(), CliError> {
+    let text = std::fs::read_to_string(file).map_err(|source| CliError::Io {
+        what: format!("reading {}", file.display()),
+        source,
+    })?;
+    let mut imported =
+        crate::tools::import::import(&text).map_err(|e| CliError::Failed(e.to_string()))?;
+    for (name, why) in &imported.skipped {
+        eprintln!("skipped {name}: {why}");
+    }
+    if discover {
+        let env: crate::tools::env::EnvMap = std::env::vars().collect();
+        let workdir = std::env::current_dir().map_err(|source| CliError::Io {
+            what: "the working directory".into(),
+            source,
+        })?;
+        for server in &mut imported.servers {
+            match crate::tools::import::discover_tools(
+                server,
+                &env,
+                &workdir,
+                timeout.max(Duration::from_secs(30)),
+            )
+            .await
+            {
+                Ok(tools) => server.tools = tools,
+                Err(e) => eprintln!("could not list the tools of {}: {e}", server.name),
+            }
+        }
+    }
+    print!("{}", crate::tools::import::render_yaml(&imported.servers));
     Ok(())
 }

@@ -107,6 +107,9 @@ pub enum Command {
     /// Compile or check the agent folders (aem/) into catalog.json and tool_manifest.json.
     #[command(subcommand)]
     Catalog(CatalogCommand),
+    /// MCP tool servers.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
     /// Inspect the nodes on the control plane.
     #[command(subcommand)]
     Node(NodeCommand),
@@ -143,6 +146,19 @@ pub enum LogCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// Turn a pasted `mcpServers` (Claude Desktop, Cursor, Claude Code) or VS Code `servers`
+    /// JSON file into the `servers:` block of an AEM.md. Secrets stay `${VAR}` references.
+    Import {
+        /// The JSON file.
+        file: std::path::PathBuf,
+        /// Start each server once to list its tools into the block.
+        #[arg(long)]
+        discover: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum CatalogCommand {
     /// Validate every mesh and write catalog.json and tool_manifest.json. Every error is
     /// reported (file:line: field: what is wrong (what would be valid)) before it exits 1.
@@ -153,6 +169,11 @@ pub enum CatalogCommand {
         /// Where the compiled files go.
         #[arg(long, default_value = ".iron")]
         out: std::path::PathBuf,
+        /// Start each declared local MCP server once and record its tools (schemas and
+        /// annotations) in tool_manifest.json; without it, recorded probes are reused and
+        /// stale ones are listed.
+        #[arg(long)]
+        probe: bool,
     },
     /// Validate only; writes nothing.
     Check {
@@ -246,6 +267,13 @@ pub enum BenchCommand {
         /// A running NATS server; by default a local one is started on free ports.
         #[arg(long)]
         nats: Option<String>,
+    },
+    /// Overhead of the tool manager and both gates per call against a direct MCP call to the
+    /// same server (our test server's echo tool).
+    Tools {
+        /// Calls per side.
+        #[arg(long, default_value_t = 500)]
+        calls: usize,
     },
     /// Build time of a generated mesh of 1,000 experts.
     Catalog {

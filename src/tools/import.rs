@@ -378,7 +378,7 @@ pub fn render_yaml(servers: &[ImportedServer]) -> String {
         if s.tools.is_empty() {
             let _ = writeln!(
                 y,
-                "    tools: []  # fill in the tools it offers (tools::import::discover_tools lists them)"
+                "    tools: []  # fill in the tools it offers (`iron tools import --discover` lists them)"
             );
         } else {
             let tools: Vec<String> = s.tools.iter().map(|t| q(t)).collect();
