@@ -31,6 +31,20 @@ async fn up(
 ) -> Result<(), CliError> {
     let plan = crate::launch::Plan::load(launch)?;
     let config = Config::load()?;
+    // The runtime reads only the compiled catalog: compile aem/ first, refusing to start on
+    // any error in it.
+    if std::path::Path::new("aem").is_dir() {
+        let catalog = crate::aem::compile(std::path::Path::new("aem"))?;
+        crate::aem::write_catalog(&catalog, &config.state_dir).map_err(|source| CliError::Io {
+            what: format!("writing the catalog into {}", config.state_dir.display()),
+            source,
+        })?;
+        tracing::info!(
+            "catalog: {} expert(s) -> {}",
+            catalog.experts.len(),
+            config.state_dir.display()
+        );
+    }
     let mut env = Vec::new();
     let mut local = None;
     if let Some(nats) = nats {
