@@ -46,4 +46,34 @@ async fn a_holder_learns_it_lost_the_lease<H: Harness>(mut h: H) {
     stop.cancel();
 }
 
-for_both_backends!(one_holder_at_a_time, a_holder_learns_it_lost_the_lease);
+async fn phone_book_and_scratchpad<H: Harness>(mut h: H) {
+    use iron::spine::durable::registry::{Listing, lookup, register, scratch_get, scratch_put};
+    let kv = h.open().await;
+    assert_eq!(lookup(&kv, "acled").await.unwrap(), None);
+    let first = Listing {
+        endpoint: "tcp/127.0.0.1:41000".into(),
+        owner: "source-a".into(),
+    };
+    register(&kv, "acled", &first).await.unwrap();
+    assert_eq!(lookup(&kv, "acled").await.unwrap(), Some(first));
+    // Re-registering (a restart on another port) replaces the entry.
+    let moved = Listing {
+        endpoint: "tcp/127.0.0.1:42000".into(),
+        owner: "source-a".into(),
+    };
+    register(&kv, "acled", &moved).await.unwrap();
+    assert_eq!(lookup(&kv, "acled").await.unwrap(), Some(moved));
+    scratch_put(&kv, "draft", b"v1".to_vec()).await.unwrap();
+    scratch_put(&kv, "draft", b"v2".to_vec()).await.unwrap();
+    assert_eq!(
+        scratch_get(&kv, "draft").await.unwrap(),
+        Some(b"v2".to_vec())
+    );
+    assert_eq!(scratch_get(&kv, "missing").await.unwrap(), None);
+}
+
+for_both_backends!(
+    one_holder_at_a_time,
+    a_holder_learns_it_lost_the_lease,
+    phone_book_and_scratchpad
+);

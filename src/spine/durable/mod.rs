@@ -8,6 +8,7 @@ pub mod bootstrap;
 pub mod embedded;
 pub mod jetstream;
 pub mod lease;
+pub mod registry;
 pub mod streams;
 pub mod subject;
 
