@@ -46,6 +46,11 @@ pub struct ActionOptions {
     /// before it is answered `STATUS_UNKNOWN`. Lets a client send `get_result` together with
     /// `send_goal` (one round trip instead of two); stock ROS 2 clients never notice.
     pub unknown_goal_grace: Duration,
+    /// Status changes within this window go out as one snapshot. The status topic is
+    /// keep-last-1 state, so nothing is lost, and a goal that finishes at once costs one
+    /// publication instead of two (each is a transient-local put: the dominant cost of an
+    /// empty goal's round trip).
+    pub status_coalesce: Duration,
 }
 
 impl Default for ActionOptions {
@@ -55,6 +60,7 @@ impl Default for ActionOptions {
             decision_timeout: Duration::from_secs(5),
             max_pending: 64,
             unknown_goal_grace: Duration::from_millis(250),
+            status_coalesce: Duration::from_millis(5),
         }
     }
 }
@@ -266,9 +272,14 @@ where
             loop {
                 let Some(inner) = i.upgrade() else { break };
                 tokio::select! {
-                    _ = inner.status_dirty.notified() => inner.publish_status().await,
+                    _ = inner.status_dirty.notified() => {}
                     _ = status_stop.cancelled() => break,
                 }
+                tokio::select! {
+                    _ = tokio::time::sleep(inner.opts.status_coalesce) => {}
+                    _ = status_stop.cancelled() => break,
+                }
+                inner.publish_status().await;
             }
         });
 
