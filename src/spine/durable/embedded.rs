@@ -88,6 +88,13 @@ CREATE TABLE IF NOT EXISTS objects(
     bucket TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY(bucket, name));
 ";
 
+/// The newest message of a stream with a given message id: the duplicate check of every
+/// append. Pinned to its index: left to itself the planner walks the primary key backwards
+/// through the whole stream (an append that grows slower with every event).
+pub(crate) const LAST_WITH_MSG_ID: &str =
+    "SELECT seq, ts_ms FROM messages INDEXED BY messages_msg_id
+     WHERE stream = ?1 AND msg_id = ?2 ORDER BY seq DESC LIMIT 1";
+
 fn sql(op: &'static str) -> impl Fn(rusqlite::Error) -> DurableError {
     move |e| match e.sqlite_error_code() {
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
@@ -321,8 +328,7 @@ impl EventLog for Embedded {
             let window = spec.duplicate_window.as_millis() as u64;
             let previous: Option<(i64, i64)> = tx
                 .query_row(
-                    "SELECT seq, ts_ms FROM messages WHERE stream = ?1 AND msg_id = ?2
-                     ORDER BY seq DESC LIMIT 1",
+                    LAST_WITH_MSG_ID,
                     params![spec.name, request.msg_id],
                     |row| Ok((row.get(0)?, row.get(1)?)),
                 )
@@ -812,3 +818,7 @@ impl ObjectStore for Embedded {
         .await
     }
 }
+
+#[cfg(test)]
+#[path = "embedded_tests.rs"]
+mod tests;
