@@ -1,6 +1,7 @@
 //! End to end across processes: a message on /iron/raw_inbox → inbox → engine (routes with the
 //! offline router) → an expert process spawned for the task (scripted model) → the reply
-//! delivered on the mesh's declared terminal channel, every step on the log with a cause chain
+//! delivered on the mesh's declared channel (the terminal, and the chat channel through the
+//! delivery bridge node over `iron/srv/ToolCall`), every step on the log with a cause chain
 //! back to the inbound turn.
 
 mod support;
@@ -47,7 +48,7 @@ async fn a_message_is_routed_answered_by_a_spawned_expert_and_delivered() {
     let list = dir.join("list.yaml");
     std::fs::write(
         &list,
-        "nodes:\n  - name: inbox\n    executable: inbox_node\n  - name: engine\n    executable: engine_node\n",
+        "nodes:\n  - name: delivery\n    namespace: /iron/tools\n    executable: delivery_node\n  - name: inbox\n    executable: inbox_node\n  - name: engine\n    executable: engine_node\n",
     )
     .unwrap();
     let router = format!("tcp/127.0.0.1:{}", free_port());
@@ -62,7 +63,7 @@ async fn a_message_is_routed_answered_by_a_spawned_expert_and_delivered() {
         &["up", "--launch", &list.display().to_string()],
         &envs,
     );
-    up.wait_for("up: 2 node(s) running", T);
+    up.wait_for("up: 3 node(s) running", T);
     assert!(
         up.matching("/iron/engine: active").len() == 1,
         "{}",
@@ -89,6 +90,45 @@ async fn a_message_is_routed_answered_by_a_spawned_expert_and_delivered() {
     );
 
     up.wait_for("Two independent sources confirm the bridge is closed.", T);
+
+    // The same question on the chat channel: newsroom delivers chat through its native
+    // bridge, `delivery/send_message {dest, text}`.
+    let sent = std::process::Command::new(bin("iron"))
+        .args([
+            "inbox",
+            "send",
+            "--source",
+            "chat",
+            "--user",
+            "ben",
+            "--destination",
+            "#desk",
+            "is the bridge closed? cross-check it",
+        ])
+        .envs(envs)
+        .output()
+        .unwrap();
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    up.wait_for(
+        "[delivery -> #desk] Two independent sources confirm the bridge is closed.",
+        T,
+    );
+    let outbox = std::fs::read_to_string(dir.join("outbox.jsonl")).unwrap();
+    let sends: Vec<serde_json::Value> = outbox
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        sends.len(),
+        1,
+        "only the chat reply goes through the bridge"
+    );
+    assert_eq!(sends[0]["dest"], "#desk");
+    assert_eq!(sends[0]["caller"], "engine");
     up.signal(libc::SIGINT);
     assert!(up.wait_exit(T).expect("up exits").success());
 
@@ -115,6 +155,15 @@ async fn a_message_is_routed_answered_by_a_spawned_expert_and_delivered() {
                 )
             })
     };
+    // The chat reply: delivered through the bridge, and said so on the log.
+    let chat = events
+        .iter()
+        .find(|e| e.kind.as_str() == "reply_delivered" && e.payload["channel"] == "chat")
+        .expect("a reply_delivered event for the chat channel");
+    assert_eq!(chat.payload["delivered"], true, "{}", chat.payload);
+    assert_eq!(chat.payload["via"], "delivery/send_message");
+    assert_eq!(chat.payload["destination"], "#desk");
+
     let turn = by_kind("chat_turn");
     let routed = by_kind("routing_decided");
     let delegated = by_kind("task_delegated");

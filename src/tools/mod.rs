@@ -1,10 +1,12 @@
 //! The tools layer: MCP clients (through `rmcp`), the per-expert tool manager, gate 1
 //! (clearance, at call time) and gate 2 (the path guard), names for models, paste-in
 //! server configuration, the probe that fills `tool_manifest.json`, and the events every
-//! decision produces. Uses `crate::core` and `crate::aem` only.
+//! decision produces, and both ends of `iron/srv/ToolCall` for `native`/`remote` servers
+//! (with the delivery bridge as the shipped native server). Uses the layers below it.
 
 pub mod bench;
 pub mod client;
+pub mod delivery;
 pub mod env;
 mod error;
 pub mod events;
@@ -14,6 +16,7 @@ pub mod names;
 pub mod paths;
 pub mod probe;
 pub mod remote;
+pub mod ros;
 
 pub use client::{LaunchSpec, LiveTool, McpClient};
 pub use error::{DenialReason, Gate, GateDenial, ToolError};
@@ -22,3 +25,4 @@ pub use manager::{CallContext, ManagerError, ManagerSetup, ModelTool, ToolManage
 pub use names::{ToolNames, ToolRef};
 pub use paths::PathPolicy;
 pub use remote::{RemoteCaller, RemoteServer, RemoteTools};
+pub use ros::{Bridge, RosTools, serve_bridge};

@@ -1,7 +1,7 @@
 //! The seam to `native` and `remote` servers: both are reached over the ROS service
 //! `iron/srv/ToolCall` (request: tool, arguments_json, caller, task_id → response: ok,
-//! result_json, error). The ROS implementation lives above this layer (in the spine's
-//! world); the manager only needs [`RemoteTools`].
+//! result_json, error). The manager only needs [`RemoteTools`]; [`super::ros::RosTools`] is
+//! the ROS implementation, and tests may plug in their own.
 
 use serde_json::Value;
 use std::future::Future;

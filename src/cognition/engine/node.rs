@@ -8,7 +8,7 @@ use tracing::{info, warn};
 
 use super::validate::{Rejection, validate};
 use crate::{
-    aem::{Catalog, DeliveryChannel},
+    aem::{Catalog, DeliveryChannel, MeshEntry, ServerDescriptor},
     cognition::delegation::{DelegationOptions, Delegator},
     core::{config::Config, envelope::Envelope, event_kind::EventKind, ids::EventId},
     interfaces::{AolTask, AolTaskFeedback, AolTaskGoal, AolTaskResult},
@@ -21,7 +21,11 @@ use crate::{
         },
         durable::AnyLog,
     },
+    tools::{RemoteCaller, RosTools},
 };
+
+/// How long a delivery through a tool bridge may take.
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How the engine runs experts.
 #[derive(Debug, Clone)]
@@ -65,6 +69,7 @@ pub struct EngineDeps {
     goals: Mutex<tokio::sync::mpsc::Receiver<GoalRequest<AolTask>>>,
     delegator: Delegator,
     router: Box<dyn Router>,
+    tools: RosTools,
 }
 
 impl ManagedNode for EngineNode {
@@ -120,6 +125,7 @@ impl ManagedNode for EngineNode {
             goals: Mutex::new(goals),
             delegator,
             router,
+            tools: RosTools::new(ctx.node.clone(), DELIVERY_TIMEOUT),
         })
     }
 
@@ -342,8 +348,7 @@ impl EngineDeps {
     }
 
     /// Sends the reply through the mesh's declared channel for the message's source (or the
-    /// terminal, if declared). A tool channel needs the tools layer's bridge; until it is wired
-    /// such a reply is reported as not delivered rather than pretended.
+    /// terminal, if declared). A failed delivery is recorded as not delivered, with why.
     async fn deliver(
         &self,
         goal: &AolTaskGoal,
@@ -376,13 +381,16 @@ impl EngineDeps {
                 );
                 (name, serde_json::json!({"delivered": true}))
             }
-            Some((name, DeliveryChannel::Tool { server, tool, .. })) => {
-                warn!(task = %goal.task_id, "delivery through {server}/{tool} needs the tools bridge; not delivered");
-                (
-                    name,
-                    serde_json::json!({"delivered": false, "reason": format!("{server}/{tool} is not reachable from the engine yet")}),
-                )
-            }
+            Some((
+                name,
+                DeliveryChannel::Tool {
+                    server, tool, args, ..
+                },
+            )) => (
+                name,
+                self.deliver_by_tool(goal, m, server, tool, args, ctx, text)
+                    .await,
+            ),
             None => {
                 warn!(task = %goal.task_id, "mesh {mesh} declares no delivery channel for {:?}", ctx.source);
                 (
@@ -401,6 +409,96 @@ impl EngineDeps {
     }
 }
 
+impl EngineDeps {
+    /// Calls the delivery tool of a channel (a `native` or `remote` bridge) with its argument
+    /// template filled in: `{dest}` is the message's destination, `{text}` the reply,
+    /// `{source}` the channel it came in on.
+    #[allow(clippy::too_many_arguments)]
+    async fn deliver_by_tool(
+        &self,
+        goal: &AolTaskGoal,
+        mesh: &MeshEntry,
+        server: &str,
+        tool: &str,
+        args: &std::collections::BTreeMap<String, String>,
+        ctx: &Context,
+        text: &str,
+    ) -> serde_json::Value {
+        let not_delivered = |reason: String| {
+            warn!(task = %goal.task_id, "reply not delivered: {reason}");
+            serde_json::json!({"delivered": false, "reason": reason})
+        };
+        let service = match mesh.servers.get(server).map(|s| &s.descriptor) {
+            Some(ServerDescriptor::Native) => format!("/iron/tools/{server}"),
+            Some(ServerDescriptor::Remote { service }) => service.clone(),
+            Some(ServerDescriptor::Local { .. }) => {
+                return not_delivered(format!(
+                    "{server} is a local (stdio) server; the engine delivers only through native or remote bridges"
+                ));
+            }
+            None => return not_delivered(format!("mesh {} has no server {server}", mesh.name)),
+        };
+        let arguments: serde_json::Map<String, serde_json::Value> = args
+            .iter()
+            .map(|(k, v)| {
+                let filled = fill(
+                    v,
+                    &[
+                        ("dest", &ctx.destination),
+                        ("source", &ctx.source),
+                        ("text", text),
+                    ],
+                );
+                (k.clone(), serde_json::Value::String(filled))
+            })
+            .collect();
+        let caller = RemoteCaller {
+            caller: "engine".into(),
+            task_id: goal.task_id.clone(),
+        };
+        let arguments = serde_json::Value::Object(arguments);
+        match self
+            .tools
+            .call_service(&service, tool, &arguments, &caller)
+            .await
+        {
+            Ok(result) => {
+                serde_json::json!({"delivered": true, "via": format!("{server}/{tool}"), "result": result})
+            }
+            Err(e) => not_delivered(format!("{server}/{tool}: {e}")),
+        }
+    }
+}
+
+/// Replaces each `{name}` in `template` with its value, in one pass: a value that itself
+/// contains `{text}` is not expanded again. Unknown names stay as written.
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let known = after.find('}').and_then(|close| {
+            values
+                .iter()
+                .find(|(name, _)| *name == &after[..close])
+                .map(|(_, value)| (close, *value))
+        });
+        match known {
+            Some((close, value)) => {
+                out.push_str(value);
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 async fn feedback(handle: &GoalHandle<AolTask>, stage: &str, message: &str, progress: f32) {
     let _ = handle
         .feedback(AolTaskFeedback {
@@ -409,4 +507,20 @@ async fn feedback(handle: &GoalHandle<AolTask>, stage: &str, message: &str, prog
             progress,
         })
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fill;
+
+    #[test]
+    fn templates_fill_once_and_keep_unknown_names() {
+        let values = [("dest", "#desk {text}"), ("text", "bridge {closed}")];
+        assert_eq!(
+            fill("to {dest}: {text} {other}", &values),
+            "to #desk {text}: bridge {closed} {other}"
+        );
+        assert_eq!(fill("{", &values), "{");
+        assert_eq!(fill("}{dest", &values), "}{dest");
+    }
 }

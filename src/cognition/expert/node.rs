@@ -20,7 +20,7 @@ use crate::{
         },
         durable::AnyLog,
     },
-    tools::{ManagerSetup, PathPolicy, ToolManager},
+    tools::{ManagerSetup, PathPolicy, RosTools, ToolManager},
 };
 
 /// An expert process for `<mesh>/<role>`.
@@ -86,7 +86,11 @@ impl ManagedNode for ExpertNode {
             .unwrap_or_else(|_| catalog.tool_manifest());
         let policy = PathPolicy::new(&base, &config.state_dir).map_err(refuse)?;
         let env: crate::tools::env::EnvMap = std::env::vars().collect();
-        let setup = ManagerSetup::new(Arc::new(recorder), policy, &base, env);
+        // `native`/`remote` servers are reached over ROS; the manager bounds each call with the
+        // expert's own tool timeout, so the bridge's is only a backstop.
+        let bridge = RosTools::new(ctx.node.clone(), Duration::from_secs(600));
+        let setup =
+            ManagerSetup::new(Arc::new(recorder), policy, &base, env).with_remote(Arc::new(bridge));
         let tools = ToolManager::new(&catalog, &manifest, &self.expert, setup).map_err(refuse)?;
 
         let action = format!("{}/task", ctx.fqn());

@@ -6,7 +6,7 @@ pub mod demo;
 pub mod lifecycle;
 pub mod ros_args;
 pub mod router;
-mod serve;
+pub(crate) mod serve;
 mod session;
 
 use std::time::Duration;

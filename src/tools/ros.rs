@@ -1,0 +1,217 @@
+//! `iron/srv/ToolCall` over ROS 2, both ends: [`RosTools`] calls `native`/`remote` tool
+//! servers for the manager (and the engine's deliveries), [`serve_bridge`] serves one from a
+//! lifecycle node. Tool names, arguments and results travel as JSON text; every failure —
+//! an unknown tool, arguments that are not a JSON object, the bridge's own error — comes back
+//! as `ok = false` with a sentence, never as a hang or a dropped request.
+
+use std::{
+    collections::HashMap,
+    future::Future,
+    pin::Pin,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use hiroz::{Builder, node::ZNode, service::ZClient};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+use super::remote::{RemoteCaller, RemoteFuture, RemoteServer, RemoteTools};
+use crate::{
+    interfaces::{ToolCall, ToolCallRequest, ToolCallResponse},
+    spine::control::{
+        ControlError,
+        serve::{answer, spawn_server},
+    },
+};
+
+/// How long a call keeps retrying while the service is not routable yet (a bridge that has
+/// just started). A call that reached the bridge is never sent twice.
+const DISCOVERY: Duration = Duration::from_secs(3);
+
+/// Calls `iron/srv/ToolCall` services from one node, a client per service, made on first use.
+pub struct RosTools {
+    node: Arc<ZNode>,
+    timeout: Duration,
+    clients: Mutex<HashMap<String, Arc<ZClient<ToolCall>>>>,
+}
+
+impl RosTools {
+    /// A bridge caller on `node`; each call waits at most `timeout` for the answer.
+    pub fn new(node: Arc<ZNode>, timeout: Duration) -> Self {
+        Self {
+            node,
+            timeout,
+            clients: Mutex::default(),
+        }
+    }
+
+    fn client(&self, service: &str) -> Result<Arc<ZClient<ToolCall>>, ControlError> {
+        let mut clients = self.clients.lock().expect("tool clients lock");
+        if let Some(c) = clients.get(service) {
+            return Ok(c.clone());
+        }
+        let client = self
+            .node
+            .create_client::<ToolCall>(service)
+            .build()
+            .map_err(|source| ControlError::Declare {
+                what: format!("client of {service}"),
+                source,
+            })?;
+        let client = Arc::new(client);
+        clients.insert(service.to_string(), client.clone());
+        Ok(client)
+    }
+
+    /// One call of `tool` on the bridge `service`. `Ok` holds the parsed result; `Err` the
+    /// bridge's error or why the call did not complete.
+    pub async fn call_service(
+        &self,
+        service: &str,
+        tool: &str,
+        arguments: &Value,
+        caller: &RemoteCaller,
+    ) -> Result<Value, String> {
+        let client = self.client(service).map_err(|e| e.to_string())?;
+        let request = ToolCallRequest {
+            tool: tool.to_string(),
+            arguments_json: arguments.to_string(),
+            caller: caller.caller.clone(),
+            task_id: caller.task_id.clone(),
+        };
+        let response = self.round_trip(&client, service, &request).await?;
+        if !response.ok {
+            return Err(if response.error.is_empty() {
+                format!("{service} refused {tool} without saying why")
+            } else {
+                response.error
+            });
+        }
+        if response.result_json.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&response.result_json)
+            .map_err(|e| format!("{service} answered {tool} with a result that is not JSON: {e}"))
+    }
+
+    /// Sends the request; while the service is not routable (an error that is not a timeout,
+    /// within [`DISCOVERY`]) it is sent again. A timeout is final: the request may have run.
+    async fn round_trip(
+        &self,
+        client: &ZClient<ToolCall>,
+        service: &str,
+        request: &ToolCallRequest,
+    ) -> Result<ToolCallResponse, String> {
+        let started = tokio::time::Instant::now();
+        loop {
+            let left = self.timeout.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Err(format!("{service}: no answer within {:?}", self.timeout));
+            }
+            match client.call_with_timeout(request, left).await {
+                Ok(response) => return Ok(response),
+                Err(e) if hiroz::error::is_timeout(e.as_ref()) => {
+                    return Err(format!("{service}: no answer within {:?}", self.timeout));
+                }
+                Err(e) if started.elapsed() < DISCOVERY.min(self.timeout) => {
+                    tracing::debug!(service, "tool bridge not reachable yet: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => return Err(format!("{service} is not reachable: {e}")),
+            }
+        }
+    }
+}
+
+impl RemoteTools for RosTools {
+    fn call<'a>(
+        &'a self,
+        server: &'a RemoteServer,
+        tool: &'a str,
+        arguments: &'a Value,
+        caller: &'a RemoteCaller,
+    ) -> RemoteFuture<'a> {
+        Box::pin(self.call_service(&server.service, tool, arguments, caller))
+    }
+}
+
+/// The future a [`Bridge`] call returns.
+pub type BridgeFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>>;
+
+/// A native tool server: the tools it offers and how it runs one.
+pub trait Bridge: Send + Sync + 'static {
+    /// The tools this bridge answers to.
+    fn tools(&self) -> Vec<String>;
+    /// Runs `tool` with `arguments` (a JSON object) for `caller`.
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        arguments: Value,
+        caller: &'a RemoteCaller,
+    ) -> BridgeFuture<'a>;
+}
+
+/// Serves `bridge` as the `iron/srv/ToolCall` service `service` on `node` until `stop`.
+/// Calls run concurrently, each in its own task.
+pub fn serve_bridge(
+    node: &ZNode,
+    service: &str,
+    bridge: Arc<dyn Bridge>,
+    stop: CancellationToken,
+) -> Result<(), ControlError> {
+    let server = node
+        .create_service::<ToolCall>(service)
+        .build()
+        .map_err(|source| ControlError::Declare {
+            what: format!("service {service}"),
+            source,
+        })?;
+    let what = service.to_string();
+    spawn_server(server, what.clone(), stop, move |req| {
+        let (bridge, what) = (bridge.clone(), what.clone());
+        async move {
+            tokio::spawn(async move {
+                let response = handle(bridge.as_ref(), req.message()).await;
+                if !response.ok {
+                    warn!(service = %what, tool = %req.message().tool, "tool call refused: {}", response.error);
+                }
+                answer(req, &response, &what).await;
+            });
+        }
+    });
+    Ok(())
+}
+
+async fn handle(bridge: &dyn Bridge, request: &ToolCallRequest) -> ToolCallResponse {
+    let refuse = |error: String| ToolCallResponse {
+        ok: false,
+        result_json: String::new(),
+        error,
+    };
+    if !bridge.tools().contains(&request.tool) {
+        return refuse(format!(
+            "no tool {:?} here; this bridge offers {}",
+            request.tool,
+            bridge.tools().join(", ")
+        ));
+    }
+    let arguments = match serde_json::from_str::<Value>(&request.arguments_json) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => return refuse("arguments_json must be a JSON object".into()),
+        Err(e) => return refuse(format!("arguments_json is not JSON: {e}")),
+    };
+    let caller = RemoteCaller {
+        caller: request.caller.clone(),
+        task_id: request.task_id.clone(),
+    };
+    match bridge.call(&request.tool, arguments, &caller).await {
+        Ok(result) => ToolCallResponse {
+            ok: true,
+            result_json: result.to_string(),
+            error: String::new(),
+        },
+        Err(error) => refuse(error),
+    }
+}

@@ -1,0 +1,184 @@
+//! An expert process calls a `remote` tool over ROS: the engine spawns `erp/bookkeeper`
+//! (its mesh switched to active in a copy of the shipped folders), the scripted model asks
+//! for a granted ledger tool and for one the expert does not hold; the ledger bridge (served
+//! from this test process on `/iron/tools/ledger`) sees only the granted call, and the answer
+//! built from its result comes back as the task's result.
+
+mod support;
+
+use std::{
+    path::Path,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use iron::{
+    spine::control::{ControlConfig, ControlPlane},
+    tools::{Bridge, RemoteCaller, ros::BridgeFuture, serve_bridge},
+};
+use serde_json::{Value, json};
+use support::{Plane, Proc, bin};
+use tokio_util::sync::CancellationToken;
+
+const T: Duration = Duration::from_secs(60);
+
+/// The ledger: one balance, and a record of every call it answered.
+#[derive(Default)]
+struct Ledger {
+    calls: Mutex<Vec<(String, Value, String)>>,
+}
+
+impl Bridge for Ledger {
+    fn tools(&self) -> Vec<String> {
+        ["get_account_balance", "post_journal_entry"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        arguments: Value,
+        caller: &'a RemoteCaller,
+    ) -> BridgeFuture<'a> {
+        self.calls.lock().unwrap().push((
+            tool.to_string(),
+            arguments.clone(),
+            caller.caller.clone(),
+        ));
+        Box::pin(async move {
+            match tool {
+                "get_account_balance" => {
+                    Ok(json!({"account": arguments["account"], "balance": 4200}))
+                }
+                _ => Ok(json!({"posted": true})),
+            }
+        })
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expert_calls_a_granted_remote_tool_and_no_other() {
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path();
+    let aem = dir.join("aem");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("aem"), &aem);
+    let erp = aem.join("erp/AEM.md");
+    let text = std::fs::read_to_string(&erp).unwrap();
+    assert!(
+        text.contains("status: parked"),
+        "the shipped erp mesh changed"
+    );
+    std::fs::write(&erp, text.replace("status: parked", "status: active")).unwrap();
+
+    std::fs::write(
+        dir.join("script.yaml"),
+        r#"turns:
+  - expect: "account 1000"
+    tool_calls:
+      - name: ledger__post_journal_entry
+        arguments: {account: "1000", amount: -4200}
+      - name: ledger__get_account_balance
+        arguments: {account: "1000"}
+  - expect: "4200"
+    text: "Account 1000 stands at 4200, read from the ledger just now."
+"#,
+    )
+    .unwrap();
+    let config = dir.join("iron.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "state_dir: {}\nmodels:\n  backends:\n    offline:\n      kind: scripted\n      script: {}\n  logical:\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n",
+            dir.display(),
+            dir.join("script.yaml").display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(bin("iron"))
+        .args(["catalog", "build", "--aem"])
+        .arg(&aem)
+        .arg("--out")
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let plane = Plane::start();
+    let config_s = config.display().to_string();
+    let envs = [
+        ("IRON_ROUTER", plane.endpoint.as_str()),
+        ("IRON_CONFIG", config_s.as_str()),
+    ];
+    let engine = Proc::spawn("engine", &bin("engine_node"), &[], &envs);
+    engine.wait_for("managed node up", T);
+    for step in ["configure", "activate"] {
+        plane.iron_ok(&["lifecycle", "set", "/iron/engine", step]);
+    }
+
+    let control = ControlPlane::connect(ControlConfig {
+        router: plane.endpoint.clone(),
+        domain_id: 0,
+    })
+    .await
+    .unwrap();
+    let node = control.node("ledger", "/iron/tools").unwrap();
+    control.wait_for_router(&node, T).await.unwrap();
+    let ledger = Arc::new(Ledger::default());
+    let stop = CancellationToken::new();
+    serve_bridge(&node, "/iron/tools/ledger", ledger.clone(), stop.clone()).unwrap();
+
+    let sent = tokio::process::Command::new(bin("iron"))
+        .args([
+            "task",
+            "send",
+            "--domain",
+            "erp/bookkeeper",
+            "--timeout",
+            "60",
+            "what is the balance of account 1000?",
+        ])
+        .envs(envs)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&sent.stdout);
+    assert!(
+        sent.status.success(),
+        "{stdout}\n{}\nengine:\n{}",
+        String::from_utf8_lossy(&sent.stderr),
+        engine.output().join("\n")
+    );
+    assert!(
+        stdout.contains("Account 1000 stands at 4200"),
+        "the answer built from the tool result: {stdout}"
+    );
+    let calls = ledger.calls.lock().unwrap().clone();
+    assert_eq!(
+        calls,
+        [(
+            "get_account_balance".to_string(),
+            json!({"account": "1000"}),
+            "erp/bookkeeper".to_string()
+        )],
+        "only the granted tool reached the ledger, once, named by the caller"
+    );
+    stop.cancel();
+}
