@@ -1,194 +1,334 @@
 //! End to end across processes: a message on /iron/raw_inbox → inbox → engine (routes with the
-//! offline router) → an expert process spawned for the task (scripted model) → the reply
-//! delivered on the mesh's declared channel (the terminal, and the chat channel through the
-//! delivery bridge node over `iron/srv/ToolCall`), every step on the log with a cause chain
-//! back to the inbound turn.
+//! offline router) → an expert process spawned for the task → a tool call through the gates
+//! (the real filesystem MCP server, reading the newsroom archive) → the reply delivered on the
+//! mesh's declared channel: the terminal, and the chat channel through the delivery bridge
+//! process over `iron/srv/ToolCall`, which records what it got. Every step is on the log with
+//! a cause chain back to the inbound turn. Run with the scripted backend and against a fake
+//! OpenAI-compatible HTTP server (real HTTP, real tool calls).
 
 mod support;
+#[path = "support_llm/mod.rs"]
+mod support_llm;
 
-use std::{collections::HashMap, time::Duration};
+use std::{collections::HashMap, path::PathBuf, time::Duration};
 
 use iron::{
     core::{config::Config, durable::EventLog, envelope::Envelope},
     spine::durable::AnyLog,
 };
+use serde_json::{Value, json};
 use support::{Proc, bin, free_port};
+use support_llm::{FakeServer, Reply, openai_text, openai_tools};
+use tempfile::TempDir;
 
 const T: Duration = Duration::from_secs(60);
+const ANSWER: &str = "Two independent sources confirm the bridge is closed.";
+/// The document the analyst finds in the archive; its name must reach the model.
+const SOURCE_FILE: &str = "port-authority-notice.txt";
+
+/// A running Iron (`iron up` with the delivery bridge, inbox and engine) on a fresh state
+/// directory, and an archive with one saved source.
+struct Stack {
+    state: TempDir,
+    up: Proc,
+    envs: Vec<(String, String)>,
+}
+
+impl Stack {
+    /// Writes the config with `models` (the YAML block under `models:`) in `state`, builds
+    /// the catalog and starts the processes.
+    fn start(state: TempDir, models: &str) -> Stack {
+        let dir = state.path().to_path_buf();
+        let archive = archive_of(&state);
+        std::fs::create_dir_all(&archive).unwrap();
+        std::fs::write(
+            archive.join(SOURCE_FILE),
+            "The harbour bridge is closed until further notice.",
+        )
+        .unwrap();
+        let config = dir.join("iron.yaml");
+        std::fs::write(
+            &config,
+            format!("state_dir: {}\nmodels:\n{models}", dir.display()),
+        )
+        .unwrap();
+        let out = std::process::Command::new(bin("iron"))
+            .args(["catalog", "build", "--out", &dir.display().to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let list = dir.join("list.yaml");
+        std::fs::write(
+            &list,
+            "nodes:\n  - name: delivery\n    namespace: /iron/tools\n    executable: delivery_node\n  - name: inbox\n    executable: inbox_node\n  - name: engine\n    executable: engine_node\n",
+        )
+        .unwrap();
+        let envs = vec![
+            (
+                "IRON_ROUTER".to_string(),
+                format!("tcp/127.0.0.1:{}", free_port()),
+            ),
+            ("IRON_CONFIG".to_string(), config.display().to_string()),
+            // The newsroom's archive server serves this directory (see aem/newsroom/AEM.md).
+            (
+                "NEWSROOM_ARCHIVE".to_string(),
+                archive.display().to_string(),
+            ),
+        ];
+        let env_refs: Vec<(&str, &str)> =
+            envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let up = Proc::spawn(
+            "up",
+            &bin("iron"),
+            &["up", "--launch", &list.display().to_string()],
+            &env_refs,
+        );
+        up.wait_for("up: 3 node(s) running", T);
+        assert!(
+            up.matching("/iron/engine: active").len() == 1,
+            "{}",
+            up.output().join("\n")
+        );
+        Stack { state, up, envs }
+    }
+
+    fn dir(&self) -> &std::path::Path {
+        self.state.path()
+    }
+
+    /// `iron inbox send` from `source` to `destination`.
+    fn send(&self, source: &str, destination: &str, text: &str) {
+        let sent = std::process::Command::new(bin("iron"))
+            .args([
+                "inbox",
+                "send",
+                "--source",
+                source,
+                "--user",
+                "ana",
+                "--destination",
+                destination,
+                text,
+            ])
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
+            .output()
+            .unwrap();
+        assert!(
+            sent.status.success(),
+            "{}",
+            String::from_utf8_lossy(&sent.stderr)
+        );
+    }
+
+    /// Stops everything (SIGINT, as a person would) and returns the log's events.
+    async fn stop(mut self) -> (Vec<Envelope>, TempDir) {
+        self.up.signal(libc::SIGINT);
+        assert!(self.up.wait_exit(T).expect("up exits").success());
+        let log = AnyLog::open(&Config {
+            state_dir: self.dir().to_path_buf(),
+            ..Config::default()
+        })
+        .await
+        .unwrap();
+        let stored = log.read("MEM", "mem.>", 1, 10_000).await.unwrap();
+        let events = stored
+            .iter()
+            .filter_map(|m| serde_json::from_slice(&m.payload).ok())
+            .collect();
+        (events, self.state)
+    }
+}
+
+/// Where the stack in `state` keeps its archive.
+fn archive_of(state: &TempDir) -> PathBuf {
+    state.path().join("archive")
+}
+
+/// The arguments the model passes to the archive's `list_directory`.
+fn list_args(archive: &std::path::Path) -> Value {
+    json!({"path": archive.display().to_string()})
+}
+
+/// One task's events, checked: routed to the analyst, the tool call and its result, the
+/// judgement and the delivery on `channel`, each caused by the step before it.
+fn assert_task_chain(events: &[Envelope], channel: &str) {
+    let delivered = events
+        .iter()
+        .find(|e| e.kind.as_str() == "reply_delivered" && e.payload["channel"] == channel)
+        .unwrap_or_else(|| panic!("no reply_delivered on {channel}: {:#?}", kinds(events)));
+    assert_eq!(
+        delivered.payload["delivered"], true,
+        "{}",
+        delivered.payload
+    );
+    let by_id: HashMap<_, _> = events.iter().map(|e| (e.event_id.clone(), e)).collect();
+    let cause_of = |e: &Envelope| {
+        let id = e
+            .cause
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} has no cause", e.kind.as_str()));
+        *by_id.get(id).expect("the cause is on the log")
+    };
+    let judged = cause_of(delivered);
+    assert_eq!(judged.kind.as_str(), "task_judged");
+    assert_eq!(judged.payload["answered"], true);
+    let delegated = cause_of(judged);
+    assert_eq!(delegated.kind.as_str(), "task_delegated");
+    let routed = cause_of(delegated);
+    assert_eq!(routed.kind.as_str(), "routing_decided");
+    assert_eq!(
+        routed.payload["domain"], "newsroom/analyst",
+        "the offline router picks the analyst"
+    );
+    let turn = cause_of(routed);
+    assert_eq!(turn.kind.as_str(), "chat_turn");
+
+    // The expert's own steps hang off the same turn: its tool call went through the gates to
+    // the real server and came back.
+    let own: Vec<&Envelope> = events
+        .iter()
+        .filter(|e| e.cause.as_ref() == Some(&turn.event_id))
+        .collect();
+    let call = own
+        .iter()
+        .find(|e| e.kind.as_str() == "tool_call")
+        .unwrap_or_else(|| panic!("no tool_call under the turn: {:#?}", kinds(events)));
+    assert!(
+        call.payload.to_string().contains("list_directory"),
+        "{}",
+        call.payload
+    );
+    let result = events
+        .iter()
+        .find(|e| e.kind.as_str() == "tool_result" && e.payload.to_string().contains(SOURCE_FILE))
+        .unwrap_or_else(|| panic!("no tool_result naming {SOURCE_FILE}: {:#?}", kinds(events)));
+    assert!(result.cause.is_some());
+    assert!(
+        own.iter().any(|e| e.kind.as_str() == "expert_finished"),
+        "the expert's finish hangs off the turn too"
+    );
+}
+
+fn kinds(events: &[Envelope]) -> Vec<&str> {
+    events.iter().map(|e| e.kind.as_str()).collect()
+}
+
+fn assert_unique(events: &[Envelope]) {
+    let ids: HashMap<_, _> = events
+        .iter()
+        .map(|e| (e.event_id.clone(), e.kind.as_str()))
+        .collect();
+    assert_eq!(ids.len(), events.len(), "every event once");
+}
+
+/// What the delivery bridge recorded.
+fn outbox(dir: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("outbox.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_message_is_routed_answered_by_a_spawned_expert_and_delivered() {
+async fn scripted_a_message_is_routed_answered_with_a_tool_and_delivered() {
     let state = tempfile::tempdir().unwrap();
-    let dir = state.path();
+    let script = state.path().join("script.yaml");
     std::fs::write(
-        dir.join("script.yaml"),
-        "turns:\n  - expect: \"bridge\"\n    text: \"Two independent sources confirm the bridge is closed.\"\n",
-    )
-    .unwrap();
-    let config = dir.join("iron.yaml");
-    std::fs::write(
-        &config,
+        &script,
         format!(
-            "state_dir: {}\nmodels:\n  backends:\n    offline:\n      kind: scripted\n      script: {}\n  logical:\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n    scripted: [offline]\n",
-            dir.display(),
-            dir.join("script.yaml").display()
+            "turns:\n  - expect: \"bridge\"\n    tool_calls:\n      - name: archive__list_directory\n        arguments: {}\n  - expect: \"{SOURCE_FILE}\"\n    text: \"{ANSWER}\"\n",
+            list_args(&archive_of(&state))
         ),
     )
     .unwrap();
-    let out = std::process::Command::new(bin("iron"))
-        .args(["catalog", "build", "--out", &dir.display().to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let models = format!(
+        "  backends:\n    offline:\n      kind: scripted\n      script: {}\n  logical:\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n",
+        script.display()
     );
+    let stack = Stack::start(state, &models);
 
-    let list = dir.join("list.yaml");
-    std::fs::write(
-        &list,
-        "nodes:\n  - name: delivery\n    namespace: /iron/tools\n    executable: delivery_node\n  - name: inbox\n    executable: inbox_node\n  - name: engine\n    executable: engine_node\n",
-    )
-    .unwrap();
-    let router = format!("tcp/127.0.0.1:{}", free_port());
-    let config_s = config.display().to_string();
-    let envs = [
-        ("IRON_ROUTER", router.as_str()),
-        ("IRON_CONFIG", config_s.as_str()),
-    ];
-    let mut up = Proc::spawn(
-        "up",
-        &bin("iron"),
-        &["up", "--launch", &list.display().to_string()],
-        &envs,
+    // The terminal channel: the engine prints the reply.
+    stack.send(
+        "terminal",
+        "",
+        "cross-check the claim that the bridge is closed",
     );
-    up.wait_for("up: 3 node(s) running", T);
-    assert!(
-        up.matching("/iron/engine: active").len() == 1,
-        "{}",
-        up.output().join("\n")
-    );
+    stack
+        .up
+        .wait_for(&format!("[newsroom -> terminal] {ANSWER}"), T);
 
-    let sent = std::process::Command::new(bin("iron"))
-        .args([
-            "inbox",
-            "send",
-            "--source",
-            "terminal",
-            "--user",
-            "ana",
-            "cross-check the claim that the bridge is closed",
-        ])
-        .envs(envs)
-        .output()
-        .unwrap();
-    assert!(
-        sent.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sent.stderr)
-    );
+    // The chat channel: newsroom delivers through its native bridge,
+    // `delivery/send_message {dest, text}`.
+    stack.send("chat", "#desk", "is the bridge closed? cross-check it");
+    stack
+        .up
+        .wait_for(&format!("[delivery -> #desk] {ANSWER}"), T);
 
-    up.wait_for("Two independent sources confirm the bridge is closed.", T);
-
-    // The same question on the chat channel: newsroom delivers chat through its native
-    // bridge, `delivery/send_message {dest, text}`.
-    let sent = std::process::Command::new(bin("iron"))
-        .args([
-            "inbox",
-            "send",
-            "--source",
-            "chat",
-            "--user",
-            "ben",
-            "--destination",
-            "#desk",
-            "is the bridge closed? cross-check it",
-        ])
-        .envs(envs)
-        .output()
-        .unwrap();
-    assert!(
-        sent.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sent.stderr)
-    );
-    up.wait_for(
-        "[delivery -> #desk] Two independent sources confirm the bridge is closed.",
-        T,
-    );
-    let outbox = std::fs::read_to_string(dir.join("outbox.jsonl")).unwrap();
-    let sends: Vec<serde_json::Value> = outbox
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (events, state) = stack.stop().await;
+    let sends = outbox(state.path());
     assert_eq!(
         sends.len(),
         1,
         "only the chat reply goes through the bridge"
     );
     assert_eq!(sends[0]["dest"], "#desk");
+    assert_eq!(sends[0]["text"], ANSWER);
     assert_eq!(sends[0]["caller"], "engine");
-    up.signal(libc::SIGINT);
-    assert!(up.wait_exit(T).expect("up exits").success());
-
-    // The log: every step, each caused by the one before, back to the inbound turn.
-    let log = AnyLog::open(&Config {
-        state_dir: dir.to_path_buf(),
-        ..Config::default()
-    })
-    .await
-    .unwrap();
-    let stored = log.read("MEM", "mem.>", 1, 10_000).await.unwrap();
-    let events: Vec<Envelope> = stored
-        .iter()
-        .filter_map(|m| serde_json::from_slice(&m.payload).ok())
-        .collect();
-    let by_kind = |k: &str| {
-        events
-            .iter()
-            .find(|e| e.kind.as_str() == k)
-            .unwrap_or_else(|| {
-                panic!(
-                    "no {k} event in {:#?}",
-                    events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>()
-                )
-            })
-    };
-    // The chat reply: delivered through the bridge, and said so on the log.
+    assert_task_chain(&events, "terminal");
+    assert_task_chain(&events, "chat");
     let chat = events
         .iter()
         .find(|e| e.kind.as_str() == "reply_delivered" && e.payload["channel"] == "chat")
-        .expect("a reply_delivered event for the chat channel");
-    assert_eq!(chat.payload["delivered"], true, "{}", chat.payload);
+        .unwrap();
     assert_eq!(chat.payload["via"], "delivery/send_message");
     assert_eq!(chat.payload["destination"], "#desk");
+    assert_unique(&events);
+}
 
-    let turn = by_kind("chat_turn");
-    let routed = by_kind("routing_decided");
-    let delegated = by_kind("task_delegated");
-    let judged = by_kind("task_judged");
-    let delivered = by_kind("reply_delivered");
-    let finished = by_kind("expert_finished");
-    assert_eq!(
-        routed.payload["domain"], "newsroom/analyst",
-        "the offline router picks the analyst"
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_compatible_a_message_is_routed_answered_with_a_tool_and_delivered() {
+    // The expert's two model calls: ask for the archive listing, then answer from it.
+    let state = tempfile::tempdir().unwrap();
+    let fake = FakeServer::start(vec![
+        Reply::ok(openai_tools(&[(
+            "call_1",
+            "archive__list_directory",
+            list_args(&archive_of(&state)),
+        )])),
+        Reply::ok(openai_text(ANSWER)),
+    ])
+    .await;
+    let models = format!(
+        "  backends:\n    fake:\n      kind: openai\n      base_url: {}/v1\n      model: fake-gpt\n      timeout_secs: 20\n  logical:\n    fast: [fake]\n    standard: [fake]\n    strong: [fake]\n",
+        fake.url()
     );
-    assert_eq!(routed.cause.as_ref(), Some(&turn.event_id));
-    assert_eq!(delegated.cause.as_ref(), Some(&routed.event_id));
-    assert_eq!(judged.cause.as_ref(), Some(&delegated.event_id));
-    assert_eq!(delivered.cause.as_ref(), Some(&judged.event_id));
-    assert_eq!(
-        finished.cause.as_ref(),
-        Some(&turn.event_id),
-        "the expert's steps hang off the turn too"
-    );
-    assert_eq!(judged.payload["answered"], true);
-    assert_eq!(delivered.payload["channel"], "terminal");
-    assert_eq!(delivered.payload["delivered"], true);
-    let ids: HashMap<_, _> = events
+    let stack = Stack::start(state, &models);
+    stack.send("chat", "#desk", "is the bridge closed? cross-check it");
+    stack
+        .up
+        .wait_for(&format!("[delivery -> #desk] {ANSWER}"), T);
+    let (events, state) = stack.stop().await;
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "two model calls: {requests:#?}");
+    let offered: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .expect("tools offered to the model")
         .iter()
-        .map(|e| (e.event_id.clone(), e.kind.as_str()))
+        .filter_map(|t| t["function"]["name"].as_str())
         .collect();
-    assert_eq!(ids.len(), events.len(), "every event once");
+    assert!(offered.contains(&"archive__list_directory"), "{offered:?}");
+    let second = requests[1].body["messages"].to_string();
+    assert!(
+        second.contains("call_1") && second.contains(SOURCE_FILE),
+        "the tool result goes back to the model with its call id: {second}"
+    );
+    assert_eq!(outbox(state.path()).len(), 1);
+    assert_task_chain(&events, "chat");
+    assert_unique(&events);
 }
