@@ -194,6 +194,20 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             )
             .await
         }
+        Command::Task(TaskCommand::Answer {
+            task,
+            question,
+            operator,
+            text,
+        }) => super::operator::answer(&cli.router, task, question, operator, text, timeout).await,
+        Command::Task(TaskCommand::Interject {
+            task,
+            operator,
+            text,
+        }) => super::operator::interject(&cli.router, task, operator, text, timeout).await,
+        Command::Task(TaskCommand::Questions { follow }) => {
+            super::operator::questions(&cli.router, follow, timeout).await
+        }
         Command::Inbox(InboxCommand::Send {
             source,
             user,

@@ -4,6 +4,7 @@
 mod bench;
 mod commands;
 pub mod node;
+mod operator;
 
 use std::time::Duration;
 
@@ -228,6 +229,40 @@ pub enum TaskCommand {
         wait: f64,
         /// What to do.
         instruction: String,
+    },
+    /// Answer the question a running task asked (shown by `task send` as a `[question]`
+    /// feedback line, and by `task questions`). Publishes iron/msg/Answer on /iron/answers.
+    Answer {
+        /// The task that asked.
+        #[arg(long)]
+        task: String,
+        /// The question's id; empty answers whatever the task asks.
+        #[arg(long, default_value = "")]
+        question: String,
+        /// Who answers, for the log.
+        #[arg(long, env = "USER", default_value = "operator")]
+        operator: String,
+        /// The answer.
+        text: String,
+    },
+    /// Send a correction into a running task; the expert reads it before its next model call.
+    /// Publishes iron/msg/Interjection on /iron/interjections.
+    Interject {
+        /// The running task.
+        #[arg(long)]
+        task: String,
+        /// Who interjects, for the log.
+        #[arg(long, env = "USER", default_value = "operator")]
+        operator: String,
+        /// The correction.
+        text: String,
+    },
+    /// Print the questions experts asked recently (the last 32 of each expert) and, with
+    /// --follow, new ones as they come.
+    Questions {
+        /// Keep listening until Ctrl-C.
+        #[arg(long)]
+        follow: bool,
     },
 }
 

@@ -5,5 +5,6 @@
 
 mod adapters;
 mod node;
+pub mod operator;
 
 pub use node::{ExpertDeps, ExpertNode};

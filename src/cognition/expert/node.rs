@@ -6,16 +6,19 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::adapters::{ManagedTools, Recorder};
+use super::{
+    adapters::{ManagedTools, Recorder},
+    operator::OperatorDesk,
+};
 use crate::{
     aem::{Catalog, ExpertEntry},
     cognition::agent::{AgentLoop, ExpertBrief, Limits, TaskInput, TaskStatus},
     core::{config::Config, ids::EventId},
-    interfaces::{AolTask, AolTaskResult},
+    interfaces::{AolTask, AolTaskFeedback, AolTaskResult},
     llm::{ChatModel, ModelRegistry, ModelsConfig},
     spine::{
         control::{
-            action::{ActionOptions, ActionServer, GoalRequest},
+            action::{ActionOptions, ActionServer, GoalHandle, GoalRequest},
             lifecycle::{CallbackError, ManagedNode, NodeContext},
         },
         durable::AnyLog,
@@ -40,6 +43,7 @@ pub struct ExpertDeps {
     tools: Arc<ToolManager>,
     server: ActionServer<AolTask>,
     goals: Mutex<tokio::sync::mpsc::Receiver<GoalRequest<AolTask>>>,
+    desk: OperatorDesk,
     ctx: NodeContext,
 }
 
@@ -112,6 +116,7 @@ impl ManagedNode for ExpertNode {
             tools: Arc::new(tools),
             server,
             goals: Mutex::new(goals),
+            desk: OperatorDesk::new(&ctx.node).map_err(|e| CallbackError::Error(e.to_string()))?,
             ctx: ctx.clone(),
         })
     }
@@ -177,8 +182,10 @@ impl ExpertDeps {
             task: goal.task_id.clone(),
             cause: cause.map(|c| c.to_string()),
         };
-        let agent =
-            AgentLoop::new(self.model.as_ref(), &tools, Limits::default()).with_events(&recorder);
+        let desk = self.desk.open(&goal.task_id);
+        let agent = AgentLoop::new(self.model.as_ref(), &tools, Limits::default())
+            .with_events(&recorder)
+            .with_interjections(&desk.interjections);
         let mut state = AgentLoop::start(
             &self.brief,
             &TaskInput {
@@ -188,7 +195,53 @@ impl ExpertDeps {
             },
         );
         let limit = Duration::from_secs(self.entry.timeouts.task_secs.max(1));
-        let outcome = tokio::time::timeout(limit, agent.run(&mut state)).await;
+        // Runs the loop; each question goes to the operator and the task waits (within its
+        // time limit, or until the goal is canceled) for the answer, then resumes.
+        let drive = async {
+            let mut outcome = agent.run(&mut state).await;
+            loop {
+                let TaskStatus::NeedsAnswer { question } = &outcome.status else {
+                    return Some(outcome);
+                };
+                let question_id = match self.desk.ask(&goal.task_id, &self.entry.id, question).await
+                {
+                    Ok(id) => id,
+                    Err(e) => {
+                        warn!(task = %goal.task_id, "could not ask the operator: {e}");
+                        return Some(outcome);
+                    }
+                };
+                info!(task = %goal.task_id, question = %question_id, "asked the operator: {question}");
+                feedback(&handle, "question", &format!("{question_id}: {question}")).await;
+                let answer = tokio::select! {
+                    a = desk.answer(&question_id) => a,
+                    _ = handle.cancel_requested() => return None,
+                };
+                let Some(answer) = answer else {
+                    return Some(outcome);
+                };
+                feedback(
+                    &handle,
+                    "answered",
+                    &format!("{} answered {question_id}", answer.operator_id),
+                )
+                .await;
+                outcome = agent.resume(&mut state, &answer.text).await;
+            }
+        };
+        let outcome = match tokio::time::timeout(limit, drive).await {
+            Ok(None) => {
+                let result = AolTaskResult {
+                    status: "canceled".into(),
+                    text: "canceled while waiting for the operator's answer".into(),
+                    result_json: serde_json::json!({"expert": self.entry.id}).to_string(),
+                };
+                handle.canceled(result).await;
+                return;
+            }
+            Ok(Some(o)) => Ok(o),
+            Err(e) => Err(e),
+        };
         let (status, text) = match outcome {
             Err(_) => (
                 "timed_out".to_string(),
@@ -216,4 +269,16 @@ impl ExpertDeps {
             handle.abort(result).await;
         }
     }
+}
+
+/// Feedback without a progress figure (`progress < 0` means unknown; `iron task send` then
+/// prints no percentage).
+async fn feedback(handle: &GoalHandle<AolTask>, stage: &str, message: &str) {
+    let _ = handle
+        .feedback(AolTaskFeedback {
+            stage: stage.into(),
+            message: message.into(),
+            progress: -1.0,
+        })
+        .await;
 }

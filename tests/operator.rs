@@ -1,0 +1,189 @@
+//! The operator and a running task, across real processes (router, engine, a spawned expert,
+//! the `iron` CLI): the expert's model asks a question, the task waits; an operator sends a
+//! correction and then the answer; the expert reads both and finishes. The question is also
+//! visible to an operator who looks late (`iron task questions`), and every step is an event.
+
+mod support;
+
+use std::time::Duration;
+
+use iron::{
+    core::{config::Config, durable::EventLog, envelope::Envelope},
+    spine::durable::AnyLog,
+};
+use support::{Plane, Proc, bin};
+
+const T: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer() {
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path();
+    std::fs::write(
+        dir.join("script.yaml"),
+        r#"turns:
+  - expect: "bridge"
+    tool_calls:
+      - name: ask_operator
+        arguments: {question: "Which bridge: the harbour bridge or the river bridge?"}
+  - expect: "Operator correction: use official sources only"
+    text: "The harbour bridge is closed, per the port authority's notice."
+"#,
+    )
+    .unwrap();
+    let config = dir.join("iron.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "state_dir: {}\nmodels:\n  backends:\n    offline:\n      kind: scripted\n      script: {}\n  logical:\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n",
+            dir.display(),
+            dir.join("script.yaml").display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(bin("iron"))
+        .args(["catalog", "build", "--out", &dir.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let plane = Plane::start();
+    let config_s = config.display().to_string();
+    let envs = [
+        ("IRON_ROUTER", plane.endpoint.as_str()),
+        ("IRON_CONFIG", config_s.as_str()),
+    ];
+    let engine = Proc::spawn("engine", &bin("engine_node"), &[], &envs);
+    engine.wait_for("managed node up", T);
+    for step in ["configure", "activate"] {
+        plane.iron_ok(&["lifecycle", "set", "/iron/engine", step]);
+    }
+
+    let mut task = Proc::spawn(
+        "task",
+        &bin("iron"),
+        &[
+            "task",
+            "send",
+            "--domain",
+            "newsroom/analyst",
+            "is the bridge closed?",
+        ],
+        &envs,
+    );
+    task.wait_for("[question]", T);
+    let output = task.output();
+    let task_id = output
+        .iter()
+        .find_map(|l| l.split("task ").nth(1)?.split(" accepted").next())
+        .expect("task send names the task")
+        .to_string();
+    let question_line = task.matching("[question]").remove(0);
+    let (question_id, question) = question_line
+        .split_once("] ")
+        .and_then(|(_, rest)| rest.split_once(": "))
+        .expect("[question] <id>: <text>");
+    assert_eq!(
+        question,
+        "Which bridge: the harbour bridge or the river bridge?"
+    );
+
+    // A late operator still sees the open question.
+    let listed = plane.iron_ok(&["task", "questions", "--timeout", "3"]);
+    assert!(
+        listed.contains(question_id)
+            && listed.contains(&task_id)
+            && listed.contains("newsroom/analyst"),
+        "{listed}"
+    );
+
+    // A correction while the task waits, then the answer; an answer to another question of
+    // the same task is not taken for this one.
+    plane.iron_ok(&[
+        "task",
+        "interject",
+        "--task",
+        &task_id,
+        "--operator",
+        "desk",
+        "use official sources only",
+    ]);
+    plane.iron_ok(&[
+        "task",
+        "answer",
+        "--task",
+        &task_id,
+        "--question",
+        "not-this-one",
+        "the river bridge",
+    ]);
+    plane.iron_ok(&[
+        "task",
+        "answer",
+        "--task",
+        &task_id,
+        "--question",
+        question_id,
+        "--operator",
+        "desk",
+        "the harbour bridge",
+    ]);
+    task.wait_for(
+        "The harbour bridge is closed, per the port authority's notice.",
+        T,
+    );
+    assert!(task.wait_exit(T).expect("task send exits").success());
+    assert!(
+        task.matching(&format!("[answered] desk answered {question_id}"))
+            .len()
+            == 1,
+        "{}",
+        task.output().join("\n")
+    );
+
+    // Every step is an event of this task.
+    drop(engine);
+    let log = AnyLog::open(&Config {
+        state_dir: dir.to_path_buf(),
+        ..Config::default()
+    })
+    .await
+    .unwrap();
+    let events: Vec<Envelope> = log
+        .read("MEM", "mem.>", 1, 10_000)
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|m| serde_json::from_slice(&m.payload).ok())
+        .collect();
+    let find = |kind: &str| {
+        events
+            .iter()
+            .find(|e| e.kind.as_str() == kind)
+            .unwrap_or_else(|| {
+                panic!(
+                    "no {kind} in {:?}",
+                    events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>()
+                )
+            })
+    };
+    assert!(
+        find("question_asked")
+            .payload
+            .to_string()
+            .contains("Which bridge")
+    );
+    let answered = find("answer_received").payload.to_string();
+    assert!(answered.contains("the harbour bridge"), "{answered}");
+    assert!(!answered.contains("river"), "{answered}");
+    assert!(
+        find("interjection_read")
+            .payload
+            .to_string()
+            .contains("use official sources only")
+    );
+}
