@@ -12,7 +12,10 @@ use crate::{
     cognition::delegation::{DelegationOptions, Delegator},
     core::{config::Config, envelope::Envelope, event_kind::EventKind, ids::EventId},
     interfaces::{AolTask, AolTaskFeedback, AolTaskGoal, AolTaskResult},
-    llm::router::{OfflineRouter, Router},
+    llm::{
+        ModelRegistry, ModelsConfig,
+        router::{Assignment, ModelRouter, OfflineRouter, Router},
+    },
     memory::emit,
     spine::{
         control::{
@@ -23,6 +26,72 @@ use crate::{
     },
     tools::{RemoteCaller, RosTools},
 };
+
+/// The engine's router: the model named by `models.router` (offline scoring whenever its
+/// answer is unusable), or offline scoring alone when no router model is configured.
+/// Unrouted work that matches nobody goes to `core/assistant` when the catalog has it.
+fn routing(config: &Config, catalog: &Catalog) -> Result<Box<dyn Router>, CallbackError> {
+    let refuse = |why: String| CallbackError::Failure(format!("router: {why}"));
+    let mut offline = OfflineRouter::new(catalog);
+    if catalog.expert(FALLBACK_EXPERT).is_some_and(|e| e.spawnable) {
+        offline = offline
+            .with_fallback(FALLBACK_EXPERT)
+            .map_err(|e| refuse(e.to_string()))?;
+    }
+    let models: Option<ModelsConfig> = match &config.models {
+        Some(raw) => {
+            Some(serde_yaml::from_value(raw.clone()).map_err(|e| refuse(format!("models: {e}")))?)
+        }
+        None => None,
+    };
+    let Some((models, name)) = models.and_then(|m| m.router.clone().map(|r| (m, r))) else {
+        info!(
+            "engine: {} expert(s) in the catalog; offline router",
+            catalog.experts.len()
+        );
+        return Ok(Box::new(offline));
+    };
+    let base = std::env::current_dir().map_err(|e| refuse(e.to_string()))?;
+    let model = ModelRegistry::new(models, &base)
+        .model(&name)
+        .map_err(|e| refuse(format!("model {name:?}: {e}")))?;
+    info!(
+        "engine: {} expert(s) in the catalog; routing with model {name}",
+        catalog.experts.len()
+    );
+    Ok(Box::new(ModelRouter::new(model, catalog, offline)))
+}
+
+/// Where work that matches no expert goes.
+const FALLBACK_EXPERT: &str = "core/assistant";
+
+/// What one routed assignment came to.
+struct Step {
+    domain: String,
+    status: GoalStatus,
+    /// The status word reported in the result (`succeeded`, `failed`, the expert's own…).
+    result_status: String,
+    text: String,
+    expert_node: String,
+    error: String,
+    answered: bool,
+    judged: Option<EventId>,
+}
+
+impl Step {
+    fn failed(domain: String, error: String) -> Step {
+        Step {
+            domain,
+            status: GoalStatus::Aborted,
+            result_status: "failed".into(),
+            text: String::new(),
+            expert_node: String::new(),
+            error,
+            answered: false,
+            judged: None,
+        }
+    }
+}
 
 /// How long a delivery through a tool bridge may take.
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -108,15 +177,7 @@ impl ManagedNode for EngineNode {
                 slot_wait: self.options.slot_wait,
             },
         );
-        let router: Box<dyn Router> = Box::new(
-            OfflineRouter::new(&catalog)
-                .with_fallback("core/assistant")
-                .map_err(|e| CallbackError::Failure(format!("router: {e}")))?,
-        );
-        info!(
-            "engine: {} expert(s) in the catalog; offline router",
-            catalog.experts.len()
-        );
+        let router = routing(&config, &catalog)?;
         Ok(EngineDeps {
             config,
             log,
@@ -224,27 +285,27 @@ impl EngineDeps {
             request.reject(&why.to_string());
             return;
         }
-        let (mut goal, handle) = request.accept().await;
-        let by = if goal.domain.is_empty() {
+        let (goal, handle) = request.accept().await;
+        let (assignments, by) = if goal.domain.is_empty() {
             feedback(&handle, "routing", "choosing an expert", 0.05).await;
             match self.router.route(&goal.instruction).await {
-                Ok(decision) => match decision.assignments.into_iter().next() {
-                    Some(a) => {
-                        goal.domain = a.domain;
-                        goal.instruction = a.instruction;
-                        format!("{:?}", decision.method).to_lowercase()
-                    }
-                    None => String::new(),
-                },
+                Ok(decision) => (
+                    decision.assignments,
+                    serde_json::to_value(&decision.method).unwrap_or_default(),
+                ),
                 Err(e) => {
                     warn!(task = %goal.task_id, "routing failed: {e}");
-                    String::new()
+                    (Vec::new(), serde_json::Value::Null)
                 }
             }
         } else {
-            "given".to_string()
+            let given = Assignment {
+                domain: goal.domain.clone(),
+                instruction: goal.instruction.clone(),
+            };
+            (vec![given], serde_json::json!({"method": "given"}))
         };
-        if goal.domain.is_empty() {
+        if assignments.is_empty() {
             let why = Rejection::NoRouter.to_string();
             self.record(
                 &goal,
@@ -262,19 +323,100 @@ impl EngineDeps {
                 .await;
             return;
         }
-        let domain = goal.domain.clone();
+
+        // The assignments run in the order routed, each by its own expert process; the first
+        // that does not succeed ends the run (later steps may rest on it).
+        let total = assignments.len();
+        let mut steps: Vec<Step> = Vec::with_capacity(total);
+        for (i, a) in assignments.into_iter().enumerate() {
+            let mut part = goal.clone();
+            part.domain = a.domain;
+            part.instruction = a.instruction;
+            if total > 1 {
+                part.task_id = format!("{}-{}", goal.task_id, i + 1);
+                part.parent_task_id = goal.task_id.clone();
+            }
+            let step = self.run_step(&part, &handle, &ctx, &by, (i, total)).await;
+            let succeeded = step.status == GoalStatus::Succeeded;
+            steps.push(step);
+            if !succeeded {
+                break;
+            }
+        }
+        let last = steps.last().expect("at least one assignment ran");
+        let all_answered = steps.len() == total && steps.iter().all(|s| s.answered);
+        let text = if total == 1 {
+            last.text.clone()
+        } else {
+            steps
+                .iter()
+                .filter(|s| !s.text.trim().is_empty())
+                .map(|s| format!("[{}] {}", s.domain, s.text.trim()))
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        };
+        if all_answered {
+            feedback(&handle, "delivering", "delivering the reply", 0.9).await;
+            let mesh = last.domain.split_once('/').map_or("", |(m, _)| m);
+            self.deliver(&goal, mesh, &ctx, &text, last.judged.as_ref())
+                .await;
+        }
+        let status = last.status;
+        let result = AolTaskResult {
+            status: last.result_status.clone(),
+            text: if last.error.is_empty() {
+                text
+            } else {
+                last.error.clone()
+            },
+            result_json: serde_json::json!({
+                "expert": last.expert_node,
+                "domain": last.domain,
+                "answered": all_answered,
+                "steps": steps.iter().map(|s| serde_json::json!({
+                    "domain": s.domain, "expert": s.expert_node, "status": s.result_status,
+                })).collect::<Vec<_>>(),
+            })
+            .to_string(),
+        };
+        match status {
+            GoalStatus::Succeeded => handle.succeed(result).await,
+            GoalStatus::Canceled => handle.canceled(result).await,
+            _ => handle.abort(result).await,
+        }
+    }
+
+    /// Routes one assignment to a new expert process and judges what came back:
+    /// `routing_decided` → `task_delegated` → `task_judged`, each caused by the one before.
+    async fn run_step(
+        &self,
+        part: &AolTaskGoal,
+        handle: &GoalHandle<AolTask>,
+        ctx: &Context,
+        by: &serde_json::Value,
+        (index, total): (usize, usize),
+    ) -> Step {
+        let domain = part.domain.clone();
         let routed = self
             .record(
-                &goal,
+                part,
                 EventKind::RoutingDecided,
-                serde_json::json!({"task_id": goal.task_id, "domain": domain, "instruction": goal.instruction, "by": by}),
+                serde_json::json!({"task_id": part.task_id, "domain": domain, "instruction": part.instruction, "by": by, "part": index + 1, "of": total}),
                 ctx.cause.as_ref(),
             )
             .await;
-        feedback(&handle, "spawning", &format!("starting {domain}"), 0.1).await;
+        feedback(handle, "spawning", &format!("starting {domain}"), 0.1).await;
         let (fb_tx, mut fb_rx) = tokio::sync::mpsc::unbounded_channel();
-        let (mesh, role) = domain.split_once('/').expect("validated");
-        let run = self.delegator.run(mesh, role, goal.clone(), fb_tx);
+        let Some((mesh, role)) = part.domain.split_once('/') else {
+            return Step::failed(domain.clone(), format!("{domain:?} is not <mesh>/<role>"));
+        };
+        if self.catalog.expert(&domain).is_none_or(|e| !e.spawnable) {
+            return Step::failed(
+                domain.clone(),
+                format!("the router chose {domain}, which is not a spawnable expert"),
+            );
+        }
+        let run = self.delegator.run(mesh, role, part.clone(), fb_tx);
         tokio::pin!(run);
         let delegated = loop {
             tokio::select! {
@@ -298,52 +440,37 @@ impl EngineDeps {
         };
         let delegated_id = self
             .record(
-                &goal,
+                part,
                 EventKind::TaskDelegated,
-                serde_json::json!({"task_id": goal.task_id, "domain": domain, "expert": expert_node, "status": format!("{status:?}").to_lowercase(), "error": error}),
+                serde_json::json!({"task_id": part.task_id, "domain": domain, "expert": expert_node, "status": format!("{status:?}").to_lowercase(), "error": error}),
                 routed.as_ref(),
             )
             .await;
         let answered = status == GoalStatus::Succeeded && !text.trim().is_empty();
         let judged = self
             .record(
-                &goal,
+                part,
                 EventKind::TaskJudged,
-                serde_json::json!({"task_id": goal.task_id, "domain": domain, "answered": answered, "method": "status_and_nonempty_text"}),
+                serde_json::json!({"task_id": part.task_id, "domain": domain, "answered": answered, "method": "status_and_nonempty_text"}),
                 delegated_id.as_ref(),
             )
             .await;
-        if answered {
-            feedback(&handle, "delivering", "delivering the reply", 0.9).await;
-            self.deliver(&goal, mesh, &ctx, &text, judged.as_ref())
-                .await;
-        }
-        let result = AolTaskResult {
-            status: match (&delegated, status) {
-                (Err(_), _) => "failed".into(),
-                (Ok(_), GoalStatus::Succeeded) => "succeeded".into(),
-                (Ok(_), GoalStatus::Canceled) => "canceled".into(),
-                (Ok(d), _) => {
-                    if d.result.status.is_empty() {
-                        "failed".into()
-                    } else {
-                        d.result.status.clone()
-                    }
-                }
-            },
-            text: if error.is_empty() {
-                text
-            } else {
-                error.clone()
-            },
-            result_json:
-                serde_json::json!({"expert": expert_node, "domain": domain, "answered": answered})
-                    .to_string(),
+        let result_status = match (&delegated, status) {
+            (Err(_), _) => "failed".into(),
+            (Ok(_), GoalStatus::Succeeded) => "succeeded".into(),
+            (Ok(_), GoalStatus::Canceled) => "canceled".into(),
+            (Ok(d), _) if d.result.status.is_empty() => "failed".into(),
+            (Ok(d), _) => d.result.status.clone(),
         };
-        match status {
-            GoalStatus::Succeeded => handle.succeed(result).await,
-            GoalStatus::Canceled => handle.canceled(result).await,
-            _ => handle.abort(result).await,
+        Step {
+            domain,
+            status,
+            result_status,
+            text,
+            expert_node,
+            error,
+            answered,
+            judged,
         }
     }
 
