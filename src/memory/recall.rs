@@ -87,6 +87,29 @@ fn fts_query(text: &str) -> String {
         .join(" ")
 }
 
+/// Free text as an FTS5 query that matches any of its words of four letters or more
+/// (`None` when there is none): for "what is relevant to this", where [`fts_query`]'s
+/// every-word match finds nothing.
+fn fts_any(text: &str) -> Option<String> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 4)
+        .map(|w| format!("\"{}\"", w.to_lowercase()))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" OR "))
+}
+
+/// How often an expert's tasks were judged answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Score {
+    /// `<mesh>/<role>`.
+    pub domain: String,
+    /// Tasks judged answered.
+    pub answered: u64,
+    /// Tasks judged.
+    pub judged: u64,
+}
+
 const COLUMNS: &str = "e.seq, e.event_id, e.ts, e.tenant, e.namespace, e.actor, e.kind, e.payload";
 
 fn row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Recalled> {
@@ -146,6 +169,84 @@ impl Recall {
         rows.collect::<Result<_, _>>().map_err(self.err())
     }
 
+    /// Like [`Recall::recall`], but an event matches when it holds any of the query's words
+    /// (of four letters or more, which leaves out most filler words), best match first.
+    pub fn recall_any(
+        &self,
+        query: &str,
+        filter: &RecallFilter,
+    ) -> Result<Vec<Recalled>, RecallError> {
+        let Some(any) = fts_any(query) else {
+            return Ok(Vec::new());
+        };
+        let limit = if filter.limit == 0 { 50 } else { filter.limit };
+        let sql = format!(
+            "SELECT {COLUMNS} FROM events_fts f JOIN events e ON e.event_id = f.event_id
+             WHERE events_fts MATCH ?1
+               AND (?2 IS NULL OR e.namespace = ?2 OR substr(e.namespace, 1, length(?2) + 1) = ?2 || '/')
+               AND (?3 IS NULL OR e.kind = ?3)
+               AND (?4 IS NULL OR e.tenant = ?4)
+             ORDER BY f.rank LIMIT ?5"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
+        let rows = stmt
+            .query_map(
+                params![
+                    any,
+                    filter.prefix.as_deref().map(|p| p.trim_end_matches('/')),
+                    filter.kind,
+                    filter.tenant,
+                    limit as i64
+                ],
+                row,
+            )
+            .map_err(self.err())?;
+        rows.collect::<Result<_, _>>().map_err(self.err())
+    }
+
+    /// The newest `limit` events of `kind` in exactly `namespace`, oldest first.
+    pub fn latest(
+        &self,
+        namespace: &str,
+        kind: &str,
+        limit: usize,
+    ) -> Result<Vec<Recalled>, RecallError> {
+        let sql = format!(
+            "SELECT * FROM (SELECT {COLUMNS} FROM events e
+             WHERE e.namespace = ?1 AND e.kind = ?2 ORDER BY e.seq DESC LIMIT ?3)
+             ORDER BY seq"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
+        let rows = stmt
+            .query_map(params![namespace, kind, limit as i64], row)
+            .map_err(self.err())?;
+        rows.collect::<Result<_, _>>().map_err(self.err())
+    }
+
+    /// Each expert's record from `task_judged` events: how many of its tasks were judged
+    /// answered, of how many judged; best record first.
+    pub fn scorecard(&self, tenant: &str) -> Result<Vec<Score>, RecallError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT json_extract(payload, '$.domain') AS domain,
+                        sum(coalesce(json_extract(payload, '$.answered'), 0)), count(*)
+                 FROM events WHERE kind = 'task_judged' AND tenant = ?1 AND domain IS NOT NULL
+                 GROUP BY domain ORDER BY 2 DESC, 3 DESC, domain",
+            )
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([tenant], |r| {
+                Ok(Score {
+                    domain: r.get(0)?,
+                    answered: r.get::<_, i64>(1)? as u64,
+                    judged: r.get::<_, i64>(2)? as u64,
+                })
+            })
+            .map_err(self.err())?;
+        rows.collect::<Result<_, _>>().map_err(self.err())
+    }
+
     /// Every event whose namespace is `prefix` or below it (empty prefix: all), in log order.
     pub fn replay(&self, prefix: &str) -> Result<Vec<Recalled>, RecallError> {
         let prefix = prefix.trim_end_matches('/');
@@ -198,7 +299,16 @@ impl Recall {
 
 #[cfg(test)]
 mod tests {
-    use super::fts_query;
+    use super::{fts_any, fts_query};
+
+    #[test]
+    fn relevance_queries_match_any_real_word() {
+        assert_eq!(
+            fts_any("Is the bridge closed?").as_deref(),
+            Some("\"bridge\" OR \"closed\"")
+        );
+        assert_eq!(fts_any("a b ?"), None);
+    }
 
     #[test]
     fn free_text_becomes_a_safe_fts_query() {

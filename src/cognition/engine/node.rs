@@ -6,7 +6,10 @@ use tokio::{sync::Mutex, task::JoinSet};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::validate::{Rejection, validate};
+use super::{
+    background::Background,
+    validate::{Rejection, validate},
+};
 use crate::{
     aem::{Catalog, DeliveryChannel, MeshEntry, ServerDescriptor},
     cognition::delegation::{DelegationOptions, Delegator},
@@ -243,6 +246,36 @@ impl Context {
 }
 
 impl EngineDeps {
+    /// What memory knows before this task is routed (empty when the projection is missing or
+    /// does not answer within a second).
+    async fn background(&self, goal: &AolTaskGoal) -> Background {
+        let projection = self.config.state_path(&self.config.memory.projection);
+        let tenant = self.config.tenant.clone();
+        let session = goal.session_id.clone();
+        let instruction = goal.instruction.clone();
+        let context: serde_json::Value =
+            serde_json::from_str(&goal.context_json).unwrap_or_default();
+        let current: Vec<String> = context
+            .get("turns")
+            .and_then(|t| t.as_array())
+            .map(|t| {
+                t.iter()
+                    .filter_map(|id| id.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let read = tokio::task::spawn_blocking(move || {
+            Background::gather(&projection, &tenant, &session, &current, &instruction)
+        });
+        match tokio::time::timeout(Duration::from_secs(1), read).await {
+            Ok(Ok(b)) => b,
+            _ => {
+                warn!(task = %goal.task_id, "no background: the projection did not answer in time");
+                Background::default()
+            }
+        }
+    }
+
     /// Writes one event of this task; a failure to write is logged loudly, never swallowed.
     async fn record(
         &self,
@@ -285,10 +318,19 @@ impl EngineDeps {
             request.reject(&why.to_string());
             return;
         }
-        let (goal, handle) = request.accept().await;
+        let (mut goal, handle) = request.accept().await;
+        let background = self.background(&goal).await;
+        let memory = background.memory_text();
+        if !memory.is_empty() {
+            let mut context: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&goal.context_json).unwrap_or_default();
+            context.insert("memory".into(), memory.into());
+            goal.context_json = serde_json::Value::Object(context).to_string();
+        }
         let (assignments, by) = if goal.domain.is_empty() {
             feedback(&handle, "routing", "choosing an expert", 0.05).await;
-            match self.router.route(&goal.instruction).await {
+            let known = background.routing_text();
+            match self.router.route_in(&goal.instruction, &known).await {
                 Ok(decision) => (
                     decision.assignments,
                     serde_json::to_value(&decision.method).unwrap_or_default(),
@@ -336,7 +378,9 @@ impl EngineDeps {
                 part.task_id = format!("{}-{}", goal.task_id, i + 1);
                 part.parent_task_id = goal.task_id.clone();
             }
-            let step = self.run_step(&part, &handle, &ctx, &by, (i, total)).await;
+            let step = self
+                .run_step(&part, &handle, &ctx, &by, &background.summary(), (i, total))
+                .await;
             let succeeded = step.status == GoalStatus::Succeeded;
             steps.push(step);
             if !succeeded {
@@ -394,6 +438,7 @@ impl EngineDeps {
         handle: &GoalHandle<AolTask>,
         ctx: &Context,
         by: &serde_json::Value,
+        known: &serde_json::Value,
         (index, total): (usize, usize),
     ) -> Step {
         let domain = part.domain.clone();
@@ -401,7 +446,7 @@ impl EngineDeps {
             .record(
                 part,
                 EventKind::RoutingDecided,
-                serde_json::json!({"task_id": part.task_id, "domain": domain, "instruction": part.instruction, "by": by, "part": index + 1, "of": total}),
+                serde_json::json!({"task_id": part.task_id, "domain": domain, "instruction": part.instruction, "by": by, "part": index + 1, "of": total, "context": known}),
                 ctx.cause.as_ref(),
             )
             .await;

@@ -190,7 +190,11 @@ impl ExpertDeps {
             &self.brief,
             &TaskInput {
                 instruction: goal.instruction.clone(),
-                memory: None,
+                // What the engine recalled for this task (recent turns, facts).
+                memory: context
+                    .get("memory")
+                    .and_then(|m| m.as_str())
+                    .map(str::to_string),
                 perception: None,
             },
         );

@@ -85,4 +85,15 @@ pub trait Router: Send + Sync {
         &'a self,
         instruction: &'a str,
     ) -> BoxFuture<'a, Result<RoutingDecision, RouteError>>;
+
+    /// Routes `instruction` knowing `context` (recent turns, recalled facts, the experts'
+    /// records), as text that is data, not instructions. Routers that cannot use it ignore it.
+    fn route_in<'a>(
+        &'a self,
+        instruction: &'a str,
+        context: &'a str,
+    ) -> BoxFuture<'a, Result<RoutingDecision, RouteError>> {
+        let _ = context;
+        self.route(instruction)
+    }
 }

@@ -1,0 +1,164 @@
+//! The engine reads memory before it routes, across real processes (router, projector, inbox,
+//! engine, spawned experts; models behind a fake OpenAI-compatible server): the second message
+//! of a session reaches its expert with the first turn and a recalled fact in the memory
+//! block, and `routing_decided` records what was known, including the experts' record.
+
+mod support;
+#[path = "support_llm/mod.rs"]
+mod support_llm;
+
+use std::time::Duration;
+
+use iron::{
+    core::{config::Config, durable::EventLog, envelope::Envelope, event_kind::EventKind},
+    memory::{emit, recall::Recall},
+    spine::durable::AnyLog,
+};
+use serde_json::json;
+use support::{Proc, bin, eventually, free_port};
+use support_llm::{FakeServer, Reply, openai_text};
+
+const T: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_second_turn_is_routed_and_answered_knowing_the_first() {
+    let fake = FakeServer::start(vec![
+        Reply::ok(openai_text("Yes: the harbour bridge is closed.")),
+        Reply::ok(openai_text("Since Monday, per the port authority.")),
+    ])
+    .await;
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path();
+    let config = dir.join("iron.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "state_dir: {}\nmodels:\n  backends:\n    fake:\n      kind: openai\n      base_url: {}/v1\n      model: fake-gpt\n      timeout_secs: 20\n  logical:\n    fast: [fake]\n    standard: [fake]\n    strong: [fake]\n",
+            dir.display(),
+            fake.url()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(bin("iron"))
+        .args(["catalog", "build", "--out", &dir.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A fact already in memory, under facts/.
+    let log = AnyLog::open(&Config {
+        state_dir: dir.to_path_buf(),
+        ..Config::default()
+    })
+    .await
+    .unwrap();
+    emit(
+        &log,
+        &Envelope::new(
+            "default",
+            ["facts", "newsroom"],
+            "newsroom/analyst",
+            EventKind::FactLearned,
+            json!({"fact": "The harbour bridge closure was announced by the port authority on Monday."}),
+        ),
+    )
+    .await
+    .unwrap();
+
+    let list = dir.join("list.yaml");
+    std::fs::write(
+        &list,
+        "nodes:\n  - name: projector\n    namespace: /iron/memory\n    executable: projector_node\n  - name: inbox\n    executable: inbox_node\n  - name: engine\n    executable: engine_node\n",
+    )
+    .unwrap();
+    let router = format!("tcp/127.0.0.1:{}", free_port());
+    let config_s = config.display().to_string();
+    let envs = [
+        ("IRON_ROUTER", router.as_str()),
+        ("IRON_CONFIG", config_s.as_str()),
+    ];
+    let mut up = Proc::spawn(
+        "up",
+        &bin("iron"),
+        &["up", "--launch", &list.display().to_string()],
+        &envs,
+    );
+    up.wait_for("up: 3 node(s) running", T);
+    let send = |text: &str| {
+        let out = std::process::Command::new(bin("iron"))
+            .args([
+                "inbox", "send", "--source", "terminal", "--user", "ana", text,
+            ])
+            .envs(envs)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+
+    send("is the harbour bridge closed?");
+    up.wait_for("Yes: the harbour bridge is closed.", T);
+    // The projector has the first task's judgement before the second message goes in.
+    let projection = dir.join("projection.db");
+    eventually("the first task in the projection", T, || async {
+        let recall = Recall::open(&projection).ok()?;
+        let card = recall.scorecard("default").ok()?;
+        (!card.is_empty()).then_some(())
+    })
+    .await;
+    send("since when exactly? check the harbour notice");
+    up.wait_for("Since Monday, per the port authority.", T);
+    up.signal(libc::SIGINT);
+    assert!(up.wait_exit(T).expect("up exits").success());
+
+    // The second expert's prompt holds the first turn and the fact, marked as data.
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    let first = requests[0].body["messages"][0]["content"].to_string();
+    assert!(
+        !first.contains("Earlier in this conversation"),
+        "nothing earlier for the first turn: {first}"
+    );
+    let second = requests[1].body["messages"][0]["content"].to_string();
+    assert!(
+        second.contains("Earlier in this conversation the user said")
+            && second.contains("is the harbour bridge closed?"),
+        "{second}"
+    );
+    assert!(
+        second.contains("announced by the port authority on Monday"),
+        "{second}"
+    );
+    assert!(
+        second.contains("context_data"),
+        "memory is wrapped as data: {second}"
+    );
+
+    // What the engine knew, on the log.
+    let routed: Vec<Envelope> = log
+        .read("MEM", "mem.>", 1, 10_000)
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
+        .filter(|e| e.kind.as_str() == "routing_decided")
+        .collect();
+    assert_eq!(routed.len(), 2);
+    assert_eq!(routed[0].payload["context"]["turns"], 0);
+    let known = &routed[1].payload["context"];
+    assert_eq!(known["turns"], 1, "{known}");
+    assert_eq!(known["facts"], 1, "{known}");
+    let first_domain = routed[0].payload["domain"].as_str().unwrap();
+    assert_eq!(
+        known["scorecard"][0],
+        json!({"domain": first_domain, "answered": 1, "judged": 1}),
+        "{known}"
+    );
+}
