@@ -1,6 +1,7 @@
 //! The engine node (`/iron/engine`): the action server `/iron/engine/task`.
 //! Own arguments: `--expert-executable PATH` (default: `expert_node` beside this binary),
-//! `--expert-arg ARG` (repeatable), `--task-timeout-secs N`.
+//! `--expert-arg ARG` (repeatable), `--task-timeout-secs N`, `--slot-wait-secs N` (how long a
+//! delegation beyond the concurrency limit waits for a slot before it fails).
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
@@ -25,9 +26,14 @@ fn main() -> ExitCode {
             ("--task-timeout-secs", Some(n)) if n.parse::<u64>().is_ok() => {
                 node.options.task_timeout = Duration::from_secs(n.parse().unwrap_or(600));
             }
+            ("--slot-wait-secs", Some(n))
+                if n.parse::<f64>().is_ok_and(|s| s.is_finite() && s >= 0.0) =>
+            {
+                node.options.slot_wait = Duration::from_secs_f64(n.parse().unwrap_or(30.0));
+            }
             _ => {
                 eprintln!(
-                    "usage: engine_node [--expert-executable PATH] [--expert-arg ARG]... [--task-timeout-secs N] [--ros-args ...]"
+                    "usage: engine_node [--expert-executable PATH] [--expert-arg ARG]... [--task-timeout-secs N] [--slot-wait-secs N] [--ros-args ...]"
                 );
                 return ExitCode::from(2);
             }

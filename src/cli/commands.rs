@@ -218,6 +218,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             bench::control(iterations, timeout).await
         }
         Command::Bench(BenchCommand::Catalog { experts }) => bench::catalog(experts),
+        Command::Bench(BenchCommand::Cognition { messages, starts }) => {
+            super::bench_cognition::cognition(messages, starts, timeout).await
+        }
         Command::Bench(BenchCommand::Tools { calls }) => bench::tools(calls).await,
         Command::Bench(BenchCommand::Log { events, nats }) => bench::log(events, nats).await,
     }

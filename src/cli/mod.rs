@@ -2,6 +2,7 @@
 //! parses, connects, calls the library, and prints.
 
 mod bench;
+mod bench_cognition;
 mod commands;
 pub mod node;
 mod operator;
@@ -309,6 +310,17 @@ pub enum BenchCommand {
         /// Calls per side.
         #[arg(long, default_value_t = 500)]
         calls: usize,
+    },
+    /// Inbox ingestion with zero model calls (messages/s, p50, p99 from publish to durably
+    /// queued), expert cold start (spawn → active → goal accepted) against a bare lifecycle
+    /// node's, and the resident memory of an idle expert. Starts its own router and nodes.
+    Cognition {
+        /// Messages published to the inbox.
+        #[arg(long, default_value_t = 5000)]
+        messages: usize,
+        /// Cold starts of each kind.
+        #[arg(long, default_value_t = 30)]
+        starts: usize,
     },
     /// Build time of a generated mesh of 1,000 experts.
     Catalog {

@@ -59,6 +59,27 @@ pub enum DelegationError {
     Startup { expert: String, why: String },
     #[error("expert {expert}: {why}")]
     Task { expert: String, why: String },
+    #[error("expert {expert} crashed mid-task: its process {node} (pid {pid}) {how}")]
+    Crashed {
+        expert: String,
+        node: String,
+        pid: u32,
+        /// How the process ended, e.g. "was killed by signal 9".
+        how: String,
+    },
+}
+
+/// How a process ended, in words: "was killed by signal 9", "exited with code 3".
+fn ended(status: std::io::Result<std::process::ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Ok(s) => match (s.code(), s.signal()) {
+            (Some(code), _) => format!("exited with code {code}"),
+            (None, Some(signal)) => format!("was killed by signal {signal}"),
+            (None, None) => format!("ended ({s})"),
+        },
+        Err(e) => format!("could not be waited for: {e}"),
+    }
 }
 
 /// Runs delegations within the guards.
@@ -146,10 +167,22 @@ impl Delegator {
             })?;
         info!(%fqn, "expert process started for task {}", goal.task_id);
 
-        let outcome = self.drive(&fqn, &expert, goal, feedback).await;
+        // The process is watched while the task runs: a crash ends the task at once, with
+        // what happened to the process, instead of at the task's deadline.
+        let pid = child.id().unwrap_or_default();
+        let outcome = tokio::select! {
+            outcome = self.drive(&fqn, &expert, goal, feedback) => outcome,
+            status = child.wait() => {
+                let how = ended(status);
+                warn!(%fqn, pid, "expert process {how} mid-task");
+                Err(DelegationError::Crashed { expert: expert.clone(), node: fqn.clone(), pid, how })
+            }
+        };
 
         // The expert is disposable: shut it down whatever happened, and make sure it is gone.
-        if let Ok(life) = LifecycleClient::new(&self.me, &fqn, Duration::from_secs(2))
+        let crashed = matches!(outcome, Err(DelegationError::Crashed { .. }));
+        if !crashed
+            && let Ok(life) = LifecycleClient::new(&self.me, &fqn, Duration::from_secs(2))
             && let Ok(crate::spine::control::lifecycle::State::Active) = life.get_state().await
         {
             let _ = life.set("shutdown").await;
@@ -201,8 +234,7 @@ impl Delegator {
                 r = &mut result => break r,
             }
         };
-        let outcome =
-            outcome.map_err(|e| task(format!("no result: {e} (did the expert crash?)")))?;
+        let outcome = outcome.map_err(|e| task(format!("no result: {e}")))?;
         Ok(Delegated {
             node: fqn.to_string(),
             status: outcome.status,

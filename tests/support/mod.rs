@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod cognition;
 pub mod harness;
 pub mod nats;
 

@@ -159,18 +159,22 @@ impl<A: ZAction> ActionClient<A> {
         Ok(SentGoal { id, feedback: rx })
     }
 
-    /// Waits up to `timeout` for the goal's result.
+    /// Waits up to `timeout` for the goal's result. Zenoh ends a query that gets no reply
+    /// within its default query timeout (10 s) while the goal is still running; `get_result`
+    /// is idempotent, so it is asked again until the result comes or `timeout` passes. A
+    /// server that is gone is only noticed at the deadline: a caller that can see the
+    /// server's process (the delegator) watches it as well.
     pub async fn result(
         &self,
         id: GoalId,
         timeout: Duration,
     ) -> Result<GoalOutcome<A::Result>, ControlError> {
         let what = format!("{}/_action/get_result", self.name);
-        let resp = self
-            .get_result
-            .call_with_timeout(&GetResultRequest { goal_id: id }, timeout)
-            .await
-            .map_err(|source| classify(&what, timeout, source));
+        let request = GetResultRequest { goal_id: id };
+        let resp = retry(&what, timeout, || {
+            self.get_result.call_with_timeout(&request, timeout)
+        })
+        .await;
         self.forget(id);
         let resp = resp?;
         let status = GoalStatus::try_from(resp.status)

@@ -1,0 +1,301 @@
+//! A cognition lab on disk and on the control plane: the shipped meshes plus a `lab` mesh
+//! whose experts run on scripted models, a compiled catalog, a router, and a real engine
+//! process. `lab/sleeper` calls our MCP test server's `hang` tool first (so its task runs
+//! until something ends it); `lab/clerk` answers at once. Expert processes are the engine's
+//! children and are found in the process table; every descendant of the engine is killed
+//! on drop, so no expert or tool server outlives the test.
+
+use std::{path::Path, time::Duration};
+
+use iron::{
+    core::{config::Config, durable::EventLog, envelope::Envelope},
+    spine::durable::AnyLog,
+};
+
+use super::{Plane, Proc, bin};
+
+/// The answer `lab/clerk` gives.
+pub const CLERK_ANSWER: &str = "Filed: the clerk has it on record.";
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn lab_mesh(test_server: &str) -> String {
+    format!(
+        r#"---
+name: lab
+status: active
+description: Test mesh for the engine's guards.
+defaults:
+  model: hanging
+  models:
+    clerk: quick
+  clearance: full
+  timeouts:
+    task_secs: 600
+    tool_secs: 600
+    delegation_secs: 60
+servers:
+  faulty:
+    transport: local
+    description: Iron's MCP test server.
+    command: {}
+    tools: [echo, hang]
+---
+
+The lab mesh exists for tests.
+"#,
+        serde_json::Value::String(test_server.to_string())
+    )
+}
+
+const EXPERTS: &[(&str, &str, &str)] = &[
+    (
+        "sleeper",
+        "Waits on a tool that never answers.",
+        "---\nclearance: full\ntools:\n  add: [faulty/hang, faulty/echo]\n---\n\nWaits.\n",
+    ),
+    (
+        "clerk",
+        "Files what it is given and says so.",
+        "---\nclearance: read\n---\n\nFiles.\n",
+    ),
+];
+
+/// The lab: state directory, router, and the engine process.
+pub struct Lab {
+    pub dir: tempfile::TempDir,
+    pub config: String,
+    pub plane: Plane,
+    pub engine: Proc,
+}
+
+impl Lab {
+    /// Writes the project and starts a router and an active engine with `engine_args`.
+    pub fn start(engine_args: &[&str]) -> Lab {
+        let state = tempfile::tempdir().unwrap();
+        let dir = state.path();
+        let aem = dir.join("aem");
+        copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("aem"), &aem);
+        let lab = aem.join("lab");
+        for (role, description, caps) in EXPERTS {
+            let d = lab.join("skills").join(role);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(
+                d.join("SKILL.md"),
+                format!("---\nname: {role}\nidentity: The {role} of the lab.\ndescription: {description}\n---\n\nDo what the test asks.\n"),
+            )
+            .unwrap();
+            std::fs::write(d.join("capabilities.md"), caps).unwrap();
+        }
+        std::fs::write(
+            lab.join("AEM.md"),
+            lab_mesh(env!("CARGO_BIN_EXE_mcp_test_server")),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("hanging.yaml"),
+            "turns:\n  - tool_calls:\n      - name: faulty__hang\n        arguments: {}\n  - text: \"the hang ended\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("quick.yaml"),
+            format!("turns:\n  - text: {CLERK_ANSWER:?}\n"),
+        )
+        .unwrap();
+        let config = dir.join("iron.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "state_dir: {d}\nmodels:\n  backends:\n    hang:\n      kind: scripted\n      script: {d}/hanging.yaml\n    quick:\n      kind: scripted\n      script: {d}/quick.yaml\n  logical:\n    hanging: [hang]\n    quick: [quick]\n    fast: [quick]\n    standard: [quick]\n    strong: [quick]\n",
+                d = dir.display()
+            ),
+        )
+        .unwrap();
+        let out = std::process::Command::new(bin("iron"))
+            .args(["catalog", "build", "--aem"])
+            .arg(&aem)
+            .arg("--out")
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        let plane = Plane::start();
+        let config = config.display().to_string();
+        let engine = Proc::spawn(
+            "engine",
+            &bin("engine_node"),
+            engine_args,
+            &[
+                ("IRON_ROUTER", plane.endpoint.as_str()),
+                ("IRON_CONFIG", config.as_str()),
+            ],
+        );
+        engine.wait_for("managed node up", Duration::from_secs(60));
+        for step in ["configure", "activate"] {
+            plane.iron_ok(&["lifecycle", "set", "/iron/engine", step]);
+        }
+        Lab {
+            dir: state,
+            config,
+            plane,
+            engine,
+        }
+    }
+
+    /// The environment for `iron` commands against this lab.
+    pub fn envs(&self) -> [(&str, &str); 2] {
+        [
+            ("IRON_ROUTER", self.plane.endpoint.as_str()),
+            ("IRON_CONFIG", self.config.as_str()),
+        ]
+    }
+
+    /// Starts `iron task send --domain <domain> <instruction>` in the background.
+    pub fn send(&self, domain: &str, instruction: &str) -> std::process::Child {
+        std::process::Command::new(bin("iron"))
+            .args([
+                "task",
+                "send",
+                "--domain",
+                domain,
+                "--timeout",
+                "30",
+                "--wait",
+                "120",
+                instruction,
+            ])
+            .envs(self.envs())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// The expert processes the engine is running now: (pid, fully qualified node name).
+    pub fn experts(&self) -> Vec<(u32, String)> {
+        children(self.engine.pid())
+            .into_iter()
+            .filter(|pid| comm(*pid).as_deref() == Some("expert_node"))
+            .filter_map(|pid| node_name(pid).map(|n| (pid, n)))
+            .collect()
+    }
+
+    /// Every event on the lab's log so far.
+    pub async fn events(&self) -> Vec<Envelope> {
+        let log = AnyLog::open(&Config {
+            state_dir: self.dir.path().to_path_buf(),
+            ..Config::default()
+        })
+        .await
+        .unwrap();
+        log.read("MEM", "mem.>", 1, 100_000)
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|m| serde_json::from_slice(&m.payload).ok())
+            .collect()
+    }
+
+    /// Events of `kind` whose payload field `field` is `value`.
+    pub async fn events_where(&self, kind: &str, field: &str, value: &str) -> Vec<Envelope> {
+        self.events()
+            .await
+            .into_iter()
+            .filter(|e| e.kind.as_str() == kind && e.payload[field] == value)
+            .collect()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        // Children first (the engine's kill-on-drop does not run when it is SIGKILLed).
+        for pid in descendants(self.engine.pid()) {
+            kill9(pid);
+        }
+    }
+}
+
+/// Sends SIGKILL to `pid`.
+pub fn kill9(pid: u32) {
+    // SAFETY: kill(2) on a pid this test started (directly or through the engine).
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+}
+
+fn stat_ppid(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // pid (comm) state ppid …; comm may contain spaces, so split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Live children of `pid`.
+pub fn children(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| stat_ppid(*p) == Some(pid))
+        .filter(|p| !is_zombie(*p))
+        .collect()
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rfind(')')
+                .and_then(|i| s[i + 2..].chars().next())
+                .map(|c| c == 'Z')
+        })
+        .unwrap_or(true)
+}
+
+/// Every live descendant of `pid`, children before their own children.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut next = vec![pid];
+    while let Some(p) = next.pop() {
+        for c in children(p) {
+            out.push(c);
+            next.push(c);
+        }
+    }
+    out
+}
+
+fn comm(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// The node name an expert process was started with (`__ns:=` + `__node:=`).
+fn node_name(pid: u32) -> Option<String> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let value = |prefix: &str| {
+        args.iter()
+            .find_map(|a| a.strip_prefix(prefix).map(str::to_string))
+    };
+    Some(format!("{}/{}", value("__ns:=")?, value("__node:=")?))
+}
