@@ -200,6 +200,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             destination,
             text,
         }) => inbox_send(&cli.router, source, user, destination, text, timeout).await,
+        Command::Jobs(command) => super::jobs::run(command).await,
         Command::Bench(BenchCommand::Control { iterations }) => {
             bench::control(iterations, timeout).await
         }

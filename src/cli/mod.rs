@@ -3,6 +3,7 @@
 
 mod bench;
 mod commands;
+mod jobs;
 pub mod node;
 
 use std::time::Duration;
@@ -35,6 +36,8 @@ pub enum CliError {
     Memory(#[from] crate::memory::cli::CliError),
     #[error(transparent)]
     Bench(#[from] crate::memory::bench::BenchError),
+    #[error(transparent)]
+    Jobs(#[from] crate::jobs::JobError),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -122,6 +125,10 @@ pub enum Command {
     /// Put a message on the inbox, as a channel would.
     #[command(subcommand)]
     Inbox(InboxCommand),
+    /// Durable jobs: start a flow, list jobs, show a job's diary, approve, signal, resume,
+    /// cancel.
+    #[command(subcommand)]
+    Jobs(jobs::JobsCommand),
     /// Measure; prints lines `bench <name> <value> <unit>`.
     #[command(subcommand)]
     Bench(BenchCommand),
