@@ -217,3 +217,63 @@ fn describe(event: &JobEvent) -> String {
         JobEvent::Done { output } => short(output),
     }
 }
+
+/// `iron bench jobs`: on a local nats-server started on free ports (or `nats`).
+pub(super) async fn bench(
+    steps: usize,
+    resume_steps: usize,
+    python: std::path::PathBuf,
+    nats: Option<String>,
+) -> Result<(), CliError> {
+    use crate::launch::nats::{LocalNats, free_port};
+    use crate::spine::durable::{JetStream, JetStreamOptions, StreamSpec, bootstrap};
+    let io = |what: &str| {
+        let what = what.to_string();
+        move |source| CliError::Io { what, source }
+    };
+    let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
+    let mut local = None;
+    let mut monitor = None;
+    let url = match nats {
+        Some(url) => url,
+        None => {
+            let (p, m) = (
+                free_port().map_err(io("free port"))?,
+                free_port().map_err(io("free port"))?,
+            );
+            let server = LocalNats::start(
+                std::path::Path::new("config/nats-server.conf"),
+                &dir.path().join("nats"),
+                p,
+                m,
+            )
+            .await?;
+            let url = server.url.clone();
+            monitor = Some(server.monitor.clone());
+            local = Some(server);
+            url
+        }
+    };
+    let result = async {
+        let js = JetStream::connect(&url, JetStreamOptions::default())
+            .await
+            .map_err(|e| CliError::Failed(format!("cannot reach NATS at {url}: {e}")))?;
+        let check = bootstrap::BootstrapOptions { monitor };
+        bootstrap::bootstrap(&js, &StreamSpec::all(), &check)
+            .await
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        let options = crate::jobs::bench::JobsBenchOptions {
+            steps,
+            resume_steps,
+            python: Some(python),
+        };
+        crate::jobs::bench::jobs(&js, &options, dir.path(), &mut std::io::stdout())
+            .await
+            .map_err(|e| CliError::Failed(e.to_string()))
+    }
+    .await;
+    if let Some(server) = local {
+        server.stop().await;
+    }
+    result
+}

@@ -282,6 +282,23 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 500)]
         calls: usize,
     },
+    /// Durable jobs: a journaled no-op step (p50/p99) against one raw JetStream publish-ack,
+    /// the extra cost of a Python-flow step, and the time to resume a job with a 10,000-step
+    /// journal.
+    Jobs {
+        /// Steps per latency series.
+        #[arg(long, default_value_t = 2000)]
+        steps: usize,
+        /// Steps in the journal of the resumed job.
+        #[arg(long, default_value_t = 10_000)]
+        resume_steps: usize,
+        /// Python interpreter for the Python-flow series.
+        #[arg(long, default_value = "python3")]
+        python: std::path::PathBuf,
+        /// A running NATS server; by default a local one is started on free ports.
+        #[arg(long)]
+        nats: Option<String>,
+    },
     /// Build time of a generated mesh of 1,000 experts.
     Catalog {
         /// Experts in the generated mesh.

@@ -117,7 +117,8 @@ pub async fn run<L: EventLog>(
             .unwrap_or(poll);
         tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
-            _ = tokio::time::sleep(next_due.min(poll)) => {}
+            // At least a few milliseconds, so a write that keeps failing is not a busy loop.
+            _ = tokio::time::sleep(next_due.min(poll).max(Duration::from_millis(20))) => {}
         }
     }
 }

@@ -359,7 +359,8 @@ impl<L: EventLog + KeyValue> DiaryWriter<L> {
                 Err(e) if e.is_retryable() => {}
                 Err(e) => return Err(e.into()),
             }
-            if !self.fence.still_ours(&self.log).await? {
+            // Fail closed: a lease that cannot be read is not proven ours.
+            if !self.fence.still_ours(&self.log).await.unwrap_or(false) {
                 return Err(JobError::LeaseLost {
                     key: self.fence.key.clone(),
                 });
