@@ -4,6 +4,7 @@
 //! holds a KV lease and fences every diary write with the diary's last sequence; the clock
 //! turns due timers into `timer_due` events. See ARCHITECTURE.md §8.
 
+pub mod awake;
 pub mod bench;
 pub mod clock;
 pub mod ctx;

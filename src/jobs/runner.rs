@@ -15,6 +15,7 @@ use crate::spine::durable::lease::{self, Lease, LeaseError};
 use crate::spine::durable::streams::JOBS;
 
 use super::JobError;
+use super::awake::KeepAwake;
 use super::event::{job_of_subject, wakes_filter};
 use super::journal::{Fence, JobState, read_all_diaries, state_of};
 use super::run::{Flows, run_job};
@@ -34,6 +35,8 @@ pub struct RunnerDeps {
     pub standby_poll: Duration,
     /// How long a woken job may stay unacknowledged before the queue hands it out again.
     pub ack_wait: Duration,
+    /// Inhibits system sleep while a job runs.
+    pub awake: KeepAwake,
     /// Test seam: after running a woken job and before acknowledging the wake, wait until this
     /// file exists (so a test can kill the runner exactly there).
     pub hold_before_ack: Option<PathBuf>,
@@ -54,6 +57,7 @@ impl RunnerDeps {
             standby_poll: Duration::from_secs(1),
             ack_wait: Duration::from_secs(60),
             hold_before_ack: None,
+            awake: KeepAwake::detect(),
         }
     }
 }
@@ -204,6 +208,7 @@ async fn work(
 }
 
 async fn run_one(deps: &RunnerDeps, fence: &Fence, mesh: &str, job: &str) -> Result<(), JobError> {
+    let _awake = deps.awake.hold();
     let report = run_job(&deps.log, &deps.flows, fence, mesh, job).await?;
     info!(
         job,
