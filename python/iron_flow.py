@@ -106,6 +106,14 @@ class Ctx:
         """Returns {"approved": bool, "note": str|None}; an early answer counts."""
         return self._call({"op": "wait_approval", "name": name, "prompt": prompt}, {})
 
+    def ask_expert(self, name, domain, instruction):
+        """Asks the expert `domain` ("<mesh>/<role>") through the gateway; the job waits.
+        Returns {"status", "text", "result", "goal_status"}."""
+        return self._call(
+            {"op": "ask_expert", "name": name, "domain": domain, "instruction": instruction},
+            {},
+        )
+
     def wait_signal(self, name):
         """Returns the signal's payload; an early signal counts."""
         return self._call({"op": "wait_signal", "name": name}, {})

@@ -209,6 +209,12 @@ fn describe(event: &JobEvent) -> String {
                 .unwrap_or_default()
         ),
         JobEvent::Signal { name, payload } => format!("{name} {}", short(payload)),
+        JobEvent::ExpertRequested {
+            request,
+            domain,
+            instruction,
+            ..
+        } => format!("{request}: asked {domain}: {instruction}"),
         JobEvent::Waiting { on } => format!("on {on}"),
         JobEvent::Parked { reason } => reason.clone(),
         JobEvent::Resumed { note } | JobEvent::Cancelled { reason: note } => {

@@ -403,4 +403,34 @@ impl Ctx {
             on: format!("signal:{key}"),
         })
     }
+
+    /// Asks an expert for judgment: the gateway sends `instruction` to `domain`
+    /// (`<mesh>/<role>`) as an AolTask and signals the answer back; the job waits meanwhile.
+    /// Returns `{"status", "text", "result"}` of the task.
+    pub async fn ask_expert(
+        &mut self,
+        name: &str,
+        domain: &str,
+        instruction: &str,
+    ) -> Result<Value, Exit> {
+        let (key, _) = self.next("expert", name);
+        let signal = format!("expert:{key}");
+        if let Some(answer) = self.known.signals.get(&signal).and_then(|s| s.first()) {
+            return Ok(answer.clone());
+        }
+        let id = event_id(&self.job, &[&key, "expert_requested"]);
+        self.record(
+            id,
+            JobEvent::ExpertRequested {
+                request: key.clone(),
+                domain: domain.to_string(),
+                instruction: instruction.to_string(),
+                signal,
+            },
+        )
+        .await?;
+        Err(Exit::Waiting {
+            on: format!("expert:{key}"),
+        })
+    }
 }

@@ -94,6 +94,14 @@ pub enum JobEvent {
     },
     /// A named signal with a payload.
     Signal { name: String, payload: Value },
+    /// The flow needs an expert's judgment: the gateway sends `instruction` to `domain` as an
+    /// AolTask and answers with the signal `signal`.
+    ExpertRequested {
+        request: String,
+        domain: String,
+        instruction: String,
+        signal: String,
+    },
     /// The flow stopped until `on` happens; the job is only rows now.
     Waiting { on: String },
     /// The job stopped and needs a person.
@@ -125,6 +133,7 @@ impl JobEvent {
             JobEvent::ApprovalRequested { .. } => "approval_requested",
             JobEvent::ApprovalGiven { .. } => "approval_given",
             JobEvent::Signal { .. } => "signal",
+            JobEvent::ExpertRequested { .. } => "expert_requested",
             JobEvent::Waiting { .. } => "waiting",
             JobEvent::Parked { .. } => "parked",
             JobEvent::Resumed { .. } => "resumed",

@@ -10,6 +10,7 @@ pub mod clock;
 pub mod ctx;
 pub mod event;
 pub mod flow;
+pub mod gateway;
 pub mod journal;
 pub mod node;
 pub mod ops;

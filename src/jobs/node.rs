@@ -102,3 +102,39 @@ impl ManagedNode for ClockNode {
             .map_err(|e| format!("clock stopped: {e}"))
     }
 }
+
+/// `/iron/jobs/gateway`.
+#[derive(Debug)]
+pub struct GatewayNode {
+    /// The action that runs experts (`/iron/engine/task`).
+    pub action: String,
+    /// How long an expert may take.
+    pub goal_wait: Duration,
+}
+
+impl ManagedNode for GatewayNode {
+    type Deps = super::gateway::GatewayDeps;
+
+    async fn configure(&self, ctx: &NodeContext) -> Result<Self::Deps, CallbackError> {
+        let log = open().await?;
+        let client = crate::spine::control::action::ActionClient::new(&ctx.node, &self.action)
+            .map_err(|e| CallbackError::Failure(e.to_string()))?;
+        Ok(super::gateway::GatewayDeps {
+            log,
+            client: Arc::new(client),
+            send_timeout: Duration::from_secs(10),
+            goal_wait: self.goal_wait,
+            poll: Duration::from_millis(200),
+        })
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        deps: Arc<Self::Deps>,
+        shutdown: CancellationToken,
+    ) -> Result<(), String> {
+        super::gateway::run((*deps).clone(), shutdown)
+            .await
+            .map_err(|e| format!("gateway stopped: {e}"))
+    }
+}

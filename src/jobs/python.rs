@@ -264,6 +264,14 @@ async fn converse(ctx: &mut Ctx, io: &Arc<Mutex<Pipe>>, input: Value) -> Result<
                 json!({"approved": a.approved, "note": a.note})
             }
             Some("wait_signal") => ctx.wait_signal(&text(&message, "name")?).await?,
+            Some("ask_expert") => {
+                ctx.ask_expert(
+                    &text(&message, "name")?,
+                    &text(&message, "domain")?,
+                    &text(&message, "instruction")?,
+                )
+                .await?
+            }
             Some("return") => return Ok(message["value"].clone()),
             Some("waiting") => {
                 return Err(Exit::Waiting {

@@ -29,7 +29,8 @@ pub fn register(registry: &mut Registry, variant: Variant) {
         .register("test/ops/timer", timer)
         .register("test/ops/approve", approve)
         .register("test/ops/effect", effect)
-        .register("test/ops/noop", noop);
+        .register("test/ops/noop", noop)
+        .register("test/ops/judge", judge);
     match variant {
         Variant::Original => registry.register("test/ops/edit", edit_v1),
         Variant::Edited => registry.register("test/ops/edit", edit_v2),
@@ -186,5 +187,16 @@ fn noop<'a>(ctx: &'a mut Ctx, input: Value) -> FlowFuture<'a> {
             ctx.step("noop", nothing, Value::Null).await?;
         }
         Ok(json!({ "n": n }))
+    })
+}
+
+fn judge<'a>(ctx: &'a mut Ctx, input: Value) -> FlowFuture<'a> {
+    Box::pin(async move {
+        let question = input["question"]
+            .as_str()
+            .unwrap_or("is this true?")
+            .to_string();
+        let answer = ctx.ask_expert("verdict", "test/judge", &question).await?;
+        Ok(json!({ "answer": answer }))
     })
 }
