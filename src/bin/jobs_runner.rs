@@ -63,8 +63,9 @@ fn main() -> ExitCode {
         python: Some((aem, python)),
         test_flows,
         hold_before_ack,
-        // Dying is the safe answer to a lost lease: another runner may be running the jobs.
-        on_lease_lost: || std::process::exit(75),
+        // Dying is the safe answer to a lost lease (another runner may be running the jobs)
+        // and to a failed durable plane; the supervisor starts a fresh runner.
+        exit: |code| std::process::exit(code),
     };
     let ns = format!("/iron/jobs/{mesh}");
     let opts = HostOptions {

@@ -127,6 +127,12 @@ pub enum Command {
     Inbox(InboxCommand),
     /// Durable jobs: start a flow, list jobs, show a job's diary, approve, signal, resume,
     /// cancel.
+    ///
+    /// A job runs a flow (`run(ctx, input)`) under the mesh's runner. Every step result, wait
+    /// and decision goes to the job's diary on the JOBS stream; after any restart the flow is
+    /// replayed from the top and only unfinished steps run. A job that waits (timer, approval,
+    /// signal, expert) is only rows until what it waits for arrives; a parked job (a step
+    /// failed, or the flow's code changed under it) waits for `resume` or `cancel`.
     #[command(subcommand)]
     Jobs(jobs::JobsCommand),
     /// Measure; prints lines `bench <name> <value> <unit>`.

@@ -40,8 +40,9 @@ pub struct RunnerNode {
     pub test_flows: Option<Variant>,
     /// Test seam, see [`RunnerDeps::hold_before_ack`].
     pub hold_before_ack: Option<PathBuf>,
-    /// Called when the lease is lost: the binary exits so the supervisor starts a fresh runner.
-    pub on_lease_lost: fn(),
+    /// Called with an exit code when the runner stops on its own (75: the lease is lost; 70:
+    /// the durable plane failed): the binary exits so the supervisor starts a fresh runner.
+    pub exit: fn(i32),
 }
 
 impl ManagedNode for RunnerNode {
@@ -72,10 +73,14 @@ impl ManagedNode for RunnerNode {
         match runner::run((*deps).clone(), shutdown).await {
             Ok(RunnerExit::Stopped) => Ok(()),
             Ok(RunnerExit::LeaseLost) => {
-                (self.on_lease_lost)();
+                (self.exit)(75);
                 Err("the runner lost its lease".into())
             }
-            Err(e) => Err(format!("runner stopped: {e}")),
+            Err(e) => {
+                tracing::error!("runner stopped: {e}");
+                (self.exit)(70);
+                Err(format!("runner stopped: {e}"))
+            }
         }
     }
 }

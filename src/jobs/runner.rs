@@ -203,13 +203,26 @@ async fn work(
         if fence.lost.is_cancelled() {
             return Ok(RunnerExit::LeaseLost);
         }
-        consumer.ack(vec![ack]).await?;
+        if let Err(e) = consumer.ack(vec![ack]).await {
+            // The wake comes back after ack_wait; replaying a finished run writes nothing.
+            warn!(
+                job,
+                "acknowledging the wake: {e}; it will be delivered again"
+            );
+        }
     }
 }
 
 async fn run_one(deps: &RunnerDeps, fence: &Fence, mesh: &str, job: &str) -> Result<(), JobError> {
     let _awake = deps.awake.hold();
-    let report = run_job(&deps.log, &deps.flows, fence, mesh, job).await?;
+    // Stop work the moment the lease is lost: the run (a step in flight, a Python child) is
+    // dropped, and nothing more is written.
+    let report = tokio::select! {
+        report = run_job(&deps.log, &deps.flows, fence, mesh, job) => report?,
+        _ = fence.lost.cancelled() => {
+            return Err(JobError::LeaseLost { key: fence.key.clone() });
+        }
+    };
     info!(
         job,
         state = report.state.word(),
