@@ -390,3 +390,81 @@ impl<L: EventLog + KeyValue> DiaryWriter<L> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn diary(events: Vec<JobEvent>) -> Vec<Stored> {
+        events
+            .into_iter()
+            .enumerate()
+            .map(|(i, event)| Stored {
+                seq: i as u64 + 1,
+                entry: Entry {
+                    id: event_id("j", &[&i.to_string()]),
+                    ts: 0,
+                    job: "j".into(),
+                    by: "t".into(),
+                    event,
+                },
+            })
+            .collect()
+    }
+
+    fn started() -> JobEvent {
+        JobEvent::JobStarted {
+            mesh: "m".into(),
+            role: "r".into(),
+            flow: "f".into(),
+            input: json!({}),
+            flow_hash: None,
+        }
+    }
+
+    #[test]
+    fn the_state_follows_the_diary() {
+        assert_eq!(state_of(&[]), JobState::Unknown);
+        let waiting = JobEvent::Waiting {
+            on: "signal:go#0".into(),
+        };
+        let signal = JobEvent::Signal {
+            name: "go".into(),
+            payload: json!(1),
+        };
+        assert_eq!(
+            state_of(&diary(vec![started(), waiting.clone()])),
+            JobState::Waiting {
+                on: "signal:go#0".into()
+            }
+        );
+        assert_eq!(
+            state_of(&diary(vec![started(), waiting.clone(), signal.clone()])),
+            JobState::Runnable
+        );
+        let parked = JobEvent::Parked { reason: "x".into() };
+        // A signal does not wake a parked job; only resume does.
+        assert!(matches!(
+            state_of(&diary(vec![started(), parked.clone(), signal])),
+            JobState::Parked { .. }
+        ));
+        assert_eq!(
+            state_of(&diary(vec![
+                started(),
+                parked,
+                JobEvent::Resumed { note: None }
+            ])),
+            JobState::Runnable
+        );
+        // Nothing after cancel or done changes the state.
+        assert_eq!(
+            state_of(&diary(vec![
+                started(),
+                JobEvent::Cancelled { reason: None },
+                JobEvent::Resumed { note: None }
+            ])),
+            JobState::Cancelled
+        );
+    }
+}
