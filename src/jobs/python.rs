@@ -184,14 +184,13 @@ impl Pipe {
 
 /// Asks the child to run `call` and returns what it reported.
 async fn call(io: &Arc<Mutex<Pipe>>, which: &str) -> Result<Value, StepError> {
+    let said = |e: Exit| match e {
+        Exit::Parked { reason } => StepError::new(reason),
+        other => StepError::new(format!("{other:?}")),
+    };
     let mut pipe = io.lock().await;
-    pipe.send(json!({"call": which}))
-        .await
-        .map_err(|e| StepError::new(format!("{e:?}")))?;
-    let reply = pipe
-        .receive()
-        .await
-        .map_err(|e| StepError::new(format!("{e:?}")))?;
+    pipe.send(json!({"call": which})).await.map_err(said)?;
+    let reply = pipe.receive().await.map_err(said)?;
     match reply["op"].as_str() {
         Some("result") => Ok(reply["value"].clone()),
         Some("error") => Err(StepError::new(
