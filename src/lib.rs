@@ -12,6 +12,8 @@ pub mod tools;
 
 pub mod memory;
 
+pub mod jobs;
+
 pub mod llm;
 
 pub mod cognition;

@@ -214,6 +214,13 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             destination,
             text,
         }) => inbox_send(&cli.router, source, user, destination, text, timeout).await,
+        Command::Jobs(command) => super::jobs::run(command).await,
+        Command::Bench(BenchCommand::Jobs {
+            steps,
+            resume_steps,
+            python,
+            nats,
+        }) => super::jobs::bench(steps, resume_steps, python, nats).await,
         Command::Bench(BenchCommand::Control { iterations }) => {
             bench::control(iterations, timeout).await
         }

@@ -4,6 +4,7 @@
 mod bench;
 mod bench_cognition;
 mod commands;
+mod jobs;
 pub mod node;
 mod operator;
 
@@ -37,6 +38,8 @@ pub enum CliError {
     Memory(#[from] crate::memory::cli::CliError),
     #[error(transparent)]
     Bench(#[from] crate::memory::bench::BenchError),
+    #[error(transparent)]
+    Jobs(#[from] crate::jobs::JobError),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -124,6 +127,16 @@ pub enum Command {
     /// Put a message on the inbox, as a channel would.
     #[command(subcommand)]
     Inbox(InboxCommand),
+    /// Durable jobs: start a flow, list jobs, show a job's diary, approve, signal, resume,
+    /// cancel.
+    ///
+    /// A job runs a flow (`run(ctx, input)`) under the mesh's runner. Every step result, wait
+    /// and decision goes to the job's diary on the JOBS stream; after any restart the flow is
+    /// replayed from the top and only unfinished steps run. A job that waits (timer, approval,
+    /// signal, expert) is only rows until what it waits for arrives; a parked job (a step
+    /// failed, or the flow's code changed under it) waits for `resume` or `cancel`.
+    #[command(subcommand)]
+    Jobs(jobs::JobsCommand),
     /// Measure; prints lines `bench <name> <value> <unit>`.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -321,6 +334,23 @@ pub enum BenchCommand {
         /// Cold starts of each kind.
         #[arg(long, default_value_t = 30)]
         starts: usize,
+    },
+    /// Durable jobs: a journaled no-op step (p50/p99) against one raw JetStream publish-ack,
+    /// the extra cost of a Python-flow step, and the time to resume a job with a 10,000-step
+    /// journal.
+    Jobs {
+        /// Steps per latency series.
+        #[arg(long, default_value_t = 2000)]
+        steps: usize,
+        /// Steps in the journal of the resumed job.
+        #[arg(long, default_value_t = 10_000)]
+        resume_steps: usize,
+        /// Python interpreter for the Python-flow series.
+        #[arg(long, default_value = "python3")]
+        python: std::path::PathBuf,
+        /// A running NATS server; by default a local one is started on free ports.
+        #[arg(long)]
+        nats: Option<String>,
     },
     /// Build time of a generated mesh of 1,000 experts.
     Catalog {

@@ -1,0 +1,285 @@
+//! `iron jobs …`: start durable jobs and act on them (approve, signal, resume, cancel), list
+//! them, and show a job's diary as a timeline. Each command writes to the durable plane of
+//! config/iron.yaml (or IRON_DURABLE / IRON_NATS_URL); a running runner does the work.
+
+use clap::Subcommand;
+use serde_json::Value;
+
+use super::CliError;
+use crate::core::config::Config;
+use crate::jobs::{JobEvent, JobState, ops};
+use crate::spine::durable::AnyLog;
+
+/// Durable jobs: flows that survive restarts.
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// Start a job of the flow <mesh>/<role>/<flow> (a Rust flow in the runner, or
+    /// aem/<mesh>/skills/<role>/flows/<flow>.py) and print its id. The mesh's runner
+    /// (`jobs_runner --mesh <mesh>`) runs it.
+    Start {
+        /// The flow, e.g. newsroom/analyst/watch_feed.
+        flow: String,
+        /// The flow's input, as JSON.
+        #[arg(long, default_value = "{}")]
+        input: String,
+        /// Where Python flows are (only used to record the flow file's hash).
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
+    },
+    /// List jobs with their state (runnable, waiting, parked, cancelled, done).
+    List {
+        /// Only this mesh.
+        #[arg(long, default_value = "*")]
+        mesh: String,
+    },
+    /// Print a job's diary as a timeline: every step result, wait, answer and decision, in
+    /// order, with who wrote it.
+    Show {
+        /// The job id (from `start` or `list`).
+        job: String,
+    },
+    /// Answer a job's approval request. An answer given before the flow asks is kept and
+    /// used when it does.
+    Approve {
+        /// The job id.
+        job: String,
+        /// The approval's name (as the flow calls `ctx.wait_approval(name, …)`).
+        name: String,
+        /// Answer no instead of yes.
+        #[arg(long)]
+        reject: bool,
+        /// A note the flow receives with the answer.
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Send a named signal to a job (the flow receives it from `ctx.wait_signal(name)`; a
+    /// signal sent early is kept).
+    Signal {
+        /// The job id.
+        job: String,
+        /// The signal's name.
+        name: String,
+        /// Its payload, as JSON.
+        #[arg(long, default_value = "null")]
+        payload: String,
+    },
+    /// Resume a parked job: the runner replays it from the top (after you fixed what the
+    /// park reason says, e.g. restored an edited flow).
+    Resume {
+        /// The job id.
+        job: String,
+        /// Why, for the diary.
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Cancel a job: it never runs again.
+    Cancel {
+        /// The job id.
+        job: String,
+        /// Why, for the diary.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+fn json_arg(what: &str, text: &str) -> Result<Value, CliError> {
+    serde_json::from_str(text).map_err(|e| CliError::Failed(format!("{what} is not JSON: {e}")))
+}
+
+/// Runs one `iron jobs` command.
+pub async fn run(command: JobsCommand) -> Result<(), CliError> {
+    let config = Config::load()?;
+    let log = AnyLog::open(&config).await?;
+    match command {
+        JobsCommand::Start { flow, input, aem } => {
+            let input = json_arg("--input", &input)?;
+            let hash = flow_hash(&aem, &flow);
+            let (_, job) = ops::start(&log, &flow, input, hash).await?;
+            println!("{job}");
+        }
+        JobsCommand::List { mesh } => {
+            for s in ops::list(&log, &mesh).await? {
+                let detail = match &s.state {
+                    JobState::Waiting { on } => format!(" on {on}"),
+                    JobState::Parked { reason } => {
+                        format!(" ({})", reason.lines().next().unwrap_or(""))
+                    }
+                    _ => String::new(),
+                };
+                println!(
+                    "{}  {}/{}  {}{}  [{} entries]",
+                    s.job,
+                    s.mesh,
+                    s.flow,
+                    s.state.word(),
+                    detail,
+                    s.entries
+                );
+            }
+        }
+        JobsCommand::Show { job } => {
+            let (mesh, diary) = ops::find(&log, &job).await?;
+            let state = crate::jobs::state_of(&diary);
+            println!("job {job} in mesh {mesh}: {}", state.word());
+            let t0 = diary.first().map(|s| s.entry.ts).unwrap_or(0);
+            for s in &diary {
+                println!(
+                    "{:>6}  +{:>8.3}s  {:<16}  {}  [{}]",
+                    s.seq,
+                    (s.entry.ts.saturating_sub(t0)) as f64 / 1000.0,
+                    s.entry.event.kind(),
+                    describe(&s.entry.event),
+                    s.entry.by
+                );
+            }
+        }
+        JobsCommand::Approve {
+            job,
+            name,
+            reject,
+            note,
+        } => {
+            ops::approve(&log, &job, &name, !reject, note).await?;
+            println!(
+                "{job}: {} {name}",
+                if reject { "rejected" } else { "approved" }
+            );
+        }
+        JobsCommand::Signal { job, name, payload } => {
+            ops::signal(&log, &job, &name, json_arg("--payload", &payload)?).await?;
+            println!("{job}: signal {name} sent");
+        }
+        JobsCommand::Resume { job, note } => {
+            ops::resume(&log, &job, note).await?;
+            println!("{job}: resumed");
+        }
+        JobsCommand::Cancel { job, reason } => {
+            ops::cancel(&log, &job, reason).await?;
+            println!("{job}: cancelled");
+        }
+    }
+    Ok(())
+}
+
+fn flow_hash(aem: &std::path::Path, flow: &str) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let mut parts = flow.split('/');
+    let (mesh, role, name) = (parts.next()?, parts.next()?, parts.next()?);
+    let path = aem
+        .join(mesh)
+        .join("skills")
+        .join(role)
+        .join("flows")
+        .join(format!("{name}.py"));
+    let bytes = std::fs::read(path).ok()?;
+    Some(hex::encode(Sha256::digest(bytes)))
+}
+
+fn short(v: &Value) -> String {
+    let text = v.to_string();
+    if text.chars().count() > 100 {
+        format!("{}…", text.chars().take(100).collect::<String>())
+    } else {
+        text
+    }
+}
+
+fn describe(event: &JobEvent) -> String {
+    match event {
+        JobEvent::JobStarted {
+            role, flow, input, ..
+        } => format!("{role}/{flow} input={}", short(input)),
+        JobEvent::StepDone { step, result, .. } => format!("{step} -> {}", short(result)),
+        JobEvent::EffectIntent { step, .. } => format!("{step}: about to act"),
+        JobEvent::EffectConfirmed { step, observation } => {
+            format!("{step}: observed {}", short(observation))
+        }
+        JobEvent::TimerSet { timer, due_ms } => format!("{timer} due at {due_ms} ms"),
+        JobEvent::TimerDue { timer, tick } => format!("{timer} (tick {tick})"),
+        JobEvent::ApprovalRequested { name, prompt } => format!("{name}: {prompt}"),
+        JobEvent::ApprovalGiven {
+            name,
+            approved,
+            note,
+        } => format!(
+            "{name}: {}{}",
+            if *approved { "yes" } else { "no" },
+            note.as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
+        ),
+        JobEvent::Signal { name, payload } => format!("{name} {}", short(payload)),
+        JobEvent::ExpertRequested {
+            request,
+            domain,
+            instruction,
+            ..
+        } => format!("{request}: asked {domain}: {instruction}"),
+        JobEvent::Waiting { on } => format!("on {on}"),
+        JobEvent::Parked { reason } => reason.clone(),
+        JobEvent::Resumed { note } | JobEvent::Cancelled { reason: note } => {
+            note.clone().unwrap_or_default()
+        }
+        JobEvent::Done { output } => short(output),
+    }
+}
+
+/// `iron bench jobs`: on a local nats-server started on free ports (or `nats`).
+pub(super) async fn bench(
+    steps: usize,
+    resume_steps: usize,
+    python: std::path::PathBuf,
+    nats: Option<String>,
+) -> Result<(), CliError> {
+    use crate::launch::nats::{LocalNats, free_port};
+    use crate::spine::durable::{JetStream, JetStreamOptions, StreamSpec, bootstrap};
+    let io = |what: &str| {
+        let what = what.to_string();
+        move |source| CliError::Io { what, source }
+    };
+    let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
+    let mut local = None;
+    let mut monitor = None;
+    let url = match nats {
+        Some(url) => url,
+        None => {
+            let (p, m) = (
+                free_port().map_err(io("free port"))?,
+                free_port().map_err(io("free port"))?,
+            );
+            let server = LocalNats::start(
+                std::path::Path::new("config/nats-server.conf"),
+                &dir.path().join("nats"),
+                p,
+                m,
+            )
+            .await?;
+            let url = server.url.clone();
+            monitor = Some(server.monitor.clone());
+            local = Some(server);
+            url
+        }
+    };
+    let result = async {
+        let js = JetStream::connect(&url, JetStreamOptions::default())
+            .await
+            .map_err(|e| CliError::Failed(format!("cannot reach NATS at {url}: {e}")))?;
+        let check = bootstrap::BootstrapOptions { monitor };
+        bootstrap::bootstrap(&js, &StreamSpec::all(), &check)
+            .await
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        let options = crate::jobs::bench::JobsBenchOptions {
+            steps,
+            resume_steps,
+            python: Some(python),
+        };
+        crate::jobs::bench::jobs(&js, &options, dir.path(), &mut std::io::stdout())
+            .await
+            .map_err(|e| CliError::Failed(e.to_string()))
+    }
+    .await;
+    if let Some(server) = local {
+        server.stop().await;
+    }
+    result
+}

@@ -1,0 +1,222 @@
+//! `iron bench jobs`: what journaling costs. A no-op step journaled through the runner's
+//! fenced writer (p50/p99) against one raw JetStream publish-ack of the same size (p50 and the
+//! ratio), the extra cost of a step in a Python flow, and the time to resume a job whose
+//! journal holds 10,000 steps. Prints `bench jobs.<name> <value> <unit>`; never asserted.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::message::PublishMessage;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::ctx::{Ctx, StepError};
+use super::flow::{Flow, FlowFuture, Registry};
+use super::journal::Fence;
+use super::python::PythonFlows;
+use super::run::{Flows, run_job};
+use super::{JobError, JobState, ops};
+use crate::core::durable::DurableError;
+use crate::spine::durable::lease::Lease;
+use crate::spine::durable::{AnyLog, JetStream};
+
+/// Why the benchmark stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum JobsBenchError {
+    /// A job operation failed.
+    #[error("bench jobs: {0}")]
+    Job(#[from] JobError),
+    /// The raw publish failed.
+    #[error("bench jobs: raw publish: {0}")]
+    Raw(#[source] DurableError),
+    /// The Python helper could not be set up.
+    #[error("bench jobs: {0}")]
+    Python(#[from] super::python::PythonSetupError),
+    /// A job did not end as the benchmark expects.
+    #[error("bench jobs: {0}")]
+    Unexpected(String),
+    /// Writing the output failed.
+    #[error("bench jobs: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Settings.
+#[derive(Debug, Clone)]
+pub struct JobsBenchOptions {
+    /// Steps per latency series.
+    pub steps: usize,
+    /// Steps in the journal of the job that is resumed.
+    pub resume_steps: usize,
+    /// Python interpreter for the Python-flow series (`None` skips it, saying so).
+    pub python: Option<std::path::PathBuf>,
+}
+
+async fn nothing(_: Value) -> Result<Value, StepError> {
+    Ok(Value::Null)
+}
+
+/// `n` no-op steps, each timed from the flow's side.
+struct Timed(Arc<Mutex<Vec<Duration>>>);
+
+impl Flow for Timed {
+    fn run<'a>(&'a self, ctx: &'a mut Ctx, input: Value) -> FlowFuture<'a> {
+        Box::pin(async move {
+            let n = input["n"].as_u64().unwrap_or(1);
+            for _ in 0..n {
+                let t = Instant::now();
+                ctx.step("noop", nothing, Value::Null).await?;
+                self.0.lock().expect("samples").push(t.elapsed());
+            }
+            Ok(json!(n))
+        })
+    }
+}
+
+fn long<'a>(ctx: &'a mut Ctx, input: Value) -> FlowFuture<'a> {
+    Box::pin(async move {
+        let n = input["n"].as_u64().unwrap_or(1);
+        for _ in 0..n {
+            ctx.step("noop", nothing, Value::Null).await?;
+        }
+        ctx.wait_signal("go").await?;
+        Ok(json!(n))
+    })
+}
+
+const PY_NOOP: &str = "def nothing():\n    return None\n\ndef run(ctx, input):\n    for _ in range(input['n']):\n        ctx.step('noop', nothing)\n    return input['n']\n";
+
+fn pct(sorted: &[Duration], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i].as_secs_f64() * 1e6
+}
+
+/// Runs the benchmark against `js` (a server the caller owns: it writes jobs of mesh `bench`).
+pub async fn jobs(
+    js: &JetStream,
+    options: &JobsBenchOptions,
+    scratch: &Path,
+    out: &mut impl Write,
+) -> Result<(), JobsBenchError> {
+    let log = AnyLog::JetStream(Box::new(js.clone()));
+    let lease = Lease::acquire(&log, "jobs-runner.bench", "bench")
+        .await
+        .map_err(|e| JobsBenchError::Unexpected(e.to_string()))?;
+    let fence = Fence {
+        key: "jobs-runner.bench".into(),
+        holder: lease.holder().into(),
+        epoch: lease.epoch(),
+        lost: CancellationToken::new(),
+    };
+    let samples = Arc::new(Mutex::new(Vec::new()));
+    let mut registry = Registry::new();
+    registry
+        .register("bench/ops/timed", Timed(samples.clone()))
+        .register("bench/ops/long", long);
+    let python = match &options.python {
+        Some(exe) => {
+            let dir = scratch.join("aem/bench/skills/ops/flows");
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(dir.join("noop.py"), PY_NOOP)?;
+            Some(PythonFlows::new(&scratch.join("aem"), exe)?)
+        }
+        None => None,
+    };
+    let flows = Flows { registry, python };
+    let n = options.steps.max(1);
+
+    // Raw publish-ack of a payload the size of a step entry, with a message id.
+    let payload = vec![b'x'; 260];
+    let context = js.context().clone();
+    let mut raw = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = Instant::now();
+        let publish = PublishMessage::build()
+            .payload(payload.clone().into())
+            .message_id(format!("bench-raw-{}-{i}", uuid::Uuid::now_v7().simple()));
+        let ack = context
+            .send_publish("jobs.bench.raw.x", publish)
+            .await
+            .map_err(|e| {
+                JobsBenchError::Raw(DurableError::Backend {
+                    op: "publish",
+                    source: Box::new(e),
+                })
+            })?;
+        ack.await.map_err(|e| {
+            JobsBenchError::Raw(DurableError::Backend {
+                op: "ack",
+                source: Box::new(e),
+            })
+        })?;
+        raw.push(t.elapsed());
+    }
+    raw.sort();
+
+    let (_, job) = ops::start(&log, "bench/ops/timed", json!({"n": n}), None).await?;
+    run_job(&log, &flows, &fence, "bench", &job).await?;
+    let mut steps = std::mem::take(&mut *samples.lock().expect("samples"));
+    steps.sort();
+    let (raw50, step50, step99) = (pct(&raw, 0.5), pct(&steps, 0.5), pct(&steps, 0.99));
+    writeln!(out, "bench jobs.raw_publish_ack_p50 {raw50:.1} us")?;
+    writeln!(out, "bench jobs.step_p50 {step50:.1} us")?;
+    writeln!(out, "bench jobs.step_p99 {step99:.1} us")?;
+    writeln!(
+        out,
+        "bench jobs.step_p50_ratio {:.3} x",
+        step50 / raw50.max(1e-9)
+    )?;
+    let rust_mean = steps.iter().sum::<Duration>().as_secs_f64() * 1e6 / steps.len() as f64;
+
+    if flows.python.is_some() {
+        let (_, job) = ops::start(&log, "bench/ops/noop", json!({"n": n}), None).await?;
+        let t = Instant::now();
+        let report = run_job(&log, &flows, &fence, "bench", &job).await?;
+        let total = t.elapsed().as_secs_f64() * 1e6;
+        if !matches!(report.state, JobState::Done { .. }) {
+            return Err(JobsBenchError::Unexpected(format!(
+                "the Python flow ended {:?}",
+                report.state
+            )));
+        }
+        let per_step = total / n as f64;
+        writeln!(out, "bench jobs.python_step_mean {per_step:.1} us")?;
+        writeln!(
+            out,
+            "bench jobs.python_step_overhead {:.1} us",
+            per_step - rust_mean
+        )?;
+    } else {
+        writeln!(out, "# jobs.python_* skipped: no Python interpreter given")?;
+    }
+
+    let m = options.resume_steps;
+    let (_, job) = ops::start(&log, "bench/ops/long", json!({"n": m}), None).await?;
+    let first = run_job(&log, &flows, &fence, "bench", &job).await?;
+    if !matches!(first.state, JobState::Waiting { .. }) {
+        return Err(JobsBenchError::Unexpected(format!(
+            "the long job ended {:?}",
+            first.state
+        )));
+    }
+    ops::signal(&log, &job, "go", Value::Null).await?;
+    let t = Instant::now();
+    let resumed = run_job(&log, &flows, &fence, "bench", &job).await?;
+    let took = t.elapsed();
+    if !matches!(resumed.state, JobState::Done { .. }) || resumed.steps_run != 0 {
+        return Err(JobsBenchError::Unexpected(format!(
+            "the resumed job ended {:?} after running {} steps",
+            resumed.state, resumed.steps_run
+        )));
+    }
+    writeln!(
+        out,
+        "bench jobs.resume_{m}_steps {:.1} ms",
+        took.as_secs_f64() * 1e3
+    )?;
+    Ok(())
+}

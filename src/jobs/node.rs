@@ -1,0 +1,145 @@
+//! The runner and the clock as managed nodes: `configure` opens the configured durable plane,
+//! `run` is [`runner::run`] / [`clock::run`] until deactivated.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use super::python::PythonFlows;
+use super::run::Flows;
+use super::runner::{self, RunnerDeps, RunnerExit};
+use super::testflows::{self, Variant};
+use super::{Registry, clock};
+use crate::{
+    core::config::Config,
+    spine::{
+        control::lifecycle::{CallbackError, ManagedNode, NodeContext},
+        durable::AnyLog,
+    },
+};
+
+async fn open() -> Result<AnyLog, CallbackError> {
+    let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
+    AnyLog::open(&config)
+        .await
+        .map_err(|e| CallbackError::Failure(e.to_string()))
+}
+
+/// `/iron/jobs/<mesh>/runner`.
+pub struct RunnerNode {
+    /// The mesh.
+    pub mesh: String,
+    /// Rust flows compiled into this binary.
+    pub registry: Registry,
+    /// Where Python flows live (`aem/`), and the interpreter.
+    pub python: Option<(PathBuf, PathBuf)>,
+    /// Register the test flows (`test/ops/…`).
+    pub test_flows: Option<Variant>,
+    /// Test seam, see [`RunnerDeps::hold_before_ack`].
+    pub hold_before_ack: Option<PathBuf>,
+    /// Called with an exit code when the runner stops on its own (75: the lease is lost; 70:
+    /// the durable plane failed): the binary exits so the supervisor starts a fresh runner.
+    pub exit: fn(i32),
+}
+
+impl ManagedNode for RunnerNode {
+    type Deps = RunnerDeps;
+
+    async fn configure(&self, _ctx: &NodeContext) -> Result<RunnerDeps, CallbackError> {
+        let log = open().await?;
+        let mut registry = self.registry.clone();
+        if let Some(variant) = self.test_flows {
+            testflows::register(&mut registry, variant);
+        }
+        let python = match &self.python {
+            Some((aem, python)) => Some(
+                PythonFlows::new(aem, python).map_err(|e| CallbackError::Failure(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let mut deps = RunnerDeps::new(log, Flows { registry, python }, &self.mesh);
+        deps.hold_before_ack = self.hold_before_ack.clone();
+        Ok(deps)
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        deps: Arc<RunnerDeps>,
+        shutdown: CancellationToken,
+    ) -> Result<(), String> {
+        match runner::run((*deps).clone(), shutdown).await {
+            Ok(RunnerExit::Stopped) => Ok(()),
+            Ok(RunnerExit::LeaseLost) => {
+                (self.exit)(75);
+                Err("the runner lost its lease".into())
+            }
+            Err(e) => {
+                tracing::error!("runner stopped: {e}");
+                (self.exit)(70);
+                Err(format!("runner stopped: {e}"))
+            }
+        }
+    }
+}
+
+/// `/iron/jobs/clock`.
+#[derive(Debug, Default)]
+pub struct ClockNode;
+
+impl ManagedNode for ClockNode {
+    type Deps = AnyLog;
+
+    async fn configure(&self, _ctx: &NodeContext) -> Result<AnyLog, CallbackError> {
+        open().await
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        deps: Arc<AnyLog>,
+        shutdown: CancellationToken,
+    ) -> Result<(), String> {
+        info!("clock running");
+        clock::run((*deps).clone(), Duration::from_millis(200), shutdown)
+            .await
+            .map_err(|e| format!("clock stopped: {e}"))
+    }
+}
+
+/// `/iron/jobs/gateway`.
+#[derive(Debug)]
+pub struct GatewayNode {
+    /// The action that runs experts (`/iron/engine/task`).
+    pub action: String,
+    /// How long an expert may take.
+    pub goal_wait: Duration,
+}
+
+impl ManagedNode for GatewayNode {
+    type Deps = super::gateway::GatewayDeps;
+
+    async fn configure(&self, ctx: &NodeContext) -> Result<Self::Deps, CallbackError> {
+        let log = open().await?;
+        let client = crate::spine::control::action::ActionClient::new(&ctx.node, &self.action)
+            .map_err(|e| CallbackError::Failure(e.to_string()))?;
+        Ok(super::gateway::GatewayDeps {
+            log,
+            client: Arc::new(client),
+            send_timeout: Duration::from_secs(10),
+            goal_wait: self.goal_wait,
+            poll: Duration::from_millis(200),
+        })
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        deps: Arc<Self::Deps>,
+        shutdown: CancellationToken,
+    ) -> Result<(), String> {
+        super::gateway::run((*deps).clone(), shutdown)
+            .await
+            .map_err(|e| format!("gateway stopped: {e}"))
+    }
+}

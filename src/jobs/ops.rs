@@ -1,0 +1,214 @@
+//! What people do to jobs (the `iron jobs` commands): start, approve, signal, resume, cancel,
+//! list and show. Each writes one event with a computed id to the job's diary and wakes the
+//! job; the runner does the rest.
+
+use serde_json::Value;
+
+use crate::core::durable::EventLog;
+use crate::spine::durable::streams::JOBS;
+
+use super::JobError;
+use super::event::{JobEvent, Stored, check_token, diary_subject, event_id, job_of_subject};
+use super::journal::{JobState, append_unfenced, read_all_diaries, read_diary, state_of, wake};
+
+/// Who the CLI writes as.
+const BY: &str = "cli";
+
+/// Starts `<mesh>/<role>/<flow>` with `input`; returns the new job's id.
+pub async fn start<L: EventLog>(
+    log: &L,
+    target: &str,
+    input: Value,
+    flow_hash: Option<String>,
+) -> Result<(String, String), JobError> {
+    let parts: Vec<&str> = target.split('/').collect();
+    let [mesh, role, flow] = parts[..] else {
+        return Err(JobError::Invalid(format!(
+            "{target:?}: name the flow as <mesh>/<role>/<flow>, e.g. newsroom/analyst/watch_feed"
+        )));
+    };
+    check_token("mesh", mesh)?;
+    check_token("role", role)?;
+    check_token("flow", flow)?;
+    let job = format!("j-{}", uuid::Uuid::now_v7().simple());
+    append_unfenced(
+        log,
+        mesh,
+        &job,
+        event_id(&job, &["job_started"]),
+        BY,
+        JobEvent::JobStarted {
+            mesh: mesh.into(),
+            role: role.into(),
+            flow: flow.into(),
+            input,
+            flow_hash,
+        },
+    )
+    .await?;
+    wake(log, mesh, &job, "started").await?;
+    Ok((mesh.to_string(), job))
+}
+
+/// Finds a job by id in any mesh: its mesh and diary.
+pub async fn find<L: EventLog>(log: &L, job: &str) -> Result<(String, Vec<Stored>), JobError> {
+    check_token("job", job)?;
+    let first = log.read(JOBS, &diary_subject("*", job), 1, 1).await?;
+    let Some(mesh) = first
+        .first()
+        .and_then(|m| job_of_subject(&m.subject))
+        .map(|(mesh, _)| mesh.to_string())
+    else {
+        return Err(JobError::NoJob {
+            mesh: "*".into(),
+            job: job.into(),
+        });
+    };
+    let diary = read_diary(log, &mesh, job).await?;
+    Ok((mesh, diary))
+}
+
+fn count(diary: &[Stored], pick: impl Fn(&JobEvent) -> bool) -> usize {
+    diary.iter().filter(|s| pick(&s.entry.event)).count()
+}
+
+/// Answers the approval `name` (the next unanswered one of that name).
+pub async fn approve<L: EventLog>(
+    log: &L,
+    job: &str,
+    name: &str,
+    approved: bool,
+    note: Option<String>,
+) -> Result<(), JobError> {
+    let name = name.split('#').next().unwrap_or(name);
+    let (mesh, diary) = find(log, job).await?;
+    refuse_finished(job, &diary)?;
+    let n = count(
+        &diary,
+        |e| matches!(e, JobEvent::ApprovalGiven { name: n, .. } if n == name),
+    );
+    let id = event_id(job, &["approval_given", name, &n.to_string()]);
+    append_unfenced(
+        log,
+        &mesh,
+        job,
+        id.clone(),
+        BY,
+        JobEvent::ApprovalGiven {
+            name: name.into(),
+            approved,
+            note,
+        },
+    )
+    .await?;
+    wake(log, &mesh, job, id.as_str()).await
+}
+
+/// Sends the signal `name` with `payload`.
+pub async fn signal<L: EventLog>(
+    log: &L,
+    job: &str,
+    name: &str,
+    payload: Value,
+) -> Result<(), JobError> {
+    let (mesh, diary) = find(log, job).await?;
+    refuse_finished(job, &diary)?;
+    let n = count(
+        &diary,
+        |e| matches!(e, JobEvent::Signal { name: n, .. } if n == name),
+    );
+    let id = event_id(job, &["signal", name, &n.to_string()]);
+    append_unfenced(
+        log,
+        &mesh,
+        job,
+        id.clone(),
+        BY,
+        JobEvent::Signal {
+            name: name.into(),
+            payload,
+        },
+    )
+    .await?;
+    wake(log, &mesh, job, id.as_str()).await
+}
+
+/// Resumes a parked job: the runner replays it from the top.
+pub async fn resume<L: EventLog>(log: &L, job: &str, note: Option<String>) -> Result<(), JobError> {
+    let (mesh, diary) = find(log, job).await?;
+    let JobState::Parked { .. } = state_of(&diary) else {
+        return Err(JobError::Invalid(format!(
+            "job {job} is {}, not parked; only a parked job can be resumed",
+            state_of(&diary).word()
+        )));
+    };
+    let n = count(&diary, |e| matches!(e, JobEvent::Resumed { .. }));
+    let id = event_id(job, &["resumed", &n.to_string()]);
+    append_unfenced(log, &mesh, job, id.clone(), BY, JobEvent::Resumed { note }).await?;
+    wake(log, &mesh, job, id.as_str()).await
+}
+
+/// Cancels a job: it never runs again.
+pub async fn cancel<L: EventLog>(
+    log: &L,
+    job: &str,
+    reason: Option<String>,
+) -> Result<(), JobError> {
+    let (mesh, diary) = find(log, job).await?;
+    refuse_finished(job, &diary)?;
+    append_unfenced(
+        log,
+        &mesh,
+        job,
+        event_id(job, &["cancelled"]),
+        BY,
+        JobEvent::Cancelled { reason },
+    )
+    .await?;
+    Ok(())
+}
+
+fn refuse_finished(job: &str, diary: &[Stored]) -> Result<(), JobError> {
+    match state_of(diary) {
+        JobState::Done { .. } | JobState::Cancelled => Err(JobError::Invalid(format!(
+            "job {job} is {}; nothing more can happen to it",
+            state_of(diary).word()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// One line of `iron jobs list`.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// Mesh.
+    pub mesh: String,
+    /// Job id.
+    pub job: String,
+    /// `<role>/<flow>`.
+    pub flow: String,
+    /// Where it stands.
+    pub state: JobState,
+    /// Diary entries.
+    pub entries: usize,
+}
+
+/// Every job of `mesh` (`*` for all).
+pub async fn list<L: EventLog>(log: &L, mesh: &str) -> Result<Vec<Summary>, JobError> {
+    let all = read_all_diaries(log, mesh).await?;
+    Ok(all
+        .into_iter()
+        .map(|((mesh, job), diary)| {
+            let flow = super::journal::started_of(&diary)
+                .map(|(_, role, flow, _, _)| format!("{role}/{flow}"))
+                .unwrap_or_else(|| "?".into());
+            Summary {
+                mesh,
+                job,
+                flow,
+                state: state_of(&diary),
+                entries: diary.len(),
+            }
+        })
+        .collect())
+}

@@ -1,0 +1,141 @@
+//! Running one job: read its diary, replay its flow from the top against it, and write how the
+//! run ended (done, waiting, parked). Every write goes through the runner's fence.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tracing::{info, warn};
+
+use crate::spine::durable::AnyLog;
+
+use super::JobError;
+use super::ctx::{Ctx, Exit};
+use super::event::{JobEvent, event_id};
+use super::flow::{Flow, Registry};
+use super::journal::{DiaryWriter, Fence, JobState, read_diary, started_of, state_of};
+use super::python::PythonFlows;
+
+/// Where flows come from: Rust flows registered in the binary, then Python flows on disk.
+#[derive(Clone, Default)]
+pub struct Flows {
+    /// Rust flows.
+    pub registry: Registry,
+    /// Python flows (`aem/<mesh>/skills/<role>/flows/<flow>.py`), when configured.
+    pub python: Option<PythonFlows>,
+}
+
+/// What one run of a job did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReport {
+    /// Where the job stands after the run.
+    pub state: JobState,
+    /// Steps executed (not replayed) in this run.
+    pub steps_run: u64,
+}
+
+/// Runs (or replays) one job until it returns, waits or parks.
+pub async fn run_job(
+    log: &AnyLog,
+    flows: &Flows,
+    fence: &Fence,
+    mesh: &str,
+    job: &str,
+) -> Result<RunReport, JobError> {
+    let diary = read_diary(log, mesh, job).await?;
+    let state = state_of(&diary);
+    let settled = |state| RunReport {
+        state,
+        steps_run: 0,
+    };
+    if state.is_settled() || state == JobState::Unknown {
+        return Ok(settled(state));
+    }
+    let Some((_, role, flow_name, input, _)) = started_of(&diary) else {
+        return Ok(settled(state));
+    };
+    let name = format!("{mesh}/{role}/{flow_name}");
+    let writer = DiaryWriter::new(log.clone(), mesh, job, &diary, fence.clone());
+    let parked_before = diary
+        .iter()
+        .filter(|s| matches!(s.entry.event, JobEvent::Parked { .. }))
+        .count();
+    let mut ctx = Ctx::new(job, &diary, writer);
+    let outcome = match flow_for(flows, &name) {
+        Some(FlowRef::Rust(flow)) => flow.run(&mut ctx, input).await,
+        Some(FlowRef::Python(python)) => python.run(&mut ctx, mesh, &role, &flow_name, input).await,
+        None => Err(Exit::Parked {
+            reason: format!(
+                "flow {name} is not known to this runner (no Rust flow registered, no flows/{flow_name}.py); deploy it and resume, or cancel"
+            ),
+        }),
+    };
+    let steps_run = ctx.steps_run();
+    let (id, event, state) = match outcome {
+        Ok(output) => {
+            info!(job, "job done");
+            (
+                event_id(job, &["done"]),
+                JobEvent::Done {
+                    output: output.clone(),
+                },
+                JobState::Done { output },
+            )
+        }
+        Err(Exit::Waiting { on }) => {
+            info!(job, on, "job waiting");
+            (
+                event_id(job, &["waiting", &on]),
+                JobEvent::Waiting { on: on.clone() },
+                JobState::Waiting { on },
+            )
+        }
+        Err(Exit::Parked { reason }) => {
+            warn!(job, reason, "job parked");
+            (
+                event_id(job, &["parked", &parked_before.to_string()]),
+                JobEvent::Parked {
+                    reason: reason.clone(),
+                },
+                JobState::Parked { reason },
+            )
+        }
+        Err(Exit::Cancelled) => (
+            event_id(job, &["cancelled"]),
+            JobEvent::Cancelled { reason: None },
+            JobState::Cancelled,
+        ),
+        Err(Exit::Fatal(e)) => return Err(e),
+    };
+    let state = if state == JobState::Cancelled || ctx.has(&id) {
+        state
+    } else {
+        match ctx.record(id, event).await {
+            Ok(()) => state,
+            Err(Exit::Cancelled) => JobState::Cancelled,
+            Err(Exit::Fatal(e)) => return Err(e),
+            Err(other) => return Err(JobError::Invalid(format!("closing the run: {other:?}"))),
+        }
+    };
+    Ok(RunReport { state, steps_run })
+}
+
+enum FlowRef {
+    Rust(Arc<dyn Flow>),
+    Python(PythonFlows),
+}
+
+fn flow_for(flows: &Flows, name: &str) -> Option<FlowRef> {
+    if let Some(flow) = flows.registry.get(name) {
+        return Some(FlowRef::Rust(flow));
+    }
+    let python = flows.python.as_ref()?;
+    python.has(name).then(|| FlowRef::Python(python.clone()))
+}
+
+/// Runs the flow of a job whose output is plain `Value` (used by tests and the bench).
+pub fn output_of(report: &RunReport) -> Option<&Value> {
+    match &report.state {
+        JobState::Done { output } => Some(output),
+        _ => None,
+    }
+}

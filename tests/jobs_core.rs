@@ -1,0 +1,392 @@
+//! Durable jobs in one process, on both backends: journal with computed ids, replay without
+//! re-running finished steps, fingerprints that park, fenced writes, waits that keep early
+//! answers, the confirmation gate and the clock.
+
+#[macro_use]
+mod support;
+
+use std::time::Duration;
+
+use iron::jobs::event::{JobEvent, event_id, fingerprint};
+use iron::jobs::journal::{DiaryWriter, Fence, append_unfenced, read_diary};
+use iron::jobs::run::{Flows, run_job};
+use iron::jobs::runner::lease_key;
+use iron::jobs::testflows::{self, Variant};
+use iron::jobs::{JobError, JobState, Registry, ops};
+use iron::spine::durable::lease::Lease;
+use iron::spine::durable::{AnyLog, Embedded, JetStream};
+use serde_json::{Value, json};
+use support::harness::Harness;
+use tokio_util::sync::CancellationToken;
+
+/// Both harness backends as the runner's handle.
+trait IntoAny {
+    fn any(self) -> AnyLog;
+}
+impl IntoAny for JetStream {
+    fn any(self) -> AnyLog {
+        AnyLog::JetStream(Box::new(self))
+    }
+}
+impl IntoAny for Embedded {
+    fn any(self) -> AnyLog {
+        AnyLog::Embedded(self)
+    }
+}
+
+fn flows(variant: Variant) -> Flows {
+    let mut registry = Registry::new();
+    testflows::register(&mut registry, variant);
+    Flows {
+        registry,
+        python: None,
+    }
+}
+
+async fn fence(log: &AnyLog, holder: &str) -> Fence {
+    let lease = Lease::acquire(log, &lease_key("test"), holder)
+        .await
+        .unwrap();
+    Fence {
+        key: lease_key("test"),
+        holder: lease.holder().into(),
+        epoch: lease.epoch(),
+        lost: CancellationToken::new(),
+    }
+}
+
+fn lines(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+async fn kinds(log: &AnyLog, job: &str) -> Vec<String> {
+    read_diary(log, "test", job)
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| s.entry.event.kind().to_string())
+        .collect()
+}
+
+async fn a_replay_returns_journaled_results_and_runs_nothing_twice<H: Harness>(mut h: H)
+where
+    H::Log: IntoAny,
+{
+    let log = h.open().await.any();
+    let record = h.dir().join("calls");
+    let fence = fence(&log, "r1").await;
+    let f = flows(Variant::Original);
+    let (_, job) = ops::start(
+        &log,
+        "test/ops/steps",
+        json!({"record": record, "n": 3}),
+        None,
+    )
+    .await
+    .unwrap();
+    let first = run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    assert!(matches!(first.state, JobState::Done { .. }), "{first:?}");
+    assert_eq!(first.steps_run, 3);
+    assert_eq!(lines(&record), ["s1", "s2", "s3"]);
+    // A rerun of a finished job does nothing; a forced replay of the flow returns the
+    // journaled results without calling a side effect.
+    let again = run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    assert_eq!(again.steps_run, 0);
+    assert_eq!(lines(&record), ["s1", "s2", "s3"]);
+    assert_eq!(
+        kinds(&log, &job).await,
+        ["job_started", "step_done", "step_done", "step_done", "done"]
+    );
+    // The same logical event published twice is stored once.
+    let id = event_id(&job, &["s1#0", "step_done"]);
+    append_unfenced(
+        &log,
+        "test",
+        &job,
+        id,
+        "someone",
+        JobEvent::StepDone {
+            step: "s1#0".into(),
+            fingerprint: None,
+            result: json!({"step": "s1"}),
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(kinds(&log, &job).await.len(), 5);
+}
+
+async fn a_journal_entry_from_an_older_run_is_replayed_not_rerun<H: Harness>(mut h: H)
+where
+    H::Log: IntoAny,
+{
+    let log = h.open().await.any();
+    let record = h.dir().join("calls");
+    let fence = fence(&log, "r1").await;
+    let (_, job) = ops::start(
+        &log,
+        "test/ops/steps",
+        json!({"record": record, "n": 2}),
+        None,
+    )
+    .await
+    .unwrap();
+    // s1 was journaled by an older runner without a fingerprint: trusted.
+    append_unfenced(
+        &log,
+        "test",
+        &job,
+        event_id(&job, &["s1#0", "step_done"]),
+        "old",
+        JobEvent::StepDone {
+            step: "s1#0".into(),
+            fingerprint: None,
+            result: json!({"step": "old-s1"}),
+        },
+    )
+    .await
+    .unwrap();
+    let report = run_job(&log, &flows(Variant::Original), &fence, "test", &job)
+        .await
+        .unwrap();
+    assert_eq!(report.steps_run, 1);
+    assert_eq!(lines(&record), ["s2"]);
+    let JobState::Done { output } = report.state else {
+        panic!("{report:?}")
+    };
+    assert_eq!(output["steps"][0], json!({"step": "old-s1"}));
+}
+
+async fn an_edited_flow_parks_and_resumes_once_restored<H: Harness>(mut h: H)
+where
+    H::Log: IntoAny,
+{
+    let log = h.open().await.any();
+    let fence = fence(&log, "r1").await;
+    let (original, edited) = (flows(Variant::Original), flows(Variant::Edited));
+    let (_, job) = ops::start(&log, "test/ops/edit", json!({"x": 1}), None)
+        .await
+        .unwrap();
+    let r = run_job(&log, &original, &fence, "test", &job)
+        .await
+        .unwrap();
+    assert_eq!(
+        r.state,
+        JobState::Waiting {
+            on: "signal:go#0".into()
+        }
+    );
+    ops::signal(&log, &job, "go", json!("now")).await.unwrap();
+    // The code changed while the job waited: step a now calls another function.
+    let r = run_job(&log, &edited, &fence, "test", &job).await.unwrap();
+    let JobState::Parked { reason } = &r.state else {
+        panic!("{r:?}")
+    };
+    assert!(
+        reason.contains("step a#0") && reason.contains("fingerprint"),
+        "{reason}"
+    );
+    // Parked stays parked until a person acts.
+    let r = run_job(&log, &original, &fence, "test", &job)
+        .await
+        .unwrap();
+    assert!(matches!(r.state, JobState::Parked { .. }));
+    ops::resume(&log, &job, Some("restored".into()))
+        .await
+        .unwrap();
+    let r = run_job(&log, &original, &fence, "test", &job)
+        .await
+        .unwrap();
+    let JobState::Done { output } = r.state else {
+        panic!("{r:?}")
+    };
+    assert_eq!(output["b"], json!({"b": "now"}));
+    // The other way out: cancel.
+    let (_, other) = ops::start(&log, "test/ops/edit", json!({"x": 2}), None)
+        .await
+        .unwrap();
+    run_job(&log, &original, &fence, "test", &other)
+        .await
+        .unwrap();
+    ops::signal(&log, &other, "go", json!(1)).await.unwrap();
+    let r = run_job(&log, &edited, &fence, "test", &other)
+        .await
+        .unwrap();
+    assert!(matches!(r.state, JobState::Parked { .. }));
+    ops::cancel(&log, &other, None).await.unwrap();
+    let r = run_job(&log, &original, &fence, "test", &other)
+        .await
+        .unwrap();
+    assert_eq!(r.state, JobState::Cancelled);
+    assert!(ops::resume(&log, &other, None).await.is_err());
+}
+
+async fn an_approval_sent_before_the_wait_is_kept<H: Harness>(mut h: H)
+where
+    H::Log: IntoAny,
+{
+    let log = h.open().await.any();
+    let fence = fence(&log, "r1").await;
+    let (_, job) = ops::start(&log, "test/ops/approve", json!({"d": 1}), None)
+        .await
+        .unwrap();
+    ops::approve(&log, &job, "publish", true, Some("early".into()))
+        .await
+        .unwrap();
+    let r = run_job(&log, &flows(Variant::Original), &fence, "test", &job)
+        .await
+        .unwrap();
+    let JobState::Done { output } = r.state else {
+        panic!("{r:?}")
+    };
+    assert_eq!(output["approved"], json!(true));
+    assert_eq!(output["note"], json!("early"));
+    assert!(!kinds(&log, &job).await.contains(&"waiting".to_string()));
+}
+
+async fn a_runner_without_the_lease_cannot_write<H: Harness>(mut h: H)
+where
+    H::Log: IntoAny,
+{
+    let log = h.open().await.any();
+    let (_, job) = ops::start(&log, "test/ops/steps", json!({"n": 1}), None)
+        .await
+        .unwrap();
+    let diary = read_diary(&log, "test", &job).await.unwrap();
+    // The stale runner read the diary, then lost the lease to another that wrote.
+    let stale = Fence {
+        key: lease_key("test"),
+        holder: "stale".into(),
+        epoch: 1,
+        lost: CancellationToken::new(),
+    };
+    let mut stale_writer = DiaryWriter::new(log.clone(), "test", &job, &diary, stale);
+    let fresh = fence(&log, "fresh").await;
+    let mut fresh_writer = DiaryWriter::new(log.clone(), "test", &job, &diary, fresh);
+    let step = |by: &str| JobEvent::StepDone {
+        step: "s1#0".into(),
+        fingerprint: Some(fingerprint("s1", by, &Value::Null)),
+        result: json!(by),
+    };
+    fresh_writer
+        .append(event_id(&job, &["s1#0", "step_done"]), step("fresh"))
+        .await
+        .unwrap();
+    let refused = stale_writer
+        .append(event_id(&job, &["x#0", "step_done"]), step("stale"))
+        .await;
+    assert!(
+        matches!(refused, Err(JobError::LeaseLost { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(kinds(&log, &job).await, ["job_started", "step_done"]);
+}
+
+async fn the_effect_gate_observes_before_acting_again<H: Harness>(mut h: H)
+where
+    H::Log: IntoAny,
+{
+    let log = h.open().await.any();
+    let fence = fence(&log, "r1").await;
+    let f = flows(Variant::Original);
+    let (file, record) = (h.dir().join("world"), h.dir().join("acts"));
+    let input = json!({"file": file, "record": record});
+    let (_, job) = ops::start(&log, "test/ops/effect", input.clone(), None)
+        .await
+        .unwrap();
+    let r = run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    assert!(matches!(r.state, JobState::Done { .. }), "{r:?}");
+    assert_eq!(
+        kinds(&log, &job).await,
+        ["job_started", "effect_intent", "effect_confirmed", "done"]
+    );
+    assert_eq!(lines(&record), ["act"]);
+    // A crash between intent and confirmation: the world already shows the change, so the
+    // replay confirms by observing and does not act again.
+    let (_, crashed) = ops::start(&log, "test/ops/effect", input.clone(), None)
+        .await
+        .unwrap();
+    let fp = fingerprint("post", "iron::jobs::testflows::post", &input);
+    append_unfenced(
+        &log,
+        "test",
+        &crashed,
+        event_id(&crashed, &["post#0", "effect_intent"]),
+        "crashed-runner",
+        JobEvent::EffectIntent {
+            step: "post#0".into(),
+            fingerprint: Some(fp),
+        },
+    )
+    .await
+    .unwrap();
+    let r = run_job(&log, &f, &fence, "test", &crashed).await.unwrap();
+    assert!(matches!(r.state, JobState::Done { .. }), "{r:?}");
+    assert_eq!(
+        lines(&record),
+        ["act"],
+        "no second act: the observation confirmed it"
+    );
+    assert_eq!(r.steps_run, 0);
+}
+
+async fn a_timer_fires_through_the_clock_never_early<H: Harness>(mut h: H)
+where
+    H::Log: IntoAny,
+{
+    let log = h.open().await.any();
+    let fence = fence(&log, "r1").await;
+    let f = flows(Variant::Original);
+    let (_, job) = ops::start(&log, "test/ops/timer", json!({"seconds": 0.5}), None)
+        .await
+        .unwrap();
+    let r = run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    assert_eq!(
+        r.state,
+        JobState::Waiting {
+            on: "timer:nap#0".into()
+        }
+    );
+    let stop = CancellationToken::new();
+    let clock = tokio::spawn(iron::jobs::clock::run(
+        log.clone(),
+        Duration::from_millis(50),
+        stop.clone(),
+    ));
+    let due = support::eventually("timer_due", Duration::from_secs(20), || async {
+        let diary = read_diary(&log, "test", &job).await.unwrap();
+        let set = diary.iter().find_map(|s| match s.entry.event {
+            JobEvent::TimerSet { due_ms, .. } => Some(due_ms),
+            _ => None,
+        })?;
+        let fired = diary
+            .iter()
+            .find(|s| matches!(s.entry.event, JobEvent::TimerDue { .. }))?;
+        Some((set, fired.entry.ts))
+    })
+    .await;
+    assert!(
+        due.1 >= due.0,
+        "timer_due written at {} before due {}",
+        due.1,
+        due.0
+    );
+    stop.cancel();
+    clock.await.unwrap().unwrap();
+    let r = run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    assert!(matches!(r.state, JobState::Done { .. }), "{r:?}");
+}
+
+for_both_backends!(
+    a_replay_returns_journaled_results_and_runs_nothing_twice,
+    a_journal_entry_from_an_older_run_is_replayed_not_rerun,
+    an_edited_flow_parks_and_resumes_once_restored,
+    an_approval_sent_before_the_wait_is_kept,
+    a_runner_without_the_lease_cannot_write,
+    the_effect_gate_observes_before_acting_again,
+    a_timer_fires_through_the_clock_never_early,
+);
