@@ -144,29 +144,7 @@ impl Recall {
 
     /// Full-text search over payloads and results (every word must appear), best match first.
     pub fn recall(&self, query: &str, filter: &RecallFilter) -> Result<Vec<Recalled>, RecallError> {
-        let limit = if filter.limit == 0 { 50 } else { filter.limit };
-        let sql = format!(
-            "SELECT {COLUMNS} FROM events_fts f JOIN events e ON e.event_id = f.event_id
-             WHERE events_fts MATCH ?1
-               AND (?2 IS NULL OR e.namespace = ?2 OR substr(e.namespace, 1, length(?2) + 1) = ?2 || '/')
-               AND (?3 IS NULL OR e.kind = ?3)
-               AND (?4 IS NULL OR e.tenant = ?4)
-             ORDER BY f.rank LIMIT ?5"
-        );
-        let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
-        let rows = stmt
-            .query_map(
-                params![
-                    fts_query(query),
-                    filter.prefix.as_deref().map(|p| p.trim_end_matches('/')),
-                    filter.kind,
-                    filter.tenant,
-                    limit as i64
-                ],
-                row,
-            )
-            .map_err(self.err())?;
-        rows.collect::<Result<_, _>>().map_err(self.err())
+        self.search(&fts_query(query), filter)
     }
 
     /// Like [`Recall::recall`], but an event matches when it holds any of the query's words
@@ -176,9 +154,14 @@ impl Recall {
         query: &str,
         filter: &RecallFilter,
     ) -> Result<Vec<Recalled>, RecallError> {
-        let Some(any) = fts_any(query) else {
-            return Ok(Vec::new());
-        };
+        match fts_any(query) {
+            Some(any) => self.search(&any, filter),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Runs the FTS5 expression `matching` under `filter`, best match first.
+    fn search(&self, matching: &str, filter: &RecallFilter) -> Result<Vec<Recalled>, RecallError> {
         let limit = if filter.limit == 0 { 50 } else { filter.limit };
         let sql = format!(
             "SELECT {COLUMNS} FROM events_fts f JOIN events e ON e.event_id = f.event_id
@@ -192,7 +175,7 @@ impl Recall {
         let rows = stmt
             .query_map(
                 params![
-                    any,
+                    matching,
                     filter.prefix.as_deref().map(|p| p.trim_end_matches('/')),
                     filter.kind,
                     filter.tenant,
