@@ -16,7 +16,8 @@ mod generated {
 
 pub use generated::ros::iron::{
     Answer, AolTaskFeedback, AolTaskGoal, AolTaskResult, InboxMessage, Interjection, Question,
-    SessionControl, ToolCallRequest, ToolCallResponse, action::AolTask, srv::ToolCall,
+    SessionControl, SourceStateRequest, SourceStateResponse, ToolCallRequest, ToolCallResponse,
+    action::AolTask, srv::SourceState, srv::ToolCall,
 };
 
 /// lifecycle_msgs messages as ROS 2 Jazzy defines them.

@@ -10,6 +10,8 @@ pub mod spine;
 pub mod aem;
 pub mod tools;
 
+pub mod msp;
+
 pub mod memory;
 
 pub mod jobs;

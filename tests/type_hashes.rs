@@ -71,6 +71,12 @@ fn advertised_hashes_match_an_independent_rosidl_hasher() {
         interfaces::ToolCall::service_type_info(),
         &mut bad,
     );
+    check(
+        &g,
+        "iron/srv/SourceState",
+        interfaces::SourceState::service_type_info(),
+        &mut bad,
+    );
     // The action's endpoints, as the action server and client declare them.
     check(
         &g,

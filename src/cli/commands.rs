@@ -215,6 +215,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             text,
         }) => inbox_send(&cli.router, source, user, destination, text, timeout).await,
         Command::Jobs(command) => super::jobs::run(command).await,
+        Command::Msp(command) => super::msp::run(command, &cli.router, timeout).await,
         Command::Bench(BenchCommand::Jobs {
             steps,
             resume_steps,

@@ -5,6 +5,7 @@ mod bench;
 mod bench_cognition;
 mod commands;
 mod jobs;
+mod msp;
 pub mod node;
 mod operator;
 
@@ -137,6 +138,9 @@ pub enum Command {
     /// failed, or the flow's code changed under it) waits for `resume` or `cancel`.
     #[command(subcommand)]
     Jobs(jobs::JobsCommand),
+    /// Perception (MSP) sources: the feeds source program, and reading a running source.
+    #[command(subcommand)]
+    Msp(msp::MspCommand),
     /// Measure; prints lines `bench <name> <value> <unit>`.
     #[command(subcommand)]
     Bench(BenchCommand),

@@ -72,6 +72,8 @@ event_kinds! {
     ModelCalled => "model_called",
     /// An operator's correction was read into a running task.
     InterjectionRead => "interjection_read",
+    /// An expert read its perception sources at wake (what each gave, or why not).
+    PerceptionRead => "perception_read",
     /// An expert stopped to ask the operator a question.
     QuestionAsked => "question_asked",
     /// The operator's answer reached the expert.

@@ -6,4 +6,5 @@ pub mod durable;
 pub mod effect;
 pub mod envelope;
 pub mod event_kind;
+pub mod exe;
 pub mod ids;

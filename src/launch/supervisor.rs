@@ -1,9 +1,6 @@
 //! `iron up`: start, configure, activate and supervise the launch list; stop it in reverse.
 
-use std::{
-    path::PathBuf,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
@@ -158,7 +155,7 @@ async fn start(
     me: &hiroz::node::ZNode,
     timeout: Duration,
 ) -> Result<(), LaunchError> {
-    let exe = resolve(&m.spec.executable);
+    let exe = crate::core::exe::beside_current(&m.spec.executable);
     let mut cmd = Command::new(&exe);
     cmd.args(&m.spec.args)
         .args(m.spec.ros_args())
@@ -244,17 +241,4 @@ async fn stop(m: &mut Managed, me: &hiroz::node::ZNode, timeout: Duration) {
             let _ = child.kill().await;
         }
     }
-}
-
-/// An executable beside the running `iron` binary, else the bare name (looked up on PATH).
-fn resolve(executable: &str) -> PathBuf {
-    let path = PathBuf::from(executable);
-    if path.components().count() > 1 {
-        return path;
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|dir| dir.join(executable)))
-        .filter(|candidate| candidate.is_file())
-        .unwrap_or(path)
 }

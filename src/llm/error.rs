@@ -107,18 +107,20 @@ pub enum LlmError {
     },
     /// A scripted turn's `expect` did not match the conversation.
     #[error(
-        "scripted backend {backend}: turn {turn} of {script} expects the last user or tool message to contain {expected:?}, but it was {actual:?}"
+        "scripted backend {backend}: turn {turn} of {script} expects {part} {expected}, but it was {actual:?}"
     )]
     ScriptMismatch {
+        /// What was checked: `the last user or tool message`, `the system prompt`.
+        part: &'static str,
         /// Configured backend name.
         backend: String,
         /// Where the script came from.
         script: String,
         /// 1-based turn number.
         turn: usize,
-        /// The expected substring.
+        /// What was expected of it: `to contain "x"`, `not to contain "y"`.
         expected: String,
-        /// The start of the actual message.
+        /// The start of the actual text.
         actual: String,
     },
     /// Every backend of a failover list failed with retryable errors.

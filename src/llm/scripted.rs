@@ -10,6 +10,8 @@
 //! | `text` | what the model says | none |
 //! | `tool_calls` | list of `{name, arguments, id}`; `arguments` is any JSON value, `id` is optional (`call_<turn>_<index>`) | none |
 //! | `expect` | a substring the last user or tool message must contain; a mismatch is an error | none |
+//! | `expect_system` | substrings the system prompt must each contain (e.g. injected memory or perception); a mismatch is an error | none |
+//! | `absent_system` | substrings the system prompt must not contain; a match is an error | none |
 //! | `usage` | `{input_tokens, output_tokens}` reported for the call | about four characters a token, counted from the request and the reply |
 //!
 //! Each turn needs `text`, `tool_calls` or both. Unknown keys are errors. When every turn has
@@ -51,6 +53,12 @@ pub struct ScriptTurn {
     /// Substring the last user or tool message must contain.
     #[serde(default)]
     pub expect: Option<String>,
+    /// Substrings the system prompt must each contain.
+    #[serde(default)]
+    pub expect_system: Vec<String>,
+    /// Substrings the system prompt must not contain.
+    #[serde(default)]
+    pub absent_system: Vec<String>,
     /// Text of the answer.
     #[serde(default)]
     pub text: Option<String>,
@@ -167,13 +175,37 @@ impl ScriptedBackend {
             let actual = last_user_or_tool(&request.messages).unwrap_or("");
             if !actual.contains(expected.as_str()) {
                 return Err(LlmError::ScriptMismatch {
+                    part: "the last user or tool message",
                     backend: self.name.clone(),
                     script: self.origin.clone(),
                     turn: index + 1,
-                    expected: expected.clone(),
+                    expected: format!("to contain {expected:?}"),
                     actual: actual.chars().take(200).collect(),
                 });
             }
+        }
+        let system = system_prompt(&request.messages);
+        let mismatch = |expected: String| LlmError::ScriptMismatch {
+            part: "the system prompt",
+            backend: self.name.clone(),
+            script: self.origin.clone(),
+            turn: index + 1,
+            expected,
+            actual: system.chars().take(200).collect(),
+        };
+        if let Some(missing) = turn
+            .expect_system
+            .iter()
+            .find(|e| !system.contains(e.as_str()))
+        {
+            return Err(mismatch(format!("to contain {missing:?}")));
+        }
+        if let Some(present) = turn
+            .absent_system
+            .iter()
+            .find(|e| system.contains(e.as_str()))
+        {
+            return Err(mismatch(format!("not to contain {present:?}")));
         }
         *next += 1;
         let tool_calls: Vec<ToolCall> = turn
@@ -218,6 +250,16 @@ impl ChatModel for ScriptedBackend {
         let answer = self.answer(request);
         Box::pin(async move { answer })
     }
+}
+
+fn system_prompt(messages: &[Message]) -> &str {
+    messages
+        .iter()
+        .find_map(|m| match m {
+            Message::System { content } => Some(content.as_str()),
+            _ => None,
+        })
+        .unwrap_or("")
 }
 
 fn last_user_or_tool(messages: &[Message]) -> Option<&str> {
@@ -268,5 +310,39 @@ mod tests {
         .unwrap();
         assert_eq!(s.turns.len(), 2);
         assert_eq!(s.turns[0].tool_calls[0].arguments["x"], 1);
+    }
+
+    #[test]
+    fn system_prompt_expectations_are_checked_and_do_not_use_up_the_turn() {
+        let script = Script::parse(
+            "turns:\n  - expect_system: [harbour]\n    absent_system: [secret]\n    text: ok\n",
+            "inline",
+        )
+        .unwrap();
+        let model = ScriptedBackend::new("s", "inline", script);
+        let ask = |system: &str| ChatRequest {
+            messages: vec![
+                Message::System {
+                    content: system.into(),
+                },
+                Message::User {
+                    content: "hi".into(),
+                },
+            ],
+            tools: Vec::new(),
+            max_tokens: None,
+            temperature: None,
+        };
+        let err = model.answer(&ask("about the bridge")).unwrap_err();
+        assert!(err.to_string().contains("harbour"), "{err}");
+        let err = model.answer(&ask("harbour and a secret")).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("system prompt not to contain \"secret\""),
+            "{err}"
+        );
+        assert_eq!(model.remaining(), 1);
+        let ok = model.answer(&ask("the harbour")).unwrap();
+        assert_eq!(ok.text.as_deref(), Some("ok"));
     }
 }

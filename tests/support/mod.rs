@@ -34,6 +34,7 @@ pub fn bin(name: &str) -> String {
         "engine_node" => env!("CARGO_BIN_EXE_engine_node").to_string(),
         "expert_node" => env!("CARGO_BIN_EXE_expert_node").to_string(),
         "delivery_node" => env!("CARGO_BIN_EXE_delivery_node").to_string(),
+        "source_node" => env!("CARGO_BIN_EXE_source_node").to_string(),
         other => panic!("unknown binary {other}"),
     }
 }

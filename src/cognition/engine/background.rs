@@ -1,7 +1,8 @@
 //! What the engine knows before it routes a task, read from the projection (the memory the
 //! projector derives from the log; the engine never writes it): the session's recent turns,
 //! facts that share words with the instruction, and each expert's record of answered tasks.
-//! The router sees all three; the expert gets the turns and facts as its memory block.
+//! The router sees all three; the expert is given the turns (the conversation it joins) and
+//! recalls facts itself, through the memory mounts its declaration grants.
 //! Without a projection (no projector running yet) the background is empty, never an error.
 
 use std::path::Path;
@@ -94,8 +95,8 @@ impl Background {
         })
     }
 
-    /// The expert's memory block: turns and facts (empty when there are none).
-    pub fn memory_text(&self) -> String {
+    /// The conversation the expert joins: the session's earlier turns (empty when none).
+    pub fn conversation_text(&self) -> String {
         let mut out = String::new();
         if !self.turns.is_empty() {
             out.push_str("Earlier in this conversation the user said:\n");
@@ -103,18 +104,19 @@ impl Background {
                 out.push_str(&format!("- {t}\n"));
             }
         }
+        out
+    }
+
+    /// What the router is told: the conversation, the facts recalled across all of memory, and
+    /// the experts' records.
+    pub fn routing_text(&self) -> String {
+        let mut out = self.conversation_text();
         if !self.facts.is_empty() {
             out.push_str("Recalled facts:\n");
             for f in &self.facts {
                 out.push_str(&format!("- {f}\n"));
             }
         }
-        out
-    }
-
-    /// What the router is told: the memory block and the experts' records.
-    pub fn routing_text(&self) -> String {
-        let mut out = self.memory_text();
         if !self.scorecard.is_empty() {
             out.push_str("Experts' records (tasks answered / judged):\n");
             for s in &self.scorecard {

@@ -320,7 +320,7 @@ impl EngineDeps {
         }
         let (mut goal, handle) = request.accept().await;
         let background = self.background(&goal).await;
-        let memory = background.memory_text();
+        let memory = background.conversation_text();
         if !memory.is_empty() {
             let mut context: serde_json::Map<String, serde_json::Value> =
                 serde_json::from_str(&goal.context_json).unwrap_or_default();

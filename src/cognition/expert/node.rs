@@ -9,11 +9,12 @@ use tracing::{info, warn};
 use super::{
     adapters::{ManagedTools, Recorder},
     operator::OperatorDesk,
+    wake::Mounts,
 };
 use crate::{
     aem::{Catalog, ExpertEntry},
     cognition::agent::{AgentLoop, ExpertBrief, Limits, TaskInput, TaskStatus},
-    core::{config::Config, ids::EventId},
+    core::{config::Config, event_kind::EventKind, ids::EventId},
     interfaces::{AolTask, AolTaskFeedback, AolTaskResult},
     llm::{ChatModel, ModelRegistry, ModelsConfig},
     spine::{
@@ -44,6 +45,7 @@ pub struct ExpertDeps {
     server: ActionServer<AolTask>,
     goals: Mutex<tokio::sync::mpsc::Receiver<GoalRequest<AolTask>>>,
     desk: OperatorDesk,
+    mounts: Mounts,
     ctx: NodeContext,
 }
 
@@ -68,6 +70,12 @@ impl ManagedNode for ExpertNode {
             return Err(refuse(format!("{} belongs to a parked mesh", self.expert)));
         }
         let brief = ExpertBrief::from_catalog(&catalog, &self.expert).expect("the entry exists");
+        let mounts = Mounts::new(
+            &entry,
+            &catalog,
+            config.state_path(&config.memory.projection),
+            &config.tenant,
+        );
         let models = config.models.clone().ok_or_else(|| {
             refuse("config has no `models:` block; the expert has no model to run")
         })?;
@@ -102,10 +110,12 @@ impl ManagedNode for ExpertNode {
             ActionServer::<AolTask>::new(&ctx.node, &action, ActionOptions::default())
                 .map_err(|e| CallbackError::Error(e.to_string()))?;
         info!(
-            "expert {} ready: model {}, {} tool(s)",
+            "expert {} ready: model {}, {} tool(s), memory {:?}, sources {:?}",
             self.expert,
             model.name(),
-            tools.model_tools().len()
+            tools.model_tools().len(),
+            mounts.prefixes,
+            entry.sources,
         );
         Ok(ExpertDeps {
             config,
@@ -117,6 +127,7 @@ impl ManagedNode for ExpertNode {
             server,
             goals: Mutex::new(goals),
             desk: OperatorDesk::new(&ctx.node).map_err(|e| CallbackError::Error(e.to_string()))?,
+            mounts,
             ctx: ctx.clone(),
         })
     }
@@ -186,16 +197,37 @@ impl ExpertDeps {
         let agent = AgentLoop::new(self.model.as_ref(), &tools, Limits::default())
             .with_events(&recorder)
             .with_interjections(&desk.interjections);
+        // Memory: the conversation so far (from the engine) and what the expert's own mounts
+        // recall for this instruction. Perception: each granted source, read now.
+        let conversation = context
+            .get("memory")
+            .and_then(|m| m.as_str())
+            .map(str::to_string);
+        let recalled = self.mounts.recall(&goal.instruction).await;
+        let memory = match (conversation, recalled) {
+            (Some(c), Some(r)) => Some(format!("{}\n{r}", c.trim_end())),
+            (c, r) => c.or(r),
+        };
+        let readings = self
+            .mounts
+            .perceive(&self.ctx.node, &self.log, &self.entry.id)
+            .await;
+        if !readings.is_empty() {
+            let payload = serde_json::json!({"task": goal.task_id, "sources": readings});
+            if let Err(e) = recorder
+                .write(EventKind::PerceptionRead, payload, None)
+                .await
+            {
+                warn!(task = %goal.task_id, "could not record what was perceived: {e}");
+            }
+        }
+        let perception = (!readings.is_empty()).then(|| crate::msp::reader::compose(&readings));
         let mut state = AgentLoop::start(
             &self.brief,
             &TaskInput {
                 instruction: goal.instruction.clone(),
-                // What the engine recalled for this task (recent turns, facts).
-                memory: context
-                    .get("memory")
-                    .and_then(|m| m.as_str())
-                    .map(str::to_string),
-                perception: None,
+                memory,
+                perception,
             },
         );
         let limit = Duration::from_secs(self.entry.timeouts.task_secs.max(1));

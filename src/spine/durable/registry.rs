@@ -52,6 +52,15 @@ pub async fn lookup<K: KeyValue>(kv: &K, name: &str) -> Result<Option<Listing>, 
         .and_then(|e| serde_json::from_slice(&e.value).ok()))
 }
 
+/// Removes `name`'s listing (a source that stops); absent is fine.
+pub async fn unregister<K: KeyValue>(kv: &K, name: &str) -> Result<(), DurableError> {
+    open(kv, PHONE_BOOK, PHONE_BOOK_TTL).await?;
+    match kv.kv_get(PHONE_BOOK, name).await? {
+        Some(entry) => kv.kv_delete(PHONE_BOOK, name, entry.revision).await,
+        None => Ok(()),
+    }
+}
+
 /// Writes a scratchpad entry (it expires after [`SCRATCHPAD_TTL`]).
 pub async fn scratch_put<K: KeyValue>(
     kv: &K,

@@ -1,0 +1,140 @@
+//! `iron msp`: perception sources. `feeds` is a source program (what `msp.sources.*.command`
+//! runs for the newsroom); `read` shows what an expert holding a source would see now.
+
+use std::{io::Write, path::PathBuf, time::Duration};
+
+use clap::Subcommand;
+
+use super::CliError;
+use crate::{
+    core::config::Config,
+    msp::{
+        feeds,
+        reader::{self, Outcome},
+        split_name,
+    },
+    spine::durable::AnyLog,
+};
+
+#[derive(Debug, Subcommand)]
+pub enum MspCommand {
+    /// A feeds source: reads RSS 2.0 / Atom feeds and prints their newest items as state lines.
+    ///
+    /// Prints one JSON object per refresh on stdout (`{"text", "items", "error"}`), the line
+    /// protocol a source node reads from the command it runs. Feeds are listed one per line
+    /// in the file named by --feeds (or $FEEDS): local paths (relative to the list) or
+    /// http(s) URLs; `#` starts a comment. A feed that cannot be read is named in `error`.
+    Feeds {
+        /// A label for this set of feeds (shown in the source's log).
+        #[arg(long, default_value = "feeds")]
+        set: String,
+        /// The feed list.
+        #[arg(long, env = "FEEDS")]
+        feeds: PathBuf,
+        /// Seconds between refreshes.
+        #[arg(long, default_value_t = 60)]
+        interval: u64,
+        /// Items kept, newest first across all feeds.
+        #[arg(long, default_value_t = 20)]
+        max_items: usize,
+        /// Refresh once and exit.
+        #[arg(long)]
+        once: bool,
+    },
+    /// Read a running source's state as an expert would at wake: `<mesh>/<source>`.
+    ///
+    /// Looks the source up in the phone book and asks it for its state; exits 1 when it is
+    /// not running or does not answer within --timeout.
+    Read {
+        /// `<mesh>/<source>`, e.g. newsroom/official_feeds.
+        source: String,
+    },
+}
+
+pub async fn run(command: MspCommand, router: &str, timeout: Duration) -> Result<(), CliError> {
+    match command {
+        MspCommand::Feeds {
+            set,
+            feeds,
+            interval,
+            max_items,
+            once,
+        } => {
+            feeds_loop(
+                &set,
+                &feeds,
+                Duration::from_secs(interval.max(1)),
+                max_items,
+                once,
+            )
+            .await
+        }
+        MspCommand::Read { source } => read(&source, router, timeout).await,
+    }
+}
+
+async fn feeds_loop(
+    set: &str,
+    list: &std::path::Path,
+    interval: Duration,
+    max_items: usize,
+    once: bool,
+) -> Result<(), CliError> {
+    // Fail at once on a list that cannot be read: a source with no feeds shows nothing.
+    feeds::read_list(list).map_err(|e| CliError::Failed(e.to_string()))?;
+    let http = reqwest::Client::new();
+    loop {
+        let line = match feeds::refresh(list, max_items, &http).await {
+            Ok(snap) => {
+                tracing::info!(
+                    set,
+                    feeds = snap.feeds,
+                    items = snap.items.len(),
+                    "refreshed"
+                );
+                serde_json::json!({
+                    "text": snap.text(),
+                    "items": snap.items.len(),
+                    "error": snap.errors.join("; "),
+                })
+            }
+            Err(e) => serde_json::json!({"text": "", "items": 0, "error": e.to_string()}),
+        };
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}")
+            .and_then(|_| out.flush())
+            .map_err(|source| CliError::Io {
+                what: "stdout".into(),
+                source,
+            })?;
+        drop(out);
+        if once {
+            return Ok(());
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
+
+async fn read(source: &str, router: &str, timeout: Duration) -> Result<(), CliError> {
+    let (mesh, name) = split_name(source).map_err(|e| CliError::Failed(e.to_string()))?;
+    let config = Config::load()?;
+    let kv = AnyLog::open(&config).await?;
+    let (_control, node) = super::commands::connect(router, timeout).await?;
+    let readings = reader::read_all(
+        &node,
+        &kv,
+        mesh,
+        &[(name.to_string(), String::new())],
+        "iron msp read",
+        timeout,
+    )
+    .await;
+    print!("{}", reader::compose(&readings));
+    match &readings[0].outcome {
+        Outcome::Read { .. } => Ok(()),
+        Outcome::NotRunning => Err(CliError::Failed(format!(
+            "{source} is not running (no listing in the phone book)"
+        ))),
+        Outcome::Failed { reason } => Err(CliError::Failed(format!("{source}: {reason}"))),
+    }
+}

@@ -1,0 +1,195 @@
+//! What an expert reads when a task wakes it: its own memory mounts and its perception
+//! sources. Both are read per task, from where they live (the projection, the sources
+//! themselves); nothing of them is kept in the process between tasks.
+//!
+//! Memory follows the declaration: each mount of a kind that is recalled (episodic, semantic,
+//! procedural) with read access reaches the namespace prefixes of its scope
+//! (`own` → `facts/<mesh>/<role>` + `facts/system`, …); no declaration, no memory. Perception
+//! follows the grants: only the sources `capabilities.md` names are read.
+
+use std::{path::PathBuf, time::Duration};
+
+use tracing::debug;
+
+use crate::{
+    aem::{Access, Catalog, ExpertEntry, MemoryMount},
+    memory::recall::{Recall, RecallFilter},
+    msp::reader::{self, Reading},
+    spine::durable::AnyLog,
+};
+
+/// Memory kinds an expert recalls from the projection.
+const RECALLED_KINDS: &[&str] = &["episodic", "semantic", "procedural"];
+/// Recalled items kept per task.
+const RECALLED: usize = 8;
+/// Characters kept of each.
+const ITEM_CHARS: usize = 300;
+/// How long each source may take to answer.
+pub const SOURCE_WAIT: Duration = Duration::from_secs(5);
+
+/// The namespace prefixes `mounts` let an expert recall from: readable mounts of recalled
+/// kinds, sorted, without repeats or prefixes nested in another.
+pub fn recall_prefixes(mounts: &[MemoryMount]) -> Vec<String> {
+    let mut prefixes: Vec<String> = mounts
+        .iter()
+        .filter(|m| RECALLED_KINDS.contains(&m.kind.as_str()))
+        .filter(|m| matches!(m.access, Access::Read | Access::ReadWrite))
+        .flat_map(|m| m.namespaces.iter().cloned())
+        .collect();
+    prefixes.sort();
+    prefixes.dedup();
+    let nested = |p: &String| prefixes.iter().any(|q| p.starts_with(&format!("{q}/")));
+    let keep: Vec<bool> = prefixes.iter().map(|p| !nested(p)).collect();
+    let mut keep = keep.into_iter();
+    prefixes.retain(|_| keep.next().unwrap_or(true));
+    prefixes
+}
+
+/// An expert's mounts, resolved at `configure`.
+#[derive(Debug, Clone)]
+pub struct Mounts {
+    projection: PathBuf,
+    tenant: String,
+    mesh: String,
+    /// Namespace prefixes it may recall from, sorted, without repeats.
+    pub prefixes: Vec<String>,
+    /// Granted sources: (name, description).
+    pub sources: Vec<(String, String)>,
+}
+
+impl Mounts {
+    /// The mounts of `entry`: recall prefixes from its memory declarations, sources from its
+    /// grants (described by its mesh's registry).
+    pub fn new(entry: &ExpertEntry, catalog: &Catalog, projection: PathBuf, tenant: &str) -> Self {
+        let prefixes = recall_prefixes(&entry.memory);
+        let registry = catalog.mesh(&entry.mesh).map(|m| &m.sources);
+        let sources = entry
+            .sources
+            .iter()
+            .map(|s| {
+                let description = registry
+                    .and_then(|r| r.get(s))
+                    .map(|e| e.description.clone())
+                    .unwrap_or_default();
+                (s.clone(), description)
+            })
+            .collect();
+        Self {
+            projection,
+            tenant: tenant.to_string(),
+            mesh: entry.mesh.clone(),
+            prefixes,
+            sources,
+        }
+    }
+
+    /// What the expert's memory holds that bears on `instruction` (`None`: nothing, or no
+    /// projection yet).
+    pub async fn recall(&self, instruction: &str) -> Option<String> {
+        if self.prefixes.is_empty() || !self.projection.is_file() {
+            return None;
+        }
+        let (path, tenant, prefixes) = (
+            self.projection.clone(),
+            self.tenant.clone(),
+            self.prefixes.clone(),
+        );
+        let instruction = instruction.to_string();
+        let found = tokio::task::spawn_blocking(move || {
+            let recall = Recall::open(&path)?;
+            let mut hits = Vec::new();
+            for prefix in &prefixes {
+                hits.extend(recall.recall_any(
+                    &instruction,
+                    &RecallFilter {
+                        prefix: Some(prefix.clone()),
+                        tenant: Some(tenant.clone()),
+                        limit: RECALLED,
+                        ..RecallFilter::default()
+                    },
+                )?);
+            }
+            Ok::<_, crate::memory::recall::RecallError>(hits)
+        })
+        .await;
+        let mut hits = match found {
+            Ok(Ok(h)) => h,
+            Ok(Err(e)) => {
+                debug!("no recall from {}: {e}", self.projection.display());
+                return None;
+            }
+            Err(_) => return None,
+        };
+        hits.sort_by_key(|h| std::cmp::Reverse(h.seq));
+        hits.dedup_by(|a, b| a.event_id == b.event_id);
+        hits.truncate(RECALLED);
+        if hits.is_empty() {
+            return None;
+        }
+        let mut out = format!("From your memory ({}):\n", self.prefixes.join(", "));
+        for h in hits {
+            let text: String = h.payload.chars().take(ITEM_CHARS).collect();
+            out.push_str(&format!("- [{}] {text}\n", h.namespace));
+        }
+        Some(out)
+    }
+
+    /// Reads every granted source for `reader`; empty when none is granted.
+    pub async fn perceive(
+        &self,
+        node: &hiroz::node::ZNode,
+        kv: &AnyLog,
+        reader: &str,
+    ) -> Vec<Reading> {
+        if self.sources.is_empty() {
+            return Vec::new();
+        }
+        reader::read_all(node, kv, &self.mesh, &self.sources, reader, SOURCE_WAIT).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aem::Scope;
+
+    fn mount(kind: &str, scope: Scope, access: Access, ns: &[&str]) -> MemoryMount {
+        MemoryMount {
+            kind: kind.into(),
+            scope,
+            access,
+            namespaces: ns.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn only_readable_recalled_kinds_are_mounted_and_nested_prefixes_fold() {
+        let mounts = vec![
+            mount(
+                "working",
+                Scope::Own,
+                Access::ReadWrite,
+                &["facts/n/a", "facts/system"],
+            ),
+            mount("episodic", Scope::Own, Access::Write, &["facts/x/y"]),
+            mount(
+                "episodic",
+                Scope::Own,
+                Access::ReadWrite,
+                &["facts/n/a", "facts/system"],
+            ),
+            mount(
+                "semantic",
+                Scope::Mesh,
+                Access::Read,
+                &["facts/n", "facts/system"],
+            ),
+        ];
+        assert_eq!(recall_prefixes(&mounts), ["facts/n", "facts/system"]);
+        assert_eq!(recall_prefixes(&mounts[..2]), Vec::<String>::new());
+        assert_eq!(
+            recall_prefixes(&mounts[2..3]),
+            ["facts/n/a", "facts/system"]
+        );
+    }
+}

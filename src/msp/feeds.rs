@@ -1,0 +1,386 @@
+//! The feeds source behind `iron msp feeds`: reads a list of RSS 2.0 / Atom feeds (local files
+//! or http(s) URLs) and composes their newest items, across all feeds, into the lines an expert
+//! reads at wake. A feed that cannot be read is reported in the state, never dropped silently.
+
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use quick_xml::{Reader, events::Event};
+
+use super::{MspError, date};
+
+/// One item of a feed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedItem {
+    /// Headline.
+    pub title: String,
+    /// Where it is published.
+    pub link: String,
+    /// When (Unix seconds), if the feed says.
+    pub published: Option<i64>,
+    /// Who says it: the item's author or source, else the feed's title.
+    pub origin: String,
+}
+
+/// Where a feed is read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FeedAddress {
+    /// A file on disk.
+    File(PathBuf),
+    /// An `http://` or `https://` URL.
+    Url(String),
+}
+
+impl std::fmt::Display for FeedAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FeedAddress::File(p) => write!(f, "{}", p.display()),
+            FeedAddress::Url(u) => f.write_str(u),
+        }
+    }
+}
+
+/// Reads a feed list: one feed per line, `#` starts a comment; relative paths are relative to
+/// the list's own directory.
+pub fn read_list(path: &Path) -> Result<Vec<FeedAddress>, MspError> {
+    let text = std::fs::read_to_string(path).map_err(|source| MspError::Io {
+        what: format!("feed list {}", path.display()),
+        source,
+    })?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    Ok(text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            if l.starts_with("http://") || l.starts_with("https://") {
+                FeedAddress::Url(l.to_string())
+            } else {
+                FeedAddress::File(base.join(l))
+            }
+        })
+        .collect())
+}
+
+/// Which element's text is being read.
+#[derive(Clone, Copy, PartialEq)]
+enum Field {
+    Title,
+    Link,
+    Date,
+    Origin,
+}
+
+/// Parses RSS 2.0 (`<item>`) or Atom (`<entry>`) text: the feed's title and its items.
+pub fn parse(xml: &str) -> Result<(String, Vec<FeedItem>), String> {
+    let mut reader = Reader::from_str(xml);
+    reader.config_mut().trim_text(true);
+    let mut feed_title = String::new();
+    let mut items = Vec::new();
+    let mut current: Option<(FeedItem, Option<String>)> = None;
+    let mut field: Option<Field> = None;
+    let mut saw_root = false;
+    loop {
+        let event = reader.read_event().map_err(|e| {
+            format!(
+                "not well-formed XML at byte {}: {e}",
+                reader.error_position()
+            )
+        })?;
+        match event {
+            Event::Start(e) | Event::Empty(e) => {
+                let name = e.local_name();
+                let name = name.as_ref();
+                if !saw_root {
+                    if !matches!(name, b"rss" | b"feed" | b"RDF") {
+                        return Err(format!(
+                            "not an RSS or Atom feed (root element <{}>)",
+                            String::from_utf8_lossy(name)
+                        ));
+                    }
+                    saw_root = true;
+                }
+                if matches!(name, b"item" | b"entry") {
+                    current = Some((
+                        FeedItem {
+                            title: String::new(),
+                            link: String::new(),
+                            published: None,
+                            origin: String::new(),
+                        },
+                        None,
+                    ));
+                    continue;
+                }
+                if let Some((item, _)) = current.as_mut() {
+                    field = match name {
+                        b"title" => Some(Field::Title),
+                        b"link" => {
+                            // Atom: <link href="…" rel="alternate"/>; RSS: <link>…</link>.
+                            let mut href = None;
+                            let mut rel_ok = true;
+                            for a in e.attributes().flatten() {
+                                let value = a.unescape_value().unwrap_or_default().to_string();
+                                match a.key.local_name().as_ref() {
+                                    b"href" => href = Some(value),
+                                    b"rel" => rel_ok = value == "alternate",
+                                    _ => {}
+                                }
+                            }
+                            if let (Some(h), true) = (href, rel_ok) {
+                                if item.link.is_empty() {
+                                    item.link = h;
+                                }
+                                None
+                            } else {
+                                Some(Field::Link)
+                            }
+                        }
+                        b"pubDate" | b"published" | b"updated" | b"date" => Some(Field::Date),
+                        b"author" | b"creator" | b"source" | b"name" => Some(Field::Origin),
+                        _ => None,
+                    };
+                } else if name == b"title" && feed_title.is_empty() {
+                    field = Some(Field::Title);
+                } else {
+                    field = None;
+                }
+            }
+            Event::Text(t) => {
+                let text = t.unescape().map_err(|e| e.to_string())?.trim().to_string();
+                take_text(&mut current, &mut feed_title, field, text);
+            }
+            Event::CData(c) => {
+                let text = String::from_utf8_lossy(&c.into_inner()).trim().to_string();
+                take_text(&mut current, &mut feed_title, field, text);
+            }
+            Event::End(e) => {
+                let name = e.local_name();
+                if matches!(name.as_ref(), b"item" | b"entry")
+                    && let Some((mut item, date)) = current.take()
+                {
+                    item.published = date.as_deref().and_then(date::parse_any);
+                    if !item.title.is_empty() || !item.link.is_empty() {
+                        items.push(item);
+                    }
+                }
+                field = None;
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    if !saw_root {
+        return Err("empty document".into());
+    }
+    for item in &mut items {
+        if item.origin.is_empty() {
+            item.origin = feed_title.clone();
+        }
+    }
+    Ok((feed_title, items))
+}
+
+fn take_text(
+    current: &mut Option<(FeedItem, Option<String>)>,
+    feed_title: &mut String,
+    field: Option<Field>,
+    text: String,
+) {
+    if text.is_empty() {
+        return;
+    }
+    match (current.as_mut(), field) {
+        (Some((item, _)), Some(Field::Title)) if item.title.is_empty() => item.title = text,
+        (Some((item, _)), Some(Field::Link)) if item.link.is_empty() => item.link = text,
+        (Some((_, date)), Some(Field::Date)) if date.is_none() => *date = Some(text),
+        (Some((item, _)), Some(Field::Origin)) if item.origin.is_empty() => item.origin = text,
+        (None, Some(Field::Title)) if feed_title.is_empty() => *feed_title = text,
+        _ => {}
+    }
+}
+
+/// What one refresh of a feed set produced.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Snapshot {
+    /// Newest items first (undated last), at most the limit.
+    pub items: Vec<FeedItem>,
+    /// Feeds that could not be read, with why.
+    pub errors: Vec<String>,
+    /// How many feeds were read.
+    pub feeds: usize,
+}
+
+impl Snapshot {
+    /// Merges each feed's items (or error) into the newest `limit` items overall.
+    pub fn merge(results: Vec<(FeedAddress, Result<Vec<FeedItem>, String>)>, limit: usize) -> Self {
+        let mut snap = Snapshot::default();
+        for (address, result) in results {
+            match result {
+                Ok(items) => {
+                    snap.feeds += 1;
+                    snap.items.extend(items);
+                }
+                Err(e) => snap.errors.push(format!("{address}: {e}")),
+            }
+        }
+        snap.items
+            .sort_by(|a, b| b.published.cmp(&a.published).then(a.title.cmp(&b.title)));
+        snap.items.truncate(limit);
+        snap
+    }
+
+    /// The lines a model reads: one per item, then one per unreadable feed.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for item in &self.items {
+            let when = item
+                .published
+                .map(date::utc_minute)
+                .unwrap_or_else(|| "undated".into());
+            out.push_str(&format!("- {when} · {} · {}", item.origin, item.title));
+            if !item.link.is_empty() {
+                out.push_str(&format!(" <{}>", item.link));
+            }
+            out.push('\n');
+        }
+        if self.items.is_empty() {
+            out.push_str("(no items)\n");
+        }
+        for e in &self.errors {
+            out.push_str(&format!("! could not read {e}\n"));
+        }
+        out
+    }
+}
+
+/// Reads one feed (a file, or a URL within `timeout`).
+pub async fn fetch(
+    address: &FeedAddress,
+    http: &reqwest::Client,
+    timeout: Duration,
+) -> Result<Vec<FeedItem>, String> {
+    let text = match address {
+        FeedAddress::File(p) => tokio::fs::read_to_string(p)
+            .await
+            .map_err(|e| e.to_string())?,
+        FeedAddress::Url(u) => {
+            let response = http
+                .get(u)
+                .timeout(timeout)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            if !response.status().is_success() {
+                return Err(format!("HTTP {}", response.status()));
+            }
+            response.text().await.map_err(|e| e.to_string())?
+        }
+    };
+    parse(&text).map(|(_, items)| items)
+}
+
+/// Reads every feed of the list at `list` and merges them.
+pub async fn refresh(
+    list: &Path,
+    limit: usize,
+    http: &reqwest::Client,
+) -> Result<Snapshot, MspError> {
+    let addresses = read_list(list)?;
+    let mut results = Vec::with_capacity(addresses.len());
+    for address in addresses {
+        let r = fetch(&address, http, Duration::from_secs(10)).await;
+        results.push((address, r));
+    }
+    Ok(Snapshot::merge(results, limit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RSS: &str = r#"<?xml version="1.0"?>
+<rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/"><channel>
+<title>Ministry of Transport</title>
+<item><title>A1 bridge closed for inspection</title><link>https://gov.example/a1</link>
+<pubDate>Mon, 30 Nov 2026 14:05:00 +0000</pubDate></item>
+<item><title><![CDATA[Ferry timetable & fares]]></title><link>https://gov.example/ferry</link>
+<dc:creator>Port Authority</dc:creator><pubDate>Sun, 29 Nov 2026 09:00:00 +0000</pubDate></item>
+</channel></rss>"#;
+
+    const ATOM: &str = r#"<?xml version="1.0"?>
+<feed xmlns="http://www.w3.org/2005/Atom"><title>Wire</title>
+<entry><title>Bridge reopens, says council</title>
+<link rel="alternate" href="https://wire.example/1"/><updated>2026-11-30T15:00:00Z</updated>
+<author><name>City Desk</name></author></entry>
+</feed>"#;
+
+    #[test]
+    fn reads_rss_and_atom() {
+        let (title, items) = parse(RSS).unwrap();
+        assert_eq!(title, "Ministry of Transport");
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0].title, "A1 bridge closed for inspection");
+        assert_eq!(items[0].origin, "Ministry of Transport");
+        assert_eq!(items[1].title, "Ferry timetable & fares");
+        assert_eq!(items[1].origin, "Port Authority");
+        let (_, atom) = parse(ATOM).unwrap();
+        assert_eq!(atom[0].link, "https://wire.example/1");
+        assert_eq!(atom[0].origin, "City Desk");
+        assert!(atom[0].published.is_some());
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_feed() {
+        assert!(
+            parse("<html><body/></html>")
+                .unwrap_err()
+                .contains("not an RSS or Atom")
+        );
+        assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn merges_newest_first_and_reports_unreadable_feeds() {
+        let (_, rss) = parse(RSS).unwrap();
+        let (_, atom) = parse(ATOM).unwrap();
+        let snap = Snapshot::merge(
+            vec![
+                (FeedAddress::Url("https://a".into()), Ok(rss)),
+                (FeedAddress::Url("https://b".into()), Err("HTTP 503".into())),
+                (FeedAddress::Url("https://c".into()), Ok(atom)),
+            ],
+            2,
+        );
+        assert_eq!(snap.feeds, 2);
+        let text = snap.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(
+            lines[0].contains("2026-11-30 15:00 UTC · City Desk · Bridge reopens"),
+            "{text}"
+        );
+        assert!(lines[1].contains("A1 bridge closed"), "{text}");
+        assert_eq!(lines[2], "! could not read https://b: HTTP 503");
+    }
+
+    #[test]
+    fn list_paths_are_relative_to_the_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let list = dir.path().join("feeds.txt");
+        std::fs::write(
+            &list,
+            "# official\nmin.xml\n\nhttps://x.example/rss # remote\n",
+        )
+        .unwrap();
+        assert_eq!(
+            read_list(&list).unwrap(),
+            vec![
+                FeedAddress::File(dir.path().join("min.xml")),
+                FeedAddress::Url("https://x.example/rss".into())
+            ]
+        );
+    }
+}

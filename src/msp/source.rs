@@ -1,0 +1,366 @@
+//! The source node `/iron/msp/<mesh>/<source>`: runs the command `AEM.md` declares for the
+//! source, keeps the newest state it printed, serves it as `<node>/state`
+//! (`iron/srv/SourceState`), and keeps itself listed in the KV phone book while active.
+//!
+//! `configure` reads the catalog entry (an unregistered source fails closed) and expands the
+//! declared environment references (a missing variable fails with its name); `activate` starts
+//! the command and lists the node; `deactivate` stops both and removes the listing. A command
+//! that exits is started again after [`RESTART_BACKOFF`]; meanwhile the last state is served
+//! with the reason it may be stale.
+
+use std::{
+    collections::BTreeMap,
+    path::PathBuf,
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use hiroz::Builder;
+use serde::Deserialize;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::{MspError, phone_book_key, split_name};
+use crate::{
+    aem::{Catalog, SourceEntry},
+    core::config::Config,
+    interfaces::{SourceState, SourceStateRequest, SourceStateResponse},
+    spine::{
+        control::{
+            ControlError,
+            lifecycle::{CallbackError, ManagedNode, NodeContext},
+            serve::{answer, spawn_server},
+        },
+        durable::{
+            AnyLog,
+            registry::{self, Listing},
+        },
+    },
+    tools::env::{EnvMap, expand},
+};
+
+/// Wait before starting a command that exited.
+pub const RESTART_BACKOFF: Duration = Duration::from_secs(5);
+/// How often the listing is written again (well inside the phone book's 60 s TTL).
+pub const RELIST_EVERY: Duration = Duration::from_secs(20);
+
+/// What the source shows now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Shown {
+    /// The composed state.
+    pub text: String,
+    /// Items in it.
+    pub items: u32,
+    /// When it was last replaced (Unix ms; 0 = never).
+    pub updated_at_ms: i64,
+    /// What went wrong last, if anything.
+    pub error: String,
+}
+
+/// One line of the source protocol.
+#[derive(Debug, Deserialize)]
+struct Line {
+    text: String,
+    #[serde(default)]
+    items: u32,
+    #[serde(default)]
+    error: String,
+}
+
+impl Shown {
+    /// Applies one stdout line of the command; `false` when it is not a protocol line.
+    pub fn apply(&mut self, line: &str, now_ms: i64) -> bool {
+        match serde_json::from_str::<Line>(line) {
+            Ok(l) => {
+                *self = Shown {
+                    items: if l.items == 0 && !l.text.trim().is_empty() {
+                        l.text.lines().filter(|x| !x.trim().is_empty()).count() as u32
+                    } else {
+                        l.items
+                    },
+                    text: l.text,
+                    updated_at_ms: now_ms,
+                    error: l.error,
+                };
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The service's answer, cut to `max_chars` (0: whole).
+    pub fn response(&self, max_chars: u32) -> SourceStateResponse {
+        if self.updated_at_ms == 0 {
+            return SourceStateResponse {
+                ok: false,
+                text: String::new(),
+                items: 0,
+                updated_at_ms: 0,
+                error: if self.error.is_empty() {
+                    "the source has not produced a state yet".into()
+                } else {
+                    self.error.clone()
+                },
+            };
+        }
+        let text = if max_chars > 0 && self.text.chars().count() > max_chars as usize {
+            let mut cut: String = self.text.chars().take(max_chars as usize).collect();
+            cut.push_str("\n[… cut]");
+            cut
+        } else {
+            self.text.clone()
+        };
+        SourceStateResponse {
+            ok: true,
+            text,
+            items: self.items,
+            updated_at_ms: self.updated_at_ms,
+            error: self.error.clone(),
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The source node for `<mesh>/<source>`.
+#[derive(Debug, Clone)]
+pub struct SourceNode {
+    /// `<mesh>/<source>`.
+    pub source: String,
+}
+
+/// What `configure` built.
+pub struct SourceDeps {
+    kv: AnyLog,
+    mesh: String,
+    name: String,
+    command: Vec<String>,
+    env: EnvMap,
+    base: PathBuf,
+    shown: Arc<Mutex<Shown>>,
+    ctx: NodeContext,
+}
+
+/// The source's catalog entry and its environment, expanded from `env`.
+pub fn resolve(
+    catalog: &Catalog,
+    source: &str,
+    env: &EnvMap,
+) -> Result<(SourceEntry, EnvMap), MspError> {
+    let (mesh, name) = split_name(source)?;
+    let unknown = |known: Vec<&String>| MspError::UnknownSource {
+        mesh: mesh.into(),
+        name: name.into(),
+        known: if known.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; registered: {}",
+                known
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        },
+    };
+    let m = catalog.mesh(mesh).ok_or_else(|| unknown(Vec::new()))?;
+    let entry = m
+        .sources
+        .get(name)
+        .ok_or_else(|| unknown(m.sources.keys().collect()))?;
+    let mut expanded = BTreeMap::new();
+    for (var, value) in &entry.env {
+        let v = expand(value, env).map_err(|error| MspError::Env {
+            source_name: source.to_string(),
+            var: var.clone(),
+            error,
+        })?;
+        expanded.insert(var.clone(), v);
+    }
+    Ok((entry.clone(), expanded))
+}
+
+fn refuse(why: impl std::fmt::Display) -> CallbackError {
+    CallbackError::Failure(why.to_string())
+}
+
+impl ManagedNode for SourceNode {
+    type Deps = SourceDeps;
+
+    async fn configure(&self, ctx: &NodeContext) -> Result<SourceDeps, CallbackError> {
+        let config = Config::load().map_err(refuse)?;
+        let path = config.state_path(std::path::Path::new(crate::aem::CATALOG_FILE));
+        let catalog = crate::aem::read_catalog(&path)
+            .map_err(|e| refuse(MspError::Catalog(format!("{}: {e}", path.display()))))?;
+        let (entry, env) =
+            resolve(&catalog, &self.source, &std::env::vars().collect()).map_err(refuse)?;
+        if entry.command.is_empty() {
+            return Err(refuse(format!(
+                "source {} declares no command",
+                self.source
+            )));
+        }
+        let (mesh, name) = split_name(&self.source).map_err(refuse)?;
+        let kv = AnyLog::open(&config).await.map_err(refuse)?;
+        Ok(SourceDeps {
+            kv,
+            mesh: mesh.to_string(),
+            name: name.to_string(),
+            command: entry.command.clone(),
+            env,
+            base: std::env::current_dir().map_err(refuse)?,
+            shown: Arc::default(),
+            ctx: ctx.clone(),
+        })
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        deps: Arc<SourceDeps>,
+        shutdown: CancellationToken,
+    ) -> Result<(), String> {
+        let service = format!("{}/state", deps.ctx.fqn());
+        serve_state(&deps.ctx, &service, deps.shown.clone(), shutdown.clone())
+            .map_err(|e| e.to_string())?;
+        let runner = tokio::spawn(run_command(deps.clone(), shutdown.clone()));
+        let key = phone_book_key(&deps.mesh, &deps.name);
+        let listing = Listing {
+            endpoint: service.clone(),
+            owner: deps.ctx.fqn(),
+        };
+        info!(source = %self.source, %service, "serving; listed as {key}");
+        loop {
+            if let Err(e) = registry::register(&deps.kv, &key, &listing).await {
+                warn!(source = %self.source, "could not list the source in the phone book: {e}");
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(RELIST_EVERY) => {}
+            }
+        }
+        if let Err(e) = registry::unregister(&deps.kv, &key).await {
+            warn!(source = %self.source, "could not remove the phone-book listing: {e}");
+        }
+        let _ = runner.await;
+        Ok(())
+    }
+}
+
+/// Serves `shown` as `iron/srv/SourceState` at `service` until `stop`.
+fn serve_state(
+    ctx: &NodeContext,
+    service: &str,
+    shown: Arc<Mutex<Shown>>,
+    stop: CancellationToken,
+) -> Result<(), ControlError> {
+    let server = ctx
+        .node
+        .create_service::<SourceState>(service)
+        .build()
+        .map_err(|source| ControlError::Declare {
+            what: format!("service {service}"),
+            source,
+        })?;
+    let what = service.to_string();
+    spawn_server(server, what.clone(), stop, move |req| {
+        let (shown, what) = (shown.clone(), what.clone());
+        async move {
+            let request: &SourceStateRequest = req.message();
+            let response = shown
+                .lock()
+                .expect("source state lock")
+                .response(request.max_chars);
+            tracing::debug!(service = %what, reader = %request.reader, "state read");
+            answer(req, &response, &what).await;
+        }
+    });
+    Ok(())
+}
+
+/// Runs the command until `stop`, restarting it when it exits; each protocol line replaces
+/// the state.
+async fn run_command(deps: Arc<SourceDeps>, stop: CancellationToken) {
+    let program = crate::core::exe::beside_current(&deps.command[0]);
+    loop {
+        let mut cmd = tokio::process::Command::new(&program);
+        cmd.args(&deps.command[1..])
+            .envs(&deps.env)
+            .current_dir(&deps.base)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        // The command dies with this node, even when the node is killed outright.
+        // SAFETY: prctl is async-signal-safe and touches only the child being set up.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        let why = match cmd.spawn() {
+            Err(e) => format!("could not start {}: {e}", program.display()),
+            Ok(mut child) => {
+                let stdout = child.stdout.take().expect("stdout is piped");
+                let mut lines = BufReader::new(stdout).lines();
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => {
+                            let _ = child.kill().await;
+                            return;
+                        }
+                        line = lines.next_line() => match line {
+                            Ok(Some(line)) => {
+                                let applied = deps.shown.lock().expect("source state lock").apply(&line, now_ms());
+                                if !applied && !line.trim().is_empty() {
+                                    warn!(source = %deps.name, "ignored a line that is not a state object: {line}");
+                                }
+                            }
+                            Ok(None) | Err(_) => break,
+                        }
+                    }
+                }
+                match child.wait().await {
+                    Ok(status) => format!("the source command exited ({status})"),
+                    Err(e) => format!("the source command was lost: {e}"),
+                }
+            }
+        };
+        warn!(source = %deps.name, "{why}; starting it again in {RESTART_BACKOFF:?}");
+        deps.shown.lock().expect("source state lock").error = why;
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(RESTART_BACKOFF) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_line_replaces_the_state_and_other_lines_do_not() {
+        let mut s = Shown::default();
+        assert!(!s.response(0).ok);
+        assert!(!s.apply("starting up", 5));
+        assert!(s.apply(r#"{"text": "- a\n- b\n"}"#, 7));
+        assert_eq!((s.items, s.updated_at_ms), (2, 7));
+        let r = s.response(0);
+        assert!(r.ok && r.text == "- a\n- b\n" && r.error.is_empty());
+        assert!(s.apply(
+            r#"{"text": "one", "items": 1, "error": "feed x: HTTP 503"}"#,
+            9
+        ));
+        assert_eq!(s.response(0).error, "feed x: HTTP 503");
+        assert_eq!(s.response(2).text, "on\n[… cut]");
+    }
+}
