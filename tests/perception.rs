@@ -233,3 +233,145 @@ async fn an_expert_wakes_with_its_granted_sources_and_mounted_memory_only() {
     up.signal(libc::SIGINT);
     up.wait_exit(T).expect("up exits");
 }
+
+const TIDES_MESH: &str = r#"---
+name: watch
+status: active
+description: A test mesh with one on-demand source.
+defaults:
+  model: standard
+  clearance: read
+msp:
+  sources:
+    tides:
+      description: Tide notices for the harbour.
+      startup: on_demand
+      command: ["iron", "msp", "feeds", "--set", "tides"]
+      env:
+        FEEDS: "${TIDES_FEEDS}"
+---
+
+Watches the tides.
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_on_demand_source_starts_with_the_expert_that_holds_it_and_stops_with_it() {
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path();
+    std::fs::write(
+        dir.join("tides.xml"),
+        FEED.replace(
+            "Fog horn at North Point out of service",
+            "Spring tide expected at 06:40",
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("tides.txt"), "tides.xml\n").unwrap();
+    let mesh = dir.join("aem/watch");
+    let skill = mesh.join("skills/watcher");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(mesh.join("AEM.md"), TIDES_MESH).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: watcher\nidentity: The watcher of the tides.\ndescription: Says what the tide does.\n---\n\nReport the tide.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        skill.join("capabilities.md"),
+        "---\nclearance: read\nsources:\n  add: [tides]\n---\n\nReads the tides.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("script.yaml"),
+        "turns:\n  - expect_system: [\"Spring tide expected at 06:40\"]\n    text: \"Spring tide at 06:40, per the notices.\"\n",
+    )
+    .unwrap();
+    let config = dir.join("iron.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "state_dir: {d}\nmodels:\n  backends:\n    offline:\n      kind: scripted\n      script: {d}/script.yaml\n  logical:\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n",
+            d = dir.display()
+        ),
+    )
+    .unwrap();
+    // `iron up --aem` compiles the mesh into the state directory's catalog.
+    let list = dir.join("list.yaml");
+    std::fs::write(
+        &list,
+        "nodes:\n  - name: watcher\n    namespace: /iron/experts/watch\n    executable: expert_node\n    args: [--expert, watch/watcher]\n    respawn: false\n",
+    )
+    .unwrap();
+    let router = format!("tcp/127.0.0.1:{}", free_port());
+    let config_s = config.display().to_string();
+    let feeds = dir.join("tides.txt").display().to_string();
+    let envs = [
+        ("IRON_ROUTER", router.as_str()),
+        ("IRON_CONFIG", config_s.as_str()),
+        ("TIDES_FEEDS", feeds.as_str()),
+    ];
+    let iron = |args: &[&str]| {
+        std::process::Command::new(bin("iron"))
+            .args(args)
+            .envs(envs)
+            .output()
+            .unwrap()
+    };
+    let aem = dir.join("aem").display().to_string();
+    let mut up = Proc::spawn(
+        "up",
+        &bin("iron"),
+        &["up", "--launch", &list.display().to_string(), "--aem", &aem],
+        &envs,
+    );
+    up.wait_for("up: 1 node(s) running", T);
+
+    // Configuring the expert started the source; it is a node of its own.
+    let shown = iron(&["msp", "read", "watch/tides"]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.status.success() && text.contains("Spring tide expected at 06:40"),
+        "{text}\n{}",
+        up.output().join("\n")
+    );
+    let nodes = String::from_utf8_lossy(&iron(&["node", "list"]).stdout).to_string();
+    assert!(nodes.contains("/iron/msp/watch/tides_"), "{nodes}");
+
+    let answer = iron(&[
+        "task",
+        "send",
+        "--action",
+        "/iron/experts/watch/watcher/task",
+        "--wait",
+        "60",
+        "what does the tide do this morning?",
+    ]);
+    let said = String::from_utf8_lossy(&answer.stdout);
+    assert!(
+        answer.status.success() && said.contains("Spring tide at 06:40, per the notices."),
+        "{said}\n{}",
+        String::from_utf8_lossy(&answer.stderr)
+    );
+
+    // Shutting the expert down stops its source, which leaves the phone book.
+    let out = iron(&[
+        "lifecycle",
+        "set",
+        "/iron/experts/watch/watcher",
+        "shutdown",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eventually("the on-demand source gone", T, || async {
+        let read = iron(&["msp", "read", "watch/tides"]);
+        (!read.status.success() && String::from_utf8_lossy(&read.stderr).contains("not running"))
+            .then_some(())
+    })
+    .await;
+
+    up.signal(libc::SIGINT);
+    up.wait_exit(T).expect("up exits");
+}

@@ -24,6 +24,7 @@ use crate::{
 /// `iron up`: optionally a NATS server first, then the launch list.
 async fn up(
     launch: &std::path::Path,
+    aem: &std::path::Path,
     router: &str,
     start_router: bool,
     nats: Option<String>,
@@ -31,10 +32,10 @@ async fn up(
 ) -> Result<(), CliError> {
     let plan = crate::launch::Plan::load(launch)?;
     let config = Config::load()?;
-    // The runtime reads only the compiled catalog: compile aem/ first, refusing to start on
-    // any error in it.
-    if std::path::Path::new("aem").is_dir() {
-        let catalog = crate::aem::compile(std::path::Path::new("aem"))?;
+    // The runtime reads only the compiled catalog: compile the agent folders first, refusing
+    // to start on any error in them.
+    if aem.is_dir() {
+        let catalog = crate::aem::compile(aem)?;
         crate::aem::write_catalog(&catalog, &config.state_dir).map_err(|source| CliError::Io {
             what: format!("writing the catalog into {}", config.state_dir.display()),
             source,
@@ -93,9 +94,10 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Router { listen } => router(listen).await,
         Command::Up {
             launch,
+            aem,
             no_router,
             nats,
-        } => up(&launch, &cli.router, !no_router, nats, timeout).await,
+        } => up(&launch, &aem, &cli.router, !no_router, nats, timeout).await,
         Command::Log(LogCommand::Tail { from_start, limit }) => {
             let config = Config::load()?;
             let log = AnyLog::open(&config).await?;

@@ -90,6 +90,10 @@ pub enum Command {
         /// The launch list (the same file bringup.launch.py reads).
         #[arg(long, default_value = "launch/bringup.yaml")]
         launch: std::path::PathBuf,
+        /// The agent folders, compiled into the state directory's catalog before anything
+        /// starts (skipped when the folder does not exist).
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
         /// Do not start a router (one is already running at --router).
         #[arg(long)]
         no_router: bool,

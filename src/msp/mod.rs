@@ -17,6 +17,7 @@
 //! source's state; anything else on stdout is logged and ignored.
 
 pub mod date;
+pub mod demand;
 pub mod feeds;
 pub mod reader;
 pub mod source;

@@ -46,8 +46,13 @@ pub struct ExpertDeps {
     goals: Mutex<tokio::sync::mpsc::Receiver<GoalRequest<AolTask>>>,
     desk: OperatorDesk,
     mounts: Mounts,
+    /// On-demand sources this expert started (stopped at shutdown).
+    started: Mutex<crate::msp::demand::Started>,
     ctx: NodeContext,
 }
+
+/// How long an on-demand source may take to start and show its first state.
+const SOURCE_START: Duration = Duration::from_secs(5);
 
 fn refuse(why: impl std::fmt::Display) -> CallbackError {
     CallbackError::Failure(why.to_string())
@@ -105,6 +110,27 @@ impl ManagedNode for ExpertNode {
             ManagerSetup::new(Arc::new(recorder), policy, &base, env).with_remote(Arc::new(bridge));
         let tools = ToolManager::new(&catalog, &manifest, &self.expert, setup).map_err(refuse)?;
 
+        // On-demand sources it holds and nobody serves yet are started now, and stop with it.
+        let granted: Vec<(String, crate::aem::SourceEntry)> = catalog
+            .mesh(&entry.mesh)
+            .map(|m| {
+                entry
+                    .sources
+                    .iter()
+                    .filter_map(|s| m.sources.get(s).map(|e| (s.clone(), e.clone())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let started = crate::msp::demand::Started::start_missing(
+            &ctx.node,
+            &log,
+            &crate::core::exe::beside_current("source_node"),
+            &entry.mesh,
+            &granted,
+            SOURCE_START,
+        )
+        .await;
+
         let action = format!("{}/task", ctx.fqn());
         let (server, goals) =
             ActionServer::<AolTask>::new(&ctx.node, &action, ActionOptions::default())
@@ -128,6 +154,7 @@ impl ManagedNode for ExpertNode {
             goals: Mutex::new(goals),
             desk: OperatorDesk::new(&ctx.node).map_err(|e| CallbackError::Error(e.to_string()))?,
             mounts,
+            started: Mutex::new(started),
             ctx: ctx.clone(),
         })
     }
@@ -163,6 +190,11 @@ impl ManagedNode for ExpertNode {
     async fn shutdown(&self, deps: Option<Arc<ExpertDeps>>) -> Result<(), CallbackError> {
         if let Some(d) = deps {
             d.tools.shutdown().await;
+            d.started
+                .lock()
+                .await
+                .stop(&d.ctx.node, Duration::from_secs(2))
+                .await;
         }
         Ok(())
     }
