@@ -40,6 +40,7 @@ defaults:
   model: hanging
   models:
     clerk: quick
+    chief: chiefly
   clearance: full
   timeouts:
     task_secs: 600
@@ -70,7 +71,15 @@ const EXPERTS: &[(&str, &str, &str)] = &[
         "Files what it is given and says so.",
         "---\nclearance: read\n---\n\nFiles.\n",
     ),
+    (
+        "chief",
+        "Hands filing to the clerk and reports back.",
+        "---\nclearance: read\npeers:\n  add: [clerk]\n---\n\nDelegates.\n",
+    ),
 ];
+
+/// What `lab/chief` says once the clerk has answered it.
+pub const CHIEF_ANSWER: &str = "The clerk filed it.";
 
 /// The lab: state directory, router, and the engine process.
 pub struct Lab {
@@ -113,11 +122,19 @@ impl Lab {
             format!("turns:\n  - text: {CLERK_ANSWER:?}\n"),
         )
         .unwrap();
+        // The chief first asks an expert that is not its peer (refused), then the clerk.
+        std::fs::write(
+            dir.join("chief.yaml"),
+            format!(
+                "turns:\n  - tool_calls:\n      - name: delegate\n        arguments: {{domain: lab/nowhere, instruction: file it}}\n  - expect: \"not among your peers\"\n    tool_calls:\n      - name: delegate\n        arguments: {{domain: lab/clerk, instruction: file it}}\n  - expect: {CLERK_ANSWER:?}\n    text: {CHIEF_ANSWER:?}\n"
+            ),
+        )
+        .unwrap();
         let config = dir.join("iron.yaml");
         std::fs::write(
             &config,
             format!(
-                "state_dir: {d}\nmodels:\n  backends:\n    hang:\n      kind: scripted\n      script: {d}/hanging.yaml\n    quick:\n      kind: scripted\n      script: {d}/quick.yaml\n  logical:\n    hanging: [hang]\n    quick: [quick]\n    fast: [quick]\n    standard: [quick]\n    strong: [quick]\n",
+                "state_dir: {d}\nmodels:\n  backends:\n    hang:\n      kind: scripted\n      script: {d}/hanging.yaml\n    quick:\n      kind: scripted\n      script: {d}/quick.yaml\n    chiefly:\n      kind: scripted\n      script: {d}/chief.yaml\n  logical:\n    hanging: [hang]\n    quick: [quick]\n    chiefly: [chiefly]\n    fast: [quick]\n    standard: [quick]\n    strong: [quick]\n",
                 d = dir.display()
             ),
         )

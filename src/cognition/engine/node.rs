@@ -399,7 +399,9 @@ impl EngineDeps {
                 .collect::<Vec<_>>()
                 .join("\n\n")
         };
-        if all_answered {
+        // A delegation's answer goes back to the expert that asked (as its goal's result);
+        // only a person's task is delivered.
+        if all_answered && goal.depth == 0 {
             feedback(&handle, "delivering", "delivering the reply", 0.9).await;
             let mesh = last.domain.split_once('/').map_or("", |(m, _)| m);
             self.deliver(&goal, mesh, &ctx, &text, last.judged.as_ref())
@@ -446,7 +448,7 @@ impl EngineDeps {
             .record(
                 part,
                 EventKind::RoutingDecided,
-                serde_json::json!({"task_id": part.task_id, "domain": domain, "instruction": part.instruction, "by": by, "part": index + 1, "of": total, "context": known}),
+                serde_json::json!({"task_id": part.task_id, "domain": domain, "instruction": part.instruction, "by": by, "part": index + 1, "of": total, "context": known, "depth": part.depth, "parent_task_id": part.parent_task_id}),
                 ctx.cause.as_ref(),
             )
             .await;

@@ -23,6 +23,12 @@ pub enum Rejection {
     BadContext(String),
     #[error("no domain given and the router found no expert for it")]
     NoRouter,
+    #[error("{by} may not delegate to {domain} (its peers: {peers})")]
+    NotAPeer {
+        by: String,
+        domain: String,
+        peers: String,
+    },
 }
 
 /// Checks a goal against the catalog. A goal with an empty domain passes (it will be routed).
@@ -33,13 +39,25 @@ pub fn validate(goal: &AolTaskGoal, catalog: &Catalog) -> Result<(), Rejection> 
     if goal.depth > MAX_DEPTH {
         return Err(Rejection::TooDeep(goal.depth));
     }
-    if !goal.context_json.trim().is_empty()
-        && serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&goal.context_json)
-            .is_err()
-    {
-        return Err(Rejection::BadContext(
-            goal.context_json.chars().take(80).collect(),
-        ));
+    let context = if goal.context_json.trim().is_empty() {
+        serde_json::Map::new()
+    } else {
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&goal.context_json)
+            .map_err(|_| Rejection::BadContext(goal.context_json.chars().take(80).collect()))?
+    };
+    // An expert's delegation reaches only its peers (mesh scope and its own exceptions).
+    if let Some(by) = context.get("delegated_by").and_then(|b| b.as_str()) {
+        let peers = catalog
+            .expert(by)
+            .map(|e| e.peers.clone())
+            .unwrap_or_default();
+        if !peers.contains(&goal.domain) {
+            return Err(Rejection::NotAPeer {
+                by: by.to_string(),
+                domain: goal.domain.clone(),
+                peers: peers.join(", "),
+            });
+        }
     }
     if goal.domain.is_empty() {
         return Ok(());
@@ -126,5 +144,35 @@ mod tests {
             Ok(())
         );
         assert_eq!(validate(&goal("", "route me"), &c), Ok(()));
+    }
+
+    #[test]
+    fn a_delegation_reaches_only_the_delegators_peers() {
+        let c = catalog();
+        let analyst = c.expert("newsroom/analyst").unwrap();
+        let peer = analyst
+            .peers
+            .first()
+            .expect("the analyst has peers")
+            .clone();
+        let mut goal = AolTaskGoal {
+            domain: peer,
+            instruction: "check this".into(),
+            depth: 1,
+            context_json: r#"{"delegated_by": "newsroom/analyst"}"#.into(),
+            ..AolTaskGoal::default()
+        };
+        assert_eq!(validate(&goal, &c), Ok(()));
+        goal.domain = "newsroom/publisher".into();
+        assert!(
+            matches!(validate(&goal, &c), Err(Rejection::NotAPeer { .. })),
+            "the analyst's capabilities remove the publisher from its peers"
+        );
+        goal.context_json = r#"{"delegated_by": "nobody/here"}"#.into();
+        goal.domain = "newsroom/analyst".into();
+        assert!(matches!(
+            validate(&goal, &c),
+            Err(Rejection::NotAPeer { .. })
+        ));
     }
 }

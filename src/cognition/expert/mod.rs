@@ -5,6 +5,7 @@
 //! afresh ([`wake`]), and every step goes to the log.
 
 mod adapters;
+pub mod delegate;
 mod node;
 pub mod operator;
 pub mod wake;

@@ -8,6 +8,7 @@ use tracing::{info, warn};
 
 use super::{
     adapters::{ManagedTools, Recorder},
+    delegate::{Delegation, ExpertTools},
     operator::OperatorDesk,
     wake::Mounts,
 };
@@ -46,6 +47,8 @@ pub struct ExpertDeps {
     goals: Mutex<tokio::sync::mpsc::Receiver<GoalRequest<AolTask>>>,
     desk: OperatorDesk,
     mounts: Mounts,
+    /// Peers it may delegate to, with what each does.
+    peers: Vec<(String, String)>,
     /// On-demand sources this expert started (stopped at shutdown).
     started: Mutex<crate::msp::demand::Started>,
     ctx: NodeContext,
@@ -131,6 +134,17 @@ impl ManagedNode for ExpertNode {
         )
         .await;
 
+        let peers = entry
+            .peers
+            .iter()
+            .map(|p| {
+                let what = catalog
+                    .expert(p)
+                    .map(|e| e.description.clone())
+                    .unwrap_or_default();
+                (p.clone(), what)
+            })
+            .collect();
         let action = format!("{}/task", ctx.fqn());
         let (server, goals) =
             ActionServer::<AolTask>::new(&ctx.node, &action, ActionOptions::default())
@@ -154,6 +168,7 @@ impl ManagedNode for ExpertNode {
             goals: Mutex::new(goals),
             desk: OperatorDesk::new(&ctx.node).map_err(|e| CallbackError::Error(e.to_string()))?,
             mounts,
+            peers,
             started: Mutex::new(started),
             ctx: ctx.clone(),
         })
@@ -220,10 +235,23 @@ impl ExpertDeps {
             actor: self.entry.id.clone(),
             cause: cause.clone(),
         };
-        let tools = ManagedTools {
-            manager: self.tools.clone(),
-            task: goal.task_id.clone(),
-            cause: cause.map(|c| c.to_string()),
+        let cause = cause.map(|c| c.to_string());
+        let tools = ExpertTools {
+            managed: ManagedTools {
+                manager: self.tools.clone(),
+                task: goal.task_id.clone(),
+                cause: cause.clone(),
+            },
+            delegation: (!self.peers.is_empty()).then(|| Delegation {
+                expert: self.entry.id.clone(),
+                peers: self.peers.clone(),
+                depth: goal.depth,
+                task_id: goal.task_id.clone(),
+                session_id: goal.session_id.clone(),
+                cause,
+                timeout: Duration::from_secs(self.entry.timeouts.delegation_secs.max(1)),
+                node: self.ctx.node.clone(),
+            }),
         };
         let desk = self.desk.open(&goal.task_id);
         let agent = AgentLoop::new(self.model.as_ref(), &tools, Limits::default())

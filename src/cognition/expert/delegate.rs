@@ -1,0 +1,192 @@
+//! An expert delegating to a peer: the built-in `delegate` tool, offered only to an expert with
+//! peers (its catalog entry's `peers`, from the mesh's delegation scope and its own
+//! exceptions). A call goes to the engine as an AolTask goal one level deeper, naming who
+//! delegated, and the peer's answer comes back as the tool's result (data, like any tool
+//! output). Fail closed: a domain outside the peers or a call past [`MAX_DEPTH`] is refused
+//! here, and the engine checks both again.
+
+use std::{sync::Arc, time::Duration};
+
+use hiroz::node::ZNode;
+use serde_json::{Value, json};
+
+use super::adapters::ManagedTools;
+use crate::{
+    cognition::{agent::ToolExecutor, delegation::MAX_DEPTH},
+    interfaces::{AolTask, AolTaskGoal},
+    llm::{BoxFuture, ToolSpec},
+    spine::control::action::{ActionClient, GoalStatus},
+};
+
+/// Name of the built-in tool.
+pub const DELEGATE: &str = "delegate";
+/// The engine's action.
+pub const ENGINE_ACTION: &str = "/iron/engine/task";
+
+/// Who may be asked, and on whose behalf.
+pub struct Delegation {
+    /// The delegating expert, `<mesh>/<role>`.
+    pub expert: String,
+    /// Peers, `<mesh>/<role>`, each with what it does.
+    pub peers: Vec<(String, String)>,
+    /// The running task's depth.
+    pub depth: u8,
+    /// The running task.
+    pub task_id: String,
+    /// Its session.
+    pub session_id: String,
+    /// The event the running task descends from.
+    pub cause: Option<String>,
+    /// How long a peer may take.
+    pub timeout: Duration,
+    /// The node the goal is sent from.
+    pub node: Arc<ZNode>,
+}
+
+/// The expert's tools: the manager's, plus `delegate` when it has peers.
+pub(super) struct ExpertTools {
+    pub managed: ManagedTools,
+    pub delegation: Option<Delegation>,
+}
+
+impl Delegation {
+    fn spec(&self) -> ToolSpec {
+        let roster: Vec<String> = self
+            .peers
+            .iter()
+            .map(|(id, what)| format!("{id}: {what}"))
+            .collect();
+        ToolSpec {
+            name: DELEGATE.to_string(),
+            description: format!(
+                "Hand part of this task to a peer expert and wait for its answer. Peers:\n{}",
+                roster.join("\n")
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "domain": {"type": "string", "enum": self.peers.iter().map(|(id, _)| id).collect::<Vec<_>>()},
+                    "instruction": {"type": "string", "description": "What the peer should do, complete in itself."}
+                },
+                "required": ["domain", "instruction"]
+            }),
+        }
+    }
+
+    async fn call(&self, arguments: &Value) -> Result<Value, String> {
+        let (domain, instruction) = check(&self.peers, self.depth, arguments)?;
+        let client = ActionClient::<AolTask>::new(&self.node, ENGINE_ACTION)
+            .map_err(|e| format!("cannot reach the engine: {e}"))?;
+        let mut context = json!({"delegated_by": self.expert});
+        if let Some(c) = &self.cause {
+            context["cause"] = json!(c);
+        }
+        let goal = AolTaskGoal {
+            task_id: uuid::Uuid::now_v7().to_string(),
+            session_id: self.session_id.clone(),
+            domain: domain.clone(),
+            instruction,
+            depth: self.depth + 1,
+            parent_task_id: self.task_id.clone(),
+            context_json: context.to_string(),
+        };
+        let outcome = client
+            .run(goal, self.timeout)
+            .await
+            .map_err(|e| format!("delegating to {domain} failed: {e}"))?;
+        if outcome.status == GoalStatus::Succeeded {
+            Ok(json!({"expert": domain, "answer": outcome.result.text}))
+        } else {
+            Err(format!(
+                "{domain} did not answer ({}): {}",
+                outcome.result.status, outcome.result.text
+            ))
+        }
+    }
+}
+
+/// Checks a `delegate` call before anything is sent before anything is sent: the peer, the instruction, the depth.
+pub fn check(
+    peers: &[(String, String)],
+    depth: u8,
+    arguments: &Value,
+) -> Result<(String, String), String> {
+    let domain = arguments
+        .get("domain")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .trim();
+    let instruction = arguments
+        .get("instruction")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .trim();
+    if !peers.iter().any(|(id, _)| id == domain) {
+        let ids: Vec<&str> = peers.iter().map(|(id, _)| id.as_str()).collect();
+        return Err(format!(
+            "{domain:?} is not among your peers; you may delegate to: {}",
+            ids.join(", ")
+        ));
+    }
+    if instruction.is_empty() {
+        return Err("delegate needs a non-empty instruction".into());
+    }
+    if depth >= MAX_DEPTH {
+        return Err(format!(
+            "this task is already {} levels deep (the limit is {MAX_DEPTH}); finish it yourself",
+            depth
+        ));
+    }
+    Ok((domain.to_string(), instruction.to_string()))
+}
+
+impl ToolExecutor for ExpertTools {
+    fn tools(&self) -> Vec<ToolSpec> {
+        let mut tools = self.managed.tools();
+        if let Some(d) = &self.delegation {
+            tools.retain(|t| t.name != DELEGATE);
+            tools.push(d.spec());
+        }
+        tools
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        match (&self.delegation, name) {
+            (Some(d), DELEGATE) => Box::pin(d.call(arguments)),
+            _ => self.managed.call(name, arguments),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_peers_with_an_instruction_within_the_depth_limit() {
+        let peers = vec![("lab/clerk".to_string(), "Files.".to_string())];
+        let ok = json!({"domain": "lab/clerk", "instruction": " file it "});
+        assert_eq!(
+            check(&peers, 0, &ok),
+            Ok(("lab/clerk".into(), "file it".into()))
+        );
+        let err = check(
+            &peers,
+            0,
+            &json!({"domain": "lab/boss", "instruction": "x"}),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("not among your peers; you may delegate to: lab/clerk"),
+            "{err}"
+        );
+        assert!(check(&peers, 0, &json!({"domain": "lab/clerk"})).is_err());
+        assert!(check(&peers, MAX_DEPTH - 1, &ok).is_ok());
+        let err = check(&peers, MAX_DEPTH, &ok).unwrap_err();
+        assert!(err.contains("levels deep"), "{err}");
+    }
+}
