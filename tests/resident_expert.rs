@@ -6,65 +6,24 @@ mod support;
 
 use std::time::Duration;
 
-use support::{Proc, bin, free_port};
+use support::project::Project;
 
 const T: Duration = Duration::from_secs(60);
 
 #[test]
 fn a_resident_expert_waits_unconfigured_and_serves_once_a_person_activates_it() {
-    let state = tempfile::tempdir().unwrap();
-    let dir = state.path();
-    std::fs::write(
-        dir.join("script.yaml"),
+    let p = Project::scripted(
         "turns:\n  - expect: \"bridge\"\n    text: \"Closed, per two sources.\"\n",
-    )
-    .unwrap();
-    let config = dir.join("iron.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "state_dir: {}\nmodels:\n  backends:\n    offline:\n      kind: scripted\n      script: {}\n  logical:\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n",
-            dir.display(),
-            dir.join("script.yaml").display()
-        ),
-    )
-    .unwrap();
-    let list = dir.join("list.yaml");
-    std::fs::write(
-        &list,
+    );
+    let mut up = p.up(
         "nodes:\n  - name: analyst\n    namespace: /iron/experts/newsroom\n    executable: expert_node\n    args: [--expert, newsroom/analyst]\n    autostart: false\n",
-    )
-    .unwrap();
-    let router = format!("tcp/127.0.0.1:{}", free_port());
-    let config_s = config.display().to_string();
-    let envs = [
-        ("IRON_ROUTER", router.as_str()),
-        ("IRON_CONFIG", config_s.as_str()),
-    ];
-    let iron = |args: &[&str]| {
-        std::process::Command::new(bin("iron"))
-            .args(args)
-            .envs(envs)
-            .output()
-            .unwrap()
-    };
-    let ok = |args: &[&str]| {
-        let out = iron(args);
-        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(
-            out.status.success(),
-            "iron {args:?}: {stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
-    };
-    let mut up = Proc::spawn(
-        "up",
-        &bin("iron"),
-        &["up", "--launch", &list.display().to_string()],
-        &envs,
+        &[],
     );
     up.wait_for("up: 1 node(s) running", T);
+    let (iron, ok) = (
+        |args: &[&str]| p.iron(args),
+        |args: &[&str]| p.iron_ok(args),
+    );
 
     let node = "/iron/experts/newsroom/analyst";
     let task = format!("{node}/task");

@@ -16,7 +16,6 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use hiroz::Builder;
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
@@ -31,7 +30,7 @@ use crate::{
         control::{
             ControlError,
             lifecycle::{CallbackError, ManagedNode, NodeContext},
-            serve::{answer, spawn_server},
+            serve::{answer, serve_service},
         },
         durable::{
             AnyLog,
@@ -261,16 +260,8 @@ fn serve_state(
     shown: Arc<Mutex<Shown>>,
     stop: CancellationToken,
 ) -> Result<(), ControlError> {
-    let server = ctx
-        .node
-        .create_service::<SourceState>(service)
-        .build()
-        .map_err(|source| ControlError::Declare {
-            what: format!("service {service}"),
-            source,
-        })?;
     let what = service.to_string();
-    spawn_server(server, what.clone(), stop, move |req| {
+    serve_service::<SourceState, _, _>(&ctx.node, service, stop, move |req| {
         let (shown, what) = (shown.clone(), what.clone());
         async move {
             let request: &SourceStateRequest = req.message();
@@ -281,8 +272,7 @@ fn serve_state(
             tracing::debug!(service = %what, reader = %request.reader, "state read");
             answer(req, &response, &what).await;
         }
-    });
-    Ok(())
+    })
 }
 
 /// Runs the command until `stop`, restarting it when it exits; each protocol line replaces

@@ -22,7 +22,7 @@ use crate::{
     interfaces::{ToolCall, ToolCallRequest, ToolCallResponse},
     spine::control::{
         ControlError,
-        serve::{answer, spawn_server},
+        serve::{answer, serve_service},
     },
 };
 
@@ -161,15 +161,8 @@ pub fn serve_bridge(
     bridge: Arc<dyn Bridge>,
     stop: CancellationToken,
 ) -> Result<(), ControlError> {
-    let server = node
-        .create_service::<ToolCall>(service)
-        .build()
-        .map_err(|source| ControlError::Declare {
-            what: format!("service {service}"),
-            source,
-        })?;
     let what = service.to_string();
-    spawn_server(server, what.clone(), stop, move |req| {
+    serve_service::<ToolCall, _, _>(node, service, stop, move |req| {
         let (bridge, what) = (bridge.clone(), what.clone());
         async move {
             tokio::spawn(async move {
@@ -180,8 +173,7 @@ pub fn serve_bridge(
                 answer(req, &response, &what).await;
             });
         }
-    });
-    Ok(())
+    })
 }
 
 async fn handle(bridge: &dyn Bridge, request: &ToolCallRequest) -> ToolCallResponse {

@@ -6,6 +6,7 @@
 pub mod cognition;
 pub mod harness;
 pub mod nats;
+pub mod project;
 
 use std::{
     io::{BufRead, BufReader},

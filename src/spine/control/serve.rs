@@ -38,6 +38,35 @@ pub(crate) fn spawn_server<T, H, Fut>(
     });
 }
 
+/// Declares the service `name` on `node` and serves it with `handle` until `stop` (see
+/// [`spawn_server`]).
+pub(crate) fn serve_service<T, H, Fut>(
+    node: &hiroz::node::ZNode,
+    name: &str,
+    stop: CancellationToken,
+    handle: H,
+) -> Result<(), super::ControlError>
+where
+    T: ZService + hiroz::ServiceTypeInfo + Send + Sync + 'static,
+    T::Request: ZMessage + hiroz::WithTypeInfo + Send + Sync + 'static,
+    T::Response: hiroz::WithTypeInfo,
+    for<'a> <T::Request as ZMessage>::Serdes:
+        ZDeserializer<Output = T::Request, Input<'a> = &'a [u8]>,
+    H: Fn(ServiceRequest<T>) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    use hiroz::Builder;
+    let server =
+        node.create_service::<T>(name)
+            .build()
+            .map_err(|source| super::ControlError::Declare {
+                what: format!("service {name}"),
+                source,
+            })?;
+    spawn_server(server, name.to_string(), stop, handle);
+    Ok(())
+}
+
 /// Answers `req` with `resp`, logging a failure to send.
 pub(crate) async fn answer<T>(req: ServiceRequest<T>, resp: &T::Response, what: &str)
 where

@@ -1,0 +1,126 @@
+//! A project on disk driven through `iron up` and the CLI, the way a person runs Iron: a state
+//! directory with an `iron.yaml` whose experts run on a scripted model, a router endpoint,
+//! extra environment, and helpers to bring a launch list up and call `iron` against it.
+
+use std::process::Output;
+
+use iron::{
+    core::{config::Config, durable::EventLog, envelope::Envelope},
+    spine::durable::AnyLog,
+};
+
+use super::{Proc, bin, free_port};
+
+/// A state directory and the environment every process of the test shares.
+pub struct Project {
+    pub dir: tempfile::TempDir,
+    envs: Vec<(String, String)>,
+}
+
+impl Project {
+    /// A project whose `fast`, `standard` and `strong` models all play `script` (a scripted
+    /// backend's YAML).
+    pub fn scripted(script: &str) -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        std::fs::write(dir.path().join("script.yaml"), script).unwrap();
+        let config = dir.path().join("iron.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "state_dir: {d}\nmodels:\n  backends:\n    offline:\n      kind: scripted\n      script: {d}/script.yaml\n  logical:\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n"
+            ),
+        )
+        .unwrap();
+        Project {
+            envs: vec![
+                (
+                    "IRON_ROUTER".into(),
+                    format!("tcp/127.0.0.1:{}", free_port()),
+                ),
+                ("IRON_CONFIG".into(), config.display().to_string()),
+            ],
+            dir,
+        }
+    }
+
+    /// Adds `name=value` to the environment of every process.
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.envs.push((name.into(), value.into()));
+        self
+    }
+
+    /// A path in the state directory.
+    pub fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Writes `text` to `name` in the state directory.
+    pub fn write(&self, name: &str, text: &str) -> std::path::PathBuf {
+        let path = self.path(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn env_pairs(&self) -> Vec<(&str, &str)> {
+        self.envs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    }
+
+    /// Starts `iron up` on the launch list `list` (YAML text) with `extra` arguments.
+    pub fn up(&self, list: &str, extra: &[&str]) -> Proc {
+        let list = self.write("list.yaml", list).display().to_string();
+        let mut args = vec!["up", "--launch", list.as_str()];
+        args.extend_from_slice(extra);
+        Proc::spawn("up", &bin("iron"), &args, &self.env_pairs())
+    }
+
+    /// Runs `iron args…` against the project.
+    pub fn iron(&self, args: &[&str]) -> Output {
+        std::process::Command::new(bin("iron"))
+            .args(args)
+            .envs(self.env_pairs())
+            .output()
+            .unwrap()
+    }
+
+    /// Runs `iron args…`, failing the test unless it succeeds; returns its stdout.
+    pub fn iron_ok(&self, args: &[&str]) -> String {
+        let out = self.iron(args);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "iron {args:?}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+
+    /// The project's event log.
+    pub async fn log(&self) -> AnyLog {
+        AnyLog::open(&Config {
+            state_dir: self.dir.path().to_path_buf(),
+            ..Config::default()
+        })
+        .await
+        .unwrap()
+    }
+
+    /// Every event of `kind` on the log so far.
+    pub async fn events(&self, kind: &str) -> Vec<Envelope> {
+        self.log()
+            .await
+            .read("MEM", "mem.>", 1, 100_000)
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
+            .filter(|e| e.kind.as_str() == kind)
+            .collect()
+    }
+}
