@@ -15,8 +15,8 @@ mod generated {
 }
 
 pub use generated::ros::iron::{
-    Answer, AolTaskFeedback, AolTaskGoal, AolTaskResult, InboxMessage, Interjection, Question,
-    SessionControl, ToolCallRequest, ToolCallResponse, action::AolTask, srv::ToolCall,
+    Answer, AolTaskFeedback, AolTaskGoal, AolTaskResult, GoalRejection, InboxMessage, Interjection,
+    Question, SessionControl, ToolCallRequest, ToolCallResponse, action::AolTask, srv::ToolCall,
 };
 
 /// lifecycle_msgs messages as ROS 2 Jazzy defines them.
