@@ -1,5 +1,5 @@
 //! The action client: send a goal, follow its feedback, wait for its result, cancel it.
-//! Every wait is bounded.
+//! Every wait is bounded, and a wait for a result ends early when the server leaves the graph.
 
 use std::{
     collections::HashMap,
@@ -23,6 +23,7 @@ use hiroz::{
     service::ZClient,
 };
 use tokio::sync::{Notify, mpsc};
+use zenoh::Wait;
 
 use super::{CancelCode, Endpoints, Refusal, cancel_goal_type_info, rejections_qos};
 use crate::{
@@ -38,6 +39,11 @@ type Routes<F> = Arc<Mutex<HashMap<GoalId, mpsc::UnboundedSender<F>>>>;
 /// How long a rejected goal waits for its server's published reason, when the server
 /// publishes reasons. The server publishes before it answers, so this is rarely waited out.
 pub const REASON_WAIT: Duration = Duration::from_secs(2);
+
+/// How long a server seen in the graph must stay absent from it (while this side is still
+/// connected to a router) before a wait for a result gives up on it. Covers a token that
+/// blinks out and back while a session reconnects.
+pub const SERVER_GONE_AFTER: Duration = Duration::from_secs(2);
 
 /// Refusals published for the goals this client is sending, by goal id (`None` until one
 /// arrives).
@@ -57,12 +63,14 @@ struct RejectionWatch {
 /// A client of one action.
 pub struct ActionClient<A: ZAction> {
     name: String,
+    get_result_name: String,
     send_goal: ZClient<GoalService<A>>,
     get_result: ZClient<ResultService<A>>,
     cancel: ZClient<CancelService<A>>,
     routes: Routes<A::Feedback>,
     _feedback: ZSub<FeedbackMessage<A>, (), <FeedbackMessage<A> as hiroz::msg::ZMessage>::Serdes>,
     graph: Arc<Graph>,
+    session: Arc<zenoh::Session>,
     rejections: Option<RejectionWatch>,
 }
 
@@ -120,7 +128,9 @@ impl<A: ZAction> ActionClient<A> {
             routes,
             _feedback: feedback,
             name: name.to_string(),
+            get_result_name: ep.get_result,
             graph: node.graph().clone(),
+            session: node.session().clone(),
             rejections: None,
         })
     }
@@ -270,9 +280,11 @@ impl<A: ZAction> ActionClient<A> {
 
     /// Waits up to `timeout` for the goal's result. Zenoh ends a query that gets no reply
     /// within its default query timeout (10 s) while the goal is still running; `get_result`
-    /// is idempotent, so it is asked again until the result comes or `timeout` passes. A
-    /// server that is gone is only noticed at the deadline: a caller that can see the
-    /// server's process (the delegator) watches it as well.
+    /// is idempotent, so it is asked again until the result comes or `timeout` passes.
+    /// Meanwhile the server's `get_result` service is watched in the graph (the liveliness
+    /// token every rmw_zenoh endpoint declares): once a server that was seen has been gone
+    /// for [`SERVER_GONE_AFTER`], the wait ends with [`ControlError::Gone`] instead of
+    /// running to `timeout`.
     pub async fn result(
         &self,
         id: GoalId,
@@ -280,10 +292,16 @@ impl<A: ZAction> ActionClient<A> {
     ) -> Result<GoalOutcome<A::Result>, ControlError> {
         let what = format!("{}/_action/get_result", self.name);
         let request = GetResultRequest { goal_id: id };
-        let resp = retry(&what, timeout, || {
+        let asked = retry(&what, timeout, || {
             self.get_result.call_with_timeout(&request, timeout)
-        })
-        .await;
+        });
+        let resp = tokio::select! {
+            resp = asked => resp,
+            () = self.server_gone(SERVER_GONE_AFTER) => Err(ControlError::Gone {
+                what: format!("the action server {}", self.name),
+                during: format!("while goal {id} was running"),
+            }),
+        };
         self.forget(id);
         let resp = resp?;
         let status = GoalStatus::try_from(resp.status)
@@ -331,6 +349,42 @@ impl<A: ZAction> ActionClient<A> {
                 .map(|g| g.goal_id)
                 .collect(),
         ))
+    }
+
+    /// Resolves once the server's `get_result` service, after being seen in the graph, has
+    /// been absent for `grace` while this session is connected to a router (without a router
+    /// the graph says nothing about the server). Never resolves if no server was ever seen:
+    /// the caller's own deadline still bounds the wait.
+    async fn server_gone(&self, grace: Duration) {
+        const RECHECK: Duration = Duration::from_millis(250);
+        let mut seen = false;
+        let mut absent_since: Option<tokio::time::Instant> = None;
+        loop {
+            let changed = self.graph.change_notify.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let present = self
+                .graph
+                .count(EndpointKind::Service, &self.get_result_name)
+                > 0;
+            let connected = self.session.info().routers_zid().wait().next().is_some();
+            if present {
+                seen = true;
+                absent_since = None;
+            } else if seen && connected {
+                let since = *absent_since.get_or_insert_with(tokio::time::Instant::now);
+                if since.elapsed() >= grace {
+                    return;
+                }
+            } else {
+                absent_since = None;
+            }
+            // The graph wakes us on every change; the recheck counts the grace down.
+            tokio::select! {
+                _ = changed => {}
+                _ = tokio::time::sleep(RECHECK) => {}
+            }
+        }
     }
 
     fn forget(&self, id: GoalId) {
