@@ -15,9 +15,9 @@ mod generated {
 }
 
 pub use generated::ros::iron::{
-    Answer, AolTaskFeedback, AolTaskGoal, AolTaskResult, InboxMessage, Interjection, Question,
-    SessionControl, SourceStateRequest, SourceStateResponse, ToolCallRequest, ToolCallResponse,
-    action::AolTask, srv::SourceState, srv::ToolCall,
+    Answer, AolTaskFeedback, AolTaskGoal, AolTaskResult, GoalRejection, InboxMessage, Interjection,
+    Question, SessionControl, SourceStateRequest, SourceStateResponse, ToolCallRequest,
+    ToolCallResponse, action::AolTask, srv::SourceState, srv::ToolCall,
 };
 
 /// lifecycle_msgs messages as ROS 2 Jazzy defines them.

@@ -1,7 +1,8 @@
 //! The engine's guards across processes: goals it must refuse (too deep, unknown or malformed
-//! domain, empty instruction, parked mesh) are rejected with the reason on the log, the
-//! deepest allowed goal still runs; and a sixth concurrent delegation waits for one of the
-//! five slots, or fails after the configured slot wait.
+//! domain, empty instruction, parked mesh) are rejected with the reason on the log, on
+//! `/iron/engine/task/rejections` and in the error `iron task send` exits with; the deepest
+//! allowed goal still runs; and a sixth concurrent delegation waits for one of the five
+//! slots, or fails after the configured slot wait.
 
 mod support;
 
@@ -9,13 +10,14 @@ use std::time::Duration;
 
 use iron::{
     cognition::delegation::{MAX_CONCURRENT, MAX_DEPTH},
-    interfaces::{AolTask, AolTaskGoal},
+    interfaces::{AolTask, AolTaskGoal, GoalRejection},
     spine::control::{
         ControlConfig, ControlPlane,
-        action::{ActionClient, GoalStatus},
+        action::{ActionClient, GoalStatus, rejections_qos, rejections_topic},
     },
 };
 use support::{
+    bin,
     cognition::{CLERK_ANSWER, Lab, descendants, kill9},
     eventually,
 };
@@ -44,7 +46,19 @@ async fn refused_goals_say_why_and_the_deepest_allowed_goal_runs() {
     .unwrap();
     let node = control.node("guards_test", "/").unwrap();
     control.wait_for_router(&node, T).await.unwrap();
-    let client = ActionClient::<AolTask>::new(&node, "/iron/engine/task").unwrap();
+    let client = ActionClient::<AolTask>::new(&node, "/iron/engine/task")
+        .unwrap()
+        .with_rejections(&node)
+        .unwrap();
+    // What a stock ROS 2 user sees with `ros2 topic echo /iron/engine/task/rejections`.
+    let (tx, mut published) = tokio::sync::mpsc::unbounded_channel::<GoalRejection>();
+    let _echo = node
+        .create_sub::<GoalRejection>(&rejections_topic("/iron/engine/task"))
+        .with_qos(rejections_qos())
+        .build_with_callback(move |r: GoalRejection| {
+            let _ = tx.send(r);
+        })
+        .unwrap();
 
     let refused = [
         (
@@ -75,7 +89,26 @@ async fn refused_goals_say_why_and_the_deepest_allowed_goal_runs() {
             Err(e) => e.to_string(),
         };
         assert!(err.contains("rejected"), "{err}");
-        // A ROS 2 goal response carries no reason: the engine writes it to the log.
+        // A ROS 2 goal response carries no reason: the engine publishes it, and the client
+        // that listens puts it in its error.
+        assert!(err.contains(&why), "expected {why:?} in {err:?}");
+        let echoed = tokio::time::timeout(T, async {
+            while let Some(r) = published.recv().await {
+                if r.task_id == id {
+                    return r;
+                }
+            }
+            panic!("the rejections subscription closed");
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no GoalRejection for task {id} on the topic"));
+        assert!(echoed.reason.contains(&why), "{echoed:?}");
+        assert_eq!(echoed.action, "/iron/engine/task", "{echoed:?}");
+        assert!(
+            !echoed.code.is_empty() && !echoed.goal_id.is_empty(),
+            "{echoed:?}"
+        );
+        // …and writes it to the log.
         let rejected = eventually("task_rejected on the log", T, || async {
             lab.events_where("task_rejected", "task_id", &id)
                 .await
@@ -87,6 +120,43 @@ async fn refused_goals_say_why_and_the_deepest_allowed_goal_runs() {
         assert!(reason.contains(&why), "expected {why:?} in {reason:?}");
         lab.engine.wait_for(&format!("rejected: {reason}"), T);
     }
+
+    // Through the CLI: it exits non-zero and says why, code included.
+    let refused_by_cli = [
+        (
+            "lab/nobody",
+            "file this",
+            "no expert lab/nobody in the catalog",
+            "unknown_domain",
+        ),
+        (
+            "lab/clerk",
+            "   ",
+            "the instruction is empty",
+            "empty_instruction",
+        ),
+        (
+            "erp/bookkeeper",
+            "post the entry",
+            "mesh erp is parked",
+            "parked_mesh",
+        ),
+    ];
+    for (domain, instruction, why, code) in refused_by_cli {
+        let out = std::process::Command::new(bin("iron"))
+            .args(["task", "send", "--domain", domain, "--timeout", "30"])
+            .arg(instruction)
+            .envs(lab.envs())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{domain} was accepted: {stderr}");
+        assert!(
+            stderr.contains("rejected") && stderr.contains(why) && stderr.contains(code),
+            "expected {why:?} ({code}) in:\n{stderr}"
+        );
+    }
+
     assert!(
         lab.experts().is_empty(),
         "no expert was spawned for a refused goal"

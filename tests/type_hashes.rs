@@ -67,6 +67,12 @@ fn advertised_hashes_match_an_independent_rosidl_hasher() {
     );
     check(
         &g,
+        "iron/msg/GoalRejection",
+        interfaces::GoalRejection::type_info(),
+        &mut bad,
+    );
+    check(
+        &g,
         "iron/srv/ToolCall",
         interfaces::ToolCall::service_type_info(),
         &mut bad,

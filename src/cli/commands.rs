@@ -348,7 +348,8 @@ async fn task_send(
     wait: Duration,
 ) -> Result<(), CliError> {
     let (_control, node) = connect(router, timeout).await?;
-    let client = ActionClient::<AolTask>::new(&node, action)?;
+    // Subscribed before the goal goes out, so a refusal's published reason is caught.
+    let client = ActionClient::<AolTask>::new(&node, action)?.with_rejections(&node)?;
     let task_id = goal.task_id.clone();
     let mut sent = client.send(goal, timeout).await?;
     eprintln!("task {task_id} accepted as goal {}", sent.id);

@@ -233,6 +233,8 @@ pub enum LifecycleCommand {
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
     /// Send an AolTask goal, print feedback as it comes and then the result. Ctrl-C cancels.
+    /// A rejected goal fails with the reason the server published on `<action>/rejections`;
+    /// a server that goes away while the goal runs fails the wait within seconds.
     Send {
         /// "<mesh>/<role>" to skip routing; empty lets the engine route.
         #[arg(long, default_value = "")]

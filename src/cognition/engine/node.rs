@@ -163,6 +163,11 @@ impl ManagedNode for EngineNode {
         let (server, goals) =
             ActionServer::<AolTask>::new(&ctx.node, "/iron/engine/task", ActionOptions::default())
                 .map_err(|e| CallbackError::Error(e.to_string()))?;
+        // A goal response carries no reason: each refusal goes out on
+        // /iron/engine/task/rejections as well, for `iron task send` and `ros2 topic echo`.
+        server
+            .publish_rejections(&ctx.node, |goal: &AolTaskGoal| goal.task_id.clone())
+            .map_err(|e| CallbackError::Error(e.to_string()))?;
         let executable = self.options.expert_executable.clone().unwrap_or_else(|| {
             std::env::current_exe()
                 .ok()
@@ -315,7 +320,7 @@ impl EngineDeps {
                 ctx.cause.as_ref(),
             )
             .await;
-            request.reject(&why.to_string());
+            request.reject(why.code(), &why.to_string());
             return;
         }
         let (mut goal, handle) = request.accept().await;

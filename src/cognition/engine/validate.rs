@@ -31,6 +31,23 @@ pub enum Rejection {
     },
 }
 
+impl Rejection {
+    /// A stable, machine-readable name for the refusal (the `code` of the
+    /// `iron/msg/GoalRejection` the engine publishes).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Rejection::EmptyInstruction => "empty_instruction",
+            Rejection::MalformedDomain(_) => "malformed_domain",
+            Rejection::UnknownDomain(..) => "unknown_domain",
+            Rejection::ParkedMesh(_) => "parked_mesh",
+            Rejection::TooDeep(_) => "too_deep",
+            Rejection::BadContext(_) => "bad_context",
+            Rejection::NoRouter => "no_router",
+            Rejection::NotAPeer { .. } => "not_a_peer",
+        }
+    }
+}
+
 /// Checks a goal against the catalog. A goal with an empty domain passes (it will be routed).
 pub fn validate(goal: &AolTaskGoal, catalog: &Catalog) -> Result<(), Rejection> {
     if goal.instruction.trim().is_empty() {

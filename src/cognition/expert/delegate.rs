@@ -75,7 +75,9 @@ impl Delegation {
 
     async fn call(&self, arguments: &Value) -> Result<Value, String> {
         let (domain, instruction) = check(&self.peers, self.depth, arguments)?;
+        // With the engine's refusals, so a refused delegation tells the model why.
         let client = ActionClient::<AolTask>::new(&self.node, ENGINE_ACTION)
+            .and_then(|c| c.with_rejections(&self.node))
             .map_err(|e| format!("cannot reach the engine: {e}"))?;
         let mut context = json!({"delegated_by": self.expert});
         if let Some(c) = &self.cause {

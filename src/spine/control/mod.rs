@@ -40,6 +40,10 @@ pub enum ControlError {
         #[source]
         source: zenoh::Error,
     },
+    /// The peer serving a request left the control plane (its process died, or it lost the
+    /// router) before answering: what it was doing is lost with it.
+    #[error("{what} went away {during}")]
+    Gone { what: String, during: String },
     /// A peer answered something this side cannot accept.
     #[error("{what}: {detail}")]
     Protocol { what: String, detail: String },

@@ -12,7 +12,10 @@ pub use client::{ActionClient, GoalOutcome};
 pub use hiroz::action::{GoalId, GoalStatus, ZAction};
 pub use server::{ActionOptions, ActionServer, GoalHandle, GoalRequest};
 
-use hiroz::entity::{TypeHash, TypeInfo};
+use hiroz::{
+    entity::{TypeHash, TypeInfo},
+    qos::{QosDurability, QosHistory, QosProfile, QosReliability},
+};
 
 /// RIHS01 of `action_msgs/srv/CancelGoal` as rosidl computes it for Jazzy (hiroz-codegen
 /// 0.2.1 computes another value). Pinned against an independent hasher in
@@ -28,13 +31,62 @@ pub fn cancel_goal_type_info<A: ZAction>() -> TypeInfo {
     info
 }
 
-/// The five endpoint names of an action, from its fully qualified name.
+/// Why a server refused a goal: a stable code a program can branch on and a sentence for a
+/// person. Published as `iron/msg/GoalRejection` on [`rejections_topic`], because a ROS 2
+/// goal response carries only `accepted`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: String,
+    pub reason: String,
+}
+
+impl Refusal {
+    pub fn new(code: &str, reason: impl Into<String>) -> Self {
+        Self {
+            code: code.to_string(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+/// The topic on which a server that publishes its refusals does so: `<action>/rejections`,
+/// e.g. `/iron/engine/task/rejections` (`ros2 topic echo` shows it).
+pub fn rejections_topic(action: &str) -> String {
+    format!("{}/rejections", action.trim_end_matches('/'))
+}
+
+/// How many recent refusals a late subscriber to [`rejections_topic`] still receives.
+pub const REJECTION_DEPTH: usize = 32;
+
+/// The QoS of [`rejections_topic`]: reliable, transient local, the last [`REJECTION_DEPTH`],
+/// so a client whose subscription is still propagating when the refusal goes out gets it
+/// from the publisher's cache.
+pub fn rejections_qos() -> QosProfile {
+    QosProfile {
+        reliability: QosReliability::Reliable,
+        durability: QosDurability::TransientLocal,
+        history: QosHistory::KeepLast(
+            std::num::NonZeroUsize::new(REJECTION_DEPTH).expect("REJECTION_DEPTH is not zero"),
+        ),
+        ..QosProfile::default()
+    }
+}
+
+/// The five endpoint names of an action, from its fully qualified name, and the topic of its
+/// refusals.
 pub(crate) struct Endpoints {
     pub send_goal: String,
     pub cancel_goal: String,
     pub get_result: String,
     pub feedback: String,
     pub status: String,
+    pub rejections: String,
 }
 
 impl Endpoints {
@@ -46,6 +98,7 @@ impl Endpoints {
             get_result: format!("{a}/_action/get_result"),
             feedback: format!("{a}/_action/feedback"),
             status: format!("{a}/_action/status"),
+            rejections: rejections_topic(a),
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The action server: goals arrive as [`GoalRequest`]s on a channel; the node accepts or
 //! rejects each, sends feedback through its [`GoalHandle`] and ends it with a result.
 //! Everything else (status, cancel, results for late `get_result` calls) is answered here.
+//! A server may also publish why it refused each goal (see
+//! [`publish_rejections`](ActionServer::publish_rejections)).
 
 use std::{
     collections::HashMap,
@@ -27,10 +29,15 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard, WaitForCancellationFuture};
 use tracing::{debug, warn};
 
-use super::{Endpoints, cancel::select_for_cancel, cancel_goal_type_info, now_stamp};
-use crate::spine::control::{
-    ControlError,
-    serve::{answer, spawn_server},
+use super::{
+    Endpoints, Refusal, cancel::select_for_cancel, cancel_goal_type_info, now_stamp, rejections_qos,
+};
+use crate::{
+    interfaces::GoalRejection,
+    spine::control::{
+        ControlError,
+        serve::{answer, spawn_server},
+    },
 };
 
 /// Limits of an action server.
@@ -67,6 +74,16 @@ impl Default for ActionOptions {
 
 type FeedbackPub<A> = ZPub<FeedbackMessage<A>, <FeedbackMessage<A> as ZMessage>::Serdes>;
 type StatusPub = ZPub<StatusMessage, <StatusMessage as ZMessage>::Serdes>;
+type RejectionPub = ZPub<GoalRejection, <GoalRejection as ZMessage>::Serdes>;
+
+/// Names the task a goal belongs to, for the refusal published about it.
+type TaskIdOf<G> = Box<dyn Fn(&G) -> String + Send + Sync>;
+
+/// Where refusals go, and how a goal names its task.
+struct Rejections<A: ZAction> {
+    publisher: RejectionPub,
+    task_id: TaskIdOf<A::Goal>,
+}
 
 struct Entry<A: ZAction> {
     stamp: Time,
@@ -87,6 +104,9 @@ struct Inner<A: ZAction> {
     status_dirty: tokio::sync::Notify,
     feedback: FeedbackPub<A>,
     status: StatusPub,
+    /// Set once by [`ActionServer::publish_rejections`].
+    rejections: std::sync::OnceLock<Rejections<A>>,
+    rejections_topic: String,
     opts: ActionOptions,
 }
 
@@ -100,7 +120,7 @@ pub struct ActionServer<A: ZAction> {
 pub struct GoalRequest<A: ZAction> {
     id: GoalId,
     goal: A::Goal,
-    decide: Option<oneshot::Sender<bool>>,
+    decide: Option<oneshot::Sender<Result<(), Refusal>>>,
     inner: Arc<Inner<A>>,
 }
 
@@ -175,6 +195,8 @@ where
             status_dirty: tokio::sync::Notify::new(),
             feedback,
             status,
+            rejections: std::sync::OnceLock::new(),
+            rejections_topic: ep.rejections.clone(),
             opts,
         });
         let stop = CancellationToken::new();
@@ -312,6 +334,34 @@ where
         &self.inner.name
     }
 
+    /// From now on, publishes every refusal (the node's, with its reason, and the server's
+    /// own: inactive, saturated, undecided, bad goal id) as `iron/msg/GoalRejection` on
+    /// `<action>/rejections`, before the goal response goes out. `task_id` names the goal's
+    /// task in the message (`""` when the goal has none). A second call changes nothing.
+    pub fn publish_rejections(
+        &self,
+        node: &ZNode,
+        task_id: impl Fn(&A::Goal) -> String + Send + Sync + 'static,
+    ) -> Result<(), ControlError> {
+        if self.inner.rejections.get().is_some() {
+            return Ok(());
+        }
+        let topic = &self.inner.rejections_topic;
+        let publisher = node
+            .create_pub::<GoalRejection>(topic)
+            .with_qos(rejections_qos())
+            .build()
+            .map_err(|source| ControlError::Declare {
+                what: format!("publisher on {topic}"),
+                source,
+            })?;
+        let _ = self.inner.rejections.set(Rejections {
+            publisher,
+            task_id: Box::new(task_id),
+        });
+        Ok(())
+    }
+
     /// Opens or closes the door to new goals; while closed every goal is rejected at once
     /// (a managed node closes it when it is not active). Closed at first.
     pub fn set_accepting(&self, accepting: bool) {
@@ -331,19 +381,43 @@ impl<A: ZAction> Inner<A>
 where
     A::Result: Default,
 {
+    /// Decides a goal: accepted (`true`), or refused, with the refusal published first
+    /// when this server publishes them.
     async fn decide(
         self: &Arc<Self>,
         id: GoalId,
         goal: A::Goal,
         goals_tx: &mpsc::Sender<GoalRequest<A>>,
     ) -> bool {
+        let task_id = self
+            .rejections
+            .get()
+            .map(|r| (r.task_id)(&goal))
+            .unwrap_or_default();
+        match self.admit(id, goal, goals_tx).await {
+            Ok(()) => true,
+            Err(refusal) => {
+                self.publish_rejection(id, task_id, refusal).await;
+                false
+            }
+        }
+    }
+
+    async fn admit(
+        self: &Arc<Self>,
+        id: GoalId,
+        goal: A::Goal,
+        goals_tx: &mpsc::Sender<GoalRequest<A>>,
+    ) -> Result<(), Refusal> {
+        let refuse = |code: &str, reason: String| {
+            warn!(action = %self.name, goal = %id, "rejected: {reason}");
+            Err(Refusal::new(code, reason))
+        };
         if !self.accepting.load(std::sync::atomic::Ordering::SeqCst) {
-            warn!(action = %self.name, goal = %id, "rejected: the node is not active");
-            return false;
+            return refuse("inactive", format!("{} is not active", self.name));
         }
         if !id.is_valid() {
-            warn!(action = %self.name, "rejected a goal with an all-zero id");
-            return false;
+            return refuse("invalid_goal_id", "the goal id is all zeros".into());
         }
         if self
             .goals
@@ -351,8 +425,10 @@ where
             .expect("goal table lock")
             .contains_key(&id)
         {
-            warn!(action = %self.name, goal = %id, "rejected a goal whose id is already known");
-            return false;
+            return refuse(
+                "duplicate_goal_id",
+                format!("goal id {id} is already known"),
+            );
         }
         let (tx, rx) = oneshot::channel();
         let request = GoalRequest {
@@ -361,17 +437,57 @@ where
             decide: Some(tx),
             inner: self.clone(),
         };
-        if goals_tx.try_send(request).is_err() {
-            warn!(action = %self.name, goal = %id, "rejected: the node is not taking goals (inactive or saturated)");
-            return false;
+        match goals_tx.try_send(request) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                return refuse(
+                    "saturated",
+                    format!(
+                        "{} already has {} goals waiting for a decision",
+                        self.name, self.opts.max_pending
+                    ),
+                );
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                return refuse("inactive", format!("{} is not taking goals", self.name));
+            }
         }
         match tokio::time::timeout(self.opts.decision_timeout, rx).await {
-            Ok(Ok(accepted)) => accepted,
-            Ok(Err(_)) => false,
-            Err(_) => {
-                warn!(action = %self.name, goal = %id, "rejected: no decision within {:?}", self.opts.decision_timeout);
-                false
-            }
+            Ok(Ok(decision)) => decision,
+            Ok(Err(_)) => refuse(
+                "undecided",
+                format!("{} dropped the goal without deciding", self.name),
+            ),
+            Err(_) => refuse(
+                "undecided",
+                format!(
+                    "{} did not decide within {:?}",
+                    self.name, self.opts.decision_timeout
+                ),
+            ),
+        }
+    }
+
+    /// Publishes a refusal, when this server publishes them; a failure is only logged (the
+    /// goal response still says the goal was rejected).
+    async fn publish_rejection(&self, id: GoalId, task_id: String, refusal: Refusal) {
+        let Some(rejections) = self.rejections.get() else {
+            return;
+        };
+        let stamp = now_stamp();
+        let msg = GoalRejection {
+            action: self.name.clone(),
+            goal_id: id.to_string(),
+            task_id,
+            code: refusal.code,
+            reason: refusal.reason,
+            stamp: hiroz_msgs::builtin_interfaces::Time {
+                sec: stamp.sec,
+                nanosec: stamp.nanosec,
+            },
+        };
+        if let Err(e) = rejections.publisher.async_publish(&msg).await {
+            warn!(action = %self.name, goal = %id, "could not publish the rejection on {}: {e}", self.rejections_topic);
         }
     }
 
@@ -507,7 +623,7 @@ where
         );
         self.inner.accepted.notify_waiters();
         if let Some(tx) = self.decide.take() {
-            let _ = tx.send(true);
+            let _ = tx.send(Ok(()));
         }
         self.inner.status_changed();
         let handle = GoalHandle {
@@ -519,11 +635,12 @@ where
         (self.goal.clone(), handle)
     }
 
-    /// Rejects the goal.
-    pub fn reject(mut self, why: &str) {
-        debug!(action = %self.inner.name, goal = %self.id, "goal rejected: {why}");
+    /// Rejects the goal: `code` is stable and machine-readable (`unknown_domain`), `reason`
+    /// a sentence for a person. Both reach the client when the server publishes rejections.
+    pub fn reject(mut self, code: &str, reason: &str) {
+        debug!(action = %self.inner.name, goal = %self.id, "goal rejected ({code}): {reason}");
         if let Some(tx) = self.decide.take() {
-            let _ = tx.send(false);
+            let _ = tx.send(Err(Refusal::new(code, reason)));
         }
     }
 }
