@@ -4,11 +4,22 @@
 
 mod support;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use support::{Plane, Proc, bin};
 
-const T: Duration = Duration::from_secs(30);
+/// Bound on every wait: generous, because it only bounds waiting on a loaded machine; whether
+/// the behaviour is right is decided by the assertions, never by how long it took.
+const T: Duration = Duration::from_secs(60);
+
+/// Polls `done` until it holds; panics with `report()` after `limit`.
+fn wait_until(limit: Duration, done: impl Fn() -> bool, report: impl Fn() -> String) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "after {limit:?}: {}", report());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
 
 #[test]
 fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
@@ -28,36 +39,42 @@ fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
     plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "configure"]);
     plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "activate"]);
 
-    // No engine yet: every message is accepted and queued.
+    // No engine yet: every message is accepted and queued. Each send waits for the inbox's
+    // acknowledgement (its `queued` line, written after the commit) before the next one, so a
+    // slow machine only makes the test slower, and a message that never arrives is named.
     for i in 1..=5 {
         let text = format!("message {i}");
         plane.iron_ok(&["inbox", "send", "--source", "test", "--user", "ana", &text]);
+        wait_until(
+            T,
+            || inbox.matching("queued a message").len() >= i,
+            || {
+                format!(
+                    "message {i} was sent but never queued:\n{}\n--- router\n{}",
+                    inbox.output().join("\n"),
+                    plane.router.output().join("\n")
+                )
+            },
+        );
     }
     inbox.wait_for("cannot hand over to the engine", T);
-    let deadline = std::time::Instant::now() + T;
-    while inbox.matching("queued a message").len() < 5 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{}",
-            inbox.output().join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert_eq!(inbox.matching("queued a message").len(), 5);
 
     // The engine appears (the demo node stands in for it at /iron/engine/task).
     let engine = plane.demo("engine", &[]);
     plane.iron_ok(&["lifecycle", "set", "/iron/engine", "configure"]);
     plane.iron_ok(&["lifecycle", "set", "/iron/engine", "activate"]);
-    let deadline = std::time::Instant::now() + T;
-    while engine.matching("goal accepted").len() < 5 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not all delivered:\n{}\n---\n{}",
-            engine.output().join("\n"),
-            inbox.output().join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        T,
+        || engine.matching("goal accepted").len() >= 5,
+        || {
+            format!(
+                "not all delivered:\n{}\n---\n{}",
+                engine.output().join("\n"),
+                inbox.output().join("\n")
+            )
+        },
+    );
     std::thread::sleep(Duration::from_millis(500));
     let accepted = engine.matching("goal accepted");
     assert_eq!(

@@ -4,7 +4,10 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::CliError;
+use super::{
+    CliError,
+    bench_stats::{pct, us},
+};
 use crate::{
     interfaces::{AolTask, AolTaskGoal},
     spine::control::{
@@ -15,19 +18,6 @@ use crate::{
         router::{Router, RouterConfig},
     },
 };
-
-/// Percentile (0..=100) of sorted samples.
-fn pct(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let i = ((sorted.len() - 1) as f64 * p / 100.0).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-fn us(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
 
 /// `iron bench control`: an AolTask round trip for an empty goal (send_goal with get_result
 /// pipelined, see `ActionClient::run`) against a raw Zenoh query round trip, both between

@@ -33,7 +33,10 @@ use tokio::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::CliError;
+use super::{
+    CliError,
+    bench_stats::{ms, pct},
+};
 use crate::{
     interfaces::{AolTask, AolTaskGoal, InboxMessage},
     spine::control::{
@@ -62,18 +65,6 @@ fn beside_iron(name: &str) -> Result<PathBuf, CliError> {
                 "{name} is not beside iron; run `cargo build --release --bins`"
             ))
         })
-}
-
-fn pct(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let i = ((sorted.len() - 1) as f64 * p / 100.0).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
 
 /// The state directory: config with a scripted model, a one-expert mesh compiled into it.

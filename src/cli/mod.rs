@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_cognition;
+mod bench_stats;
 mod commands;
 mod jobs;
 mod msp;

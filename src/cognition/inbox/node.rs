@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::store::{Queued, Store};
+use super::store::{Arrival, Queued, Store};
 use crate::{
     core::{
         config::Config,
@@ -28,6 +28,9 @@ use crate::{
         durable::AnyLog,
     },
 };
+
+/// At most this many arrived messages are committed in one transaction.
+const MAX_BATCH: usize = 1024;
 
 /// How the inbox behaves.
 #[derive(Debug, Clone)]
@@ -128,7 +131,16 @@ impl ManagedNode for InboxNode {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 Some(m) = msg_rx.recv() => {
-                    deps.accept(m).map_err(|e| e.to_string())?;
+                    // Everything already waiting goes into the same transaction: one sync to
+                    // disk per batch instead of per message, in arrival order.
+                    let mut batch = vec![m];
+                    while batch.len() < MAX_BATCH {
+                        match msg_rx.try_recv() {
+                            Ok(m) => batch.push(m),
+                            Err(_) => break,
+                        }
+                    }
+                    deps.accept(batch).map_err(|e| e.to_string())?;
                     wake.notify_one();
                 }
                 Some(c) = ctl_rx.recv() => deps.control(c),
@@ -192,30 +204,39 @@ async fn dispatch_loop(
 }
 
 impl InboxDeps {
-    /// Writes an arriving message to the queue: the only thing that must happen before the
-    /// inbox forgets about the wire message.
-    fn accept(&self, m: InboxMessage) -> Result<(), super::store::StoreError> {
-        let received = i64::from(m.received.sec) * 1000 + i64::from(m.received.nanosec / 1_000_000);
-        let received = if received > 0 {
-            received
-        } else {
-            now_ms() as i64
-        };
-        let queued = self.store.lock().expect("store lock").accept(
-            &m.source,
-            &m.user_id,
-            &m.destination,
-            &m.text,
-            if m.attachments_json.is_empty() {
-                "[]"
-            } else {
-                &m.attachments_json
-            },
-            received,
-            &EventId::capture().to_string(),
-            now_ms() as i64,
-        )?;
-        info!(session = %queued.session_id, seq = queued.seq, "queued a message from {}:{}", m.source, m.user_id);
+    /// Writes arriving messages to the queue, in one transaction: the only thing that must
+    /// happen before the inbox forgets about the wire messages. Each is acknowledged (its
+    /// `queued` line) and becomes visible to the dispatcher only once the batch is committed.
+    fn accept(&self, batch: Vec<InboxMessage>) -> Result<(), super::store::StoreError> {
+        let now = now_ms() as i64;
+        let arrivals = batch
+            .into_iter()
+            .map(|m| {
+                let received =
+                    i64::from(m.received.sec) * 1000 + i64::from(m.received.nanosec / 1_000_000);
+                Arrival {
+                    source: m.source,
+                    user_id: m.user_id,
+                    destination: m.destination,
+                    text: m.text,
+                    attachments_json: if m.attachments_json.is_empty() {
+                        "[]".into()
+                    } else {
+                        m.attachments_json
+                    },
+                    received_ms: if received > 0 { received } else { now },
+                    event_id: EventId::capture().to_string(),
+                }
+            })
+            .collect();
+        let queued = self
+            .store
+            .lock()
+            .expect("store lock")
+            .accept(arrivals, now)?;
+        for q in &queued {
+            info!(session = %q.session_id, seq = q.seq, "queued a message from {}:{}", q.source, q.user_id);
+        }
         Ok(())
     }
 

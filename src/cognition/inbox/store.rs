@@ -24,6 +24,19 @@ pub struct Queued {
     pub emitted: bool,
 }
 
+/// A message as it arrives, before it has a session or a place in the queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arrival {
+    pub source: String,
+    pub user_id: String,
+    pub destination: String,
+    pub text: String,
+    pub attachments_json: String,
+    pub received_ms: i64,
+    /// The id its `chat_turn` event will carry.
+    pub event_id: String,
+}
+
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
 #[error("inbox store: {0}")]
@@ -63,59 +76,57 @@ impl Store {
         Ok(Self { conn })
     }
 
-    /// Records an arriving message: finds or creates its session and queues it, in one
-    /// transaction. Returns the queued row.
-    #[allow(clippy::too_many_arguments)]
-    pub fn accept(
-        &mut self,
-        source: &str,
-        user_id: &str,
-        destination: &str,
-        text: &str,
-        attachments_json: &str,
-        received_ms: i64,
-        event_id: &str,
-        now_ms: i64,
-    ) -> Result<Queued, StoreError> {
+    /// Records arriving messages, in order: finds or creates each one's session and queues
+    /// it, all in one transaction (one sync to disk for the whole batch). Either every message
+    /// of the batch is queued or none is. Returns the queued rows, in the order given.
+    pub fn accept(&mut self, batch: Vec<Arrival>, now_ms: i64) -> Result<Vec<Queued>, StoreError> {
         let tx = self.conn.transaction()?;
-        let key = format!("{source}:{user_id}");
-        let session_id: String = match tx
-            .query_row(
-                "SELECT session_id FROM sessions WHERE key = ?1",
-                [&key],
-                |r| r.get(0),
-            )
-            .optional()?
+        let mut queued = Vec::with_capacity(batch.len());
         {
-            Some(s) => s,
-            None => {
-                let s = uuid::Uuid::now_v7().to_string();
-                tx.execute(
-                    "INSERT INTO sessions(key, session_id, updated_ms) VALUES (?1, ?2, ?3)",
-                    params![key, s, now_ms],
-                )?;
-                s
+            let mut find = tx.prepare_cached("SELECT session_id FROM sessions WHERE key = ?1")?;
+            let mut create = tx.prepare_cached(
+                "INSERT INTO sessions(key, session_id, updated_ms) VALUES (?1, ?2, ?3)",
+            )?;
+            let mut enqueue = tx.prepare_cached(
+                "INSERT INTO queue(session_id, source, user_id, destination, text, attachments_json, received_ms, event_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for a in batch {
+                let key = format!("{}:{}", a.source, a.user_id);
+                let session_id: String = match find.query_row([&key], |r| r.get(0)).optional()? {
+                    Some(s) => s,
+                    None => {
+                        let s = uuid::Uuid::now_v7().to_string();
+                        create.execute(params![key, s, now_ms])?;
+                        s
+                    }
+                };
+                enqueue.execute(params![
+                    session_id,
+                    a.source,
+                    a.user_id,
+                    a.destination,
+                    a.text,
+                    a.attachments_json,
+                    a.received_ms,
+                    a.event_id
+                ])?;
+                queued.push(Queued {
+                    seq: tx.last_insert_rowid(),
+                    session_id,
+                    source: a.source,
+                    user_id: a.user_id,
+                    destination: a.destination,
+                    text: a.text,
+                    attachments_json: a.attachments_json,
+                    received_ms: a.received_ms,
+                    event_id: a.event_id,
+                    emitted: false,
+                });
             }
-        };
-        tx.execute(
-            "INSERT INTO queue(session_id, source, user_id, destination, text, attachments_json, received_ms, event_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![session_id, source, user_id, destination, text, attachments_json, received_ms, event_id],
-        )?;
-        let seq = tx.last_insert_rowid();
+        }
         tx.commit()?;
-        Ok(Queued {
-            seq,
-            session_id,
-            source: source.into(),
-            user_id: user_id.into(),
-            destination: destination.into(),
-            text: text.into(),
-            attachments_json: attachments_json.into(),
-            received_ms,
-            event_id: event_id.into(),
-            emitted: false,
-        })
+        Ok(queued)
     }
 
     /// The oldest message not yet handed over, and any later ones of the same session that
@@ -227,19 +238,30 @@ impl Store {
 mod tests {
     use super::*;
 
+    fn arrival(user: &str, text: &str, received_ms: i64, event_id: &str) -> Arrival {
+        Arrival {
+            source: "tg".into(),
+            user_id: user.into(),
+            destination: String::new(),
+            text: text.into(),
+            attachments_json: "[]".into(),
+            received_ms,
+            event_id: event_id.into(),
+        }
+    }
+
     #[test]
     fn sessions_queue_merge_and_stick() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = Store::open(&dir.path().join("inbox.db")).unwrap();
-        let a1 = s
-            .accept("tg", "ana", "", "hello", "[]", 1_000, "e1", 1_000)
-            .unwrap();
-        let b1 = s
-            .accept("tg", "bob", "", "hi", "[]", 1_100, "e2", 1_100)
-            .unwrap();
-        let a2 = s
-            .accept("tg", "ana", "", "are you there", "[]", 1_500, "e3", 1_500)
-            .unwrap();
+        let one = |s: &mut Store, user: &str, text: &str, at: i64, id: &str| {
+            s.accept(vec![arrival(user, text, at, id)], at)
+                .unwrap()
+                .remove(0)
+        };
+        let a1 = one(&mut s, "ana", "hello", 1_000, "e1");
+        let b1 = one(&mut s, "bob", "hi", 1_100, "e2");
+        let a2 = one(&mut s, "ana", "are you there", 1_500, "e3");
         assert_eq!(a1.session_id, a2.session_id);
         assert_ne!(a1.session_id, b1.session_id);
         // Without merging, one at a time in arrival order.
@@ -274,5 +296,43 @@ mod tests {
         drop(s);
         let s = Store::open(&dir.path().join("inbox.db")).unwrap();
         assert_eq!(s.pending().unwrap(), 1);
+    }
+
+    #[test]
+    fn a_batch_is_queued_in_order_with_one_session_per_sender() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("inbox.db");
+        let mut s = Store::open(&path).unwrap();
+        let queued = s
+            .accept(
+                vec![
+                    arrival("cy", "one", 1_000, "e1"),
+                    arrival("dee", "two", 1_001, "e2"),
+                    arrival("cy", "three", 1_002, "e3"),
+                ],
+                1_000,
+            )
+            .unwrap();
+        let texts: Vec<&str> = queued.iter().map(|q| q.text.as_str()).collect();
+        assert_eq!(texts, ["one", "two", "three"]);
+        assert!(queued.windows(2).all(|w| w[0].seq < w[1].seq));
+        // A sender new to the table gets one session, even twice in one batch.
+        assert_eq!(queued[0].session_id, queued[2].session_id);
+        assert_ne!(queued[0].session_id, queued[1].session_id);
+        // A later batch finds the session the earlier one created.
+        let later = s
+            .accept(vec![arrival("cy", "four", 2_000, "e4")], 2_000)
+            .unwrap();
+        assert_eq!(later[0].session_id, queued[0].session_id);
+        assert!(s.accept(Vec::new(), 2_000).unwrap().is_empty());
+        // Committed: a reopened store hands them over oldest first.
+        drop(s);
+        let mut s = Store::open(&path).unwrap();
+        let mut order = Vec::new();
+        while let Some(q) = s.next_batch(0).unwrap().first().cloned() {
+            s.mark_sent(&[q.seq], "t").unwrap();
+            order.push(q.text);
+        }
+        assert_eq!(order, ["one", "two", "three", "four"]);
     }
 }
