@@ -6,6 +6,10 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use iron::{
+    core::{config::Config, durable::EventLog, envelope::Envelope},
+    spine::durable::AnyLog,
+};
 use support::{Plane, Proc, bin};
 
 /// Bound on every wait: generous, because it only bounds waiting on a loaded machine; whether
@@ -59,6 +63,36 @@ fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
     }
     inbox.wait_for("cannot hand over to the engine", T);
     assert_eq!(inbox.matching("queued a message").len(), 5);
+
+    // Capture does not wait for the engine: all five turns are on the log while it is down.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let turns_on_log = || {
+        rt.block_on(async {
+            let log = AnyLog::open(&Config {
+                state_dir: state.path().to_path_buf(),
+                ..Config::default()
+            })
+            .await
+            .unwrap();
+            log.read("MEM", "mem.>", 1, 10_000)
+                .await
+                .unwrap()
+                .iter()
+                .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
+                .filter(|e| e.kind.as_str() == "chat_turn")
+                .count()
+        })
+    };
+    wait_until(
+        T,
+        || turns_on_log() >= 5,
+        || {
+            format!(
+                "{} of 5 turns on the log while the engine is down",
+                turns_on_log()
+            )
+        },
+    );
 
     // The engine appears (the demo node stands in for it at /iron/engine/task).
     let engine = plane.demo("engine", &[]);

@@ -127,6 +127,13 @@ impl ManagedNode for InboxNode {
             wake.clone(),
             shutdown.clone(),
         ));
+        // Nor does capture: every accepted turn goes to the log at once, engine up or down.
+        let captured = Arc::new(tokio::sync::Notify::new());
+        let capture = tokio::spawn(capture_loop(
+            deps.clone(),
+            captured.clone(),
+            shutdown.clone(),
+        ));
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
@@ -142,12 +149,49 @@ impl ManagedNode for InboxNode {
                     }
                     deps.accept(batch).map_err(|e| e.to_string())?;
                     wake.notify_one();
+                    captured.notify_one();
                 }
                 Some(c) = ctl_rx.recv() => deps.control(c),
             }
         }
         let _ = dispatcher.await;
+        let _ = capture.await;
         Ok(())
+    }
+}
+
+/// Writes accepted turns to the log, oldest first, as soon as they are queued (rule 2: capture
+/// is immediate and never waits on the engine). The dispatcher writes any turn still missing
+/// before it hands it over; a turn written twice has the same id and is stored once.
+async fn capture_loop(
+    deps: Arc<InboxDeps>,
+    wake: Arc<tokio::sync::Notify>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let waiting = deps.store.lock().expect("store lock").unemitted(256);
+        let mut more = false;
+        match waiting {
+            Ok(rows) => {
+                more = rows.len() == 256;
+                for q in &rows {
+                    if let Err(e) = deps.emit_turn(q).await {
+                        warn!("turns wait to be written to the log: {e}");
+                        more = false;
+                        break;
+                    }
+                }
+            }
+            Err(e) => warn!("reading the queue for the log: {e}"),
+        }
+        if more {
+            continue;
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = wake.notified() => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
     }
 }
 

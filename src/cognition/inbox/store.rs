@@ -132,12 +132,31 @@ impl Store {
     /// The oldest message not yet handed over, and any later ones of the same session that
     /// arrived within `merge_ms` of it (to be merged into one turn).
     pub fn next_batch(&self, merge_ms: i64) -> Result<Vec<Queued>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        let rows = self.select("state = 'pending'", 64)?;
+        let Some(first) = rows.first().cloned() else {
+            return Ok(Vec::new());
+        };
+        let mut batch = vec![first.clone()];
+        if merge_ms > 0 {
+            batch.extend(rows.into_iter().skip(1).filter(|q| {
+                q.session_id == first.session_id && q.received_ms - first.received_ms <= merge_ms
+            }));
+        }
+        Ok(batch)
+    }
+
+    /// Up to `limit` accepted messages whose turn is not on the log yet, oldest first.
+    pub fn unemitted(&self, limit: i64) -> Result<Vec<Queued>, StoreError> {
+        self.select("emitted = 0", limit)
+    }
+
+    fn select(&self, filter: &str, limit: i64) -> Result<Vec<Queued>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT seq, session_id, source, user_id, destination, text, attachments_json, received_ms, event_id, emitted
-             FROM queue WHERE state = 'pending' ORDER BY seq LIMIT 64",
-        )?;
-        let rows: Vec<Queued> = stmt
-            .query_map([], |r| {
+             FROM queue WHERE {filter} ORDER BY seq LIMIT ?1"
+        ))?;
+        let rows = stmt
+            .query_map([limit], |r| {
                 Ok(Queued {
                     seq: r.get(0)?,
                     session_id: r.get(1)?,
@@ -152,16 +171,7 @@ impl Store {
                 })
             })?
             .collect::<Result<_, _>>()?;
-        let Some(first) = rows.first().cloned() else {
-            return Ok(Vec::new());
-        };
-        let mut batch = vec![first.clone()];
-        if merge_ms > 0 {
-            batch.extend(rows.into_iter().skip(1).filter(|q| {
-                q.session_id == first.session_id && q.received_ms - first.received_ms <= merge_ms
-            }));
-        }
-        Ok(batch)
+        Ok(rows)
     }
 
     /// Marks the turn as written to the log.
