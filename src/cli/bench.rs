@@ -2,11 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use tokio_util::sync::CancellationToken;
-
 use super::{
     CliError,
-    bench_stats::{pct, us},
+    bench_stats::{PrivateRouter, beside_iron, pct, us},
 };
 use crate::{
     interfaces::{AolTask, AolTaskGoal},
@@ -15,7 +13,6 @@ use crate::{
         action::{ActionClient, GoalStatus},
         demo::echo_key,
         lifecycle::LifecycleClient,
-        router::{Router, RouterConfig},
     },
 };
 
@@ -23,30 +20,9 @@ use crate::{
 /// pipelined, see `ActionClient::run`) against a raw Zenoh query round trip, both between
 /// this process and one demo node process, interleaved so machine noise hits both alike.
 pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), CliError> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|source| CliError::Io {
-            what: "finding a free port".into(),
-            source,
-        })?
-        .port();
-    let endpoint = format!("tcp/127.0.0.1:{port}");
-    let router = Router::start(RouterConfig {
-        listen: vec![endpoint.clone()],
-    })
-    .await?;
-    let stop_router = CancellationToken::new();
-    let router_task = tokio::spawn(router.run(stop_router.clone()));
-
-    let exe = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(|d| d.join("demo_node")))
-        .filter(|p| p.is_file())
-        .ok_or_else(|| {
-            CliError::Failed(
-                "demo_node is not beside iron; run `cargo build --release --bins`".into(),
-            )
-        })?;
+    let router = PrivateRouter::start().await?;
+    let endpoint = router.endpoint.clone();
+    let exe = beside_iron("demo_node")?;
     let mut demo = tokio::process::Command::new(&exe)
         .args([
             "--ros-args",
@@ -138,8 +114,7 @@ pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), 
     let _ = life.set("deactivate").await;
     let _ = life.set("shutdown").await;
     let _ = tokio::time::timeout(timeout, demo.wait()).await;
-    stop_router.cancel();
-    let _ = router_task.await;
+    router.stop().await;
     Ok(())
 }
 

@@ -31,11 +31,10 @@ use tokio::{
     io::{AsyncBufReadExt, BufReader},
     process::{Child, Command},
 };
-use tokio_util::sync::CancellationToken;
 
 use super::{
     CliError,
-    bench_stats::{ms, pct},
+    bench_stats::{PrivateRouter, beside_iron, ms, pct},
 };
 use crate::{
     interfaces::{AolTask, AolTaskGoal, InboxMessage},
@@ -43,7 +42,6 @@ use crate::{
         ControlConfig, ControlError, ControlPlane, ROUTER_ENV,
         action::{ActionClient, now_stamp},
         lifecycle::LifecycleClient,
-        router::{Router, RouterConfig},
     },
 };
 
@@ -53,18 +51,6 @@ const SKILL: &str = "---\nname: idle\nidentity: The benchmark's expert.\ndescrip
 fn io(what: &str) -> impl FnOnce(std::io::Error) -> CliError {
     let what = what.to_string();
     move |source| CliError::Io { what, source }
-}
-
-fn beside_iron(name: &str) -> Result<PathBuf, CliError> {
-    std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(|d| d.join(name)))
-        .filter(|p| p.is_file())
-        .ok_or_else(|| {
-            CliError::Failed(format!(
-                "{name} is not beside iron; run `cargo build --release --bins`"
-            ))
-        })
 }
 
 /// The state directory: config with a scripted model, a one-expert mesh compiled into it.
@@ -187,17 +173,8 @@ pub(super) async fn cognition(
 ) -> Result<(), CliError> {
     let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
     let config = write_state(dir.path())?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(io("finding a free port"))?
-        .port();
-    let endpoint = format!("tcp/127.0.0.1:{port}");
-    let router = Router::start(RouterConfig {
-        listen: vec![endpoint.clone()],
-    })
-    .await?;
-    let stop_router = CancellationToken::new();
-    let router_task = tokio::spawn(router.run(stop_router.clone()));
+    let router = PrivateRouter::start().await?;
+    let endpoint = router.endpoint.clone();
     let control = ControlPlane::connect(ControlConfig {
         router: endpoint.clone(),
         ..ControlConfig::from_env()?
@@ -211,8 +188,7 @@ pub(super) async fn cognition(
         cold_start(&node, &endpoint, &config, starts, timeout).await
     }
     .await;
-    stop_router.cancel();
-    let _ = router_task.await;
+    router.stop().await;
     result
 }
 

@@ -1,6 +1,12 @@
-//! What the `iron bench` commands compute from their samples.
+//! What the `iron bench` commands share: the statistics they compute from their samples, the
+//! executables they start, and the private router they measure on.
 
-use std::time::Duration;
+use std::{path::PathBuf, time::Duration};
+
+use tokio_util::sync::CancellationToken;
+
+use super::CliError;
+use crate::spine::control::router::{Router, RouterConfig};
 
 /// Percentile (0..=100) of sorted samples, nearest rank; zero for no samples.
 pub(super) fn pct(sorted: &[Duration], p: f64) -> Duration {
@@ -19,6 +25,55 @@ pub(super) fn us(d: Duration) -> f64 {
 /// Milliseconds, as a float for printing.
 pub(super) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+/// Iron's executable `name` beside the running `iron`; an error says how to build it.
+pub(super) fn beside_iron(name: &str) -> Result<PathBuf, CliError> {
+    std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|d| d.join(name)))
+        .filter(|p| p.is_file())
+        .ok_or_else(|| {
+            CliError::Failed(format!(
+                "{name} is not beside iron; run `cargo build --release --bins`"
+            ))
+        })
+}
+
+/// A router on a free loopback port, so a benchmark never meets another system's nodes.
+pub(super) struct PrivateRouter {
+    /// Its endpoint, `tcp/127.0.0.1:<port>`.
+    pub endpoint: String,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<Result<(), crate::spine::control::ControlError>>,
+}
+
+impl PrivateRouter {
+    /// Starts the router.
+    pub async fn start() -> Result<Self, CliError> {
+        let port = crate::launch::nats::free_port().map_err(|source| CliError::Io {
+            what: "finding a free port".into(),
+            source,
+        })?;
+        let endpoint = format!("tcp/127.0.0.1:{port}");
+        let router = Router::start(RouterConfig {
+            listen: vec![endpoint.clone()],
+        })
+        .await?;
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(router.run(stop.clone()));
+        Ok(Self {
+            endpoint,
+            stop,
+            task,
+        })
+    }
+
+    /// Stops the router and waits for it.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
 }
 
 #[cfg(test)]
