@@ -13,7 +13,10 @@ use super::{date, phone_book_key};
 use crate::{
     core::durable::KeyValue,
     interfaces::{SourceState, SourceStateRequest},
-    spine::durable::registry,
+    spine::{
+        control::call::{CallFailure, call_while_discovering},
+        durable::registry,
+    },
 };
 
 /// Characters asked of each source at most.
@@ -111,29 +114,17 @@ async fn read_one<K: KeyValue>(
         reader: reader.to_string(),
         max_chars: MAX_CHARS,
     };
-    let started = tokio::time::Instant::now();
-    let response = loop {
-        let left = timeout.saturating_sub(started.elapsed());
-        if left.is_zero() {
+    let response = match call_while_discovering(&client, &request, timeout, DISCOVERY).await {
+        Ok(r) => r,
+        Err(CallFailure::TimedOut) => {
             return Outcome::Failed {
                 reason: format!("{} did not answer within {timeout:?}", listing.endpoint),
             };
         }
-        match client.call_with_timeout(&request, left).await {
-            Ok(r) => break r,
-            Err(e) if hiroz::error::is_timeout(e.as_ref()) => {
-                return Outcome::Failed {
-                    reason: format!("{} did not answer within {timeout:?}", listing.endpoint),
-                };
-            }
-            Err(_) if started.elapsed() < DISCOVERY.min(timeout) => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(e) => {
-                return Outcome::Failed {
-                    reason: format!("{} is not reachable: {e}", listing.endpoint),
-                };
-            }
+        Err(CallFailure::Unreachable(e)) => {
+            return Outcome::Failed {
+                reason: format!("{} is not reachable: {e}", listing.endpoint),
+            };
         }
     };
     if !response.ok {

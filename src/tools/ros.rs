@@ -22,6 +22,7 @@ use crate::{
     interfaces::{ToolCall, ToolCallRequest, ToolCallResponse},
     spine::control::{
         ControlError,
+        call::{CallFailure, call_while_discovering},
         serve::{answer, serve_service},
     },
 };
@@ -104,24 +105,14 @@ impl RosTools {
         service: &str,
         request: &ToolCallRequest,
     ) -> Result<ToolCallResponse, String> {
-        let started = tokio::time::Instant::now();
-        loop {
-            let left = self.timeout.saturating_sub(started.elapsed());
-            if left.is_zero() {
-                return Err(format!("{service}: no answer within {:?}", self.timeout));
-            }
-            match client.call_with_timeout(request, left).await {
-                Ok(response) => return Ok(response),
-                Err(e) if hiroz::error::is_timeout(e.as_ref()) => {
-                    return Err(format!("{service}: no answer within {:?}", self.timeout));
+        call_while_discovering(client, request, self.timeout, DISCOVERY)
+            .await
+            .map_err(|failure| match failure {
+                CallFailure::TimedOut => {
+                    format!("{service}: no answer within {:?}", self.timeout)
                 }
-                Err(e) if started.elapsed() < DISCOVERY.min(self.timeout) => {
-                    tracing::debug!(service, "tool bridge not reachable yet: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                Err(e) => return Err(format!("{service} is not reachable: {e}")),
-            }
-        }
+                CallFailure::Unreachable(e) => format!("{service} is not reachable: {e}"),
+            })
     }
 }
 

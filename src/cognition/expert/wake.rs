@@ -38,10 +38,8 @@ pub fn recall_prefixes(mounts: &[MemoryMount]) -> Vec<String> {
         .collect();
     prefixes.sort();
     prefixes.dedup();
-    let nested = |p: &String| prefixes.iter().any(|q| p.starts_with(&format!("{q}/")));
-    let keep: Vec<bool> = prefixes.iter().map(|p| !nested(p)).collect();
-    let mut keep = keep.into_iter();
-    prefixes.retain(|_| keep.next().unwrap_or(true));
+    let all = prefixes.clone();
+    prefixes.retain(|p| !all.iter().any(|q| p.starts_with(&format!("{q}/"))));
     prefixes
 }
 

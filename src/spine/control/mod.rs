@@ -2,6 +2,7 @@
 //! lifecycle and action behaviour owned here (hiroz 0.2.1's own has known defects).
 
 pub mod action;
+pub mod call;
 pub mod demo;
 pub mod lifecycle;
 pub mod ros_args;
