@@ -10,8 +10,9 @@ const LAYERS: &[&str] = &[
     "spine",
     "aem",
     "tools",
-    "msp",
+    // Perception sits above memory: a source captures what it sees through `emit()`.
     "memory",
+    "msp",
     "jobs",
     "workspace",
     "llm",

@@ -20,10 +20,13 @@ use crate::{
 pub enum MspCommand {
     /// A feeds source: reads RSS 2.0 / Atom feeds and prints their newest items as state lines.
     ///
-    /// Prints one JSON object per refresh on stdout (`{"text", "items", "error"}`), the line
-    /// protocol a source node reads from the command it runs. Feeds are listed one per line
-    /// in the file named by --feeds (or $FEEDS): local paths (relative to the list) or
-    /// http(s) URLs; `#` starts a comment. A feed that cannot be read is named in `error`.
+    /// Prints one JSON object per refresh on stdout (`{"text", "items", "error", "records"}`),
+    /// the line protocol a source node reads from the command it runs. Feeds are listed one
+    /// per line in the file named by --feeds (or $FEEDS): local paths (relative to the list)
+    /// or http(s) URLs, optionally followed by `owner=<token>` (feeds with one owner count as
+    /// one source when claims are cross-checked); `#` starts a comment. A feed that cannot be
+    /// read is named in `error`. Each record is one item: id, title, summary, url, published,
+    /// outlet, owner, feed.
     Feeds {
         /// A label for this set of feeds (shown in the source's log).
         #[arg(long, default_value = "feeds")]
@@ -96,6 +99,7 @@ async fn feeds_loop(
                     "text": snap.text(),
                     "items": snap.items.len(),
                     "error": snap.errors.join("; "),
+                    "records": snap.records(),
                 })
             }
             Err(e) => serde_json::json!({"text": "", "items": 0, "error": e.to_string()}),

@@ -74,6 +74,10 @@ event_kinds! {
     InterjectionRead => "interjection_read",
     /// An expert read its perception sources at wake (what each gave, or why not).
     PerceptionRead => "perception_read",
+    /// A perception source's items changed: the new records and the ids it shows now.
+    SourceChanged => "source_changed",
+    /// A trigger started a flow (what triggered it and the job it started).
+    TriggerFired => "trigger_fired",
     /// An expert stopped to ask the operator a question.
     QuestionAsked => "question_asked",
     /// The operator's answer reached the expert.

@@ -147,6 +147,18 @@ pub fn utc_minute(secs: i64) -> String {
     )
 }
 
+/// Unix seconds as RFC 3339 in UTC, `2026-11-30T14:05:00Z`.
+pub fn rfc3339(secs: i64) -> String {
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let t = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        t / 3600,
+        t % 3600 / 60,
+        t % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +172,8 @@ mod tests {
         assert_eq!(parse_rfc2822("Mon, 30 Nov 2026 09:05:00 EST"), Some(a));
         assert_eq!(parse_rfc3339("2026-11-30T16:05:00.250+02:00"), Some(a));
         assert_eq!(utc_minute(a), "2026-11-30 14:05 UTC");
+        assert_eq!(rfc3339(a), "2026-11-30T14:05:00Z");
+        assert_eq!(parse_rfc3339(&rfc3339(a + 7)), Some(a + 7));
     }
 
     #[test]

@@ -1,6 +1,11 @@
 //! The feeds source behind `iron msp feeds`: reads a list of RSS 2.0 / Atom feeds (local files
 //! or http(s) URLs) and composes their newest items, across all feeds, into the lines an expert
-//! reads at wake. A feed that cannot be read is reported in the state, never dropped silently.
+//! reads at wake and the structured records triggers and flows work on. A feed that cannot be
+//! read is reported in the state, never dropped silently.
+//!
+//! A feed list has one feed per line: the address, then optional `key=value` words. The one key
+//! is `owner=<token>`: feeds with the same owner are one source when claims are cross-checked
+//! (two outlets of one media group are not independent); a feed without an owner is its own.
 
 use std::{
     path::{Path, PathBuf},
@@ -8,20 +13,57 @@ use std::{
 };
 
 use quick_xml::{Reader, events::Event};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use super::{MspError, date};
 
 /// One item of a feed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FeedItem {
+    /// The feed's own id for it (RSS `guid`, Atom `id`), if it gives one.
+    pub guid: String,
     /// Headline.
     pub title: String,
+    /// Its summary or description as plain text (may be empty).
+    pub summary: String,
     /// Where it is published.
     pub link: String,
     /// When (Unix seconds), if the feed says.
     pub published: Option<i64>,
     /// Who says it: the item's author or source, else the feed's title.
     pub origin: String,
+    /// The feed it came from (its address as listed).
+    pub feed: String,
+    /// Its feed's owner: the `owner=` of the list line, else the feed's address.
+    pub owner: String,
+}
+
+impl FeedItem {
+    /// A stable id: the same item of the same feed has the same id on every read.
+    pub fn id(&self) -> String {
+        let key = [&self.guid, &self.link, &self.title]
+            .into_iter()
+            .find(|k| !k.is_empty())
+            .cloned()
+            .unwrap_or_default();
+        let digest = Sha256::digest(format!("{}\n{key}", self.feed).as_bytes());
+        format!("i-{}", &hex::encode(digest)[..16])
+    }
+
+    /// The item as a record: what a trigger hands to a flow.
+    pub fn record(&self) -> Value {
+        json!({
+            "id": self.id(),
+            "title": self.title,
+            "summary": self.summary,
+            "url": self.link,
+            "published": self.published.map(date::rfc3339),
+            "outlet": self.origin,
+            "owner": self.owner,
+            "feed": self.feed,
+        })
+    }
 }
 
 /// Where a feed is read from.
@@ -42,26 +84,81 @@ impl std::fmt::Display for FeedAddress {
     }
 }
 
+/// One line of a feed list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedSpec {
+    /// Where it is read from.
+    pub address: FeedAddress,
+    /// The address as written in the list (the feed's name in records and errors).
+    pub name: String,
+    /// Its owner, if the line names one.
+    pub owner: Option<String>,
+}
+
+impl FeedSpec {
+    /// The independence token of its items: the owner, else the feed itself.
+    pub fn owner_token(&self) -> String {
+        self.owner.clone().unwrap_or_else(|| self.name.clone())
+    }
+}
+
 /// Reads a feed list: one feed per line, `#` starts a comment; relative paths are relative to
-/// the list's own directory.
-pub fn read_list(path: &Path) -> Result<Vec<FeedAddress>, MspError> {
+/// the list's own directory. A line may end with `owner=<token>` (letters, digits, `-`, `_`,
+/// `.`); any other word after the address is an error naming the line.
+pub fn read_list(path: &Path) -> Result<Vec<FeedSpec>, MspError> {
     let text = std::fs::read_to_string(path).map_err(|source| MspError::Io {
         what: format!("feed list {}", path.display()),
         source,
     })?;
     let base = path.parent().unwrap_or(Path::new("."));
-    Ok(text
-        .lines()
-        .map(|l| l.split('#').next().unwrap_or("").trim())
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            if l.starts_with("http://") || l.starts_with("https://") {
-                FeedAddress::Url(l.to_string())
-            } else {
-                FeedAddress::File(base.join(l))
+    let mut specs = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        let mut words = line.split_whitespace();
+        let Some(address) = words.next() else {
+            continue;
+        };
+        let bad = |why: String| MspError::FeedList {
+            path: path.display().to_string(),
+            line: n + 1,
+            why,
+        };
+        let mut owner = None;
+        for word in words {
+            match word.split_once('=') {
+                Some(("owner", token)) if valid_owner(token) => owner = Some(token.to_string()),
+                Some(("owner", token)) => {
+                    return Err(bad(format!(
+                        "owner {token:?} is not a token; use letters, digits, '-', '_' or '.'"
+                    )));
+                }
+                _ => {
+                    return Err(bad(format!(
+                        "{word:?} is not understood; after the address only owner=<token> may follow"
+                    )));
+                }
             }
-        })
-        .collect())
+        }
+        let address = if address.starts_with("http://") || address.starts_with("https://") {
+            FeedAddress::Url(address.to_string())
+        } else {
+            FeedAddress::File(base.join(address))
+        };
+        specs.push(FeedSpec {
+            name: address.to_string(),
+            address,
+            owner,
+        });
+    }
+    Ok(specs)
+}
+
+fn valid_owner(token: &str) -> bool {
+    !token.is_empty()
+        && token.len() <= 64
+        && token
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// Which element's text is being read.
@@ -71,6 +168,8 @@ enum Field {
     Link,
     Date,
     Origin,
+    Guid,
+    Summary,
 }
 
 /// Parses RSS 2.0 (`<item>`) or Atom (`<entry>`) text: the feed's title and its items.
@@ -103,15 +202,7 @@ pub fn parse(xml: &str) -> Result<(String, Vec<FeedItem>), String> {
                     saw_root = true;
                 }
                 if matches!(name, b"item" | b"entry") {
-                    current = Some((
-                        FeedItem {
-                            title: String::new(),
-                            link: String::new(),
-                            published: None,
-                            origin: String::new(),
-                        },
-                        None,
-                    ));
+                    current = Some((FeedItem::default(), None));
                     continue;
                 }
                 if let Some((item, _)) = current.as_mut() {
@@ -140,6 +231,10 @@ pub fn parse(xml: &str) -> Result<(String, Vec<FeedItem>), String> {
                         }
                         b"pubDate" | b"published" | b"updated" | b"date" => Some(Field::Date),
                         b"author" | b"creator" | b"source" | b"name" => Some(Field::Origin),
+                        b"guid" | b"id" => Some(Field::Guid),
+                        b"description" | b"summary" | b"content" | b"encoded" => {
+                            Some(Field::Summary)
+                        }
                         _ => None,
                     };
                 } else if name == b"title" && feed_title.is_empty() {
@@ -197,8 +292,41 @@ fn take_text(
         (Some((item, _)), Some(Field::Link)) if item.link.is_empty() => item.link = text,
         (Some((_, date)), Some(Field::Date)) if date.is_none() => *date = Some(text),
         (Some((item, _)), Some(Field::Origin)) if item.origin.is_empty() => item.origin = text,
+        (Some((item, _)), Some(Field::Guid)) if item.guid.is_empty() => item.guid = text,
+        (Some((item, _)), Some(Field::Summary)) if item.summary.is_empty() => {
+            item.summary = plain_text(&text, SUMMARY_CHARS)
+        }
         (None, Some(Field::Title)) if feed_title.is_empty() => *feed_title = text,
         _ => {}
+    }
+}
+
+/// Longest summary kept, in characters.
+const SUMMARY_CHARS: usize = 400;
+
+/// `html` with tags removed, whitespace collapsed, cut to `max` characters.
+fn plain_text(html: &str, max: usize) -> String {
+    let mut out = String::with_capacity(html.len().min(max * 4));
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    let words: Vec<&str> = out.split_whitespace().collect();
+    let joined = words.join(" ");
+    if joined.chars().count() > max {
+        let mut cut: String = joined.chars().take(max).collect();
+        cut.push('…');
+        cut
+    } else {
+        joined
     }
 }
 
@@ -214,22 +342,33 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Merges each feed's items (or error) into the newest `limit` items overall.
-    pub fn merge(results: Vec<(FeedAddress, Result<Vec<FeedItem>, String>)>, limit: usize) -> Self {
+    /// Merges each feed's items (or error) into the newest `limit` items overall; each item
+    /// is stamped with its feed and owner.
+    pub fn merge(results: Vec<(FeedSpec, Result<Vec<FeedItem>, String>)>, limit: usize) -> Self {
         let mut snap = Snapshot::default();
-        for (address, result) in results {
+        for (spec, result) in results {
             match result {
                 Ok(items) => {
                     snap.feeds += 1;
-                    snap.items.extend(items);
+                    let owner = spec.owner_token();
+                    snap.items.extend(items.into_iter().map(|mut item| {
+                        item.feed = spec.name.clone();
+                        item.owner = owner.clone();
+                        item
+                    }));
                 }
-                Err(e) => snap.errors.push(format!("{address}: {e}")),
+                Err(e) => snap.errors.push(format!("{}: {e}", spec.name)),
             }
         }
         snap.items
             .sort_by(|a, b| b.published.cmp(&a.published).then(a.title.cmp(&b.title)));
         snap.items.truncate(limit);
         snap
+    }
+
+    /// The items as records (see [`FeedItem::record`]), newest first.
+    pub fn records(&self) -> Vec<Value> {
+        self.items.iter().map(FeedItem::record).collect()
     }
 
     /// The lines a model reads: one per item, then one per unreadable feed.
@@ -241,6 +380,9 @@ impl Snapshot {
                 .map(date::utc_minute)
                 .unwrap_or_else(|| "undated".into());
             out.push_str(&format!("- {when} · {} · {}", item.origin, item.title));
+            if !item.owner.is_empty() && item.owner != item.feed {
+                out.push_str(&format!(" [owner: {}]", item.owner));
+            }
             if !item.link.is_empty() {
                 out.push_str(&format!(" <{}>", item.link));
             }
@@ -288,11 +430,11 @@ pub async fn refresh(
     limit: usize,
     http: &reqwest::Client,
 ) -> Result<Snapshot, MspError> {
-    let addresses = read_list(list)?;
-    let mut results = Vec::with_capacity(addresses.len());
-    for address in addresses {
-        let r = fetch(&address, http, Duration::from_secs(10)).await;
-        results.push((address, r));
+    let specs = read_list(list)?;
+    let mut results = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let r = fetch(&spec.address, http, Duration::from_secs(10)).await;
+        results.push((spec, r));
     }
     Ok(Snapshot::merge(results, limit))
 }
@@ -305,6 +447,7 @@ mod tests {
 <rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/"><channel>
 <title>Ministry of Transport</title>
 <item><title>A1 bridge closed for inspection</title><link>https://gov.example/a1</link>
+<guid>min-a1</guid><description><![CDATA[<p>The <b>A1</b> bridge is   closed.</p>]]></description>
 <pubDate>Mon, 30 Nov 2026 14:05:00 +0000</pubDate></item>
 <item><title><![CDATA[Ferry timetable & fares]]></title><link>https://gov.example/ferry</link>
 <dc:creator>Port Authority</dc:creator><pubDate>Sun, 29 Nov 2026 09:00:00 +0000</pubDate></item>
@@ -324,6 +467,9 @@ mod tests {
         assert_eq!(items.len(), 2);
         assert_eq!(items[0].title, "A1 bridge closed for inspection");
         assert_eq!(items[0].origin, "Ministry of Transport");
+        assert_eq!(items[0].guid, "min-a1");
+        assert_eq!(items[0].summary, "The A1 bridge is closed.");
+        assert_eq!(items[1].summary, "");
         assert_eq!(items[1].title, "Ferry timetable & fares");
         assert_eq!(items[1].origin, "Port Authority");
         let (_, atom) = parse(ATOM).unwrap();
@@ -346,20 +492,35 @@ mod tests {
     fn merges_newest_first_and_reports_unreadable_feeds() {
         let (_, rss) = parse(RSS).unwrap();
         let (_, atom) = parse(ATOM).unwrap();
+        let url = |u: &str, owner: Option<&str>| FeedSpec {
+            address: FeedAddress::Url(u.into()),
+            name: u.into(),
+            owner: owner.map(str::to_string),
+        };
         let snap = Snapshot::merge(
             vec![
-                (FeedAddress::Url("https://a".into()), Ok(rss)),
-                (FeedAddress::Url("https://b".into()), Err("HTTP 503".into())),
-                (FeedAddress::Url("https://c".into()), Ok(atom)),
+                (url("https://a", None), Ok(rss)),
+                (url("https://b", None), Err("HTTP 503".into())),
+                (url("https://c", Some("wires-inc")), Ok(atom)),
             ],
             2,
         );
+        let records = snap.records();
+        assert_eq!(records[0]["owner"], "wires-inc");
+        assert_eq!(records[0]["feed"], "https://c");
+        assert_eq!(records[0]["published"], "2026-11-30T15:00:00Z");
+        assert_eq!(
+            records[1]["owner"], "https://a",
+            "a feed without an owner is its own"
+        );
+        assert_ne!(records[0]["id"], records[1]["id"]);
         assert_eq!(snap.feeds, 2);
         let text = snap.text();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "{text}");
         assert!(
-            lines[0].contains("2026-11-30 15:00 UTC · City Desk · Bridge reopens"),
+            lines[0].contains("2026-11-30 15:00 UTC · City Desk · Bridge reopens")
+                && lines[0].contains("[owner: wires-inc]"),
             "{text}"
         );
         assert!(lines[1].contains("A1 bridge closed"), "{text}");
@@ -372,15 +533,31 @@ mod tests {
         let list = dir.path().join("feeds.txt");
         std::fs::write(
             &list,
-            "# official\nmin.xml\n\nhttps://x.example/rss # remote\n",
+            "# official\nmin.xml\n\nhttps://x.example/rss owner=x-media # remote\n",
         )
         .unwrap();
+        let specs = read_list(&list).unwrap();
+        let addresses: Vec<&FeedAddress> = specs.iter().map(|s| &s.address).collect();
         assert_eq!(
-            read_list(&list).unwrap(),
+            addresses,
             vec![
-                FeedAddress::File(dir.path().join("min.xml")),
-                FeedAddress::Url("https://x.example/rss".into())
+                &FeedAddress::File(dir.path().join("min.xml")),
+                &FeedAddress::Url("https://x.example/rss".into())
             ]
         );
+        assert_eq!(
+            specs[0].owner_token(),
+            dir.path().join("min.xml").display().to_string()
+        );
+        assert_eq!(specs[1].owner.as_deref(), Some("x-media"));
+        std::fs::write(&list, "a.xml\nb.xml owner=bad/token\n").unwrap();
+        let err = read_list(&list).unwrap_err().to_string();
+        assert!(
+            err.contains(":2: owner \"bad/token\" is not a token"),
+            "{err}"
+        );
+        std::fs::write(&list, "a.xml onwer=x\n").unwrap();
+        let err = read_list(&list).unwrap_err().to_string();
+        assert!(err.contains(":1: \"onwer=x\" is not understood"), "{err}");
     }
 }

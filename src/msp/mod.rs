@@ -10,12 +10,15 @@
 //! - [`reader`]: what an expert does at wake: look each granted source up in the phone book and
 //!   read its state (read-only, a bounded wait, no connection held), then compose the
 //!   perception block; a source that is not running is said to be so, never guessed.
+//! - [`changes`]: what a source writes to the log when its items change (`source_changed`),
+//!   which triggers start flows from.
 //! - [`feeds`]: the feeds program behind `iron msp feeds` (RSS 2.0 / Atom).
 //!
 //! A source command speaks a one-line protocol: each line it prints on stdout is a JSON object
-//! `{"text": "…", "items": N, "error": "…"}` (`items` and `error` optional) that replaces the
-//! source's state; anything else on stdout is logged and ignored.
+//! `{"text": "…", "items": N, "error": "…", "records": [{"id": "…", …}]}` (all but `text`
+//! optional) that replaces the source's state; anything else on stdout is logged and ignored.
 
+pub mod changes;
 pub mod date;
 pub mod demand;
 pub mod feeds;
@@ -60,6 +63,16 @@ pub enum MspError {
     /// The catalog could not be read.
     #[error("{0}")]
     Catalog(String),
+    /// A feed list has a line that is not a feed.
+    #[error("{path}:{line}: {why}")]
+    FeedList {
+        /// The list.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong and what would be right.
+        why: String,
+    },
     /// A file could not be read.
     #[error("{what}: {source}")]
     Io {

@@ -9,7 +9,7 @@
 //! with the reason it may be stale.
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     path::PathBuf,
     process::Stdio,
     sync::{Arc, Mutex},
@@ -21,11 +21,12 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::{MspError, phone_book_key, split_name};
+use super::{MspError, changes, phone_book_key, split_name};
 use crate::{
     aem::{Catalog, SourceEntry},
-    core::config::Config,
+    core::{config::Config, envelope::Envelope, event_kind::EventKind},
     interfaces::{SourceState, SourceStateRequest, SourceStateResponse},
+    memory::emit,
     spine::{
         control::{
             ControlError,
@@ -46,7 +47,7 @@ pub const RESTART_BACKOFF: Duration = Duration::from_secs(5);
 pub const RELIST_EVERY: Duration = Duration::from_secs(20);
 
 /// What the source shows now.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Shown {
     /// The composed state.
     pub text: String,
@@ -56,6 +57,8 @@ pub struct Shown {
     pub updated_at_ms: i64,
     /// What went wrong last, if anything.
     pub error: String,
+    /// Structured items, each a JSON object with a string `id` (others are dropped).
+    pub records: Vec<serde_json::Value>,
 }
 
 /// One line of the source protocol.
@@ -66,6 +69,16 @@ struct Line {
     items: u32,
     #[serde(default)]
     error: String,
+    #[serde(default)]
+    records: Vec<serde_json::Value>,
+}
+
+/// The id of a record, if it has a usable one.
+pub fn record_id(record: &serde_json::Value) -> Option<&str> {
+    record
+        .get("id")
+        .and_then(|v| v.as_str())
+        .filter(|id| !id.is_empty())
 }
 
 impl Shown {
@@ -82,6 +95,11 @@ impl Shown {
                     text: l.text,
                     updated_at_ms: now_ms,
                     error: l.error,
+                    records: l
+                        .records
+                        .into_iter()
+                        .filter(|r| record_id(r).is_some())
+                        .collect(),
                 };
                 true
             }
@@ -138,6 +156,9 @@ pub struct SourceNode {
 /// What `configure` built.
 pub struct SourceDeps {
     kv: AnyLog,
+    tenant: String,
+    /// Ids of the records last written to the log (`None`: nothing written by this process).
+    recorded: tokio::sync::Mutex<Option<BTreeSet<String>>>,
     mesh: String,
     name: String,
     command: Vec<String>,
@@ -211,6 +232,8 @@ impl ManagedNode for SourceNode {
         let kv = AnyLog::open(&config).await.map_err(refuse)?;
         Ok(SourceDeps {
             kv,
+            tenant: config.tenant.clone(),
+            recorded: tokio::sync::Mutex::new(None),
             mesh: mesh.to_string(),
             name: name.to_string(),
             command: entry.command.clone(),
@@ -250,6 +273,42 @@ impl ManagedNode for SourceNode {
         }
         let _ = runner.await;
         Ok(())
+    }
+}
+
+impl SourceDeps {
+    /// Writes `source_changed` when the set of record ids differs from the last one written.
+    /// A failed write is retried with the next state line (the ids are only remembered once
+    /// every part is on the log).
+    async fn record_changes(&self, records: &[serde_json::Value]) {
+        let mut recorded = self.recorded.lock().await;
+        if records.is_empty() && recorded.is_none() {
+            return;
+        }
+        let Some(change) = changes::change(recorded.as_ref(), records) else {
+            return;
+        };
+        for (id, payload) in changes::payloads(&self.mesh, &self.name, &change) {
+            let envelope = Envelope::new(
+                self.tenant.clone(),
+                ["perception", self.mesh.as_str(), self.name.as_str()],
+                format!("msp/{}/{}", self.mesh, self.name),
+                EventKind::SourceChanged,
+                payload,
+            )
+            .with_id(id);
+            if let Err(e) = emit(&self.kv, &envelope).await {
+                warn!(source = %self.name, "could not record the change of items: {e}");
+                return;
+            }
+        }
+        info!(
+            source = %self.name,
+            shown = change.current.len(),
+            new = change.new.len(),
+            "items changed"
+        );
+        *recorded = Some(change.current.into_iter().collect());
     }
 }
 
@@ -309,9 +368,16 @@ async fn run_command(deps: Arc<SourceDeps>, stop: CancellationToken) {
                         }
                         line = lines.next_line() => match line {
                             Ok(Some(line)) => {
-                                let applied = deps.shown.lock().expect("source state lock").apply(&line, now_ms());
-                                if !applied && !line.trim().is_empty() {
-                                    warn!(source = %deps.name, "ignored a line that is not a state object: {line}");
+                                let records = {
+                                    let mut shown = deps.shown.lock().expect("source state lock");
+                                    shown.apply(&line, now_ms()).then(|| shown.records.clone())
+                                };
+                                match records {
+                                    Some(records) => deps.record_changes(&records).await,
+                                    None if !line.trim().is_empty() => {
+                                        warn!(source = %deps.name, "ignored a line that is not a state object: {line}");
+                                    }
+                                    None => {}
                                 }
                             }
                             Ok(None) | Err(_) => break,
