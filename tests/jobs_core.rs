@@ -355,6 +355,7 @@ where
     let clock = tokio::spawn(iron::jobs::clock::run(
         log.clone(),
         Duration::from_millis(50),
+        Default::default(),
         stop.clone(),
     ));
     let due = support::eventually("timer_due", Duration::from_secs(20), || async {

@@ -20,7 +20,7 @@ pub(crate) fn validate_delivery(
     let field = format!("delivery.{name}");
     let line = doc.line_of_key_in("delivery", name);
     let expected = Some(
-        "either `builtin: terminal`, or `server`, `tool` and `args` using `{dest}` and `{text}`"
+        "either `builtin: terminal`, or `server`, `tool` and `args` using `{text}` (and `{dest}`, `{source}`, `{delivery_id}`, or an argument that is exactly `{data}`)"
             .to_string(),
     );
     let bad = |msg: String, sink: &mut Sink| {
@@ -69,10 +69,22 @@ pub(crate) fn validate_delivery(
     let mut ok = true;
     let mut has_text = false;
     for (key, template) in args {
+        if template == "{data}" {
+            continue;
+        }
         for placeholder in placeholders(template) {
             match placeholder {
                 Some("text") => has_text = true,
-                Some("dest") => {}
+                Some("dest" | "source" | "delivery_id") => {}
+                Some("data") => {
+                    ok = false;
+                    bad(
+                        format!(
+                            "argument `{key}` uses `{{data}}` inside text; `{{data}}` must be the whole value"
+                        ),
+                        sink,
+                    );
+                }
                 Some(other) => {
                     ok = false;
                     bad(

@@ -97,6 +97,9 @@ pub enum AemError {
     /// An environment value written inline instead of as a `${VAR}` reference.
     #[error("environment value of `{0}` is inline; secrets and settings come by reference only")]
     InlineEnvValue(String),
+    /// A trigger that cannot be honoured as written.
+    #[error("malformed trigger: {0}")]
+    MalformedTrigger(String),
     /// A perception startup mode outside the list.
     #[error("unknown startup mode `{0}`")]
     UnknownStartup(String),

@@ -9,6 +9,7 @@ use super::model::{Catalog, FORMAT_VERSION, FileRecord};
 use super::portable::DeploymentNames;
 use super::sha256_hex;
 use super::skill::{SkillDraft, SkillInput, validate_skill};
+use super::triggers::validate_triggers;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -307,12 +308,24 @@ pub(crate) fn compile_tree(aem_dir: &Path, sink: &mut Sink) -> Option<Catalog> {
                 );
             }
         }
+        let mut experts = BTreeMap::new();
         for s in &m.skills {
             if let Some(entry) = resolve_expert(draft, s, &index, sink) {
-                catalog.experts.insert(entry.id.clone(), entry);
+                experts.insert(entry.role.clone(), entry);
             }
         }
-        catalog.meshes.insert(m.name.clone(), draft.entry.clone());
+        let mut entry = draft.entry.clone();
+        entry.triggers = validate_triggers(
+            &draft.triggers,
+            &experts.iter().map(|(r, e)| (r.clone(), e)).collect(),
+            &entry.sources,
+            &draft.doc,
+            sink,
+        );
+        catalog
+            .experts
+            .extend(experts.into_values().map(|e| (e.id.clone(), e)));
+        catalog.meshes.insert(m.name.clone(), entry);
     }
     sink.items.sort_by(|a, b| a.file.cmp(&b.file));
     sink.items.is_empty().then_some(catalog)

@@ -6,7 +6,7 @@ use super::error::{AemError, Sink};
 use super::frontmatter::Document;
 use super::memory::one_of;
 use super::model::{DelegationScope, MeshEntry, MeshStatus, ServerEntry, Timeouts};
-use super::raw::RawMesh;
+use super::raw::{RawMesh, RawTrigger};
 use super::servers::validate_server;
 use super::{valid_name, valid_tool_name};
 use crate::core::effect::{Clearance, Effect};
@@ -51,6 +51,8 @@ pub(crate) struct MeshDraft {
     pub(crate) tools: Vec<ToolRef>,
     /// Servers whose descriptor had errors: references to them are not reported again.
     pub(crate) broken_servers: BTreeSet<String>,
+    /// `triggers:` as written; checked once the experts (and their flows) are resolved.
+    pub(crate) triggers: BTreeMap<String, RawTrigger>,
 }
 
 impl MeshDraft {
@@ -348,6 +350,7 @@ pub(crate) fn validate_mesh(folder: &str, doc: Document, sink: &mut Sink) -> Opt
         servers,
         delivery,
         sources,
+        triggers: BTreeMap::new(),
         sha256: doc.sha256.clone(),
     };
     let draft = MeshDraft {
@@ -360,6 +363,7 @@ pub(crate) fn validate_mesh(folder: &str, doc: Document, sink: &mut Sink) -> Opt
         idle_secs,
         tools,
         broken_servers,
+        triggers: raw.triggers.clone(),
     };
     // A mesh with errors still resolves its experts, so their own errors show in the
     // same run; the build fails on the collected errors either way.

@@ -18,6 +18,7 @@ mod portable;
 mod raw;
 mod servers;
 mod skill;
+pub mod triggers;
 
 pub use error::{AemError, CatalogErrors, Diagnostic};
 pub use manifest::{ManifestServer, ProbeRecord, ProbeStatus, ProbedTool, ToolManifest};
@@ -28,7 +29,7 @@ pub use mesh::{
 pub use model::{
     Access, Catalog, DeclaredTool, DelegationScope, DeliveryChannel, ExpertEntry, ExpertHashes,
     FORMAT_VERSION, FileRecord, MemoryMount, MeshEntry, MeshStatus, Scope, ServerDescriptor,
-    ServerEntry, SourceEntry, Startup, Timeouts, ToolGrant,
+    ServerEntry, SourceEntry, Startup, Timeouts, ToolGrant, TriggerEntry, TriggerOn,
 };
 pub use servers::descriptor_hash;
 

@@ -99,6 +99,9 @@ pub struct MeshEntry {
     pub delivery: BTreeMap<String, DeliveryChannel>,
     /// Perception sources by name (registered here, granted to nobody by default).
     pub sources: BTreeMap<String, SourceEntry>,
+    /// What starts the mesh's flows without a person, by trigger name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub triggers: BTreeMap<String, TriggerEntry>,
     /// SHA-256 of AEM.md.
     pub sha256: String,
 }
@@ -167,6 +170,45 @@ pub enum DeliveryChannel {
         args: BTreeMap<String, String>,
         /// Effect of that tool.
         effect: Effect,
+    },
+}
+
+/// A trigger: what starts a flow of the mesh, with what input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriggerEntry {
+    /// The role whose flow it starts.
+    pub role: String,
+    /// The flow (`skills/<role>/flows/<flow>.py`).
+    pub flow: String,
+    /// SHA-256 of the flow's file at build time.
+    pub flow_sha256: String,
+    /// What fires it.
+    pub on: TriggerOn,
+    /// A JSON object merged into every input the trigger gives the flow.
+    pub input: serde_json::Value,
+}
+
+/// What fires a trigger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum TriggerOn {
+    /// New items on any of these perception sources, once they have been quiet for
+    /// `settle_secs` (so one refresh of several sources starts one job).
+    Sources {
+        /// Source names, sorted.
+        sources: Vec<String>,
+        /// Quiet time before firing, in seconds.
+        settle_secs: u64,
+    },
+    /// Each tick of a cron expression (UTC; five fields, or six with seconds first).
+    Schedule {
+        /// The expression.
+        cron: String,
+    },
+    /// An authenticated HTTP POST to `/hooks/<mesh>/<trigger>`.
+    Webhook {
+        /// The bearer token, as a `${VAR}` reference.
+        token: String,
     },
 }
 

@@ -24,6 +24,28 @@ pub(crate) struct RawMesh {
     #[serde(default)]
     pub(crate) delivery: BTreeMap<String, RawDelivery>,
     pub(crate) msp: Option<RawMsp>,
+    #[serde(default)]
+    pub(crate) triggers: BTreeMap<String, RawTrigger>,
+}
+
+/// One entry of `triggers:` in AEM.md: the flow to start and exactly one of `sources`,
+/// `schedule` or `webhook`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTrigger {
+    pub(crate) flow: Option<String>,
+    pub(crate) sources: Option<Vec<String>>,
+    pub(crate) settle_secs: Option<u64>,
+    pub(crate) schedule: Option<String>,
+    pub(crate) webhook: Option<RawWebhook>,
+    pub(crate) input: Option<serde_json::Value>,
+}
+
+/// `webhook:` of a trigger.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWebhook {
+    pub(crate) token: Option<String>,
 }
 
 /// `defaults:` in AEM.md.

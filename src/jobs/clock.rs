@@ -1,7 +1,8 @@
 //! The clock (`/iron/jobs/clock`): follows every diary, keeps the timers that are set and not
 //! yet due, and when one is due writes `timer_due` (id computed from timer and tick) to the
 //! job's diary and wakes the job. It checks the wall clock, so a timer never fires early; it
-//! rebuilds its timers from the log at start, so a restart loses none.
+//! rebuilds its timers from the log at start, so a restart loses none. It also keeps the
+//! schedule triggers: each tick starts its flow ([`super::triggers::schedule`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use crate::spine::durable::streams::JOBS;
 use super::JobError;
 use super::event::{Entry, JobEvent, diaries_filter, job_of_subject, timer_due_id};
 use super::journal::{append_unfenced, wake};
+use super::triggers::schedule::Schedules;
 
 /// Who the clock writes as.
 const BY: &str = "clock";
@@ -24,9 +26,11 @@ const BY: &str = "clock";
 type Timers = BTreeMap<(String, String, String), u64>;
 
 /// Runs the clock until `shutdown`. `poll` bounds how late a timer set moments ago is seen.
+/// `schedules` are the schedule triggers it starts jobs for.
 pub async fn run<L: EventLog>(
     log: L,
     poll: Duration,
+    mut schedules: Schedules,
     shutdown: CancellationToken,
 ) -> Result<(), JobError> {
     let mut timers = Timers::new();
@@ -110,11 +114,18 @@ pub async fn run<L: EventLog>(
                 Err(e) => warn!(job, timer, "clock: writing timer_due: {e}; retrying"),
             }
         }
+        let now_secs = (now_ms() / 1000) as i64;
+        schedules.fire_due(&log, now_secs).await;
+        let tick_in = schedules
+            .next_in(now_secs)
+            .map(|s| Duration::from_secs(s.max(1)))
+            .unwrap_or(poll);
         let next_due = timers
             .values()
             .min()
             .map(|due| Duration::from_millis(due.saturating_sub(now_ms())))
-            .unwrap_or(poll);
+            .unwrap_or(poll)
+            .min(tick_in);
         tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
             // At least a few milliseconds, so a write that keeps failing is not a busy loop.

@@ -18,6 +18,7 @@ pub mod python;
 pub mod run;
 pub mod runner;
 pub mod testflows;
+pub mod triggers;
 
 pub use ctx::{Approval, Ctx, Exit, StepError};
 pub use event::{Entry, JobEvent, Stored};

@@ -12,6 +12,8 @@ use super::python::PythonFlows;
 use super::run::Flows;
 use super::runner::{self, RunnerDeps, RunnerExit};
 use super::testflows::{self, Variant};
+use super::triggers::Trigger;
+use super::triggers::schedule::{Scheduled, Schedules};
 use super::{Registry, clock};
 use crate::{
     core::config::Config,
@@ -49,6 +51,7 @@ impl ManagedNode for RunnerNode {
     type Deps = RunnerDeps;
 
     async fn configure(&self, _ctx: &NodeContext) -> Result<RunnerDeps, CallbackError> {
+        let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
         let log = open().await?;
         let mut registry = self.registry.clone();
         if let Some(variant) = self.test_flows {
@@ -56,7 +59,9 @@ impl ManagedNode for RunnerNode {
         }
         let python = match &self.python {
             Some((aem, python)) => Some(
-                PythonFlows::new(aem, python).map_err(|e| CallbackError::Failure(e.to_string()))?,
+                PythonFlows::new(aem, python)
+                    .map_err(|e| CallbackError::Failure(e.to_string()))?
+                    .with_state_dir(&config.state_dir),
             ),
             None => None,
         };
@@ -90,19 +95,38 @@ impl ManagedNode for RunnerNode {
 pub struct ClockNode;
 
 impl ManagedNode for ClockNode {
-    type Deps = AnyLog;
+    type Deps = (AnyLog, Vec<Trigger>, String);
 
-    async fn configure(&self, _ctx: &NodeContext) -> Result<AnyLog, CallbackError> {
-        open().await
+    /// Opens the log and reads the catalog's schedule triggers (a missing catalog means none).
+    async fn configure(&self, _ctx: &NodeContext) -> Result<Self::Deps, CallbackError> {
+        let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
+        let path = config.state_path(std::path::Path::new(crate::aem::CATALOG_FILE));
+        let triggers = match crate::aem::read_catalog(&path) {
+            Ok(catalog) => Trigger::all(&catalog),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => {
+                return Err(CallbackError::Failure(format!("{}: {e}", path.display())));
+            }
+        };
+        Ok((open().await?, triggers, config.tenant))
     }
 
     async fn run(
         self: Arc<Self>,
-        deps: Arc<AnyLog>,
+        deps: Arc<Self::Deps>,
         shutdown: CancellationToken,
     ) -> Result<(), String> {
-        info!("clock running");
-        clock::run((*deps).clone(), Duration::from_millis(200), shutdown)
+        let (log, triggers, tenant) = &*deps;
+        let now = (crate::core::envelope::now_ms() / 1000) as i64;
+        let schedules = Schedules {
+            triggers: Scheduled::all(triggers, now),
+            tenant: tenant.clone(),
+        };
+        info!(
+            "clock running; {} schedule trigger(s)",
+            schedules.triggers.len()
+        );
+        clock::run(log.clone(), Duration::from_millis(200), schedules, shutdown)
             .await
             .map_err(|e| format!("clock stopped: {e}"))
     }

@@ -27,27 +27,81 @@ pub async fn start<L: EventLog>(
             "{target:?}: name the flow as <mesh>/<role>/<flow>, e.g. newsroom/analyst/watch_feed"
         )));
     };
-    check_token("mesh", mesh)?;
-    check_token("role", role)?;
-    check_token("flow", flow)?;
     let job = format!("j-{}", uuid::Uuid::now_v7().simple());
-    append_unfenced(
-        log,
+    let start = Start {
         mesh,
-        &job,
-        event_id(&job, &["job_started"]),
-        BY,
-        JobEvent::JobStarted {
-            mesh: mesh.into(),
-            role: role.into(),
-            flow: flow.into(),
-            input,
-            flow_hash,
-        },
-    )
-    .await?;
-    wake(log, mesh, &job, "started").await?;
+        role,
+        flow,
+        job: &job,
+        by: BY,
+    };
+    start.write(log, input, flow_hash).await?;
     Ok((mesh.to_string(), job))
+}
+
+/// A job to start under an id the caller computed (a trigger: from what triggered it).
+#[derive(Debug, Clone, Copy)]
+pub struct Start<'a> {
+    /// Mesh.
+    pub mesh: &'a str,
+    /// Role that owns the flow.
+    pub role: &'a str,
+    /// Flow name.
+    pub flow: &'a str,
+    /// The job id.
+    pub job: &'a str,
+    /// Who starts it (`cli`, `trigger/<mesh>/<name>`).
+    pub by: &'a str,
+}
+
+impl Start<'_> {
+    /// Starts the job unless a job with this id already exists; `Ok(false)` when it did (the
+    /// same trigger fired again, after a restart or from a second process). Two callers racing
+    /// write the same computed event id, which the log stores once.
+    pub async fn once<L: EventLog>(
+        self,
+        log: &L,
+        input: Value,
+        flow_hash: Option<String>,
+    ) -> Result<bool, JobError> {
+        check_token("job", self.job)?;
+        if !log
+            .read(JOBS, &diary_subject(self.mesh, self.job), 1, 1)
+            .await?
+            .is_empty()
+        {
+            return Ok(false);
+        }
+        self.write(log, input, flow_hash).await?;
+        Ok(true)
+    }
+
+    async fn write<L: EventLog>(
+        self,
+        log: &L,
+        input: Value,
+        flow_hash: Option<String>,
+    ) -> Result<(), JobError> {
+        check_token("mesh", self.mesh)?;
+        check_token("role", self.role)?;
+        check_token("flow", self.flow)?;
+        append_unfenced(
+            log,
+            self.mesh,
+            self.job,
+            event_id(self.job, &["job_started"]),
+            self.by,
+            JobEvent::JobStarted {
+                mesh: self.mesh.into(),
+                role: self.role.into(),
+                flow: self.flow.into(),
+                input,
+                flow_hash,
+            },
+        )
+        .await?;
+        wake(log, self.mesh, self.job, "started").await
+    }
 }
 
 /// Finds a job by id in any mesh: its mesh and diary.
