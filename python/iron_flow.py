@@ -98,6 +98,27 @@ class Ctx:
             {"act": act, "observe": looked},
         )
 
+    def effect_by_expert(self, name, domain, instruction, observe, *args):
+        """An irreversible act an expert performs: effect_intent is journaled, the expert
+        `domain` is asked `instruction` once (the job waits for its answer), and
+        effect_confirmed is journaled only when observe(*args) returns a truthy observation.
+        After a crash it observes first, so the act is never asked for twice."""
+
+        def looked(*a):
+            seen = observe(*a)
+            return seen if seen else None
+
+        return self._call(
+            {
+                "op": "effect_expert",
+                "name": name,
+                "domain": domain,
+                "instruction": instruction,
+                "args": list(args),
+            },
+            {"observe": looked},
+        )
+
     def sleep(self, name, seconds):
         """A durable timer: the job waits (no process) until the clock says it is due."""
         self._call({"op": "sleep", "name": name, "seconds": seconds}, {})

@@ -326,6 +326,103 @@ impl Ctx {
         }
     }
 
+    /// An irreversible action an expert performs (a publisher sending a bulletin), behind the
+    /// same confirmation gate as [`Ctx::effect`]: `effect_intent` is journaled, the gateway
+    /// asks `domain` to do `instruction` (once; the job waits for the answer), and
+    /// `effect_confirmed` is journaled only when a fresh `observe` shows the change. After a
+    /// crash anywhere in between it observes first, so a change that happened is confirmed
+    /// and never asked for again. An expert that answers without success parks the job.
+    pub async fn effect_by_expert<O, OF>(
+        &mut self,
+        name: &str,
+        domain: &str,
+        instruction: &str,
+        mut observe: O,
+    ) -> Result<Value, Exit>
+    where
+        O: FnMut() -> OF,
+        OF: Future<Output = Result<Option<Value>, StepError>>,
+    {
+        let (key, _) = self.next("step", name);
+        let fp = fingerprint(
+            name,
+            &format!("expert:{domain}"),
+            &Value::String(instruction.into()),
+        );
+        if let Some(observation) = self.known.confirmed.get(&key) {
+            return Ok(observation.clone());
+        }
+        let failed = |what: &str, e: StepError| Exit::Parked {
+            reason: format!("effect {key}: {what} failed: {e}"),
+        };
+        self.writer.ensure_live()?;
+        match self.known.intents.get(&key).cloned() {
+            Some(recorded) => {
+                if let Some(recorded) = recorded
+                    && recorded != fp
+                {
+                    return Err(Self::mismatch(&key, &recorded, &fp));
+                }
+                if let Some(observation) = observe().await.map_err(|e| failed("observe", e))? {
+                    self.confirm(&key, observation.clone()).await?;
+                    return Ok(observation);
+                }
+            }
+            None => {
+                let id = event_id(&self.job, &[&key, "effect_intent"]);
+                self.record(
+                    id,
+                    JobEvent::EffectIntent {
+                        step: key.clone(),
+                        fingerprint: Some(fp),
+                    },
+                )
+                .await?;
+            }
+        }
+        let signal = format!("effect:{key}");
+        let Some(answer) = self.known.signals.get(&signal).and_then(|s| s.first()) else {
+            let id = event_id(&self.job, &[&key, "effect_requested"]);
+            if !self.has(&id) {
+                self.steps_run += 1;
+                self.record(
+                    id,
+                    JobEvent::ExpertRequested {
+                        request: key.clone(),
+                        domain: domain.to_string(),
+                        instruction: instruction.to_string(),
+                        signal: signal.clone(),
+                    },
+                )
+                .await?;
+            }
+            return Err(Exit::Waiting { on: signal });
+        };
+        if answer.get("goal_status").and_then(Value::as_str) != Some("succeeded") {
+            return Err(Exit::Parked {
+                reason: format!(
+                    "effect {key}: {domain} did not do it ({}): {}; check the world, then resume (it observes before asking again) or cancel",
+                    answer
+                        .get("status")
+                        .and_then(Value::as_str)
+                        .unwrap_or("no status"),
+                    answer.get("text").and_then(Value::as_str).unwrap_or("")
+                ),
+            });
+        }
+        match observe().await.map_err(|e| failed("observe", e))? {
+            Some(observation) => {
+                self.confirm(&key, observation.clone()).await?;
+                Ok(observation)
+            }
+            None => Err(Exit::Parked {
+                reason: format!(
+                    "effect {key}: {domain} answered that it acted, but a fresh observation does not show the change; check the world, then resume or cancel"
+                ),
+            }),
+        }
+    }
+
     async fn confirm(&mut self, key: &str, observation: Value) -> Result<(), Exit> {
         let id = event_id(&self.job, &[key, "effect_confirmed"]);
         self.record(

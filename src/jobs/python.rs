@@ -27,6 +27,8 @@ pub struct PythonFlows {
     helper: Arc<tempfile::TempDir>,
     /// Longest wait for one answer from the child (a step's own run included).
     pub timeout: Duration,
+    /// Extra environment of every flow process.
+    env: Vec<(String, String)>,
 }
 
 /// Why Python flows cannot be offered.
@@ -44,7 +46,17 @@ impl PythonFlows {
             python: python.to_path_buf(),
             helper: Arc::new(dir),
             timeout: Duration::from_secs(600),
+            env: Vec::new(),
         })
+    }
+
+    /// Gives every flow process the state directory as `IRON_STATE_DIR` (absolute), where the
+    /// runtime's records a flow may observe live (e.g. the delivery outbox).
+    pub fn with_state_dir(mut self, state_dir: &Path) -> Self {
+        let dir = std::path::absolute(state_dir).unwrap_or_else(|_| state_dir.to_path_buf());
+        self.env
+            .push(("IRON_STATE_DIR".into(), dir.display().to_string()));
+        self
     }
 
     /// The file of `<mesh>/<role>/<flow>`.
@@ -85,6 +97,7 @@ impl PythonFlows {
             .arg(&path)
             .env("PYTHONPATH", self.helper.path())
             .env("PYTHONDONTWRITEBYTECODE", "1")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -238,6 +251,22 @@ async fn converse(ctx: &mut Ctx, io: &Arc<Mutex<Pipe>>, input: Value) -> Result<
                     args,
                     |_| async move { call(&a, "act").await },
                     move |_| {
+                        let o = o.clone();
+                        async move {
+                            let seen = call(&o, "observe").await?;
+                            Ok((!seen.is_null()).then_some(seen))
+                        }
+                    },
+                )
+                .await?
+            }
+            Some("effect_expert") => {
+                let o = io.clone();
+                ctx.effect_by_expert(
+                    &text(&message, "name")?,
+                    &text(&message, "domain")?,
+                    &text(&message, "instruction")?,
+                    move || {
                         let o = o.clone();
                         async move {
                             let seen = call(&o, "observe").await?;
