@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod delegation;
+pub mod delivery;
 pub mod engine;
 pub mod expert;
 pub mod inbox;

@@ -10,13 +10,19 @@
 //! - anything else (`terminal`, empty, a chat handle): printed on this node's terminal as
 //!   `[delivery -> <dest>] <text>`.
 //!
+//! Optional arguments: `delivery_id`, the sender's id for this delivery (a second send with an
+//! id already in the outbox sends nothing and answers with the first record, so a retried
+//! publish never goes out twice), and `bulletin`, a JSON object recorded with the send (its
+//! `published_at` is set to the send time when absent).
+//!
 //! Each successful send is appended to the outbox (`<state_dir>/outbox.jsonl`, one JSON object
-//! per line: when, where, what, who asked) before the call returns.
+//! per line: when, where, what, who asked) and synced to disk before the call returns.
 
 use std::{
+    collections::HashMap,
     io::Write,
     path::PathBuf,
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
@@ -45,8 +51,13 @@ pub struct Delivery {
     outbox: PathBuf,
     webhooks: Vec<String>,
     http: reqwest::Client,
-    write: Mutex<()>,
+    /// Records of the outbox that carry a `delivery_id`, by that id; the lock also makes the
+    /// bridge the outbox's one writer at a time.
+    sent: tokio::sync::Mutex<HashMap<String, Value>>,
 }
+
+/// Longest `delivery_id` accepted.
+const MAX_DELIVERY_ID: usize = 200;
 
 impl Delivery {
     /// Delivers to the terminal and to webhooks under `webhooks`, recording into `outbox`.
@@ -55,11 +66,13 @@ impl Delivery {
             .timeout(timeout)
             .build()
             .map_err(|e| format!("HTTP client: {e}"))?;
+        let sent = read_sent(&outbox)
+            .map_err(|e| format!("reading the outbox {}: {e}", outbox.display()))?;
         Ok(Self {
             outbox,
             webhooks,
             http,
-            write: Mutex::new(()),
+            sent: tokio::sync::Mutex::new(sent),
         })
     }
 
@@ -83,6 +96,36 @@ impl Delivery {
             Some(Value::String(s)) => s.trim(),
             Some(_) => return Err("`dest` must be a string".into()),
         };
+        let delivery_id = match arguments.get("delivery_id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.trim().is_empty() => None,
+            Some(Value::String(s))
+                if s.len() <= MAX_DELIVERY_ID && !s.chars().any(char::is_control) =>
+            {
+                Some(s.trim().to_string())
+            }
+            Some(_) => {
+                return Err(format!(
+                    "`delivery_id` must be a string of at most {MAX_DELIVERY_ID} characters"
+                ));
+            }
+        };
+        let bulletin = match arguments.get("bulletin") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(b)) => Some(b.clone()),
+            Some(_) => return Err("`bulletin` must be a JSON object".into()),
+        };
+        // One send at a time: the duplicate check and the outbox append must not interleave.
+        let mut sent = self.sent.lock().await;
+        if let Some(id) = &delivery_id
+            && let Some(first) = sent.get(id)
+        {
+            info!(delivery_id = %id, "already sent; not sending again");
+            return Ok(json!({
+                "delivered": true, "already_sent": true, "channel": first["channel"],
+                "dest": first["dest"], "ts_ms": first["ts_ms"],
+            }));
+        }
         let channel = if dest.starts_with("http://") || dest.starts_with("https://") {
             if !self.webhooks.iter().any(|p| dest.starts_with(p.as_str())) {
                 return Err(format!(
@@ -116,17 +159,27 @@ impl Delivery {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
             .unwrap_or(0);
-        let record = json!({
+        let mut record = json!({
             "ts_ms": ts, "channel": channel, "dest": dest, "text": text,
             "caller": caller.caller, "task_id": caller.task_id,
         });
+        if let Some(id) = &delivery_id {
+            record["delivery_id"] = json!(id);
+        }
+        if let Some(mut b) = bulletin {
+            b.entry("published_at")
+                .or_insert_with(|| json!(rfc3339_ms(ts)));
+            record["bulletin"] = Value::Object(b);
+        }
         self.record(&record)
             .map_err(|e| format!("sent to {dest} but could not record it in the outbox: {e}"))?;
-        Ok(json!({"delivered": true, "channel": channel, "dest": dest}))
+        if let Some(id) = delivery_id {
+            sent.insert(id, record);
+        }
+        Ok(json!({"delivered": true, "channel": channel, "dest": dest, "ts_ms": ts}))
     }
 
     fn record(&self, record: &Value) -> std::io::Result<()> {
-        let _one_writer = self.write.lock().expect("outbox lock");
         if let Some(dir) = self.outbox.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -137,6 +190,28 @@ impl Delivery {
         writeln!(file, "{record}")?;
         file.sync_data()
     }
+}
+
+/// The outbox's records that carry a `delivery_id`, by id (a missing outbox is empty; a line
+/// that is not JSON, e.g. one cut short by a crash, is skipped).
+fn read_sent(outbox: &std::path::Path) -> std::io::Result<HashMap<String, Value>> {
+    let text = match std::fs::read_to_string(outbox) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
+        Err(e) => return Err(e),
+    };
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|r| Some((r.get("delivery_id")?.as_str()?.to_string(), r)))
+        .collect())
+}
+
+/// Milliseconds since the Unix epoch as RFC 3339 UTC, to the second.
+fn rfc3339_ms(ms: u64) -> String {
+    chrono::DateTime::from_timestamp((ms / 1000) as i64, 0)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_default()
 }
 
 impl Bridge for Delivery {

@@ -11,6 +11,7 @@ use hiroz::node::ZNode;
 use serde_json::{Value, json};
 
 use super::adapters::ManagedTools;
+use super::deliver::{DELIVER, Deliveries};
 use crate::{
     cognition::{agent::ToolExecutor, delegation::MAX_DEPTH},
     interfaces::{AolTask, AolTaskGoal},
@@ -43,10 +44,12 @@ pub struct Delegation {
     pub node: Arc<ZNode>,
 }
 
-/// The expert's tools: the manager's, plus `delegate` when it has peers.
+/// The expert's tools: the manager's, plus `delegate` when it has peers and `deliver` when it
+/// holds delivery channels.
 pub(super) struct ExpertTools {
     pub managed: ManagedTools,
     pub delegation: Option<Delegation>,
+    pub deliveries: Option<Deliveries>,
 }
 
 impl Delegation {
@@ -145,8 +148,11 @@ pub fn check(
 impl ToolExecutor for ExpertTools {
     fn tools(&self) -> Vec<ToolSpec> {
         let mut tools = self.managed.tools();
+        tools.retain(|t| t.name != DELEGATE && t.name != DELIVER);
         if let Some(d) = &self.delegation {
-            tools.retain(|t| t.name != DELEGATE);
+            tools.push(d.spec());
+        }
+        if let Some(d) = &self.deliveries {
             tools.push(d.spec());
         }
         tools
@@ -157,8 +163,9 @@ impl ToolExecutor for ExpertTools {
         name: &'a str,
         arguments: &'a Value,
     ) -> BoxFuture<'a, Result<Value, String>> {
-        match (&self.delegation, name) {
-            (Some(d), DELEGATE) => Box::pin(d.call(arguments)),
+        match (name, &self.delegation, &self.deliveries) {
+            (DELEGATE, Some(d), _) => Box::pin(d.call(arguments)),
+            (DELIVER, _, Some(d)) => Box::pin(d.call(arguments)),
             _ => self.managed.call(name, arguments),
         }
     }

@@ -6,6 +6,7 @@
 
 mod adapters;
 pub mod delegate;
+mod deliver;
 mod node;
 pub mod operator;
 pub mod wake;
