@@ -1,7 +1,8 @@
 //! The models layer: chat models behind one trait ([`ChatModel`]), with backends for
-//! OpenAI-compatible servers, the Anthropic Messages API and offline scripts, failover across
-//! an ordered list of backends, the configuration that names them, and the routers that pick
-//! experts for an instruction.
+//! OpenAI-compatible servers, the Anthropic Messages API, offline scripts (tests) and the
+//! offline backend (no model configured, or every backend failed), failover across an ordered
+//! list of backends, the configuration that names them, and the routers that pick experts for
+//! an instruction.
 //!
 //! Keys are held by reference (`${VAR}`), looked up at call time through a [`SecretSource`],
 //! and never appear in `Debug` output, errors or logs. This layer uses `crate::core` and
@@ -13,6 +14,7 @@ mod error;
 mod failover;
 mod http;
 mod model;
+pub mod offline;
 mod openai;
 pub mod router;
 mod scripted;
@@ -28,6 +30,7 @@ pub use error::{LlmError, MAX_SERVER_MESSAGE};
 pub use failover::{Failover, RetryPolicy, Sleeper, TokioSleeper};
 pub use http::HttpSettings;
 pub use model::{BoxFuture, ChatModel, Prices};
+pub use offline::OfflineBackend;
 pub use openai::OpenAiBackend;
 pub use scripted::{Script, ScriptCall, ScriptTurn, ScriptedBackend};
 pub use secret::{InvalidKeyRef, KeyRef, MapEnv, ProcessEnv, Secret, SecretSource};

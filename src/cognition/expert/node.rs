@@ -9,6 +9,7 @@ use tracing::{info, warn};
 use super::{
     adapters::{ManagedTools, Recorder},
     delegate::{Delegation, ExpertTools},
+    deliver::Deliveries,
     operator::OperatorDesk,
     wake::Mounts,
 };
@@ -17,7 +18,7 @@ use crate::{
     cognition::agent::{AgentLoop, ExpertBrief, Limits, TaskInput, TaskStatus},
     core::{config::Config, event_kind::EventKind, ids::EventId},
     interfaces::{AolTask, AolTaskFeedback, AolTaskResult},
-    llm::{ChatModel, ModelRegistry, ModelsConfig},
+    llm::{ChatModel, ModelRegistry, ModelsConfig, OfflineBackend, offline::OrOffline},
     spine::{
         control::{
             action::{ActionOptions, ActionServer, GoalHandle, GoalRequest},
@@ -49,6 +50,12 @@ pub struct ExpertDeps {
     mounts: Mounts,
     /// Peers it may delegate to, with what each does.
     peers: Vec<(String, String)>,
+    /// Its mesh, for the delivery channels it holds.
+    mesh: Arc<crate::aem::MeshEntry>,
+    /// Delivery channels it is granted that the mesh declares.
+    channels: Vec<String>,
+    /// Caller of delivery bridges.
+    bridges: Arc<RosTools>,
     /// On-demand sources this expert started (stopped at shutdown).
     started: Mutex<crate::msp::demand::Started>,
     ctx: NodeContext,
@@ -84,15 +91,22 @@ impl ManagedNode for ExpertNode {
             config.state_path(&config.memory.projection),
             &config.tenant,
         );
-        let models = config.models.clone().ok_or_else(|| {
-            refuse("config has no `models:` block; the expert has no model to run")
-        })?;
-        let models: ModelsConfig =
-            serde_yaml::from_value(models).map_err(|e| refuse(format!("models: {e}")))?;
+        // No `models:` block: the offline backend. With one, the offline backend still
+        // answers when every configured backend fails.
         let base = std::env::current_dir().map_err(refuse)?;
-        let model = ModelRegistry::new(models, &base)
-            .model(&entry.model)
-            .map_err(|e| refuse(format!("model {:?} of {}: {e}", entry.model, self.expert)))?;
+        let model: Arc<dyn ChatModel> = match config.models.clone() {
+            None => Arc::new(OfflineBackend),
+            Some(models) => {
+                let models: ModelsConfig =
+                    serde_yaml::from_value(models).map_err(|e| refuse(format!("models: {e}")))?;
+                let model = ModelRegistry::new(models, &base)
+                    .model(&entry.model)
+                    .map_err(|e| {
+                        refuse(format!("model {:?} of {}: {e}", entry.model, self.expert))
+                    })?;
+                Arc::new(OrOffline::new(model))
+            }
+        };
 
         let recorder = Recorder {
             log: log.clone(),
@@ -145,6 +159,18 @@ impl ManagedNode for ExpertNode {
                 (p.clone(), what)
             })
             .collect();
+        let mesh = Arc::new(
+            catalog
+                .mesh(&entry.mesh)
+                .cloned()
+                .ok_or_else(|| refuse(format!("no mesh {} in the catalog", entry.mesh)))?,
+        );
+        let channels: Vec<String> = entry
+            .delivery
+            .iter()
+            .filter(|c| mesh.delivery.contains_key(*c))
+            .cloned()
+            .collect();
         let action = format!("{}/task", ctx.fqn());
         let (server, goals) =
             ActionServer::<AolTask>::new(&ctx.node, &action, ActionOptions::default())
@@ -169,6 +195,9 @@ impl ManagedNode for ExpertNode {
             desk: OperatorDesk::new(&ctx.node).map_err(|e| CallbackError::Error(e.to_string()))?,
             mounts,
             peers,
+            mesh,
+            channels,
+            bridges: Arc::new(RosTools::new(ctx.node.clone(), Duration::from_secs(60))),
             started: Mutex::new(started),
             ctx: ctx.clone(),
         })
@@ -251,6 +280,14 @@ impl ExpertDeps {
                 cause,
                 timeout: Duration::from_secs(self.entry.timeouts.delegation_secs.max(1)),
                 node: self.ctx.node.clone(),
+            }),
+            deliveries: (!self.channels.is_empty()).then(|| Deliveries {
+                expert: self.entry.id.clone(),
+                mesh: self.mesh.clone(),
+                channels: self.channels.clone(),
+                task_id: goal.task_id.clone(),
+                tools: self.bridges.clone(),
+                recorder: recorder.clone(),
             }),
         };
         let desk = self.desk.open(&goal.task_id);

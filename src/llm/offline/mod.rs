@@ -1,0 +1,314 @@
+//! The offline backend: what experts run on when no `models:` block is configured, and the last
+//! resort of every failover list when every configured backend fails. Deterministic, no
+//! network, and honest: every answer says no model produced it.
+//!
+//! It does two things:
+//!
+//! - **Structured tasks.** An instruction may carry one task as JSON in a fenced block tagged
+//!   `iron-task` (the newsroom's flow writes them; a model reads the same block as data). The
+//!   offline backend performs it with the deterministic judgment of [`claims`] and
+//!   [`bulletin`] and answers with JSON:
+//!
+//!   | `iron_task` | fields | answer |
+//!   |---|---|---|
+//!   | `group_claims` | `reports` | `{"claims": [Claim]}` |
+//!   | `cross_check` | `claims`, `reports` | `{"verdicts": [Verdict]}` |
+//!   | `write_bulletin` | `claims` (checked, with sources) | `{"headline", "lines", "text"}` |
+//!   | `publish` | `channel`, `dest`, `delivery_id`, `text`, `bulletin` | a call of the `deliver` tool, then `{"published", "detail"}` |
+//!
+//! - **Plain questions**: the lines of the expert's memory and perception that match
+//!   ([`answer`]).
+//!
+//! Only the instruction (the task's first user message) is read for a task block: never the
+//! context blocks or tool output, which are data.
+
+pub mod answer;
+pub mod bulletin;
+pub mod claims;
+pub mod text;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::error::LlmError;
+use super::model::{BoxFuture, ChatModel};
+use super::types::{ChatRequest, ChatResponse, FinishReason, Message, ToolCall, Usage};
+use claims::{Claim, Report};
+
+/// The fence that opens a task block in an instruction.
+pub const TASK_FENCE: &str = "```iron-task";
+/// The built-in tool an expert with delivery channels is offered.
+pub const DELIVER_TOOL: &str = "deliver";
+/// The name the backend answers as.
+pub const NAME: &str = "offline";
+
+/// A task an instruction carries.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "iron_task", rename_all = "snake_case")]
+pub enum Task {
+    /// Group reports that describe one event into claims.
+    GroupClaims {
+        /// The reports.
+        reports: Vec<Report>,
+    },
+    /// Check each claim across independent owners.
+    CrossCheck {
+        /// The claims.
+        claims: Vec<Claim>,
+        /// The reports they refer to.
+        reports: Vec<Report>,
+    },
+    /// Word a bulletin from checked claims.
+    WriteBulletin {
+        /// The claims, with status and sources.
+        claims: Vec<bulletin::Line>,
+    },
+    /// Send a finished bulletin through a delivery channel.
+    Publish {
+        /// The channel.
+        channel: String,
+        /// Where within it.
+        #[serde(default)]
+        dest: String,
+        /// The delivery's id.
+        delivery_id: String,
+        /// The text to send.
+        text: String,
+        /// The structured bulletin.
+        #[serde(default)]
+        bulletin: Option<Value>,
+    },
+}
+
+/// The task block of `instruction`: `None` without one, `Some(Err)` when it does not parse.
+pub fn find_task(instruction: &str) -> Option<Result<Task, String>> {
+    let start = instruction.find(TASK_FENCE)? + TASK_FENCE.len();
+    let body = &instruction[start..];
+    let end = body.find("```").unwrap_or(body.len());
+    Some(serde_json::from_str(body[..end].trim()).map_err(|e| e.to_string()))
+}
+
+/// A block carrying `task` (any JSON object with an `iron_task` field), for instructions.
+pub fn task_block(task: &Value) -> String {
+    format!("{TASK_FENCE}\n{task}\n```")
+}
+
+/// The offline backend.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OfflineBackend;
+
+impl ChatModel for OfflineBackend {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+        let response = respond(request);
+        Box::pin(async move { Ok(response) })
+    }
+}
+
+/// A configured model with the offline backend behind it: when the model fails (after its own
+/// retries and failover), the call is answered offline instead, and the failure is logged.
+pub struct OrOffline {
+    model: std::sync::Arc<dyn ChatModel>,
+}
+
+impl OrOffline {
+    /// `model`, falling back to the offline backend.
+    pub fn new(model: std::sync::Arc<dyn ChatModel>) -> Self {
+        Self { model }
+    }
+}
+
+impl ChatModel for OrOffline {
+    fn name(&self) -> &str {
+        self.model.name()
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+        Box::pin(async move {
+            match self.model.chat(request).await {
+                Ok(r) => Ok(r),
+                Err(e) => {
+                    tracing::warn!(
+                        model = self.model.name(),
+                        "every backend failed ({e}); answering with the offline backend"
+                    );
+                    Ok(respond(request))
+                }
+            }
+        })
+    }
+}
+
+fn respond(request: &ChatRequest) -> ChatResponse {
+    let first_user = request.messages.iter().find_map(|m| match m {
+        Message::User { content } => Some(content.as_str()),
+        _ => None,
+    });
+    let system = request
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            Message::System { content } => Some(content.as_str()),
+            _ => None,
+        })
+        .unwrap_or("");
+    let instruction = first_user.unwrap_or("");
+    let text = match find_task(instruction) {
+        None => answer::answer(instruction, system),
+        Some(Err(e)) => json!({
+            "error": format!("the iron-task block could not be read: {e}"),
+            "produced_by": NAME,
+        })
+        .to_string(),
+        Some(Ok(task)) => match perform(task, request) {
+            Performed::Text(t) => t,
+            Performed::Call(call) => return reply(None, vec![call]),
+        },
+    };
+    reply(Some(text), Vec::new())
+}
+
+enum Performed {
+    Text(String),
+    Call(ToolCall),
+}
+
+fn perform(task: Task, request: &ChatRequest) -> Performed {
+    let out = match task {
+        Task::GroupClaims { reports } => json!({"claims": claims::group(&reports)}),
+        Task::CrossCheck { claims, reports } => {
+            let verdicts: Vec<_> = claims
+                .iter()
+                .map(|c| claims::enforce(claims::cross_check(c, &reports), &reports))
+                .collect();
+            json!({"verdicts": verdicts})
+        }
+        Task::WriteBulletin { claims } => json!(bulletin::write(&claims)),
+        Task::Publish {
+            channel,
+            dest,
+            delivery_id,
+            text,
+            bulletin,
+        } => {
+            // After the send, report how it went; before, send (once).
+            if let Some((content, is_error)) = request.messages.iter().rev().find_map(|m| match m {
+                Message::Tool {
+                    name,
+                    content,
+                    is_error,
+                    ..
+                } if name == DELIVER_TOOL => Some((content.clone(), *is_error)),
+                _ => None,
+            }) {
+                json!({"published": !is_error, "delivery_id": delivery_id, "detail": content})
+            } else if request.tools.iter().any(|t| t.name == DELIVER_TOOL) {
+                let mut arguments = json!({
+                    "channel": channel, "dest": dest, "text": text, "delivery_id": delivery_id,
+                });
+                if let Some(b) = bulletin {
+                    arguments["data"] = b;
+                }
+                return Performed::Call(ToolCall {
+                    id: format!("offline_{delivery_id}"),
+                    name: DELIVER_TOOL.into(),
+                    arguments,
+                });
+            } else {
+                json!({"published": false, "delivery_id": delivery_id,
+                       "detail": "this expert holds no delivery channel, so it cannot publish"})
+            }
+        }
+    };
+    let mut out = out;
+    out["produced_by"] = json!(NAME);
+    Performed::Text(out.to_string())
+}
+
+fn reply(text: Option<String>, tool_calls: Vec<ToolCall>) -> ChatResponse {
+    ChatResponse {
+        finish: if tool_calls.is_empty() {
+            FinishReason::Stop
+        } else {
+            FinishReason::ToolCalls
+        },
+        text,
+        tool_calls,
+        usage: Usage::default(),
+        backend: NAME.into(),
+        model: NAME.into(),
+        cost_usd: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ToolSpec;
+
+    fn request(instruction: &str, tools: Vec<ToolSpec>) -> ChatRequest {
+        ChatRequest {
+            messages: vec![Message::system("You are x."), Message::user(instruction)],
+            tools,
+            ..ChatRequest::default()
+        }
+    }
+
+    #[test]
+    fn a_task_block_is_found_only_in_its_fence() {
+        assert!(find_task("what changed?").is_none());
+        let block = task_block(&json!({"iron_task": "group_claims", "reports": []}));
+        let t = find_task(&format!("Group these.\n\n{block}\nThanks")).unwrap();
+        assert_eq!(t, Ok(Task::GroupClaims { reports: vec![] }));
+        let bad = find_task("```iron-task\n{\"iron_task\": \"dance\"}\n```").unwrap();
+        assert!(bad.unwrap_err().contains("dance"));
+    }
+
+    #[test]
+    fn publish_calls_deliver_once_then_reports() {
+        let block = task_block(&json!({
+            "iron_task": "publish", "channel": "bulletins", "dest": "terminal",
+            "delivery_id": "b-1", "text": "hello", "bulletin": {"id": "b-1"}
+        }));
+        let deliver = ToolSpec {
+            name: DELIVER_TOOL.into(),
+            description: String::new(),
+            parameters: json!({}),
+        };
+        let mut req = request(&block, vec![deliver]);
+        let first = respond(&req);
+        assert_eq!(first.tool_calls.len(), 1);
+        assert_eq!(first.tool_calls[0].arguments["data"]["id"], "b-1");
+        req.messages.push(first.to_message());
+        req.messages.push(Message::Tool {
+            call_id: "offline_b-1".into(),
+            name: DELIVER_TOOL.into(),
+            content: "ok".into(),
+            is_error: false,
+        });
+        let second = respond(&req);
+        assert!(second.tool_calls.is_empty());
+        let v: Value = serde_json::from_str(second.text.as_deref().unwrap()).unwrap();
+        assert_eq!(v["published"], true);
+        assert_eq!(v["produced_by"], "offline");
+        // Without the tool, it says it cannot.
+        let none = respond(&request(&block, vec![]));
+        assert!(none.text.unwrap().contains("holds no delivery channel"));
+    }
+
+    #[test]
+    fn plain_questions_get_an_extracted_answer() {
+        let r = respond(&request("is the bridge closed?", vec![]));
+        assert!(r.text.unwrap().contains("No language model is configured"));
+        assert_eq!(r.usage, Usage::default());
+    }
+}
