@@ -1,6 +1,7 @@
 //! The engine node (`/iron/engine`): the action server `/iron/engine/task`.
 //! Own arguments: `--expert-executable PATH` (default: `expert_node` beside this binary),
-//! `--expert-arg ARG` (repeatable), `--task-timeout-secs N`, `--slot-wait-secs N` (how long a
+//! `--expert-arg ARG` (repeatable), `--task-timeout-secs N` (instead of each expert's
+//! `timeouts.task_secs`), `--slot-wait-secs N` (how long a
 //! delegation beyond the concurrency limit waits for a slot before it fails).
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
@@ -24,7 +25,7 @@ fn main() -> ExitCode {
             }
             ("--expert-arg", Some(a)) => node.options.expert_args.push(a),
             ("--task-timeout-secs", Some(n)) if n.parse::<u64>().is_ok() => {
-                node.options.task_timeout = Duration::from_secs(n.parse().unwrap_or(600));
+                node.options.task_timeout = Some(Duration::from_secs(n.parse().unwrap_or(600)));
             }
             ("--slot-wait-secs", Some(n))
                 if n.parse::<f64>().is_ok_and(|s| s.is_finite() && s >= 0.0) =>

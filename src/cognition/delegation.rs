@@ -35,8 +35,6 @@ pub struct DelegationOptions {
     pub router: String,
     /// Bound on start-up (process up → active).
     pub startup_timeout: Duration,
-    /// Bound on the task itself.
-    pub task_timeout: Duration,
     /// What a sixth concurrent delegation does: wait this long for a slot, then fail.
     pub slot_wait: Duration,
 }
@@ -82,6 +80,54 @@ fn ended(status: std::io::Result<std::process::ExitStatus>) -> String {
     }
 }
 
+/// An expert's stderr, passed through to the engine's own and its last lines kept, so that a
+/// failed start can be explained to whoever sent the task.
+struct StderrTail(Arc<std::sync::Mutex<std::collections::VecDeque<String>>>);
+
+impl StderrTail {
+    /// Lines kept.
+    const KEEP: usize = 40;
+
+    fn follow(stderr: Option<tokio::process::ChildStderr>) -> StderrTail {
+        let lines = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+        if let Some(stderr) = stderr {
+            let kept = lines.clone();
+            tokio::spawn(async move {
+                use tokio::io::AsyncBufReadExt;
+                let mut reader = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = reader.next_line().await {
+                    eprintln!("{line}");
+                    let mut kept = kept.lock().expect("stderr tail lock");
+                    if kept.len() == Self::KEEP {
+                        kept.pop_front();
+                    }
+                    kept.push_back(line);
+                }
+            });
+        }
+        StderrTail(lines)
+    }
+
+    /// What follows `marker` on the last line that has it (the line may still be on its way:
+    /// waits up to half a second for it).
+    async fn reason(&self, marker: &str) -> Option<String> {
+        for _ in 0..10 {
+            let found = self
+                .0
+                .lock()
+                .expect("stderr tail lock")
+                .iter()
+                .rev()
+                .find_map(|l| l.split_once(marker).map(|(_, r)| r.trim().to_string()));
+            if found.is_some() {
+                return found;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        None
+    }
+}
+
 /// Runs delegations within the guards.
 #[derive(Clone)]
 pub struct Delegator {
@@ -109,12 +155,14 @@ impl Delegator {
         }
     }
 
-    /// Runs `goal` on a new process of expert `mesh/role`, forwarding feedback to `feedback`.
+    /// Runs `goal` on a new process of expert `mesh/role`, waiting at most `task_timeout` for
+    /// its result once it is running, and forwarding feedback to `feedback`.
     pub async fn run(
         &self,
         mesh: &str,
         role: &str,
         goal: AolTaskGoal,
+        task_timeout: Duration,
         feedback: tokio::sync::mpsc::UnboundedSender<AolTaskFeedback>,
     ) -> Result<Delegated, DelegationError> {
         if goal.depth > MAX_DEPTH {
@@ -158,6 +206,7 @@ impl Delegator {
                 &format!("__ns:={ns}"),
             ])
             .env(ROUTER_ENV, &self.options.router)
+            .stderr(std::process::Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .map_err(|source| DelegationError::Spawn {
@@ -166,12 +215,13 @@ impl Delegator {
                 source,
             })?;
         info!(%fqn, "expert process started for task {}", goal.task_id);
+        let said = StderrTail::follow(child.stderr.take());
 
         // The process is watched while the task runs: a crash ends the task at once, with
         // what happened to the process, instead of at the task's deadline.
         let pid = child.id().unwrap_or_default();
         let outcome = tokio::select! {
-            outcome = self.drive(&fqn, &expert, goal, feedback) => outcome,
+            outcome = self.drive(&fqn, &expert, goal, task_timeout, feedback, &said) => outcome,
             status = child.wait() => {
                 let how = ended(status);
                 warn!(%fqn, pid, "expert process {how} mid-task");
@@ -202,7 +252,9 @@ impl Delegator {
         fqn: &str,
         expert: &str,
         goal: AolTaskGoal,
+        task_timeout: Duration,
         feedback: tokio::sync::mpsc::UnboundedSender<AolTaskFeedback>,
+        said: &StderrTail,
     ) -> Result<Delegated, DelegationError> {
         let startup = |why: String| DelegationError::Startup {
             expert: expert.to_string(),
@@ -213,7 +265,13 @@ impl Delegator {
         life.get_state().await.map_err(|e| startup(e.to_string()))?;
         for step in ["configure", "activate"] {
             if !life.set(step).await.map_err(|e| startup(e.to_string()))? {
-                return Err(startup(format!("{step} failed")));
+                // The expert says why on its stderr; give the sender its own words.
+                let why = said
+                    .reason(&format!("{step} failed: "))
+                    .await
+                    .map(|r| format!("{step} failed: {r}"))
+                    .unwrap_or_else(|| format!("{step} failed (the expert's log has why)"));
+                return Err(startup(why));
             }
         }
         let task = |why: String| DelegationError::Task {
@@ -226,7 +284,7 @@ impl Delegator {
             .send(goal, self.options.startup_timeout)
             .await
             .map_err(|e| task(e.to_string()))?;
-        let result = actions.result(sent.id, self.options.task_timeout);
+        let result = actions.result(sent.id, task_timeout);
         tokio::pin!(result);
         let outcome = loop {
             tokio::select! {

@@ -11,8 +11,11 @@ use super::{
     validate::{Rejection, validate},
 };
 use crate::{
-    aem::{Catalog, DeliveryChannel, MeshEntry, ServerDescriptor},
-    cognition::delegation::{DelegationOptions, Delegator},
+    aem::Catalog,
+    cognition::{
+        delegation::{DelegationOptions, Delegator},
+        delivery,
+    },
     core::{config::Config, envelope::Envelope, event_kind::EventKind, ids::EventId},
     interfaces::{AolTask, AolTaskFeedback, AolTaskGoal, AolTaskResult},
     llm::{
@@ -96,6 +99,9 @@ impl Step {
     }
 }
 
+/// How much longer than an expert's own task limit the engine waits for its result.
+const TASK_GRACE: Duration = Duration::from_secs(15);
+
 /// How long a delivery through a tool bridge may take.
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -108,8 +114,8 @@ pub struct EngineOptions {
     pub expert_args: Vec<String>,
     /// Bound on an expert's start-up.
     pub startup_timeout: Duration,
-    /// Bound on one task.
-    pub task_timeout: Duration,
+    /// Bound on every task, overriding each expert's `timeouts.task_secs` (tests).
+    pub task_timeout: Option<Duration>,
     /// How long a delegation beyond the concurrency limit waits for a slot.
     pub slot_wait: Duration,
 }
@@ -120,7 +126,7 @@ impl Default for EngineOptions {
             expert_executable: None,
             expert_args: Vec::new(),
             startup_timeout: Duration::from_secs(20),
-            task_timeout: Duration::from_secs(600),
+            task_timeout: None,
             slot_wait: Duration::from_secs(30),
         }
     }
@@ -142,6 +148,7 @@ pub struct EngineDeps {
     delegator: Delegator,
     router: Box<dyn Router>,
     tools: RosTools,
+    task_timeout: Option<Duration>,
 }
 
 impl ManagedNode for EngineNode {
@@ -181,7 +188,6 @@ impl ManagedNode for EngineNode {
                 args: self.options.expert_args.clone(),
                 router: ctx.control.config().router.clone(),
                 startup_timeout: self.options.startup_timeout,
-                task_timeout: self.options.task_timeout,
                 slot_wait: self.options.slot_wait,
             },
         );
@@ -195,6 +201,7 @@ impl ManagedNode for EngineNode {
             delegator,
             router,
             tools: RosTools::new(ctx.node.clone(), DELIVERY_TIMEOUT),
+            task_timeout: self.options.task_timeout,
         })
     }
 
@@ -228,6 +235,8 @@ struct Context {
     cause: Option<EventId>,
     source: String,
     destination: String,
+    /// The durable job that asked (through the gateway): its answer goes back to the job.
+    job: Option<String>,
 }
 
 impl Context {
@@ -246,6 +255,7 @@ impl Context {
                 .and_then(|c| EventId::parse(c).ok()),
             source: text("source"),
             destination: text("destination"),
+            job: v.get("job").and_then(|j| j.as_str()).map(str::to_string),
         }
     }
 }
@@ -404,9 +414,9 @@ impl EngineDeps {
                 .collect::<Vec<_>>()
                 .join("\n\n")
         };
-        // A delegation's answer goes back to the expert that asked (as its goal's result);
-        // only a person's task is delivered.
-        if all_answered && goal.depth == 0 {
+        // A delegation's answer goes back to the expert that asked, and a job's to the job (as
+        // the goal's result); only a person's task is delivered.
+        if all_answered && goal.depth == 0 && ctx.job.is_none() {
             feedback(&handle, "delivering", "delivering the reply", 0.9).await;
             let mesh = last.domain.split_once('/').map_or("", |(m, _)| m);
             self.deliver(&goal, mesh, &ctx, &text, last.judged.as_ref())
@@ -462,13 +472,18 @@ impl EngineDeps {
         let Some((mesh, role)) = part.domain.split_once('/') else {
             return Step::failed(domain.clone(), format!("{domain:?} is not <mesh>/<role>"));
         };
-        if self.catalog.expert(&domain).is_none_or(|e| !e.spawnable) {
+        let Some(expert) = self.catalog.expert(&domain).filter(|e| e.spawnable) else {
             return Step::failed(
                 domain.clone(),
                 format!("the router chose {domain}, which is not a spawnable expert"),
             );
-        }
-        let run = self.delegator.run(mesh, role, part.clone(), fb_tx);
+        };
+        // The expert's own declared limit, and a little more so that it reports a timeout
+        // itself rather than being cut off.
+        let limit = self
+            .task_timeout
+            .unwrap_or_else(|| Duration::from_secs(expert.timeouts.task_secs) + TASK_GRACE);
+        let run = self.delegator.run(mesh, role, part.clone(), limit, fb_tx);
         tokio::pin!(run);
         let delegated = loop {
             tokio::select! {
@@ -539,143 +554,36 @@ impl EngineDeps {
         let Some(m) = self.catalog.mesh(mesh) else {
             return;
         };
-        let channel = m
-            .delivery
-            .get(&ctx.source)
-            .map(|c| (ctx.source.clone(), c))
-            .or_else(|| {
-                m.delivery
-                    .get("terminal")
-                    .map(|c| ("terminal".to_string(), c))
-            });
-        let (name, payload) = match channel {
-            Some((name, DeliveryChannel::Terminal)) => {
-                println!(
-                    "[{mesh} -> {}] {text}",
-                    if ctx.destination.is_empty() {
-                        "terminal"
-                    } else {
-                        &ctx.destination
-                    }
-                );
-                (name, serde_json::json!({"delivered": true}))
-            }
-            Some((
-                name,
-                DeliveryChannel::Tool {
-                    server, tool, args, ..
-                },
-            )) => (
-                name,
-                self.deliver_by_tool(goal, m, server, tool, args, ctx, text)
-                    .await,
-            ),
-            None => {
-                warn!(task = %goal.task_id, "mesh {mesh} declares no delivery channel for {:?}", ctx.source);
-                (
-                    "none".to_string(),
-                    serde_json::json!({"delivered": false, "reason": "no delivery channel declared"}),
-                )
-            }
+        let channel = if m.delivery.contains_key(&ctx.source) {
+            ctx.source.clone()
+        } else {
+            "terminal".to_string()
         };
-        let mut payload = payload;
+        let message = delivery::Message {
+            dest: &ctx.destination,
+            text,
+            source: &ctx.source,
+            ..delivery::Message::default()
+        };
+        let caller = RemoteCaller {
+            caller: "engine".into(),
+            task_id: goal.task_id.clone(),
+        };
+        let mut payload =
+            match delivery::send(&self.tools, m, &channel, &message, &caller, mesh).await {
+                Ok(p) => p,
+                Err(reason) => {
+                    warn!(task = %goal.task_id, "reply not delivered: {reason}");
+                    serde_json::json!({"delivered": false, "reason": reason})
+                }
+            };
         payload["task_id"] = goal.task_id.clone().into();
-        payload["channel"] = name.into();
+        payload["channel"] = channel.into();
         payload["destination"] = ctx.destination.clone().into();
         payload["text"] = text.into();
         self.record(goal, EventKind::ReplyDelivered, payload, cause)
             .await;
     }
-}
-
-impl EngineDeps {
-    /// Calls the delivery tool of a channel (a `native` or `remote` bridge) with its argument
-    /// template filled in: `{dest}` is the message's destination, `{text}` the reply,
-    /// `{source}` the channel it came in on.
-    #[allow(clippy::too_many_arguments)]
-    async fn deliver_by_tool(
-        &self,
-        goal: &AolTaskGoal,
-        mesh: &MeshEntry,
-        server: &str,
-        tool: &str,
-        args: &std::collections::BTreeMap<String, String>,
-        ctx: &Context,
-        text: &str,
-    ) -> serde_json::Value {
-        let not_delivered = |reason: String| {
-            warn!(task = %goal.task_id, "reply not delivered: {reason}");
-            serde_json::json!({"delivered": false, "reason": reason})
-        };
-        let service = match mesh.servers.get(server).map(|s| &s.descriptor) {
-            Some(ServerDescriptor::Native) => format!("/iron/tools/{server}"),
-            Some(ServerDescriptor::Remote { service }) => service.clone(),
-            Some(ServerDescriptor::Local { .. }) => {
-                return not_delivered(format!(
-                    "{server} is a local (stdio) server; the engine delivers only through native or remote bridges"
-                ));
-            }
-            None => return not_delivered(format!("mesh {} has no server {server}", mesh.name)),
-        };
-        let arguments: serde_json::Map<String, serde_json::Value> = args
-            .iter()
-            .map(|(k, v)| {
-                let filled = fill(
-                    v,
-                    &[
-                        ("dest", &ctx.destination),
-                        ("source", &ctx.source),
-                        ("text", text),
-                    ],
-                );
-                (k.clone(), serde_json::Value::String(filled))
-            })
-            .collect();
-        let caller = RemoteCaller {
-            caller: "engine".into(),
-            task_id: goal.task_id.clone(),
-        };
-        let arguments = serde_json::Value::Object(arguments);
-        match self
-            .tools
-            .call_service(&service, tool, &arguments, &caller)
-            .await
-        {
-            Ok(result) => {
-                serde_json::json!({"delivered": true, "via": format!("{server}/{tool}"), "result": result})
-            }
-            Err(e) => not_delivered(format!("{server}/{tool}: {e}")),
-        }
-    }
-}
-
-/// Replaces each `{name}` in `template` with its value, in one pass: a value that itself
-/// contains `{text}` is not expanded again. Unknown names stay as written.
-fn fill(template: &str, values: &[(&str, &str)]) -> String {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        let known = after.find('}').and_then(|close| {
-            values
-                .iter()
-                .find(|(name, _)| *name == &after[..close])
-                .map(|(_, value)| (close, *value))
-        });
-        match known {
-            Some((close, value)) => {
-                out.push_str(value);
-                rest = &after[close + 1..];
-            }
-            None => {
-                out.push('{');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 async fn feedback(handle: &GoalHandle<AolTask>, stage: &str, message: &str, progress: f32) {
@@ -686,20 +594,4 @@ async fn feedback(handle: &GoalHandle<AolTask>, stage: &str, message: &str, prog
             progress,
         })
         .await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fill;
-
-    #[test]
-    fn templates_fill_once_and_keep_unknown_names() {
-        let values = [("dest", "#desk {text}"), ("text", "bridge {closed}")];
-        assert_eq!(
-            fill("to {dest}: {text} {other}", &values),
-            "to #desk {text}: bridge {closed} {other}"
-        );
-        assert_eq!(fill("{", &values), "{");
-        assert_eq!(fill("}{dest", &values), "}{dest");
-    }
 }
