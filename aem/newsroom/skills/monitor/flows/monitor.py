@@ -1,0 +1,259 @@
+"""The newsroom's pipeline, started by the `new_items` trigger whenever the sources show new
+items: group the items into claims (monitor), cross-check each claim across independent
+owners (analyst), word a bulletin of what is new or changed (editor), and publish it
+(publisher) behind a confirmation gate.
+
+Each expert gets its work as prose plus an `iron-task` block (JSON), and answers with JSON:
+a model reads the block as data; with no model configured, the offline backend performs the
+task deterministically. Whatever an expert answers, this flow keeps the two rules that must
+never depend on a model: a claim is `confirmed` only when its supporting reports come from at
+least two different owners and nothing denies it, and a claim already published with the
+same status is never published again.
+
+Input (from the trigger): `items` (every current item of the watched sources: id, title,
+summary, url, published, outlet, owner, feed, source), `new` (the ids that fired it),
+`channel` and `dest` (where bulletins go).
+"""
+
+import hashlib
+import json
+import os
+
+from iron_flow import Parked
+
+STATUSES = ("confirmed", "single_source", "contradicted")
+
+
+def run(ctx, input):
+    reports = [_report(i) for i in input.get("items", []) if i.get("id")]
+    if not reports:
+        return {"published": None, "reason": "no items"}
+    by_id = {r["id"]: r for r in reports}
+
+    grouped = _ask(ctx, "group", "newsroom/monitor", GROUP, {
+        "iron_task": "group_claims", "reports": reports})
+    claims = _claims(grouped.get("claims"), by_id)
+
+    checked = _ask(ctx, "cross_check", "newsroom/analyst", CROSS_CHECK, {
+        "iron_task": "cross_check", "claims": claims, "reports": reports})
+    verdicts = _guard(checked.get("verdicts"), claims, by_id)
+
+    history = ctx.step("published", published_claims)
+    lines = _changes(verdicts, history, by_id)
+    if not lines:
+        return {"published": None, "reason": "nothing new or changed since the last bulletin"}
+
+    wording = _ask(ctx, "write", "newsroom/editor", WRITE, {
+        "iron_task": "write_bulletin", "claims": lines})
+    bulletin, text = _bulletin(lines, wording)
+
+    channel = input.get("channel", "bulletins")
+    dest = input.get("dest", "terminal")
+    publish = _instruction(PUBLISH, {
+        "iron_task": "publish", "channel": channel, "dest": dest,
+        "delivery_id": bulletin["id"], "text": text, "bulletin": bulletin})
+    receipt = ctx.effect_by_expert(
+        "publish", "newsroom/publisher", publish, in_outbox, bulletin["id"])
+    return {"published": bulletin["id"], "claims": len(lines), "receipt": receipt}
+
+
+# What each expert is asked. The block below each is the same for a model and offline.
+
+GROUP = """Group these reports into claims: reports that describe the same event (even in \
+other words) form one claim; a report that denies or contradicts an event belongs to that \
+event's claim. Do not merge different events that merely share a place or a word. Answer with \
+one JSON object: {"claims": [{"id": "<a stable id>", "text": "<the claim as one sentence>", \
+"reports": [{"id": "<report id>", "stance": "supports" | "denies"}]}]}. Every report id must \
+be one of the block's."""
+
+CROSS_CHECK = """Cross-check each claim. Reports with the same owner are ONE source. A claim is \
+"confirmed" only when at least two reports with different owners support it and no report \
+denies it; "contradicted" when a report denies it; otherwise "single_source". When unsure, \
+say single_source. Answer with one JSON object: {"verdicts": [{"claim": "<claim id>", \
+"text": "<claim>", "status": "confirmed" | "single_source" | "contradicted", "supporting": \
+["<report id>"], "denying": ["<report id>"], "reason": "<one sentence>"}]}."""
+
+WRITE = """Write a short news bulletin from these checked claims, following the house rules: \
+confirmed claims stated as fact and attributed; single-source claims as "X says", never as \
+fact; contradicted claims with both sides; a claim with `corrects` is a correction of that \
+bulletin and says so. Answer with one JSON object: {"headline": "<at most twelve words>", \
+"lines": [{"claim": "<claim id>", "text": "<its sentence>"}], "text": "<the whole bulletin>"}."""
+
+PUBLISH = """Publish this bulletin: check it against the house rules, then send it once with \
+the deliver tool, exactly as given (channel, dest, text, delivery_id, and the bulletin as \
+data). Answer with one JSON object: {"published": true | false, "detail": "<what happened>"}."""
+
+
+def _instruction(prose, task):
+    return prose + "\n\n```iron-task\n" + json.dumps(task, sort_keys=True) + "\n```"
+
+
+def _ask(ctx, name, domain, prose, task):
+    answer = ctx.ask_expert(name, domain, _instruction(prose, task))
+    if answer.get("goal_status") != "succeeded":
+        raise Parked(f"{domain} did not answer the {name} step "
+                     f"({answer.get('status')}): {answer.get('text')}")
+    return _json(answer.get("text", ""))
+
+
+def _json(text):
+    """The first JSON object in an answer (a model may wrap it in prose or a fence)."""
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = json.JSONDecoder().raw_decode(text[start:])
+            if isinstance(value, dict):
+                return value
+        except ValueError:
+            pass
+        start = text.find("{", start + 1)
+    return {}
+
+
+def _report(item):
+    keys = ("id", "title", "summary", "url", "published", "outlet", "owner", "source")
+    return {k: item.get(k) or ("" if k != "published" else None) for k in keys}
+
+
+def _claims(raw, by_id):
+    """The grouping as asked for, keeping only report ids that exist, each in one claim; any
+    report left out becomes a claim of its own (never merged by default)."""
+    claims, placed = [], set()
+    for c in raw if isinstance(raw, list) else []:
+        if not isinstance(c, dict):
+            continue
+        members = []
+        for r in c.get("reports") or []:
+            rid = r.get("id") if isinstance(r, dict) else None
+            if rid in by_id and rid not in placed:
+                stance = "denies" if r.get("stance") == "denies" else "supports"
+                members.append({"id": rid, "stance": stance})
+                placed.add(rid)
+        if members:
+            cid = c.get("id") if isinstance(c.get("id"), str) and c.get("id") else _cid(members[0]["id"])
+            claims.append({"id": cid, "text": str(c.get("text") or by_id[members[0]["id"]]["title"]),
+                           "reports": members})
+    for rid, r in by_id.items():
+        if rid not in placed:
+            claims.append({"id": _cid(rid), "text": r["title"],
+                           "reports": [{"id": rid, "stance": "supports"}]})
+    return claims
+
+
+def _cid(report_id):
+    return "c-" + hashlib.sha256(report_id.encode()).hexdigest()[:16]
+
+
+def _guard(raw, claims, by_id):
+    """Each claim's verdict, from the analyst's answer where it has one, under the rule no
+    answer can bend: confirmed needs two different owners among the claim's own supporting
+    reports and no denial. A claim the analyst did not rate is single_source."""
+    given = {v.get("claim"): v for v in raw if isinstance(v, dict)} if isinstance(raw, list) else {}
+    verdicts = []
+    for c in claims:
+        members = {r["id"]: r["stance"] for r in c["reports"]}
+        v = given.get(c["id"], {})
+        status = v.get("status") if v.get("status") in STATUSES else "single_source"
+        supporting = [r for r in v.get("supporting") or [] if members.get(r) is not None]
+        denying = [r for r in v.get("denying") or [] if members.get(r) is not None]
+        if not supporting and not denying:
+            supporting = [r for r, s in members.items() if s == "supports"]
+            denying = [r for r, s in members.items() if s == "denies"]
+        owners = {by_id[r]["owner"] for r in supporting}
+        if denying or any(s == "denies" for s in members.values()):
+            if status == "confirmed":
+                status = "contradicted"
+        if status == "confirmed" and len(owners) < 2:
+            status = "single_source"
+        verdicts.append({"claim": c["id"], "text": v.get("text") or c["text"], "status": status,
+                         "supporting": supporting, "denying": denying,
+                         "reason": v.get("reason", "")})
+    return verdicts
+
+
+def published_claims():
+    """What the outbox says was published: claim id -> {status, bulletin}, latest last."""
+    path = os.path.join(os.environ.get("IRON_STATE_DIR", ".iron"), "outbox.jsonl")
+    seen = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                b = record.get("bulletin") or {}
+                for c in b.get("claims") or []:
+                    if c.get("claim"):
+                        seen[c["claim"]] = {"status": c.get("status"), "bulletin": b.get("id")}
+    except FileNotFoundError:
+        pass
+    return seen
+
+
+def _changes(verdicts, history, by_id):
+    """The claims to publish: never published, or published with another status (then a
+    correction of the bulletin that carried it)."""
+    lines = []
+    for v in verdicts:
+        before = history.get(v["claim"])
+        if before and before.get("status") == v["status"]:
+            continue
+        sources = [_source(by_id[r], "supports") for r in v["supporting"]]
+        sources += [_source(by_id[r], "denies") for r in v["denying"]]
+        line = {"claim": v["claim"], "text": v["text"], "status": v["status"], "sources": sources}
+        if before:
+            line["corrects"] = before.get("bulletin")
+            line["previous_status"] = before.get("status")
+        lines.append(line)
+    return lines
+
+
+def _source(report, stance):
+    return {"outlet": report["outlet"], "owner": report["owner"], "url": report["url"],
+            "published": report["published"], "stance": stance}
+
+
+def _bulletin(lines, wording):
+    """The bulletin object of the output contract and the text to send. Its id is computed
+    from what it says, so the same bulletin always has the same id."""
+    key = json.dumps([[l["claim"], l["status"]] for l in lines], sort_keys=True)
+    worded = {w.get("claim"): w.get("text") for w in wording.get("lines") or []
+              if isinstance(w, dict)}
+    claims = []
+    for l in lines:
+        c = {"claim": l["claim"], "text": l["text"], "status": l["status"],
+             "sources": l["sources"]}
+        if worded.get(l["claim"]):
+            c["wording"] = worded[l["claim"]]
+        if l.get("corrects"):
+            c["corrects"] = l["corrects"]
+        claims.append(c)
+    bulletin = {"id": "b-" + hashlib.sha256(key.encode()).hexdigest()[:16], "claims": claims}
+    corrects = sorted({l["corrects"] for l in lines if l.get("corrects")})
+    if corrects:
+        bulletin["corrects"] = corrects
+    text = wording.get("text") if isinstance(wording.get("text"), str) else ""
+    if not text.strip():
+        text = "\n".join(f"- {l['status'].upper()}: {l['text']}" for l in lines)
+    return bulletin, f"[{bulletin['id']}] {text}"
+
+
+def in_outbox(bulletin_id):
+    """The delivery bridge's own record of the send, read back from its outbox; None when the
+    bulletin is not there."""
+    path = os.path.join(os.environ.get("IRON_STATE_DIR", ".iron"), "outbox.jsonl")
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if record.get("delivery_id") == bulletin_id and \
+                        (record.get("bulletin") or {}).get("id") == bulletin_id:
+                    return {"delivery_id": bulletin_id, "ts_ms": record.get("ts_ms"),
+                            "channel": record.get("channel"), "dest": record.get("dest")}
+    except FileNotFoundError:
+        pass
+    return None
