@@ -162,6 +162,11 @@ corpus! {
     ];
     delivery_unknown_tool => [w(AEM, "delivery.chat.tool", "server `out` declares no tool `send_text`")];
     unknown_startup => [w(AEM, "msp.sources.feed.startup", "unknown startup mode `eager`")];
+    trigger_unknown_flow => [w(AEM, "triggers.t.flow", "malformed trigger: expert `a` has no flows/nope.py (expected a flow file of skills/a/flows/ (f))")];
+    trigger_two_kinds => [w(AEM, "triggers.t", "give exactly one of `sources`, `schedule` or `webhook`")];
+    trigger_bad_cron => [w(AEM, "triggers.t.schedule", "`every morning` is not a cron expression")];
+    trigger_inline_token => [w(AEM, "triggers.t.webhook", "token `s3cret` is not a reference to a secret")];
+    trigger_source_not_granted => [w(AEM, "triggers.t.sources", "expert `a` is not granted source `feed`, so its flow may not be given its items")];
     unknown_annotation => [w(AEM, "servers.out.tools[0].annotation", "unknown effect `harmless`")];
     missing_aem_file => [w(AEM, "", "required file is missing")];
     invalid_role_name => [w(SKILL, "name", "`Analyst.One` is not a valid role name")];

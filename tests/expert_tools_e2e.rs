@@ -17,7 +17,7 @@ use iron::{
     tools::{Bridge, RemoteCaller, ros::BridgeFuture, serve_bridge},
 };
 use serde_json::{Value, json};
-use support::{Plane, Proc, bin};
+use support::{Plane, Proc, bin, copy_dir};
 use tokio_util::sync::CancellationToken;
 
 const T: Duration = Duration::from_secs(60);
@@ -54,19 +54,6 @@ impl Bridge for Ledger {
                 _ => Ok(json!({"posted": true})),
             }
         })
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 

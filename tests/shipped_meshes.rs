@@ -58,7 +58,22 @@ fn newsroom_is_resolved_as_declared() {
     assert_eq!(own.namespaces, ["facts/newsroom/analyst", "facts/system"]);
 
     let publisher = c.expert("newsroom/publisher").unwrap();
-    assert_eq!(publisher.delivery, ["chat", "terminal"]);
+    assert_eq!(publisher.delivery, ["bulletins", "chat", "terminal"]);
+    // Nobody else may send anything out.
+    for e in c
+        .experts
+        .values()
+        .filter(|e| e.mesh == "newsroom" && e.role != "publisher")
+    {
+        assert!(e.delivery.is_empty(), "{} holds {:?}", e.id, e.delivery);
+    }
+    match &c.mesh("newsroom").unwrap().delivery["bulletins"] {
+        DeliveryChannel::Tool { args, .. } => {
+            assert_eq!(args["bulletin"], "{data}");
+            assert_eq!(args["delivery_id"], "{delivery_id}");
+        }
+        other => panic!("bulletins should be a tool channel, got {other:?}"),
+    }
     assert!(publisher.servers.contains(&"delivery".to_string()));
     match &c.mesh("newsroom").unwrap().delivery["chat"] {
         DeliveryChannel::Tool {
@@ -82,6 +97,19 @@ fn newsroom_is_resolved_as_declared() {
         c.expert("newsroom/monitor").unwrap().peers,
         ["newsroom/analyst"]
     );
+    // New items on either source start the monitor's flow, which is recorded by content.
+    let t = &c.mesh("newsroom").unwrap().triggers["new_items"];
+    assert_eq!((t.role.as_str(), t.flow.as_str()), ("monitor", "monitor"));
+    assert_eq!(
+        t.on,
+        iron::aem::TriggerOn::Sources {
+            sources: vec!["news_wires".into(), "official_feeds".into()],
+            settle_secs: 3
+        }
+    );
+    let monitor = c.expert("newsroom/monitor").unwrap();
+    assert_eq!(monitor.flows[0].path, "flows/monitor.py");
+    assert_eq!(t.flow_sha256, monitor.flows[0].sha256);
 }
 
 #[test]

@@ -216,6 +216,20 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             destination,
             text,
         }) => inbox_send(&cli.router, source, user, destination, text, timeout).await,
+        Command::Ask {
+            question,
+            user,
+            session,
+            wait,
+        } => {
+            let ask = super::ask::Ask {
+                text: question.join(" "),
+                user,
+                session,
+                wait: Duration::from_secs_f64(wait.max(1.0)),
+            };
+            super::ask::run(ask, &cli.router, timeout).await
+        }
         Command::Jobs(command) => super::jobs::run(command).await,
         Command::Msp(command) => super::msp::run(command, &cli.router, timeout).await,
         Command::Bench(BenchCommand::Jobs {
@@ -402,6 +416,21 @@ async fn inbox_send(
         return Err(CliError::Failed("--user must not be empty".into()));
     }
     let (_control, node) = connect(router, timeout).await?;
+    publish_inbox(&node, &source, &user, &destination, &text, timeout).await?;
+    println!("sent");
+    Ok(())
+}
+
+/// Publishes one message on `/iron/raw_inbox`, once the inbox is listening (a message nobody
+/// receives is lost: refuse rather than pretend).
+pub(super) async fn publish_inbox(
+    node: &hiroz::node::ZNode,
+    source: &str,
+    user: &str,
+    destination: &str,
+    text: &str,
+    timeout: Duration,
+) -> Result<(), CliError> {
     let publisher = node
         .create_pub::<InboxMessage>("/iron/raw_inbox")
         .build()
@@ -409,7 +438,6 @@ async fn inbox_send(
             what: "publisher on /iron/raw_inbox".into(),
             source,
         })?;
-    // A message nobody receives is lost: refuse rather than pretend.
     if !publisher.wait_for_subscription(1, timeout).await {
         return Err(CliError::Failed(format!(
             "nobody subscribes to /iron/raw_inbox after {timeout:?}; is the inbox running (`iron up`)?"
@@ -417,10 +445,10 @@ async fn inbox_send(
     }
     let now = crate::spine::control::action::now_stamp();
     let msg = InboxMessage {
-        source,
-        user_id: user,
-        destination,
-        text,
+        source: source.into(),
+        user_id: user.into(),
+        destination: destination.into(),
+        text: text.into(),
         attachments_json: "[]".into(),
         received: hiroz_msgs::builtin_interfaces::Time {
             sec: now.sec,
@@ -433,7 +461,6 @@ async fn inbox_send(
             source,
         }
     })?;
-    println!("sent");
     Ok(())
 }
 

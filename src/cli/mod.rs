@@ -1,6 +1,7 @@
 //! The `iron` command line, and the `main` of node processes. Everything here is thin: it
 //! parses, connects, calls the library, and prints.
 
+mod ask;
 mod bench;
 mod bench_cognition;
 mod bench_stats;
@@ -133,6 +134,27 @@ pub enum Command {
     /// Put a message on the inbox, as a channel would.
     #[command(subcommand)]
     Inbox(InboxCommand),
+    /// Ask a question as the terminal user and print the reply.
+    ///
+    /// The question goes through the inbox like any channel's message; the engine routes it
+    /// and an expert answers (with no model configured, from what it can see and remember,
+    /// quoted). Exits 1 with the reason when the question is refused, not answered, or the
+    /// reply does not come within --wait.
+    Ask {
+        /// The question (several words are joined with spaces).
+        #[arg(required = true)]
+        question: Vec<String>,
+        /// Who is asking.
+        #[arg(long, env = "USER", default_value = "terminal")]
+        user: String,
+        /// Continue this conversation (its name is printed on stderr by every ask); a new one
+        /// by default.
+        #[arg(long)]
+        session: Option<String>,
+        /// Seconds to wait for the reply.
+        #[arg(long, default_value_t = 180.0)]
+        wait: f64,
+    },
     /// Durable jobs: start a flow, list jobs, show a job's diary, approve, signal, resume,
     /// cancel.
     ///

@@ -35,7 +35,7 @@ pub enum MspCommand {
         #[arg(long, env = "FEEDS")]
         feeds: PathBuf,
         /// Seconds between refreshes.
-        #[arg(long, default_value_t = 60)]
+        #[arg(long, env = "FEEDS_INTERVAL", default_value_t = 60)]
         interval: u64,
         /// Items kept, newest first across all feeds.
         #[arg(long, default_value_t = 20)]

@@ -12,23 +12,10 @@ use iron::{
     spine::durable::AnyLog,
 };
 
-use super::{Plane, Proc, bin};
+use super::{Plane, Proc, bin, copy_dir};
 
 /// The answer `lab/clerk` gives.
 pub const CLERK_ANSWER: &str = "Filed: the clerk has it on record.";
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 fn lab_mesh(test_server: &str) -> String {
     format!(

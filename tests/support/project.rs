@@ -21,15 +21,38 @@ impl Project {
     /// A project whose `fast`, `standard` and `strong` models all play `script` (a scripted
     /// backend's YAML).
     pub fn scripted(script: &str) -> Project {
+        let p = Project::configured("");
+        let d = p.dir.path().display().to_string();
+        p.write("script.yaml", script);
+        p.write(
+            "iron.yaml",
+            &format!(
+                "state_dir: {d}\nmodels:\n  backends:\n    offline:\n      kind: scripted\n      script: {d}/script.yaml\n  logical:\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n"
+            ),
+        );
+        p
+    }
+
+    /// A project with no `models:` block: experts run on the offline backend.
+    pub fn offline() -> Project {
+        Project::configured("")
+    }
+
+    /// A project whose `fast`, `standard` and `strong` models are one OpenAI-compatible
+    /// server at `base_url` (a fake one in tests).
+    pub fn openai(base_url: &str) -> Project {
+        Project::configured(&format!(
+            "models:\n  backends:\n    fake:\n      kind: openai\n      base_url: {base_url}/v1\n      model: fake-gpt\n  logical:\n    fast: [fake]\n    standard: [fake]\n    strong: [fake]\n  retry: {{max_attempts: 1}}\n"
+        ))
+    }
+
+    /// A state directory whose `iron.yaml` is `state_dir` followed by `extra`.
+    fn configured(extra: &str) -> Project {
         let dir = tempfile::tempdir().unwrap();
-        let d = dir.path().display().to_string();
-        std::fs::write(dir.path().join("script.yaml"), script).unwrap();
         let config = dir.path().join("iron.yaml");
         std::fs::write(
             &config,
-            format!(
-                "state_dir: {d}\nmodels:\n  backends:\n    offline:\n      kind: scripted\n      script: {d}/script.yaml\n  logical:\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n"
-            ),
+            format!("state_dir: {}\n{extra}", dir.path().display()),
         )
         .unwrap();
         Project {
@@ -42,6 +65,37 @@ impl Project {
             ],
             dir,
         }
+    }
+
+    /// Copies the newsroom's sample feeds (`config/feeds/`) into the project, points the
+    /// newsroom's sources at the copies and makes them refresh every second, so a test can
+    /// add items.
+    pub fn sample_feeds(self) -> Self {
+        let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/feeds");
+        let to = self.path("feeds");
+        super::copy_dir(&from, &to);
+        let official = to.join("official.txt").display().to_string();
+        let wires = to.join("wires.txt").display().to_string();
+        self.env("NEWSROOM_OFFICIAL_FEEDS", &official)
+            .env("NEWSROOM_WIRE_FEEDS", &wires)
+            .env("FEEDS_INTERVAL", "1")
+    }
+
+    /// The shipped launch list (`launch/bringup.yaml`), as text.
+    pub fn shipped_launch_list() -> String {
+        std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("launch/bringup.yaml"),
+        )
+        .unwrap()
+    }
+
+    /// Every record of the delivery bridge's outbox, in order.
+    pub fn outbox(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.path("outbox.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("an outbox line is JSON"))
+            .collect()
     }
 
     /// Adds `name=value` to the environment of every process.

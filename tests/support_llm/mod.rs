@@ -67,18 +67,33 @@ impl FakeServer {
     /// Starts on a free port; each request takes the next reply (a 500 saying so when none
     /// is left).
     pub async fn start(replies: Vec<Reply>) -> Self {
+        let replies = Mutex::new(VecDeque::from(replies));
+        Self::respond(move |_| {
+            replies.lock().unwrap().pop_front().unwrap_or_else(|| {
+                Reply::status(
+                    500,
+                    json!({"error": {"message": "fake server: no scripted reply left"}}),
+                )
+            })
+        })
+        .await
+    }
+
+    /// Starts on a free port; each request is answered by `answer` (for answers that depend
+    /// on what was asked).
+    pub async fn respond(answer: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let answer: Answer = Arc::new(answer);
         let recorded = requests.clone();
         let accept = tokio::spawn(async move {
             // Connection tasks live in this set, so aborting the accept task ends them too.
             let mut connections = JoinSet::new();
             while let Ok((stream, _)) = listener.accept().await {
-                connections.spawn(serve(stream, recorded.clone(), replies.clone()));
+                connections.spawn(serve(stream, recorded.clone(), answer.clone()));
             }
         });
         Self {
@@ -99,21 +114,14 @@ impl FakeServer {
     }
 }
 
-async fn serve(
-    mut stream: TcpStream,
-    recorded: Arc<Mutex<Vec<Recorded>>>,
-    replies: Arc<Mutex<VecDeque<Reply>>>,
-) {
+type Answer = Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>;
+
+async fn serve(mut stream: TcpStream, recorded: Arc<Mutex<Vec<Recorded>>>, answer: Answer) {
     let Some(request) = read_request(&mut stream).await else {
         return;
     };
+    let reply = answer(&request);
     recorded.lock().unwrap().push(request);
-    let reply = replies.lock().unwrap().pop_front().unwrap_or_else(|| {
-        Reply::status(
-            500,
-            json!({"error": {"message": "fake server: no scripted reply left"}}),
-        )
-    });
     let (status, body, headers) = match reply {
         Reply::Hang => {
             std::future::pending::<()>().await;

@@ -145,24 +145,24 @@ def _cid(report_id):
 
 
 def _guard(raw, claims, by_id):
-    """Each claim's verdict, from the analyst's answer where it has one, under the rule no
-    answer can bend: confirmed needs two different owners among the claim's own supporting
-    reports and no denial. A claim the analyst did not rate is single_source."""
+    """Each claim's verdict, from the analyst's answer where it has one, under rules no answer
+    can bend: a claim with a denial is contradicted; confirmed needs two different owners among
+    the claim's own supporting reports. A claim the analyst did not rate is single_source."""
     given = {v.get("claim"): v for v in raw if isinstance(v, dict)} if isinstance(raw, list) else {}
     verdicts = []
     for c in claims:
         members = {r["id"]: r["stance"] for r in c["reports"]}
         v = given.get(c["id"], {})
         status = v.get("status") if v.get("status") in STATUSES else "single_source"
-        supporting = [r for r in v.get("supporting") or [] if members.get(r) is not None]
-        denying = [r for r in v.get("denying") or [] if members.get(r) is not None]
-        if not supporting and not denying:
-            supporting = [r for r, s in members.items() if s == "supports"]
-            denying = [r for r, s in members.items() if s == "denies"]
+        # A denial seen by either the grouping or the cross-check counts; a denier is never
+        # a supporter.
+        denying = sorted({r for r in v.get("denying") or [] if r in members}
+                         | {r for r, s in members.items() if s == "denies"})
+        supporting = [r for r in (v.get("supporting") or list(members))
+                      if r in members and r not in denying]
         owners = {by_id[r]["owner"] for r in supporting}
-        if denying or any(s == "denies" for s in members.values()):
-            if status == "confirmed":
-                status = "contradicted"
+        if denying:
+            status = "contradicted"
         if status == "confirmed" and len(owners) < 2:
             status = "single_source"
         verdicts.append({"claim": c["id"], "text": v.get("text") or c["text"], "status": status,
