@@ -3,10 +3,13 @@
 //! small model for `(domain, instruction)` pairs, validates them against the catalog, and
 //! falls back to the offline router on anything invalid).
 
+mod concepts;
+mod eval;
 mod lexical;
 mod model_router;
 mod offline;
 
+pub use eval::{RoutingReport, accuracy};
 pub use model_router::{ModelRouter, ROUTER_PROMPT};
 pub use offline::OfflineRouter;
 
