@@ -418,3 +418,39 @@ async fn iron_ask_answers_from_what_the_newsroom_sees_without_a_model() {
         String::from_utf8_lossy(&nobody.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_whose_expert_cannot_start_says_why() {
+    // A model whose script file does not exist: the expert refuses to configure.
+    let p = Project::offline();
+    let d = p.dir.path().display().to_string();
+    p.write(
+        "iron.yaml",
+        &format!(
+            "state_dir: {d}\nmodels:\n  backends:\n    broken:\n      kind: scripted\n      script: {d}/no-such-script.yaml\n  logical:\n    fast: [broken]\n    standard: [broken]\n    strong: [broken]\n"
+        ),
+    );
+    let list = "nodes:\n  - {name: delivery, namespace: /iron/tools, executable: delivery_node, autostart: true}\n  - {name: engine, namespace: /iron, executable: engine_node, autostart: true}\n";
+    let up = p.up(list, &[]);
+    up.wait_for("/iron/engine: active", Duration::from_secs(30));
+    let out = p.iron(&[
+        "task",
+        "send",
+        "--wait",
+        "60",
+        "--domain",
+        "newsroom/analyst",
+        "is the bridge closed?",
+    ]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("did not become active: configure failed: model"),
+        "{said}"
+    );
+    assert!(said.contains("no-such-script.yaml"), "{said}");
+}

@@ -219,3 +219,35 @@ pub(super) async fn tools(calls: usize) -> Result<(), CliError> {
         })?;
     Ok(())
 }
+
+/// `iron bench routing`: the offline router on a labelled set.
+pub(super) fn routing(set: &std::path::Path, aem: &std::path::Path) -> Result<(), CliError> {
+    use crate::llm::router::{OfflineRouter, accuracy};
+    let catalog = crate::aem::compile(aem)?;
+    let mut router = OfflineRouter::new(&catalog);
+    if catalog
+        .expert("core/assistant")
+        .is_some_and(|e| e.spawnable)
+    {
+        router = router
+            .with_fallback("core/assistant")
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+    }
+    let text = std::fs::read_to_string(set).map_err(|source| CliError::Io {
+        what: format!("reading {}", set.display()),
+        source,
+    })?;
+    let report = accuracy(&router, &text)
+        .map_err(|e| CliError::Failed(format!("{}: {e}", set.display())))?;
+    for miss in &report.misses {
+        println!("miss {miss}");
+    }
+    println!(
+        "bench routing.accuracy {:.1} % ({} of {} cases, {})",
+        report.accuracy() * 100.0,
+        report.cases - report.misses.len(),
+        report.cases,
+        set.display()
+    );
+    Ok(())
+}

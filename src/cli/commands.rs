@@ -246,6 +246,10 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             super::bench_cognition::cognition(messages, starts, timeout).await
         }
         Command::Bench(BenchCommand::Tools { calls }) => bench::tools(calls).await,
+        Command::Bench(BenchCommand::Routing { set, aem }) => bench::routing(&set, &aem),
+        Command::Bench(BenchCommand::Newsroom { feeds, items, new }) => {
+            super::bench_newsroom::newsroom(feeds, items, new).await
+        }
         Command::Bench(BenchCommand::Log { events, nats }) => bench::log(events, nats).await,
     }
 }

@@ -4,6 +4,7 @@
 mod ask;
 mod bench;
 mod bench_cognition;
+mod bench_newsroom;
 mod bench_stats;
 mod commands;
 mod jobs;
@@ -367,6 +368,31 @@ pub enum BenchCommand {
         /// Cold starts of each kind.
         #[arg(long, default_value_t = 30)]
         starts: usize,
+    },
+    /// Offline routing accuracy on a labelled set of instructions (`{"cases": [{"instruction",
+    /// "expert"}]}`) against the catalog compiled from --aem; prints each miss.
+    Routing {
+        /// The labelled set.
+        #[arg(long, default_value = "tests/fixtures/routing/labelled.json")]
+        set: std::path::PathBuf,
+        /// The agent folders.
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
+    },
+    /// The newsroom end to end, offline, on generated feeds: items/s from the sources' first
+    /// refresh to the published bulletin, the offline judgment's time per item and the log's
+    /// share of the time, and the time from one new item to its bulletin (p50). Runs the
+    /// shipped launch list with its own router and state; run it from the repository root.
+    Newsroom {
+        /// Feeds to generate (half official, half outlets of shared owners).
+        #[arg(long, default_value_t = 20)]
+        feeds: usize,
+        /// Items across them.
+        #[arg(long, default_value_t = 1000)]
+        items: usize,
+        /// New items (at most 10) added one at a time afterwards, each timed to its bulletin.
+        #[arg(long, default_value_t = 5)]
+        new: usize,
     },
     /// Durable jobs: a journaled no-op step (p50/p99) against one raw JetStream publish-ack,
     /// the extra cost of a Python-flow step, and the time to resume a job with a 10,000-step

@@ -38,7 +38,7 @@ pub enum MspCommand {
         #[arg(long, env = "FEEDS_INTERVAL", default_value_t = 60)]
         interval: u64,
         /// Items kept, newest first across all feeds.
-        #[arg(long, default_value_t = 20)]
+        #[arg(long, env = "FEEDS_MAX_ITEMS", default_value_t = 20)]
         max_items: usize,
         /// Refresh once and exit.
         #[arg(long)]
@@ -89,7 +89,7 @@ async fn feeds_loop(
     loop {
         let line = match feeds::refresh(list, max_items, &http).await {
             Ok(snap) => {
-                tracing::info!(
+                tracing::debug!(
                     set,
                     feeds = snap.feeds,
                     items = snap.items.len(),

@@ -118,7 +118,12 @@ impl StderrTail {
                 .expect("stderr tail lock")
                 .iter()
                 .rev()
-                .find_map(|l| l.split_once(marker).map(|(_, r)| r.trim().to_string()));
+                .find_map(|l| {
+                    let (_, reason) = l.split_once(marker)?;
+                    // The log line ends with its fields (` node=/iron/…`): not part of why.
+                    let reason = reason.rsplit_once(" node=").map_or(reason, |(r, _)| r);
+                    Some(reason.trim().to_string())
+                });
             if found.is_some() {
                 return found;
             }

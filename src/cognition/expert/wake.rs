@@ -43,6 +43,24 @@ pub fn recall_prefixes(mounts: &[MemoryMount]) -> Vec<String> {
     prefixes
 }
 
+/// Most words of an instruction that recall searches for.
+const RECALL_WORDS: usize = 64;
+
+/// What recall searches for: the instruction's own words, without a structured task's data
+/// (an `iron-task` block can hold thousands of items, which would make the search both slow
+/// and meaningless), at most [`RECALL_WORDS`] of them.
+pub fn recall_query(instruction: &str) -> String {
+    let prose = instruction
+        .split(crate::llm::offline::TASK_FENCE)
+        .next()
+        .unwrap_or("");
+    prose
+        .split_whitespace()
+        .take(RECALL_WORDS)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// An expert's mounts, resolved at `configure`.
 #[derive(Debug, Clone)]
 pub struct Mounts {
@@ -92,7 +110,7 @@ impl Mounts {
             self.tenant.clone(),
             self.prefixes.clone(),
         );
-        let instruction = instruction.to_string();
+        let instruction = recall_query(instruction);
         let found = tokio::task::spawn_blocking(move || {
             let recall = Recall::open(&path)?;
             let mut hits = Vec::new();
@@ -158,6 +176,17 @@ mod tests {
             access,
             namespaces: ns.iter().map(|s| s.to_string()).collect(),
         }
+    }
+
+    #[test]
+    fn recall_searches_the_instructions_words_not_a_tasks_data() {
+        let task = format!(
+            "Cross-check these claims.\n\n{}\n{{\"reports\": [\"harbour\"]}}\n```",
+            crate::llm::offline::TASK_FENCE
+        );
+        assert_eq!(recall_query(&task), "Cross-check these claims.");
+        let long = "word ".repeat(500);
+        assert_eq!(recall_query(&long).split(' ').count(), RECALL_WORDS);
     }
 
     #[test]

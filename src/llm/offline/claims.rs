@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::text;
+use crate::msp::date::parse_rfc3339;
 
 /// Mean similarity at which two clusters are one event. On the planted fixture, rewordings of
 /// one event by different outlets score 0.27–0.65 pairwise (the four-report bridge cluster links
@@ -135,7 +136,7 @@ type States = BTreeMap<&'static str, BTreeSet<String>>;
 
 /// What grouping and stance need to know about one report.
 struct Features {
-    time: Option<(i64, u32)>,
+    time: Option<i64>,
     has_summary: bool,
     title: Bag,
     full: Bag,
@@ -219,7 +220,7 @@ impl Features {
     /// Whether the two can never be one event (see "Vetoes" in the module docs).
     fn cannot_link(&self, other: &Features) -> bool {
         let too_far = matches!((self.time, other.time),
-            (Some(a), Some(b)) if (a.0 - b.0).abs() > SAME_EVENT_WINDOW_SECS);
+            (Some(a), Some(b)) if (a - b).abs() > SAME_EVENT_WINDOW_SECS);
         let unknown_name =
             |a: &Features, b: &Features| a.names.iter().any(|n| !b.mentions.contains(n));
         let elsewhere = unknown_name(self, other) && unknown_name(other, self);
@@ -557,51 +558,6 @@ pub fn newsroom(reports: &[Report]) -> Vec<Verdict> {
         .collect()
 }
 
-/// Seconds and nanoseconds since the Unix epoch of an RFC 3339 timestamp, or `None`.
-fn parse_rfc3339(s: &str) -> Option<(i64, u32)> {
-    let s = s.trim();
-    let num = |from: usize, to: usize| -> Option<i64> {
-        let part = s
-            .get(from..to)
-            .filter(|p| p.bytes().all(|c| c.is_ascii_digit()))?;
-        part.parse().ok()
-    };
-    let b = s.as_bytes();
-    let shape = b.len() >= 20 && (b[4], b[7], b[13], b[16]) == (b'-', b'-', b':', b':');
-    if !shape || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    let (year, month, day) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
-    let (hour, minute, second) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
-    let in_range = (1..=12).contains(&month) && (1..=31).contains(&day);
-    if !in_range || hour > 23 || minute > 59 || second > 60 {
-        return None;
-    }
-    let (mut rest, mut nanos) = (&s[19..], 0);
-    if let Some(frac) = rest.strip_prefix('.') {
-        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
-        let padded = format!("{:0<9}", &frac[..digits.min(9)]);
-        nanos = padded.parse().ok().filter(|_| digits > 0)?;
-        rest = &frac[digits..];
-    }
-    let offset = match rest.as_bytes() {
-        [b'Z' | b'z'] => 0,
-        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
-            let at = s.len() - rest.len();
-            let (h, m) = (num(at + 1, at + 3)?, num(at + 4, at + 6)?);
-            (h * 3600 + m * 60) * if *sign == b'-' { -1 } else { 1 }
-        }
-        _ => return None,
-    };
-    // Days since 1970-01-01 of the civil date (H. Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let (era, yoe) = (y.div_euclid(400), y.rem_euclid(400));
-    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
-    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
-    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset;
-    Some((seconds, nanos))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -907,24 +863,6 @@ mod tests {
             "contradicted: portmere-education denies what sample-wire reports",
         ];
         assert_eq!(["pm-01", "pm-05", "pm-08", "pm-10"].map(reason), reasons);
-    }
-
-    #[test]
-    fn timestamps_parse() {
-        let utc = parse_rfc3339("2026-11-30T06:30:00Z");
-        assert_eq!(parse_rfc3339("2026-11-30T07:30:00+01:00"), utc);
-        assert_eq!(parse_rfc3339("2026-11-30T01:30:00-05:00"), utc);
-        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some((0, 0)));
-        let fraction = parse_rfc3339("2000-03-01T00:00:00.25Z");
-        assert_eq!(fraction, Some((951_868_800, 250_000_000)));
-        let bad = [
-            "",
-            "later",
-            "2026-11-30",
-            "2026-13-01T00:00:00Z",
-            "2026-11-30T07:30:00",
-        ];
-        assert_eq!(bad.map(parse_rfc3339), [None; 5]);
     }
 
     #[test]

@@ -11,8 +11,9 @@ least two different owners and nothing denies it, and a claim already published 
 same status is never published again.
 
 Input (from the trigger): `items` (every current item of the watched sources: id, title,
-summary, url, published, outlet, owner, feed, source), `new` (the ids that fired it),
-`channel` and `dest` (where bulletins go).
+summary, url, published, outlet, owner, feed, source), `new` (`<source>:<id>` of the items
+that fired it; only claims holding one are checked again), `channel` and `dest` (where
+bulletins go).
 """
 
 import hashlib
@@ -32,10 +33,14 @@ def run(ctx, input):
 
     grouped = _ask(ctx, "group", "newsroom/monitor", GROUP, {
         "iron_task": "group_claims", "reports": reports})
-    claims = _claims(grouped.get("claims"), by_id)
+    claims = _affected(_claims(grouped.get("claims"), by_id), input.get("new"))
+    if not claims:
+        return {"published": None, "reason": "no claim has a new item"}
 
+    involved = {r["id"] for c in claims for r in c["reports"]}
     checked = _ask(ctx, "cross_check", "newsroom/analyst", CROSS_CHECK, {
-        "iron_task": "cross_check", "claims": claims, "reports": reports})
+        "iron_task": "cross_check", "claims": claims,
+        "reports": [r for r in reports if r["id"] in involved]})
     verdicts = _guard(checked.get("verdicts"), claims, by_id)
 
     history = ctx.step("published", published_claims)
@@ -138,6 +143,15 @@ def _claims(raw, by_id):
             claims.append({"id": _cid(rid), "text": r["title"],
                            "reports": [{"id": rid, "stance": "supports"}]})
     return claims
+
+
+def _affected(claims, new):
+    """The claims a new item belongs to (every claim when the input names no new items): only
+    these can have changed since the last bulletin, so only these are checked again."""
+    if not isinstance(new, list):
+        return claims
+    ids = {n.split(":", 1)[-1] for n in new if isinstance(n, str)}
+    return [c for c in claims if any(r["id"] in ids for r in c["reports"])]
 
 
 def _cid(report_id):

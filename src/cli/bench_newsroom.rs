@@ -1,0 +1,478 @@
+//! `iron bench newsroom`: the newsroom's pipeline end to end, offline, on generated feeds.
+//!
+//! It writes `--feeds` RSS feeds holding `--items` items about generated events (each event
+//! reported, in different words, by one to three feeds of different owners; half the feeds
+//! are official bodies, the other half outlets of shared owners), runs the shipped launch list
+//! through `iron up` with a private router and state directory, and measures from the log:
+//!
+//! - **throughput**: items from the sources' first refresh to the published bulletin, per
+//!   second;
+//! - **offline judgment**: grouping, cross-checking and wording of the same items, timed in
+//!   this process, per item and as a share of the end-to-end time;
+//! - **log**: the events the run wrote to the log (MEM and JOBS), written again with the same
+//!   sizes to a fresh embedded log in this process, as a share of the end-to-end time;
+//! - **latency**: `--new` single new items added one after another, each timed from the
+//!   moment its feed file is written to its bulletin in the outbox (p50, max).
+//!
+//! Run it from the repository root (it uses `launch/bringup.yaml` and `aem/`).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+use tokio::process::{Child, Command};
+
+use super::CliError;
+use super::bench_stats::{beside_iron, ms, pct};
+use crate::core::{
+    durable::{AppendRequest, EventLog},
+    envelope::Envelope,
+    event_kind::EventKind,
+};
+use crate::llm::offline::{bulletin, claims};
+use crate::spine::durable::{
+    AnyLog,
+    streams::{JOBS, MEM},
+};
+
+/// What an event can be about.
+const OBJECTS: &[&str] = &[
+    "bridge", "tunnel", "school", "clinic", "station", "market", "pier", "library", "depot",
+    "stadium", "hospital", "museum",
+];
+const PLACES: &[&str] = &[
+    "Quay Street",
+    "Harbour Road",
+    "Mill Lane",
+    "North Dock",
+    "Castle Hill",
+    "Fen Row",
+    "Lantern Square",
+    "Rope Walk",
+    "Salt Marsh",
+    "Tanner Gate",
+    "Bell Yard",
+    "Kiln Close",
+    "Orchard Rise",
+    "Ferry Steps",
+    "Copper Lane",
+    "Beacon Hill",
+    "Weir Street",
+    "Anchor Way",
+    "Slate Row",
+    "Gull Point",
+];
+/// Ways to say what happened: (subject-first headline, event-first headline).
+const HAPPENINGS: &[(&str, &str)] = &[
+    ("closed for inspection", "Inspection shuts"),
+    ("evacuated after gas leak", "Gas leak forces evacuation of"),
+    ("flooded after storm", "Storm floods"),
+    ("damaged by fire", "Fire damages"),
+    ("loses power overnight", "Power cut hits"),
+];
+/// Events unlike the generated ones and unlike each other, one per new item.
+const NEW_EVENTS: &[&str] = &[
+    "Sinkhole opens on Unmapped Road",
+    "Whale stranded on Gull Point beach",
+    "Lightning strikes church spire in Old Town",
+    "Escaped flamingos seen near the botanical gardens",
+    "Water taxi runs aground off the marina",
+    "Landslide blocks coastal railway line",
+    "Cyclists stage protest against toll scheme",
+    "Rare orchid found in abandoned quarry",
+    "Ice rink roof collapses under snow",
+    "Fishing fleet stays in port as gale nears",
+];
+
+/// Feed owners: official feeds own themselves; outlets come in pairs under one owner.
+const FEEDS_PER_OWNER: usize = 2;
+
+fn io(what: &str) -> impl FnOnce(std::io::Error) -> CliError {
+    let what = what.to_string();
+    move |source| CliError::Io { what, source }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// One generated item.
+struct Item {
+    feed: usize,
+    guid: String,
+    title: String,
+    minute: usize,
+}
+
+/// `items` items about generated events across `feeds` feeds.
+fn generate(feeds: usize, items: usize) -> Vec<Item> {
+    let mut out = Vec::with_capacity(items);
+    let mut event = 0usize;
+    while out.len() < items {
+        let object = OBJECTS[event % OBJECTS.len()];
+        let place = PLACES[(event / OBJECTS.len()) % PLACES.len()];
+        let (done, doing) = HAPPENINGS[(event / (OBJECTS.len() * PLACES.len())) % HAPPENINGS.len()];
+        // One to three reports of each event, from feeds far apart (different owners).
+        let reports = 1 + event % 3;
+        for r in 0..reports.min(items - out.len()) {
+            let feed = (event * 7 + r * (feeds / 3).max(1)) % feeds;
+            let title = if r % 2 == 0 {
+                format!("{place} {object} {done}")
+            } else {
+                format!("{doing} {object} on {place}")
+            };
+            out.push(Item {
+                feed,
+                guid: format!("gen-{event}-{r}"),
+                title,
+                minute: out.len(),
+            });
+        }
+        event += 1;
+    }
+    out
+}
+
+fn rss(title: &str, items: &[&Item]) -> String {
+    let mut xml = format!(
+        "<?xml version=\"1.0\"?>\n<!-- Generated by iron bench newsroom; invented. -->\n<rss version=\"2.0\"><channel><title>{title}</title>\n"
+    );
+    for i in items {
+        let secs = 1_796_000_000 + i.minute as i64 * 60;
+        let date = chrono::DateTime::from_timestamp(secs, 0)
+            .map(|t| t.to_rfc2822())
+            .unwrap_or_default();
+        xml.push_str(&format!(
+            "<item><title>{}</title><link>https://gen.example/{}</link><guid>{}</guid><pubDate>{date}</pubDate></item>\n",
+            i.title, i.guid, i.guid
+        ));
+    }
+    xml.push_str("</channel></rss>\n");
+    xml
+}
+
+/// Writes the feeds and the two feed lists; returns the lists.
+fn write_feeds(dir: &Path, feeds: usize, items: &[Item]) -> Result<(PathBuf, PathBuf), CliError> {
+    std::fs::create_dir_all(dir).map_err(io("creating the feeds folder"))?;
+    let (mut official, mut wires) = (String::new(), String::new());
+    for f in 0..feeds {
+        let mine: Vec<&Item> = items.iter().filter(|i| i.feed == f).collect();
+        let name = format!("feed-{f:02}.xml");
+        std::fs::write(dir.join(&name), rss(&format!("Generated feed {f}"), &mine))
+            .map_err(io("writing a feed"))?;
+        let list = if f.is_multiple_of(2) {
+            &mut official
+        } else {
+            &mut wires
+        };
+        list.push_str(&format!("{name} owner={}\n", owner(f)));
+    }
+    let (o, w) = (dir.join("official.txt"), dir.join("wires.txt"));
+    std::fs::write(&o, official).map_err(io("writing a feed list"))?;
+    std::fs::write(&w, wires).map_err(io("writing a feed list"))?;
+    Ok((o, w))
+}
+
+/// The owner of feed `f`: even feeds are official bodies (each its own owner), odd ones are
+/// outlets, [`FEEDS_PER_OWNER`] to an owner.
+fn owner(f: usize) -> String {
+    if f.is_multiple_of(2) {
+        format!("official-{f}")
+    } else {
+        format!("media-{}", f / (2 * FEEDS_PER_OWNER))
+    }
+}
+
+/// The reports the offline judgment sees for `items` (as the feeds program would give them).
+fn reports(items: &[Item]) -> Vec<claims::Report> {
+    items
+        .iter()
+        .map(|i| claims::Report {
+            id: i.guid.clone(),
+            title: i.title.clone(),
+            summary: String::new(),
+            url: format!("https://gen.example/{}", i.guid),
+            published: Some(crate::msp::date::rfc3339(
+                1_796_000_000 + i.minute as i64 * 60,
+            )),
+            outlet: format!("Generated feed {}", i.feed),
+            owner: owner(i.feed),
+            source: String::new(),
+        })
+        .collect()
+}
+
+/// Runs the benchmark.
+pub(super) async fn newsroom(feeds: usize, items: usize, new: usize) -> Result<(), CliError> {
+    if feeds < 2 || items < feeds || new > NEW_EVENTS.len() {
+        return Err(CliError::Failed(format!(
+            "give at least 2 feeds, at least one item per feed, and at most {} new items",
+            NEW_EVENTS.len()
+        )));
+    }
+    for needed in ["launch/bringup.yaml", "aem/newsroom/AEM.md"] {
+        if !Path::new(needed).is_file() {
+            return Err(CliError::Failed(format!(
+                "{needed} is not here; run iron bench newsroom from the repository root"
+            )));
+        }
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("iron-bench-newsroom-")
+        .tempdir()
+        .map_err(io("creating a state directory"))?;
+    let generated = generate(feeds, items);
+    let (official, wires) = write_feeds(&dir.path().join("feeds"), feeds, &generated)?;
+
+    // The offline judgment on the same items, in this process.
+    let judged_at = Instant::now();
+    let r = reports(&generated);
+    let verdicts = claims::newsroom(&r);
+    let lines: Vec<bulletin::Line> = verdicts
+        .iter()
+        .map(|v| bulletin::Line {
+            claim: v.claim.clone(),
+            text: v.text.clone(),
+            status: v.status,
+            sources: Vec::new(),
+            corrects: None,
+            previous_status: None,
+        })
+        .collect();
+    let wording = bulletin::write(&lines);
+    let judgment = judged_at.elapsed();
+    let confirmed = verdicts
+        .iter()
+        .filter(|v| v.status == claims::Status::Confirmed)
+        .count();
+    println!(
+        "bench newsroom.generated {} items {} feeds {} claims {} confirmed ({} chars of bulletin)",
+        generated.len(),
+        feeds,
+        verdicts.len(),
+        confirmed,
+        wording.text.len()
+    );
+
+    let config = dir.path().join("iron.yaml");
+    std::fs::write(&config, format!("state_dir: {}\n", dir.path().display()))
+        .map_err(io("writing the config"))?;
+    let port = crate::launch::nats::free_port().map_err(io("finding a free port"))?;
+    let router = format!("tcp/127.0.0.1:{port}");
+    let started = now_ms();
+    let mut up = spawn_up(&config, &router, &official, &wires, items)?;
+    let log = AnyLog::open(&crate::core::config::Config {
+        state_dir: dir.path().to_path_buf(),
+        ..Default::default()
+    })
+    .await?;
+    let outbox = dir.path().join("outbox.jsonl");
+    let result = measure(
+        &log,
+        &outbox,
+        started,
+        items,
+        judgment,
+        &dir.path().join("feeds"),
+        new,
+        &generated,
+    )
+    .await;
+    let _ = up.start_kill();
+    let _ = up.wait().await;
+    result
+}
+
+fn spawn_up(
+    config: &Path,
+    router: &str,
+    official: &Path,
+    wires: &Path,
+    items: usize,
+) -> Result<Child, CliError> {
+    Command::new(beside_iron("iron")?)
+        .args(["up", "--launch", "launch/bringup.yaml", "--aem", "aem"])
+        .env("IRON_CONFIG", config)
+        .env("IRON_ROUTER", router)
+        .env("NEWSROOM_OFFICIAL_FEEDS", official)
+        .env("NEWSROOM_WIRE_FEEDS", wires)
+        .env("FEEDS_INTERVAL", "1")
+        .env("FEEDS_MAX_ITEMS", (items + 100).to_string())
+        .env("RUST_LOG", "warn,zenoh=error,hiroz=error")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(io("starting iron up"))
+}
+
+/// The outbox's records.
+fn outbox(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Waits (up to `limit`) until the outbox has `n` records; the `n`th.
+async fn nth_record(path: &Path, n: usize, limit: Duration) -> Result<Value, CliError> {
+    let until = Instant::now() + limit;
+    loop {
+        if let Some(r) = outbox(path).into_iter().nth(n - 1) {
+            return Ok(r);
+        }
+        if Instant::now() > until {
+            return Err(CliError::Failed(format!(
+                "no bulletin #{n} within {}s; run `iron up` by hand on the generated feeds to see why",
+                limit.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn measure(
+    log: &AnyLog,
+    outbox_path: &Path,
+    started: u64,
+    items: usize,
+    judgment: Duration,
+    feeds_dir: &Path,
+    new: usize,
+    generated: &[Item],
+) -> Result<(), CliError> {
+    let first = nth_record(outbox_path, 1, Duration::from_secs(600)).await?;
+    let published = first["ts_ms"].as_u64().unwrap_or(0);
+    let mem = log.read(MEM, "mem.>", 1, 1_000_000).await.map_err(fail)?;
+    let jobs = log.read(JOBS, "jobs.>", 1, 1_000_000).await.map_err(fail)?;
+    let refreshed = mem
+        .iter()
+        .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
+        .filter(|e| e.kind == EventKind::SourceChanged)
+        .map(|e| e.ts)
+        .min()
+        .unwrap_or(started);
+    let span = Duration::from_millis(published.saturating_sub(refreshed));
+    println!(
+        "bench newsroom.first_bulletin {:.0} ms after iron up ({:.0} ms after the first refresh)",
+        published.saturating_sub(started) as f64,
+        ms(span)
+    );
+    println!(
+        "bench newsroom.throughput {:.1} items/s ({items} items, first refresh to published bulletin)",
+        items as f64 / span.as_secs_f64().max(1e-9)
+    );
+    println!(
+        "bench newsroom.offline_judgment {:.1} us/item ({:.0} ms for {items} items; {:.1} % of the end-to-end time)",
+        judgment.as_secs_f64() * 1e6 / items as f64,
+        ms(judgment),
+        100.0 * judgment.as_secs_f64() / span.as_secs_f64().max(1e-9)
+    );
+    println!("bench newsroom.steps {}", steps(&jobs));
+    let sizes: Vec<usize> = mem.iter().chain(&jobs).map(|m| m.payload.len()).collect();
+    let log_time = replay_writes(&sizes).await?;
+    println!(
+        "bench newsroom.log {} events ({} KiB) written; the same writes to a fresh embedded log take {:.0} ms ({:.1} % of the end-to-end time)",
+        sizes.len(),
+        sizes.iter().sum::<usize>() / 1024,
+        ms(log_time),
+        100.0 * log_time.as_secs_f64() / span.as_secs_f64().max(1e-9)
+    );
+
+    // New items, one at a time: from the feed file written to its bulletin.
+    let mut latencies = Vec::with_capacity(new);
+    let feed = generated.first().map_or(0, |i| i.feed);
+    let path = feeds_dir.join(format!("feed-{feed:02}.xml"));
+    for (k, title) in NEW_EVENTS.iter().take(new).enumerate() {
+        let text = std::fs::read_to_string(&path).map_err(io("reading a feed"))?;
+        let item = format!(
+            "<item><title>{title}</title><link>https://gen.example/new-{k}</link><guid>new-{k}</guid></item>\n</channel>"
+        );
+        let written = Instant::now();
+        std::fs::write(&path, text.replacen("</channel>", &item, 1))
+            .map_err(io("adding an item"))?;
+        nth_record(outbox_path, 2 + k, Duration::from_secs(120)).await?;
+        latencies.push(written.elapsed());
+    }
+    if !latencies.is_empty() {
+        latencies.sort();
+        println!(
+            "bench newsroom.new_item_to_bulletin p50 {:.0} ms max {:.0} ms ({} items; feeds refresh every 1 s, the trigger settles 3 s)",
+            ms(pct(&latencies, 50.0)),
+            ms(*latencies.last().unwrap_or(&Duration::ZERO)),
+            latencies.len()
+        );
+    }
+    Ok(())
+}
+
+/// Where the first job's time went, from its diary: trigger to first request, then each expert
+/// request to its answer.
+fn steps(jobs: &[crate::core::durable::StoredMessage]) -> String {
+    use crate::jobs::{Entry, JobEvent};
+    let entries: Vec<Entry> = jobs
+        .iter()
+        .filter(|m| m.subject.contains(".evt."))
+        .filter_map(|m| serde_json::from_slice(&m.payload).ok())
+        .collect();
+    let Some(job) = entries.first().map(|e| e.job.clone()) else {
+        return "(no job)".into();
+    };
+    let mine: Vec<&Entry> = entries.iter().filter(|e| e.job == job).collect();
+    let started = mine.first().map_or(0, |e| e.ts);
+    let mut parts = Vec::new();
+    let mut last = started;
+    for e in &mine {
+        if let JobEvent::ExpertRequested { domain, signal, .. } = &e.event {
+            parts.push(format!("wait {} ms", e.ts.saturating_sub(last)));
+            if let Some(answer) = mine
+                .iter()
+                .find(|a| matches!(&a.event, JobEvent::Signal { name, .. } if name == signal))
+            {
+                let role = domain.rsplit('/').next().unwrap_or(domain);
+                parts.push(format!("{role} {} ms", answer.ts.saturating_sub(e.ts)));
+                last = answer.ts;
+            }
+        }
+    }
+    if let Some(done) = mine
+        .iter()
+        .find(|e| matches!(e.event, JobEvent::Done { .. }))
+    {
+        parts.push(format!("to done {} ms", done.ts.saturating_sub(last)));
+    }
+    parts.join(", ")
+}
+
+fn fail(e: impl std::fmt::Display) -> CliError {
+    CliError::Failed(format!("reading the log: {e}"))
+}
+
+/// Appends messages of `sizes` one after another to a fresh embedded log; how long it took.
+async fn replay_writes(sizes: &[usize]) -> Result<Duration, CliError> {
+    let dir = tempfile::tempdir().map_err(io("creating a scratch log"))?;
+    let log = AnyLog::open(&crate::core::config::Config {
+        state_dir: dir.path().to_path_buf(),
+        ..Default::default()
+    })
+    .await?;
+    let t = Instant::now();
+    for (i, size) in sizes.iter().enumerate() {
+        log.append(AppendRequest {
+            subject: "mem.bench.replay".into(),
+            msg_id: format!("replay-{i}"),
+            payload: vec![b'x'; *size],
+            expected_last_subject_seq: None,
+        })
+        .await
+        .map_err(fail)?;
+    }
+    Ok(t.elapsed())
+}
