@@ -382,7 +382,91 @@ where
     assert!(matches!(r.state, JobState::Done { .. }), "{r:?}");
 }
 
+async fn an_effect_by_an_expert_is_asked_once_and_confirmed_by_observation<H: Harness>(mut h: H)
+where
+    H::Log: IntoAny,
+{
+    let log = h.open().await.any();
+    let fence = fence(&log, "r1").await;
+    let f = flows(Variant::Original);
+    let world = h.dir().join("world");
+    let input = json!({"file": world});
+    let waiting = JobState::Waiting {
+        on: "effect:publish#0".into(),
+    };
+    let (_, job) = ops::start(&log, "test/ops/publish", input.clone(), None)
+        .await
+        .unwrap();
+    let r = run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    assert_eq!(r.state, waiting);
+    // Woken again before the expert answered: nothing is asked twice.
+    run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    assert_eq!(
+        kinds(&log, &job).await,
+        [
+            "job_started",
+            "effect_intent",
+            "expert_requested",
+            "waiting"
+        ]
+    );
+    // The expert did it and says so: confirmed by a fresh observation.
+    std::fs::write(&world, "posted\n").unwrap();
+    let done = json!({"goal_status": "succeeded", "status": "succeeded", "text": "sent"});
+    ops::signal(&log, &job, "effect:publish#0", done.clone())
+        .await
+        .unwrap();
+    let r = run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    assert!(matches!(r.state, JobState::Done { .. }), "{r:?}");
+    let k = kinds(&log, &job).await;
+    assert_eq!(k.iter().filter(|k| *k == "expert_requested").count(), 1);
+    assert_eq!(k.iter().filter(|k| *k == "effect_confirmed").count(), 1);
+
+    // An expert that crashed after acting: the change is seen before its answer, and confirmed.
+    let (_, crashed) = ops::start(&log, "test/ops/publish", input.clone(), None)
+        .await
+        .unwrap();
+    std::fs::remove_file(&world).unwrap();
+    assert_eq!(
+        run_job(&log, &f, &fence, "test", &crashed)
+            .await
+            .unwrap()
+            .state,
+        waiting
+    );
+    std::fs::write(&world, "posted\n").unwrap();
+    let r = run_job(&log, &f, &fence, "test", &crashed).await.unwrap();
+    assert!(matches!(r.state, JobState::Done { .. }), "{r:?}");
+
+    // An expert that did not do it parks the job with its reason; so does an answer of
+    // success that the world does not show.
+    std::fs::remove_file(&world).unwrap();
+    for (answer, why) in [
+        (
+            json!({"goal_status": "aborted", "status": "failed", "text": "no channel"}),
+            "did not do it (failed): no channel",
+        ),
+        (
+            done,
+            "answered that it acted, but a fresh observation does not show the change",
+        ),
+    ] {
+        let (_, job) = ops::start(&log, "test/ops/publish", input.clone(), None)
+            .await
+            .unwrap();
+        run_job(&log, &f, &fence, "test", &job).await.unwrap();
+        ops::signal(&log, &job, "effect:publish#0", answer)
+            .await
+            .unwrap();
+        match run_job(&log, &f, &fence, "test", &job).await.unwrap().state {
+            JobState::Parked { reason } => assert!(reason.contains(why), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
 for_both_backends!(
+    an_effect_by_an_expert_is_asked_once_and_confirmed_by_observation,
     a_replay_returns_journaled_results_and_runs_nothing_twice,
     a_journal_entry_from_an_older_run_is_replayed_not_rerun,
     an_edited_flow_parks_and_resumes_once_restored,

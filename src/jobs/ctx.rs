@@ -53,6 +53,12 @@ impl StepError {
     }
 }
 
+fn effect_failed(key: &str, what: &str, e: StepError) -> Exit {
+    Exit::Parked {
+        reason: format!("effect {key}: {what} failed: {e}"),
+    }
+}
+
 /// A person's answer to [`Ctx::wait_approval`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Approval {
@@ -278,52 +284,16 @@ impl Ctx {
     {
         let (key, _) = self.next("step", name);
         let fp = fingerprint(name, function, &args);
-        if let Some(observation) = self.known.confirmed.get(&key) {
-            return Ok(observation.clone());
-        }
-        let failed = |what: &str, e: StepError| Exit::Parked {
-            reason: format!("effect {key}: {what} failed: {e}"),
-        };
-        self.writer.ensure_live()?;
-        if let Some(recorded) = self.known.intents.get(&key).cloned() {
-            if let Some(recorded) = recorded
-                && recorded != fp
-            {
-                return Err(Self::mismatch(&key, &recorded, &fp));
-            }
-            // A crash left the intent without a confirmation: look before acting again.
-            if let Some(observation) = observe(args.clone())
-                .await
-                .map_err(|e| failed("observe", e))?
-            {
-                self.confirm(&key, observation.clone()).await?;
-                return Ok(observation);
-            }
-        } else {
-            let id = event_id(&self.job, &[&key, "effect_intent"]);
-            self.record(
-                id,
-                JobEvent::EffectIntent {
-                    step: key.clone(),
-                    fingerprint: Some(fp),
-                },
-            )
-            .await?;
+        let mut look = || observe(args.clone());
+        if let Some(observation) = self.effect_start(&key, fp, &mut look).await? {
+            return Ok(observation);
         }
         self.writer.ensure_live()?;
         self.steps_run += 1;
-        act(args.clone()).await.map_err(|e| failed("act", e))?;
-        match observe(args).await.map_err(|e| failed("observe", e))? {
-            Some(observation) => {
-                self.confirm(&key, observation.clone()).await?;
-                Ok(observation)
-            }
-            None => Err(Exit::Parked {
-                reason: format!(
-                    "effect {key}: acted, but a fresh observation does not show the change; check the world, then resume (it observes again before acting) or cancel"
-                ),
-            }),
-        }
+        act(args.clone())
+            .await
+            .map_err(|e| effect_failed(&key, "act", e))?;
+        self.effect_finish(&key, "acted", &mut look).await
     }
 
     /// An irreversible action an expert performs (a publisher sending a bulletin), behind the
@@ -349,36 +319,8 @@ impl Ctx {
             &format!("expert:{domain}"),
             &Value::String(instruction.into()),
         );
-        if let Some(observation) = self.known.confirmed.get(&key) {
-            return Ok(observation.clone());
-        }
-        let failed = |what: &str, e: StepError| Exit::Parked {
-            reason: format!("effect {key}: {what} failed: {e}"),
-        };
-        self.writer.ensure_live()?;
-        match self.known.intents.get(&key).cloned() {
-            Some(recorded) => {
-                if let Some(recorded) = recorded
-                    && recorded != fp
-                {
-                    return Err(Self::mismatch(&key, &recorded, &fp));
-                }
-                if let Some(observation) = observe().await.map_err(|e| failed("observe", e))? {
-                    self.confirm(&key, observation.clone()).await?;
-                    return Ok(observation);
-                }
-            }
-            None => {
-                let id = event_id(&self.job, &[&key, "effect_intent"]);
-                self.record(
-                    id,
-                    JobEvent::EffectIntent {
-                        step: key.clone(),
-                        fingerprint: Some(fp),
-                    },
-                )
-                .await?;
-            }
+        if let Some(observation) = self.effect_start(&key, fp, &mut observe).await? {
+            return Ok(observation);
         }
         let signal = format!("effect:{key}");
         let Some(answer) = self.known.signals.get(&signal).and_then(|s| s.first()) else {
@@ -410,14 +352,84 @@ impl Ctx {
                 ),
             });
         }
-        match observe().await.map_err(|e| failed("observe", e))? {
+        self.effect_finish(
+            &key,
+            &format!("{domain} answered that it acted"),
+            &mut observe,
+        )
+        .await
+    }
+
+    /// The start of an effect: its journaled observation when it is confirmed; after a crash
+    /// that left only the intent, a fresh observation, confirmed now, when it shows the change.
+    /// Otherwise the intent is journaled (once) and `None` says: act.
+    async fn effect_start<O, OF>(
+        &mut self,
+        key: &str,
+        fp: String,
+        observe: &mut O,
+    ) -> Result<Option<Value>, Exit>
+    where
+        O: FnMut() -> OF,
+        OF: Future<Output = Result<Option<Value>, StepError>>,
+    {
+        if let Some(observation) = self.known.confirmed.get(key) {
+            return Ok(Some(observation.clone()));
+        }
+        self.writer.ensure_live()?;
+        match self.known.intents.get(key).cloned() {
+            Some(recorded) => {
+                if let Some(recorded) = recorded
+                    && recorded != fp
+                {
+                    return Err(Self::mismatch(key, &recorded, &fp));
+                }
+                // Look before acting again.
+                let seen = observe()
+                    .await
+                    .map_err(|e| effect_failed(key, "observe", e))?;
+                if let Some(observation) = &seen {
+                    self.confirm(key, observation.clone()).await?;
+                }
+                Ok(seen)
+            }
+            None => {
+                let id = event_id(&self.job, &[key, "effect_intent"]);
+                self.record(
+                    id,
+                    JobEvent::EffectIntent {
+                        step: key.to_string(),
+                        fingerprint: Some(fp),
+                    },
+                )
+                .await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// After the act: confirmed when a fresh observation shows the change, else parked.
+    async fn effect_finish<O, OF>(
+        &mut self,
+        key: &str,
+        acted: &str,
+        observe: &mut O,
+    ) -> Result<Value, Exit>
+    where
+        O: FnMut() -> OF,
+        OF: Future<Output = Result<Option<Value>, StepError>>,
+    {
+        match observe()
+            .await
+            .map_err(|e| effect_failed(key, "observe", e))?
+        {
             Some(observation) => {
-                self.confirm(&key, observation.clone()).await?;
+                self.confirm(key, observation.clone()).await?;
                 Ok(observation)
             }
             None => Err(Exit::Parked {
                 reason: format!(
-                    "effect {key}: {domain} answered that it acted, but a fresh observation does not show the change; check the world, then resume or cancel"
+                    "effect {key}: {acted}, but a fresh observation does not show the change; check the world, then resume (it observes again before acting) or cancel"
                 ),
             }),
         }

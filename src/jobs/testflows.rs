@@ -30,7 +30,8 @@ pub fn register(registry: &mut Registry, variant: Variant) {
         .register("test/ops/approve", approve)
         .register("test/ops/effect", effect)
         .register("test/ops/noop", noop)
-        .register("test/ops/judge", judge);
+        .register("test/ops/judge", judge)
+        .register("test/ops/publish", publish);
     match variant {
         Variant::Original => registry.register("test/ops/edit", edit_v1),
         Variant::Edited => registry.register("test/ops/edit", edit_v2),
@@ -187,6 +188,17 @@ fn noop<'a>(ctx: &'a mut Ctx, input: Value) -> FlowFuture<'a> {
             ctx.step("noop", nothing, Value::Null).await?;
         }
         Ok(json!({ "n": n }))
+    })
+}
+
+fn publish<'a>(ctx: &'a mut Ctx, input: Value) -> FlowFuture<'a> {
+    Box::pin(async move {
+        let seen = ctx
+            .effect_by_expert("publish", "test/publisher", "send it", || {
+                posted(input.clone())
+            })
+            .await?;
+        Ok(json!({ "confirmed": seen }))
     })
 }
 

@@ -276,3 +276,62 @@ impl ManagedNode for DeliveryNode {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller() -> RemoteCaller {
+        RemoteCaller {
+            caller: "newsroom/publisher".into(),
+            task_id: "t1".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_delivery_id_is_sent_once_even_across_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = dir.path().join("outbox.jsonl");
+        let bridge = Delivery::new(outbox.clone(), Vec::new(), Duration::from_secs(1)).unwrap();
+        let args = json!({
+            "dest": "terminal", "text": "[b-1] bulletin", "delivery_id": "b-1",
+            "bulletin": {"id": "b-1", "claims": []}
+        });
+        let first = bridge.send(args.clone(), &caller()).await.unwrap();
+        assert_eq!(first["delivered"], true);
+        assert!(first.get("already_sent").is_none());
+        let again = bridge.send(args.clone(), &caller()).await.unwrap();
+        assert_eq!(again["already_sent"], true);
+        // A new bridge (a restarted node) reads what was sent from the outbox.
+        let restarted = Delivery::new(outbox.clone(), Vec::new(), Duration::from_secs(1)).unwrap();
+        let third = restarted.send(args, &caller()).await.unwrap();
+        assert_eq!(third["already_sent"], true);
+        let text = std::fs::read_to_string(&outbox).unwrap();
+        let records: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(records.len(), 1, "{text}");
+        assert_eq!(records[0]["delivery_id"], "b-1");
+        assert_eq!(records[0]["bulletin"]["id"], "b-1");
+        assert!(
+            records[0]["bulletin"]["published_at"]
+                .as_str()
+                .unwrap()
+                .ends_with('Z')
+        );
+        // Without an id, every send goes out; a bulletin must be an object.
+        let plain = json!({"dest": "terminal", "text": "hello"});
+        bridge.send(plain.clone(), &caller()).await.unwrap();
+        bridge.send(plain, &caller()).await.unwrap();
+        assert_eq!(std::fs::read_to_string(&outbox).unwrap().lines().count(), 3);
+        let bad = json!({"text": "x", "bulletin": "not an object"});
+        assert!(
+            bridge
+                .send(bad, &caller())
+                .await
+                .unwrap_err()
+                .contains("JSON object")
+        );
+    }
+}

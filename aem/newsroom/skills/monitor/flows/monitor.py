@@ -185,23 +185,31 @@ def _guard(raw, claims, by_id):
     return verdicts
 
 
-def published_claims():
-    """What the outbox says was published: claim id -> {status, bulletin}, latest last."""
+def _outbox():
+    """The delivery bridge's outbox records, oldest first (none before the first send)."""
     path = os.path.join(os.environ.get("IRON_STATE_DIR", ".iron"), "outbox.jsonl")
-    seen = {}
     try:
         with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                b = record.get("bulletin") or {}
-                for c in b.get("claims") or []:
-                    if c.get("claim"):
-                        seen[c["claim"]] = {"status": c.get("status"), "bulletin": b.get("id")}
+            lines = f.readlines()
     except FileNotFoundError:
-        pass
+        return []
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut short by a crash
+    return records
+
+
+def published_claims():
+    """What the outbox says was published: claim id -> {status, bulletin}, latest last."""
+    seen = {}
+    for record in _outbox():
+        b = record.get("bulletin") or {}
+        for c in b.get("claims") or []:
+            if c.get("claim"):
+                seen[c["claim"]] = {"status": c.get("status"), "bulletin": b.get("id")}
     return seen
 
 
@@ -230,8 +238,10 @@ def _source(report, stance):
 
 def _bulletin(lines, wording):
     """The bulletin object of the output contract and the text to send. Its id is computed
-    from what it says, so the same bulletin always has the same id."""
-    key = json.dumps([[l["claim"], l["status"]] for l in lines], sort_keys=True)
+    from what it says, so the same bulletin always has the same id (and is sent once)."""
+    # What it says, and what it corrects: a claim flipping back to an earlier status is a new
+    # bulletin (it corrects the later one), never a repeat the bridge would refuse.
+    key = json.dumps([[l["claim"], l["status"], l.get("corrects") or ""] for l in lines])
     worded = {w.get("claim"): w.get("text") for w in wording.get("lines") or []
               if isinstance(w, dict)}
     claims = []
@@ -256,18 +266,9 @@ def _bulletin(lines, wording):
 def in_outbox(bulletin_id):
     """The delivery bridge's own record of the send, read back from its outbox; None when the
     bulletin is not there."""
-    path = os.path.join(os.environ.get("IRON_STATE_DIR", ".iron"), "outbox.jsonl")
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                if record.get("delivery_id") == bulletin_id and \
-                        (record.get("bulletin") or {}).get("id") == bulletin_id:
-                    return {"delivery_id": bulletin_id, "ts_ms": record.get("ts_ms"),
-                            "channel": record.get("channel"), "dest": record.get("dest")}
-    except FileNotFoundError:
-        pass
+    for record in _outbox():
+        if record.get("delivery_id") == bulletin_id and \
+                (record.get("bulletin") or {}).get("id") == bulletin_id:
+            return {"delivery_id": bulletin_id, "ts_ms": record.get("ts_ms"),
+                    "channel": record.get("channel"), "dest": record.get("dest")}
     return None
