@@ -152,6 +152,12 @@ async fn the_newsroom_publishes_verified_bulletins_out_of_the_box_and_never_twic
         .collect();
     assert_eq!(triggered.len(), 1, "one job for the whole first refresh");
     assert_eq!(triggered[0].by, "trigger/newsroom/new_items");
+    // The experts' answers went back to the job; the engine delivered none of them itself.
+    assert!(
+        up.matching("[newsroom -> ").is_empty(),
+        "{:?}",
+        up.matching("[newsroom -> ")
+    );
 
     // Stop, start again on the same state: the same items start nothing. Then a new item
     // corroborates the Quay Street report: the next bulletin carries that change only, as a

@@ -89,6 +89,29 @@ pub fn read_catalog(path: &Path) -> io::Result<Catalog> {
     serde_json::from_str(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
+/// The catalog of a state directory could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot read the catalog {}: {source}; run `iron catalog build --out {}` (`iron up` does it at start)",
+    path.display(),
+    path.parent().unwrap_or(Path::new(".")).display()
+)]
+pub struct CatalogUnreadable {
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    #[source]
+    pub source: io::Error,
+}
+
+/// The catalog a running node reads: `catalog.json` in the state directory.
+pub fn read_state_catalog(
+    config: &crate::core::config::Config,
+) -> Result<Catalog, CatalogUnreadable> {
+    let path = config.state_path(Path::new(CATALOG_FILE));
+    read_catalog(&path).map_err(|source| CatalogUnreadable { path, source })
+}
+
 fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");

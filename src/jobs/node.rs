@@ -23,11 +23,15 @@ use crate::{
     },
 };
 
-async fn open() -> Result<AnyLog, CallbackError> {
-    let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
-    AnyLog::open(&config)
-        .await
-        .map_err(|e| CallbackError::Failure(e.to_string()))
+fn refuse(why: impl std::fmt::Display) -> CallbackError {
+    CallbackError::Failure(why.to_string())
+}
+
+/// The configuration and the durable plane it names.
+async fn open() -> Result<(Config, AnyLog), CallbackError> {
+    let config = Config::load().map_err(refuse)?;
+    let log = AnyLog::open(&config).await.map_err(refuse)?;
+    Ok((config, log))
 }
 
 /// `/iron/jobs/<mesh>/runner`.
@@ -51,8 +55,7 @@ impl ManagedNode for RunnerNode {
     type Deps = RunnerDeps;
 
     async fn configure(&self, _ctx: &NodeContext) -> Result<RunnerDeps, CallbackError> {
-        let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
-        let log = open().await?;
+        let (config, log) = open().await?;
         let mut registry = self.registry.clone();
         if let Some(variant) = self.test_flows {
             testflows::register(&mut registry, variant);
@@ -60,7 +63,7 @@ impl ManagedNode for RunnerNode {
         let python = match &self.python {
             Some((aem, python)) => Some(
                 PythonFlows::new(aem, python)
-                    .map_err(|e| CallbackError::Failure(e.to_string()))?
+                    .map_err(refuse)?
                     .with_state_dir(&config.state_dir),
             ),
             None => None,
@@ -94,41 +97,54 @@ impl ManagedNode for RunnerNode {
 #[derive(Debug, Default)]
 pub struct ClockNode;
 
-impl ManagedNode for ClockNode {
-    type Deps = (AnyLog, Vec<Trigger>, String);
+/// What the clock's `configure` prepared.
+pub struct ClockDeps {
+    log: AnyLog,
+    /// Every trigger of the catalog (the clock keeps the schedule ones).
+    triggers: Vec<Trigger>,
+    tenant: String,
+}
 
-    /// Opens the log and reads the catalog's schedule triggers (a missing catalog means none).
-    async fn configure(&self, _ctx: &NodeContext) -> Result<Self::Deps, CallbackError> {
-        let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
-        let path = config.state_path(std::path::Path::new(crate::aem::CATALOG_FILE));
-        let triggers = match crate::aem::read_catalog(&path) {
+impl ManagedNode for ClockNode {
+    type Deps = ClockDeps;
+
+    /// Opens the log and reads the catalog's triggers (a missing catalog means none).
+    async fn configure(&self, _ctx: &NodeContext) -> Result<ClockDeps, CallbackError> {
+        let (config, log) = open().await?;
+        let triggers = match crate::aem::read_state_catalog(&config) {
             Ok(catalog) => Trigger::all(&catalog),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => {
-                return Err(CallbackError::Failure(format!("{}: {e}", path.display())));
-            }
+            Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(refuse(e)),
         };
-        Ok((open().await?, triggers, config.tenant))
+        Ok(ClockDeps {
+            log,
+            triggers,
+            tenant: config.tenant,
+        })
     }
 
     async fn run(
         self: Arc<Self>,
-        deps: Arc<Self::Deps>,
+        deps: Arc<ClockDeps>,
         shutdown: CancellationToken,
     ) -> Result<(), String> {
-        let (log, triggers, tenant) = &*deps;
         let now = (crate::core::envelope::now_ms() / 1000) as i64;
         let schedules = Schedules {
-            triggers: Scheduled::all(triggers, now),
-            tenant: tenant.clone(),
+            triggers: Scheduled::all(&deps.triggers, now),
+            tenant: deps.tenant.clone(),
         };
         info!(
             "clock running; {} schedule trigger(s)",
             schedules.triggers.len()
         );
-        clock::run(log.clone(), Duration::from_millis(200), schedules, shutdown)
-            .await
-            .map_err(|e| format!("clock stopped: {e}"))
+        clock::run(
+            deps.log.clone(),
+            Duration::from_millis(200),
+            schedules,
+            shutdown,
+        )
+        .await
+        .map_err(|e| format!("clock stopped: {e}"))
     }
 }
 
@@ -145,7 +161,7 @@ impl ManagedNode for GatewayNode {
     type Deps = super::gateway::GatewayDeps;
 
     async fn configure(&self, ctx: &NodeContext) -> Result<Self::Deps, CallbackError> {
-        let log = open().await?;
+        let (_, log) = open().await?;
         let client = crate::spine::control::action::ActionClient::new(&ctx.node, &self.action)
             .map_err(|e| CallbackError::Failure(e.to_string()))?;
         Ok(super::gateway::GatewayDeps {

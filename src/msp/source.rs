@@ -217,9 +217,8 @@ impl ManagedNode for SourceNode {
 
     async fn configure(&self, ctx: &NodeContext) -> Result<SourceDeps, CallbackError> {
         let config = Config::load().map_err(refuse)?;
-        let path = config.state_path(std::path::Path::new(crate::aem::CATALOG_FILE));
-        let catalog = crate::aem::read_catalog(&path)
-            .map_err(|e| refuse(MspError::Catalog(format!("{}: {e}", path.display()))))?;
+        let catalog = crate::aem::read_state_catalog(&config)
+            .map_err(|e| refuse(MspError::Catalog(e.to_string())))?;
         let (entry, env) =
             resolve(&catalog, &self.source, &std::env::vars().collect()).map_err(refuse)?;
         if entry.command.is_empty() {

@@ -159,14 +159,8 @@ impl ManagedNode for EngineNode {
         let log = AnyLog::open(&config)
             .await
             .map_err(|e| CallbackError::Failure(e.to_string()))?;
-        let path = config.state_path(std::path::Path::new(crate::aem::CATALOG_FILE));
-        let catalog = crate::aem::read_catalog(&path).map_err(|e| {
-            CallbackError::Failure(format!(
-                "cannot read {}: {e}; run `iron catalog build --out {}`",
-                path.display(),
-                config.state_dir.display()
-            ))
-        })?;
+        let catalog = crate::aem::read_state_catalog(&config)
+            .map_err(|e| CallbackError::Failure(e.to_string()))?;
         let (server, goals) =
             ActionServer::<AolTask>::new(&ctx.node, "/iron/engine/task", ActionOptions::default())
                 .map_err(|e| CallbackError::Error(e.to_string()))?;

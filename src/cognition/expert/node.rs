@@ -74,9 +74,7 @@ impl ManagedNode for ExpertNode {
     async fn configure(&self, ctx: &NodeContext) -> Result<ExpertDeps, CallbackError> {
         let config = Config::load().map_err(refuse)?;
         let log = AnyLog::open(&config).await.map_err(refuse)?;
-        let catalog_path = config.state_path(Path::new(crate::aem::CATALOG_FILE));
-        let catalog: Catalog = crate::aem::read_catalog(&catalog_path)
-            .map_err(|e| refuse(format!("{}: {e}", catalog_path.display())))?;
+        let catalog: Catalog = crate::aem::read_state_catalog(&config).map_err(refuse)?;
         let entry = catalog
             .expert(&self.expert)
             .cloned()

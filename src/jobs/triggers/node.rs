@@ -64,14 +64,7 @@ impl ManagedNode for TriggerNode {
 
     async fn configure(&self, _ctx: &NodeContext) -> Result<TriggerDeps, CallbackError> {
         let config = Config::load().map_err(refuse)?;
-        let path = config.state_path(std::path::Path::new(crate::aem::CATALOG_FILE));
-        let catalog = crate::aem::read_catalog(&path).map_err(|e| {
-            refuse(format!(
-                "cannot read {}: {e}; run `iron catalog build --out {}`",
-                path.display(),
-                config.state_dir.display()
-            ))
-        })?;
+        let catalog = crate::aem::read_state_catalog(&config).map_err(refuse)?;
         let log = AnyLog::open(&config).await.map_err(refuse)?;
         let env: crate::tools::env::EnvMap = std::env::vars().collect();
         let mut watched = Vec::new();

@@ -305,6 +305,35 @@ mod tests {
         assert!(none.text.unwrap().contains("holds no delivery channel"));
     }
 
+    struct Down;
+
+    impl ChatModel for Down {
+        fn name(&self) -> &str {
+            "down"
+        }
+
+        fn chat<'a>(&'a self, _: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+            Box::pin(async {
+                Err(LlmError::Timeout {
+                    backend: "down".into(),
+                    after: std::time::Duration::from_secs(1),
+                })
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn when_every_backend_fails_the_offline_backend_answers() {
+        let model = OrOffline::new(std::sync::Arc::new(Down));
+        assert_eq!(model.name(), "down");
+        let r = model
+            .chat(&request("is the bridge closed?", vec![]))
+            .await
+            .unwrap();
+        assert_eq!(r.backend, NAME);
+        assert!(r.text.unwrap().contains("No language model is configured"));
+    }
+
     #[test]
     fn plain_questions_get_an_extracted_answer() {
         let r = respond(&request("is the bridge closed?", vec![]));
