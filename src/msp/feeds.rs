@@ -287,22 +287,37 @@ fn take_text(
     if text.is_empty() {
         return;
     }
+    // Every field is cut to a bound: one item a feed makes huge must not make the source's
+    // records too large for the log (and so stop it recording anything).
+    let cut = |max: usize| text.chars().take(max).collect::<String>();
     match (current.as_mut(), field) {
-        (Some((item, _)), Some(Field::Title)) if item.title.is_empty() => item.title = text,
-        (Some((item, _)), Some(Field::Link)) if item.link.is_empty() => item.link = text,
-        (Some((_, date)), Some(Field::Date)) if date.is_none() => *date = Some(text),
-        (Some((item, _)), Some(Field::Origin)) if item.origin.is_empty() => item.origin = text,
-        (Some((item, _)), Some(Field::Guid)) if item.guid.is_empty() => item.guid = text,
+        (Some((item, _)), Some(Field::Title)) if item.title.is_empty() => {
+            item.title = plain_text(&text, TITLE_CHARS)
+        }
+        (Some((item, _)), Some(Field::Link)) if item.link.is_empty() => item.link = cut(URL_CHARS),
+        (Some((_, date)), Some(Field::Date)) if date.is_none() => *date = Some(cut(64)),
+        (Some((item, _)), Some(Field::Origin)) if item.origin.is_empty() => {
+            item.origin = plain_text(&text, NAME_CHARS)
+        }
+        (Some((item, _)), Some(Field::Guid)) if item.guid.is_empty() => item.guid = cut(URL_CHARS),
         (Some((item, _)), Some(Field::Summary)) if item.summary.is_empty() => {
             item.summary = plain_text(&text, SUMMARY_CHARS)
         }
-        (None, Some(Field::Title)) if feed_title.is_empty() => *feed_title = text,
+        (None, Some(Field::Title)) if feed_title.is_empty() => {
+            *feed_title = plain_text(&text, NAME_CHARS)
+        }
         _ => {}
     }
 }
 
 /// Longest summary kept, in characters.
 const SUMMARY_CHARS: usize = 400;
+/// Longest headline kept.
+const TITLE_CHARS: usize = 300;
+/// Longest link or feed id kept.
+const URL_CHARS: usize = 1000;
+/// Longest outlet or feed name kept.
+const NAME_CHARS: usize = 200;
 
 /// `html` with tags removed, whitespace collapsed, cut to `max` characters.
 fn plain_text(html: &str, max: usize) -> String {
@@ -470,6 +485,14 @@ mod tests {
         assert_eq!(items[0].guid, "min-a1");
         assert_eq!(items[0].summary, "The A1 bridge is closed.");
         assert_eq!(items[1].summary, "");
+        let long = format!(
+            "<rss><channel><item><title>{}</title><link>https://x/{}</link></item></channel></rss>",
+            "w ".repeat(10_000),
+            "p".repeat(10_000)
+        );
+        let (_, huge) = parse(&long).unwrap();
+        assert!(huge[0].title.chars().count() <= TITLE_CHARS + 1);
+        assert!(huge[0].link.len() <= URL_CHARS);
         assert_eq!(items[1].title, "Ferry timetable & fares");
         assert_eq!(items[1].origin, "Port Authority");
         let (_, atom) = parse(ATOM).unwrap();

@@ -317,10 +317,16 @@ impl ExpertDeps {
             }
         }
         let perception = (!readings.is_empty()).then(|| crate::msp::reader::compose(&readings));
+        // Structured tasks are performed only for durable jobs (the gateway's goals).
+        let instruction = if context.get("job").is_some() {
+            goal.instruction.clone()
+        } else {
+            crate::llm::offline::defuse_tasks(&goal.instruction)
+        };
         let mut state = AgentLoop::start(
             &self.brief,
             &TaskInput {
-                instruction: goal.instruction.clone(),
+                instruction,
                 memory,
                 perception,
             },

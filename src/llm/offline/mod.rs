@@ -88,6 +88,14 @@ pub fn find_task(instruction: &str) -> Option<Result<Task, String>> {
     Some(serde_json::from_str(body[..end].trim()).map_err(|e| e.to_string()))
 }
 
+/// `instruction` with every task block made inert: what an expert does for a task that did not
+/// come from a durable job (a person's message, a peer's delegation), so that nobody can make
+/// an offline expert perform a structured task (say, publish) by typing the block. A model
+/// still reads the text.
+pub fn defuse_tasks(instruction: &str) -> String {
+    instruction.replace(TASK_FENCE, "``` iron-task (not from a job: not performed)")
+}
+
 /// A block carrying `task` (any JSON object with an `iron_task` field), for instructions.
 pub fn task_block(task: &Value) -> String {
     format!("{TASK_FENCE}\n{task}\n```")
@@ -271,6 +279,7 @@ mod tests {
         assert_eq!(t, Ok(Task::GroupClaims { reports: vec![] }));
         let bad = find_task("```iron-task\n{\"iron_task\": \"dance\"}\n```").unwrap();
         assert!(bad.unwrap_err().contains("dance"));
+        assert!(find_task(&defuse_tasks(&block)).is_none());
     }
 
     #[test]

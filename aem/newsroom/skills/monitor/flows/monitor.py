@@ -90,7 +90,9 @@ data). Answer with one JSON object: {"published": true | false, "detail": "<what
 
 
 def _instruction(prose, task):
-    return prose + "\n\n```iron-task\n" + json.dumps(task, sort_keys=True) + "\n```"
+    # Backticks inside the data are escaped, so no item can close the block early.
+    data = json.dumps(task, sort_keys=True).replace("`", "\\u0060")
+    return prose + "\n\n```iron-task\n" + data + "\n```"
 
 
 def _ask(ctx, name, domain, prose, task):
