@@ -1,6 +1,7 @@
 //! The engine killed (SIGKILL) while a goal it accepted is running: `iron task send` sees the
 //! action server leave the graph and fails, naming the loss, long before its `--wait` runs
-//! out. (A live engine that is merely slow keeps its client waiting: `tests/expert_crash.rs`.)
+//! out, and the expert it started dies with it. (A live engine that is merely slow keeps its
+//! client waiting: `tests/expert_crash.rs`.)
 
 mod support;
 
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use support::{
     bin,
-    cognition::{Lab, descendants, kill9},
+    cognition::{Lab, alive, descendants, kill9},
     eventually,
 };
 
@@ -57,8 +58,15 @@ async fn a_client_of_a_killed_engine_fails_fast_and_says_why() {
         .then_some(())
     })
     .await;
-    let _orphans = Orphans(descendants(lab.engine.pid()));
+    let left = descendants(lab.engine.pid());
+    assert!(!left.is_empty(), "the engine runs an expert");
+    let _orphans = Orphans(left.clone());
     kill9(lab.engine.pid());
+    // Its expert (and what the expert started) die with it instead of living on unsupervised.
+    eventually("the expert to die with the engine", T, || async {
+        left.iter().all(|p| !alive(*p)).then_some(())
+    })
+    .await;
 
     // The bound only proves the client did not wait out --wait 300.
     let waited = tokio::time::timeout(

@@ -200,7 +200,10 @@ impl Delegator {
         );
         let ns = format!("/iron/experts/{mesh}");
         let fqn = format!("{ns}/{name}");
-        let mut child = Command::new(&self.options.executable)
+        let mut cmd = Command::new(&self.options.executable);
+        // The expert dies with the engine, even when the engine is killed outright.
+        crate::core::exe::die_with_parent(&mut cmd, false);
+        let mut child = cmd
             .args(&self.options.args)
             .args(["--expert", &expert])
             .args([

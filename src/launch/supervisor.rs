@@ -165,14 +165,7 @@ async fn start(
     // Each node gets its own process group, so a terminal's Ctrl-C reaches `iron up` alone
     // and the nodes are stopped in order; if `iron up` dies, they get SIGTERM instead of
     // living on unsupervised.
-    // SAFETY: setpgid and prctl are async-signal-safe and touch only the child being set up.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setpgid(0, 0);
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
-    }
+    crate::core::exe::die_with_parent(&mut cmd, true);
     let child = cmd.spawn().map_err(|source| LaunchError::Spawn {
         executable: exe.clone(),
         source,

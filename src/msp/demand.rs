@@ -106,13 +106,7 @@ async fn start_one<K: KeyValue>(
         .arg(format!("__ns:={ns}"))
         .stdin(Stdio::null())
         .kill_on_drop(true);
-    // SAFETY: prctl is async-signal-safe and touches only the child being set up.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
-    }
+    crate::core::exe::die_with_parent(&mut cmd, false);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("{}: {e}", executable.display()))?;

@@ -347,13 +347,7 @@ async fn run_command(deps: Arc<SourceDeps>, stop: CancellationToken) {
             .stderr(Stdio::inherit())
             .kill_on_drop(true);
         // The command dies with this node, even when the node is killed outright.
-        // SAFETY: prctl is async-signal-safe and touches only the child being set up.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                Ok(())
-            });
-        }
+        crate::core::exe::die_with_parent(&mut cmd, false);
         let why = match cmd.spawn() {
             Err(e) => format!("could not start {}: {e}", program.display()),
             Ok(mut child) => {
