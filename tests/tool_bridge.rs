@@ -23,6 +23,12 @@ const T: Duration = Duration::from_secs(20);
 
 /// A one-route HTTP server: answers every POST with `status` and passes each body on.
 async fn webhook(status: u16) -> (String, mpsc::UnboundedReceiver<Value>) {
+    webhook_with(status, "").await
+}
+
+/// [`webhook`] whose answers carry `headers` (each ending in `\r\n`).
+async fn webhook_with(status: u16, headers: &str) -> (String, mpsc::UnboundedReceiver<Value>) {
+    let headers = headers.to_string();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     let (tx, rx) = mpsc::unbounded_channel();
@@ -31,7 +37,7 @@ async fn webhook(status: u16) -> (String, mpsc::UnboundedReceiver<Value>) {
             let Ok((mut sock, _)) = listener.accept().await else {
                 return;
             };
-            let tx = tx.clone();
+            let (tx, headers) = (tx.clone(), headers.clone());
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 let mut chunk = [0u8; 4096];
@@ -59,7 +65,7 @@ async fn webhook(status: u16) -> (String, mpsc::UnboundedReceiver<Value>) {
                     let body = &buf[head_end + 4..head_end + 4 + length];
                     let _ = tx.send(serde_json::from_slice(body).unwrap_or(Value::Null));
                     let reply = format!(
-                        "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                        "HTTP/1.1 {status} X\r\n{headers}content-length: 0\r\nconnection: close\r\n\r\n"
                     );
                     let _ = sock.write_all(reply.as_bytes()).await;
                     return;
@@ -77,8 +83,14 @@ async fn the_delivery_bridge_answers_toolcall_and_refuses_what_it_may_not_do() {
     std::fs::write(&config, format!("state_dir: {}\n", state.path().display())).unwrap();
     let (ok_url, mut ok_bodies) = webhook(200).await;
     let (failing_url, _) = webhook(500).await;
-    // Allowed: the two listeners above. Not allowed: anything else on this host.
-    let allowed = format!("{ok_url},{failing_url}");
+    // Not allowed: a listener that must never hear anything, and one an allowed hook
+    // redirects to.
+    let (victim_url, mut victim_bodies) = webhook(200).await;
+    let (redirecting_url, _) = webhook_with(307, &format!("location: {victim_url}\r\n")).await;
+    // Allowed: the first listener's whole origin, and two listeners' /hook paths. Not
+    // allowed: anything else on this host.
+    let ok_origin = ok_url.trim_end_matches("/hook").to_string();
+    let allowed = format!("{ok_origin},{failing_url},{redirecting_url}");
 
     let plane = Plane::start();
     let config_s = config.display().to_string();
@@ -146,6 +158,8 @@ async fn the_delivery_bridge_answers_toolcall_and_refuses_what_it_may_not_do() {
     assert_eq!(body["caller"], "newsroom/publisher");
     assert_eq!(body["task_id"], "task-1");
 
+    // `http://<allowed host:port>@<victim host:port>/hook` posts to the victim.
+    let borrowed = format!("{ok_origin}@{}", victim_url.trim_start_matches("http://"));
     // Refusals, each an error reply in words.
     let refused = [
         (
@@ -157,6 +171,24 @@ async fn the_delivery_bridge_answers_toolcall_and_refuses_what_it_may_not_do() {
             "send_message",
             json!({"dest": failing_url, "text": "x"}),
             "500",
+        ),
+        // An allowed address as user information, to post elsewhere.
+        (
+            "send_message",
+            json!({"dest": borrowed, "text": "x"}),
+            "user information",
+        ),
+        // An allowed hook that redirects: not followed.
+        (
+            "send_message",
+            json!({"dest": redirecting_url, "text": "x"}),
+            "a redirect, which is not followed",
+        ),
+        // A text prefix of an allowed address is not the address.
+        (
+            "send_message",
+            json!({"dest": format!("{failing_url}s"), "text": "x"}),
+            "not an allowed webhook",
         ),
         ("send_message", json!({"dest": "terminal"}), "needs `text`"),
         (
@@ -184,6 +216,11 @@ async fn the_delivery_bridge_answers_toolcall_and_refuses_what_it_may_not_do() {
             "{tool} {args}: {err:?} should say {why:?}"
         );
     }
+
+    assert!(
+        victim_bodies.try_recv().is_err(),
+        "nothing reached a listener that is not allowed"
+    );
 
     // Still serving; the outbox holds exactly the two sends, in order.
     call("send_message", json!({"text": "after the refusals"}))

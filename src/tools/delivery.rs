@@ -4,9 +4,10 @@
 //!
 //! `send_message {dest, text}`:
 //! - `dest` an `http://` or `https://` URL: POSTs `{"text", "dest", "caller", "task_id"}` as
-//!   JSON, but only to a URL that starts with one of the configured webhook prefixes
-//!   (`IRON_DELIVERY_WEBHOOKS`, comma-separated); any other URL is refused. A non-2xx answer
-//!   is an error.
+//!   JSON, but only to a URL the configured allow-list admits (`IRON_DELIVERY_WEBHOOKS`,
+//!   comma-separated URLs, compared parsed: scheme, host, port and path, no user information;
+//!   see [`super::webhooks`]); any other URL is refused. Redirects are not followed, and a
+//!   non-2xx answer is an error.
 //! - anything else (`terminal`, empty, a chat handle): printed on this node's terminal as
 //!   `[delivery -> <dest>] <text>`.
 //!
@@ -33,6 +34,7 @@ use tracing::info;
 use super::{
     remote::RemoteCaller,
     ros::{Bridge, BridgeFuture, serve_bridge},
+    webhooks::AllowList,
 };
 use crate::{
     core::config::Config,
@@ -49,7 +51,7 @@ pub const WEBHOOKS_ENV: &str = "IRON_DELIVERY_WEBHOOKS";
 /// The bridge's behaviour, independent of ROS.
 pub struct Delivery {
     outbox: PathBuf,
-    webhooks: Vec<String>,
+    webhooks: AllowList,
     http: reqwest::Client,
     /// Records of the outbox that carry a `delivery_id`, by that id; the lock also makes the
     /// bridge the outbox's one writer at a time.
@@ -60,10 +62,11 @@ pub struct Delivery {
 const MAX_DELIVERY_ID: usize = 200;
 
 impl Delivery {
-    /// Delivers to the terminal and to webhooks under `webhooks`, recording into `outbox`.
-    pub fn new(outbox: PathBuf, webhooks: Vec<String>, timeout: Duration) -> Result<Self, String> {
+    /// Delivers to the terminal and to the webhooks `webhooks` allows, recording into `outbox`.
+    pub fn new(outbox: PathBuf, webhooks: AllowList, timeout: Duration) -> Result<Self, String> {
         let http = reqwest::Client::builder()
             .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("HTTP client: {e}"))?;
         let sent = read_sent(&outbox)
@@ -74,15 +77,6 @@ impl Delivery {
             http,
             sent: tokio::sync::Mutex::new(sent),
         })
-    }
-
-    /// The webhook prefixes from a comma-separated list (empty entries ignored).
-    pub fn parse_webhooks(list: &str) -> Vec<String> {
-        list.split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect()
     }
 
     async fn send(&self, arguments: Value, caller: &RemoteCaller) -> Result<Value, String> {
@@ -127,28 +121,28 @@ impl Delivery {
             }));
         }
         let channel = if dest.starts_with("http://") || dest.starts_with("https://") {
-            if !self.webhooks.iter().any(|p| dest.starts_with(p.as_str())) {
-                return Err(format!(
-                    "{dest} is not an allowed webhook; allowed prefixes come from {WEBHOOKS_ENV} ({})",
-                    if self.webhooks.is_empty() {
-                        "none set".to_string()
-                    } else {
-                        self.webhooks.join(", ")
-                    }
-                ));
-            }
+            let url = self
+                .webhooks
+                .check(dest)
+                .map_err(|e| format!("{e}; the allow-list is {WEBHOOKS_ENV}"))?;
             let body = json!({
                 "text": text, "dest": dest, "caller": caller.caller, "task_id": caller.task_id,
             });
             let response = self
                 .http
-                .post(dest)
+                .post(url)
                 .json(&body)
                 .send()
                 .await
                 .map_err(|e| format!("posting to {dest}: {e}"))?;
-            if !response.status().is_success() {
-                return Err(format!("{dest} answered {}", response.status()));
+            let status = response.status();
+            if status.is_redirection() {
+                return Err(format!(
+                    "{dest} answered {status}, a redirect, which is not followed"
+                ));
+            }
+            if !status.is_success() {
+                return Err(format!("{dest} answered {status}"));
             }
             "webhook"
         } else {
@@ -246,7 +240,8 @@ impl ManagedNode for DeliveryNode {
     async fn configure(&self, ctx: &NodeContext) -> Result<DeliveryDeps, CallbackError> {
         let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
         let outbox = config.state_path(std::path::Path::new("outbox.jsonl"));
-        let webhooks = Delivery::parse_webhooks(&std::env::var(WEBHOOKS_ENV).unwrap_or_default());
+        let webhooks = AllowList::parse(&std::env::var(WEBHOOKS_ENV).unwrap_or_default())
+            .map_err(|e| CallbackError::Failure(format!("{WEBHOOKS_ENV}: {e}")))?;
         info!(
             "delivering to the terminal and {} webhook prefix(es); outbox {}",
             webhooks.len(),
@@ -292,7 +287,8 @@ mod tests {
     async fn a_delivery_id_is_sent_once_even_across_restarts() {
         let dir = tempfile::tempdir().unwrap();
         let outbox = dir.path().join("outbox.jsonl");
-        let bridge = Delivery::new(outbox.clone(), Vec::new(), Duration::from_secs(1)).unwrap();
+        let bridge =
+            Delivery::new(outbox.clone(), AllowList::default(), Duration::from_secs(1)).unwrap();
         let args = json!({
             "dest": "terminal", "text": "[b-1] bulletin", "delivery_id": "b-1",
             "bulletin": {"id": "b-1", "claims": []}
@@ -303,7 +299,8 @@ mod tests {
         let again = bridge.send(args.clone(), &caller()).await.unwrap();
         assert_eq!(again["already_sent"], true);
         // A new bridge (a restarted node) reads what was sent from the outbox.
-        let restarted = Delivery::new(outbox.clone(), Vec::new(), Duration::from_secs(1)).unwrap();
+        let restarted =
+            Delivery::new(outbox.clone(), AllowList::default(), Duration::from_secs(1)).unwrap();
         let third = restarted.send(args, &caller()).await.unwrap();
         assert_eq!(third["already_sent"], true);
         let text = std::fs::read_to_string(&outbox).unwrap();

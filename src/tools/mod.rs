@@ -17,6 +17,7 @@ pub mod paths;
 pub mod probe;
 pub mod remote;
 pub mod ros;
+pub mod webhooks;
 
 pub use client::{LaunchSpec, LiveTool, McpClient};
 pub use error::{DenialReason, Gate, GateDenial, ToolError};
