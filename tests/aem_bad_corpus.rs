@@ -2,6 +2,8 @@
 //! the build with exactly the errors listed here (file, field, message, line where the
 //! parser or a search can tell), and nothing else.
 
+mod support;
+
 use iron::aem::{self, Diagnostic};
 use std::path::{Path, PathBuf};
 
@@ -190,4 +192,29 @@ fn errors_display_one_per_line_with_place_and_expectation() {
     assert_eq!(text, expected);
     let many = aem::compile(&fixtures().join("aem_bad/many_errors")).unwrap_err();
     assert_eq!(many.to_string().lines().count(), many.len());
+}
+
+#[test]
+fn a_named_pipe_is_refused_not_opened() {
+    // A FIFO named SKILL.md: opening it to read would block the compiler forever.
+    let dir = tempfile::tempdir().unwrap();
+    let case = dir.path().join("case");
+    support::copy_dir(&fixtures().join("aem_good"), &case);
+    let skill = case.join(SKILL);
+    std::fs::remove_file(&skill).unwrap();
+    let c = std::ffi::CString::new(skill.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a path in this test's own temporary directory.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(aem::compile(&case).err().map(|e| e.to_string()));
+    });
+    let errors = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the compiler does not hang on a named pipe")
+        .expect("the build fails");
+    assert!(
+        errors.contains("SKILL.md") && errors.contains("not a regular file"),
+        "{errors}"
+    );
 }

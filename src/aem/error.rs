@@ -23,6 +23,9 @@ pub enum AemError {
     /// A symbolic link inside `aem/`.
     #[error("symbolic links are not allowed in aem/")]
     Symlink,
+    /// A named pipe, socket or device inside `aem/`.
+    #[error("not a regular file (a named pipe, socket or device); it is not read")]
+    NotRegular,
     /// The `---` front matter block is absent or unterminated.
     #[error("{0}")]
     FrontMatter(String),

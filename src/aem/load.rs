@@ -24,8 +24,8 @@ struct Entry {
     is_dir: bool,
 }
 
-/// The visible entries of `dir`, sorted by name. Symlinks and unreadable entries are
-/// reported; hidden entries (`.name`) are skipped.
+/// The visible entries of `dir`, sorted by name. Symlinks, anything that is neither a file nor
+/// a directory, and unreadable entries are reported; hidden entries (`.name`) are skipped.
 fn entries(dir: &Path, sink: &mut Sink) -> Vec<Entry> {
     let read = match fs::read_dir(dir) {
         Ok(r) => r,
@@ -55,6 +55,16 @@ fn entries(dir: &Path, sink: &mut Sink) -> Vec<Entry> {
                     None,
                     "",
                     AemError::Symlink,
+                    Some("a regular file or directory".to_string()),
+                );
+            }
+            // A named pipe, socket or device is never opened: reading a pipe blocks forever.
+            Ok(m) if !m.is_dir() && !m.is_file() => {
+                sink.push(
+                    &path,
+                    None,
+                    "",
+                    AemError::NotRegular,
                     Some("a regular file or directory".to_string()),
                 );
             }
