@@ -489,3 +489,36 @@ async fn a_task_whose_expert_cannot_start_says_why() {
     );
     assert!(said.contains("no-such-script.yaml"), "{said}");
 }
+
+#[test]
+fn jobs_start_refuses_a_flow_no_runner_would_run() {
+    let p = Project::offline();
+    let state = p.dir.path().display().to_string();
+    p.iron_ok(&["catalog", "build", "--out", &state]);
+    for (flow, why) in [
+        ("nosuchmesh/x/y", "no mesh \"nosuchmesh\" in the catalog"),
+        ("erp/bookkeeper/close", "mesh erp is parked"),
+        (
+            "newsroom/ghost/monitor",
+            "mesh newsroom has no role \"ghost\"",
+        ),
+        (
+            "newsroom/monitor/nope",
+            "newsroom/monitor has no flows/nope.py (it has: flows/monitor.py)",
+        ),
+        ("newsroom/monitor", "name the flow as <mesh>/<role>/<flow>"),
+    ] {
+        let out = p.iron(&["jobs", "start", flow]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flow} must be refused");
+        assert!(stderr.contains(why), "{flow}: {stderr}");
+    }
+    let job = p.iron_ok(&[
+        "jobs",
+        "start",
+        "newsroom/monitor/monitor",
+        "--input",
+        "{\"items\": []}",
+    ]);
+    assert!(job.trim().starts_with("j-"), "{job}");
+}

@@ -93,6 +93,7 @@ pub async fn run(command: JobsCommand) -> Result<(), CliError> {
     match command {
         JobsCommand::Start { flow, input, aem } => {
             let input = json_arg("--input", &input)?;
+            check_flow(&config, &flow)?;
             let hash = flow_hash(&aem, &flow);
             let (_, job) = ops::start(&log, &flow, input, hash).await?;
             println!("{job}");
@@ -157,6 +158,56 @@ pub async fn run(command: JobsCommand) -> Result<(), CliError> {
             ops::cancel(&log, &job, reason).await?;
             println!("{job}: cancelled");
         }
+    }
+    Ok(())
+}
+
+/// Refuses a flow no runner would ever run: a mesh, role or flow file the state directory's
+/// catalog does not have, or a parked mesh. Without a catalog (a bare state directory, Rust
+/// flows only) there is nothing to check against, and the command says so.
+fn check_flow(config: &Config, flow: &str) -> Result<(), CliError> {
+    let catalog = match crate::aem::read_state_catalog(config) {
+        Ok(c) => c,
+        Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!(
+                "no catalog in {}; not checking {flow}",
+                config.state_dir.display()
+            );
+            return Ok(());
+        }
+        Err(e) => return Err(CliError::Failed(e.to_string())),
+    };
+    let refuse = |why: String| Err(CliError::Failed(format!("{flow}: {why}")));
+    let mut parts = flow.split('/');
+    let (Some(mesh), Some(role), Some(name), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return refuse("name the flow as <mesh>/<role>/<flow>".into());
+    };
+    let Some(m) = catalog.mesh(mesh) else {
+        let known: Vec<&str> = catalog.meshes.keys().map(String::as_str).collect();
+        return refuse(format!(
+            "no mesh {mesh:?} in the catalog ({}), so no runner would ever run it",
+            known.join(", ")
+        ));
+    };
+    if m.status != crate::aem::MeshStatus::Active {
+        return refuse(format!("mesh {mesh} is parked; its flows do not run"));
+    }
+    let Some(expert) = catalog.expert(&format!("{mesh}/{role}")) else {
+        return refuse(format!("mesh {mesh} has no role {role:?}"));
+    };
+    let file = format!("flows/{name}.py");
+    if !expert.flows.iter().any(|f| f.path == file) {
+        let have: Vec<&str> = expert.flows.iter().map(|f| f.path.as_str()).collect();
+        return refuse(format!(
+            "{mesh}/{role} has no {file} (it has: {})",
+            if have.is_empty() {
+                "none".into()
+            } else {
+                have.join(", ")
+            }
+        ));
     }
     Ok(())
 }
