@@ -134,3 +134,109 @@ fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
     assert_eq!(log.matches("chat_turn").count(), 5, "{log}");
     assert!(log.contains("message 3"), "{log}");
 }
+
+#[test]
+fn a_message_the_log_cannot_take_is_set_aside_and_blocks_nothing() {
+    let plane = Plane::start();
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().display().to_string();
+    let envs = [
+        ("IRON_ROUTER", plane.endpoint.as_str()),
+        ("IRON_STATE_DIR", state_dir.as_str()),
+    ];
+    let start = || {
+        let inbox = Proc::spawn(
+            "inbox",
+            &bin("inbox_node"),
+            &["--ros-args", "-r", "__node:=inbox", "-r", "__ns:=/iron"],
+            &envs,
+        );
+        inbox.wait_for("managed node up", T);
+        plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "configure"]);
+        plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "activate"]);
+        inbox
+    };
+    let inbox = start();
+    // 2 MB: over the log's 1 MB limit. Then an ordinary message behind it.
+    let send = |text: &str| {
+        use std::io::Write;
+        let mut child = std::process::Command::new(bin("iron"))
+            .args(["inbox", "send", "--source", "test", "--user", "ana", "-"])
+            .env("IRON_ROUTER", &plane.endpoint)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        assert!(child.wait_with_output().unwrap().status.success());
+    };
+    send(&"x".repeat(2 * 1024 * 1024));
+    send("after the big one");
+    let log = || {
+        let state_dir = state.path().to_path_buf();
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(async move {
+                let log = AnyLog::open(&Config {
+                    state_dir,
+                    ..Config::default()
+                })
+                .await
+                .unwrap();
+                log.read("MEM", "mem.>", 1, 1000)
+                    .await
+                    .unwrap()
+                    .iter()
+                    .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
+                    .collect::<Vec<_>>()
+            })
+    };
+    wait_until(
+        T,
+        || {
+            let events = log();
+            events.iter().any(|e| e.kind.as_str() == "dead_letter")
+                && events
+                    .iter()
+                    .any(|e| e.payload["text"] == "after the big one")
+        },
+        || format!("{:#?}\n{}", log(), inbox.output().join("\n")),
+    );
+    let dead = log()
+        .into_iter()
+        .find(|e| e.kind.as_str() == "dead_letter")
+        .unwrap();
+    assert!(dead.payload["bytes"].as_u64().unwrap() >= 2 * 1024 * 1024);
+    assert!(
+        dead.payload["reason"]
+            .as_str()
+            .unwrap()
+            .contains("over the log's limit"),
+        "{dead:?}"
+    );
+    // A restart does not bring it back to the head of the queue.
+    drop(inbox);
+    let inbox = start();
+    send("after the restart");
+    wait_until(
+        T,
+        || {
+            log()
+                .iter()
+                .any(|e| e.payload["text"] == "after the restart")
+        },
+        || inbox.output().join("\n"),
+    );
+    assert_eq!(
+        log()
+            .iter()
+            .filter(|e| e.kind.as_str() == "dead_letter")
+            .count(),
+        1
+    );
+}

@@ -419,6 +419,14 @@ async fn inbox_send(
     if user.trim().is_empty() {
         return Err(CliError::Failed("--user must not be empty".into()));
     }
+    let text = if text == "-" {
+        std::io::read_to_string(std::io::stdin()).map_err(|source| CliError::Io {
+            what: "reading the message from stdin".into(),
+            source,
+        })?
+    } else {
+        text
+    };
     let (_control, node) = connect(router, timeout).await?;
     publish_inbox(&node, &source, &user, &destination, &text, timeout).await?;
     println!("sent");

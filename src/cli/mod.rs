@@ -327,7 +327,7 @@ pub enum InboxCommand {
         /// Where a reply goes ("" for the channel default).
         #[arg(long, default_value = "")]
         destination: String,
-        /// The message.
+        /// The message; `-` reads it from stdin.
         text: String,
     },
 }

@@ -78,6 +78,9 @@ event_kinds! {
     SourceChanged => "source_changed",
     /// A trigger started a flow (what triggered it and the job it started).
     TriggerFired => "trigger_fired",
+    /// An accepted message could not be written to the log (too large, invalid) and was set
+    /// aside instead of blocking the ones behind it.
+    DeadLetter => "dead_letter",
     /// An expert stopped to ask the operator a question.
     QuestionAsked => "question_asked",
     /// The operator's answer reached the expert.

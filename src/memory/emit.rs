@@ -44,6 +44,14 @@ pub struct Emitted {
     pub duplicate: bool,
 }
 
+impl EmitError {
+    /// True when writing the same event again can never succeed (it is too large, invalid or
+    /// cannot be encoded), as opposed to a log that did not take it this time.
+    pub fn is_permanent(&self) -> bool {
+        !matches!(self, EmitError::Log { .. })
+    }
+}
+
 /// Why an event was not written.
 #[derive(Debug, thiserror::Error)]
 pub enum EmitError {

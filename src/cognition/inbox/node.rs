@@ -53,6 +53,17 @@ impl Default for InboxOptions {
     }
 }
 
+/// Why a turn was not written.
+#[derive(Debug, thiserror::Error)]
+enum TurnError {
+    /// It never can be: it was set aside.
+    #[error("set aside: {0}")]
+    Unwritable(String),
+    /// The log did not take it this time.
+    #[error("{0}")]
+    Log(String),
+}
+
 /// The inbox node.
 #[derive(Debug, Default)]
 pub struct InboxNode {
@@ -175,10 +186,13 @@ async fn capture_loop(
             Ok(rows) => {
                 more = rows.len() == 256;
                 for q in &rows {
-                    if let Err(e) = deps.emit_turn(q).await {
-                        warn!("turns wait to be written to the log: {e}");
-                        more = false;
-                        break;
+                    match deps.emit_turn(q).await {
+                        Ok(()) | Err(TurnError::Unwritable(_)) => {}
+                        Err(e) => {
+                            warn!("turns wait to be written to the log: {e}");
+                            more = false;
+                            break;
+                        }
                     }
                 }
             }
@@ -324,7 +338,12 @@ impl InboxDeps {
             return Ok(false);
         }
         for q in batch.iter().filter(|q| !q.emitted) {
-            self.emit_turn(q).await?;
+            match self.emit_turn(q).await {
+                Ok(()) => {}
+                // Set aside: the next call takes the messages behind it.
+                Err(TurnError::Unwritable(_)) => return Ok(true),
+                Err(e) => return Err(e.to_string()),
+            }
         }
         let stuck = self
             .store
@@ -388,8 +407,13 @@ impl InboxDeps {
         }
     }
 
-    async fn emit_turn(&self, q: &Queued) -> Result<(), String> {
-        let id = EventId::parse(&q.event_id).map_err(|e| format!("queued event id: {e}"))?;
+    /// Writes a queued message's turn to the log. A turn that can never be written (too large
+    /// for the log, invalid) is set aside as a dead letter, with a small record of it on the
+    /// log, and reported as [`TurnError::Unwritable`]; a log that did not take it this time is
+    /// [`TurnError::Log`] (retried).
+    async fn emit_turn(&self, q: &Queued) -> Result<(), TurnError> {
+        let id = EventId::parse(&q.event_id)
+            .map_err(|e| TurnError::Log(format!("queued event id: {e}")))?;
         let envelope = Envelope::new(
             self.config.tenant.clone(),
             ["sessions", q.session_id.as_str()],
@@ -406,14 +430,49 @@ impl InboxDeps {
             }),
         )
         .with_id(id);
-        emit(&self.log, &envelope)
-            .await
-            .map_err(|e| format!("writing the turn to the log: {e}"))?;
+        match emit(&self.log, &envelope).await {
+            Ok(_) => {}
+            Err(e) if e.is_permanent() => {
+                let reason = e.to_string();
+                self.dead_letter(q, &reason).await;
+                return Err(TurnError::Unwritable(reason));
+            }
+            Err(e) => return Err(TurnError::Log(format!("writing the turn to the log: {e}"))),
+        }
         self.store
             .lock()
             .expect("store lock")
             .mark_emitted(q.seq)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| TurnError::Log(e.to_string()))?;
         Ok(())
+    }
+
+    /// Sets `q` aside and records that it was (without its text: it is what could not be
+    /// written).
+    async fn dead_letter(&self, q: &Queued, reason: &str) {
+        warn!(session = %q.session_id, seq = q.seq, "set a message from {}:{} aside: {reason}", q.source, q.user_id);
+        if let Err(e) = self
+            .store
+            .lock()
+            .expect("store lock")
+            .mark_dead(q.seq, reason)
+        {
+            warn!("could not set the message aside in the queue: {e}");
+        }
+        let record = Envelope::new(
+            self.config.tenant.clone(),
+            ["inbox", "dead_letters"],
+            "inbox",
+            EventKind::DeadLetter,
+            serde_json::json!({
+                "session_id": q.session_id, "source": q.source, "user_id": q.user_id,
+                "destination": q.destination, "bytes": q.text.len() + q.attachments_json.len(),
+                "reason": reason, "event_id": q.event_id,
+            }),
+        )
+        .with_id(EventId::computed(&["dead_letter", &q.event_id]));
+        if let Err(e) = emit(&self.log, &record).await {
+            warn!("the dead letter itself was not recorded on the log: {e}");
+        }
     }
 }

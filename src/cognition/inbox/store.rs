@@ -73,6 +73,15 @@ impl Store {
                  state TEXT NOT NULL DEFAULT 'pending',
                  task_id TEXT);",
         )?;
+        // Added after the first release: why a message was set aside.
+        let has_reason: bool = conn.query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('queue') WHERE name = 'reason'",
+            [],
+            |r| r.get::<_, i64>(0).map(|n| n > 0),
+        )?;
+        if !has_reason {
+            conn.execute_batch("ALTER TABLE queue ADD COLUMN reason TEXT;")?;
+        }
         Ok(Self { conn })
     }
 
@@ -204,6 +213,16 @@ impl Store {
             )?;
         }
         tx.commit()?;
+        Ok(())
+    }
+
+    /// Sets a message aside for good: it can never be written to the log (too large, invalid),
+    /// so it leaves the queue with `reason` instead of blocking the messages behind it.
+    pub fn mark_dead(&self, seq: i64, reason: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE queue SET state = 'dead', emitted = 1, reason = ?2 WHERE seq = ?1",
+            params![seq, reason],
+        )?;
         Ok(())
     }
 
