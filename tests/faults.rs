@@ -34,6 +34,7 @@ async fn connect(server: &NatsServer, timeout: Duration) -> JetStream {
 fn opts(server: &NatsServer) -> BootstrapOptions {
     BootstrapOptions {
         monitor: Some(server.monitor()),
+        quiet: false,
     }
 }
 
@@ -169,10 +170,8 @@ async fn an_existing_stream_with_one_field_changed_refuses_start() {
     }
     let text = err.to_string();
     assert!(
-        text.contains("duplicate_window")
-            && text.contains("120000000000")
-            && text.contains("60000000000"),
-        "{text}"
+        text.contains("field `duplicate_window`: declared 120 s, found 60 s"),
+        "durations in seconds: {text}"
     );
     // The live stream was not touched.
     assert_eq!(
@@ -390,4 +389,43 @@ async fn bench_prints_every_figure() {
             .is_none(),
         "bench cleans up its stream"
     );
+}
+
+/// A launch list of two nodes that open the durable plane.
+const TWO_NODES: &str = "nodes:\n  - {name: clock, namespace: /iron/jobs, executable: jobs_clock, autostart: true}\n  - {name: projector, namespace: /iron/memory, executable: projector_node, autostart: true}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn iron_up_refuses_a_plane_that_refuses_and_warns_of_no_fsync_once() {
+    // A drifted stream: iron up exits with the refusal, durations in seconds, no node started.
+    let server = NatsServer::start();
+    let js = connect(&server, Duration::from_secs(5)).await;
+    let mut changed = StreamSpec::mem().server_config();
+    changed["duplicate_window"] = json!(60_000_000_000u64);
+    js.create_stream_raw("MEM", &changed).await.unwrap();
+    let p = support::project::Project::offline().env("IRON_NATS_MONITOR", &server.monitor());
+    let mut up = p.up(
+        TWO_NODES,
+        &["--aem", "no-such-dir", "--nats", &server.url()],
+    );
+    let status = up
+        .wait_exit(Duration::from_secs(60))
+        .expect("iron up exits when the plane refuses");
+    assert!(!status.success());
+    let out = up.output().join("\n");
+    assert!(
+        out.contains("the durable plane refused to start: stream MEM differs")
+            && out.contains("field `duplicate_window`: declared 120 s, found 60 s"),
+        "{out}"
+    );
+    assert!(!out.contains("started"), "no node was started:\n{out}");
+
+    // A server that does not fsync: said once, by iron up, not once per node.
+    let lax =
+        NatsServer::start_with_config_text("jetstream {\n  store_dir: $IRON_NATS_STORE_DIR\n}\n");
+    let p = support::project::Project::offline().env("IRON_NATS_MONITOR", &lax.monitor());
+    let up = p.up(TWO_NODES, &["--aem", "no-such-dir", "--nats", &lax.url()]);
+    up.wait_for("/iron/memory/projector: active", Duration::from_secs(60));
+    up.wait_for("/iron/jobs/clock: active", Duration::from_secs(60));
+    let warnings = up.matching("does not fsync before acknowledging");
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
 }

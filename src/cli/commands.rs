@@ -78,6 +78,23 @@ async fn up(
             env.push(("IRON_NATS_MONITOR".to_string(), monitor));
         }
     }
+    // Open the durable plane once before any node: a plane that refuses to start (a drifted
+    // stream, an old server) stops `iron up` with why, instead of leaving every node
+    // unconfigured; its warnings are said here once, not again by every node.
+    let mut plane = config.clone();
+    plane.apply_env(|k| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))?;
+    if let Err(e) = AnyLog::open(&plane).await {
+        if let Some(server) = local {
+            server.stop().await;
+        }
+        return Err(CliError::Failed(format!(
+            "the durable plane refused to start: {e}"
+        )));
+    }
+    env.push((
+        crate::core::config::PLANE_CHECKED_ENV.to_string(),
+        "1".to_string(),
+    ));
     let shutdown = CancellationToken::new();
     stop_on_signals(shutdown.clone());
     let result = crate::launch::up(plan, router, start_router, timeout, &env, shutdown).await;

@@ -315,7 +315,10 @@ pub(super) async fn bench(
         let js = JetStream::connect(&url, JetStreamOptions::default())
             .await
             .map_err(|e| CliError::Failed(format!("cannot reach NATS at {url}: {e}")))?;
-        let check = bootstrap::BootstrapOptions { monitor };
+        let check = bootstrap::BootstrapOptions {
+            monitor,
+            quiet: false,
+        };
         bootstrap::bootstrap(&js, &StreamSpec::all(), &check)
             .await
             .map_err(|e| CliError::Failed(e.to_string()))?;

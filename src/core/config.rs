@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+/// Set by `iron up` for the nodes it starts, once it has opened the durable plane itself.
+pub const PLANE_CHECKED_ENV: &str = "IRON_PLANE_CHECKED";
+
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -37,6 +40,10 @@ pub struct DurableConfig {
     pub nats_monitor: Option<String>,
     /// Timeout of one durable-plane operation, in seconds.
     pub timeout_secs: f64,
+    /// The launcher already opened the plane and said what its checks found
+    /// (`IRON_PLANE_CHECKED=1`, set by `iron up` for its nodes); not from the file.
+    #[serde(skip)]
+    pub checked: bool,
 }
 
 /// The durable backend.
@@ -75,6 +82,7 @@ impl Default for DurableConfig {
             nats_url: "nats://127.0.0.1:4222".into(),
             nats_monitor: None,
             timeout_secs: 5.0,
+            checked: false,
         }
     }
 }
@@ -140,7 +148,7 @@ impl Config {
     }
 
     /// Applies `IRON_TENANT`, `IRON_STATE_DIR`, `IRON_DURABLE` (embedded|jetstream),
-    /// `IRON_NATS_URL` and `IRON_NATS_MONITOR` from `get`.
+    /// `IRON_NATS_URL`, `IRON_NATS_MONITOR` and `IRON_PLANE_CHECKED` from `get`.
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         if let Some(v) = get("IRON_TENANT") {
             self.tenant = v;
@@ -166,6 +174,9 @@ impl Config {
         }
         if let Some(v) = get("IRON_NATS_MONITOR") {
             self.durable.nats_monitor = Some(v);
+        }
+        if let Some(v) = get(PLANE_CHECKED_ENV) {
+            self.durable.checked = v == "1";
         }
         Ok(())
     }

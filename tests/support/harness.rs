@@ -48,6 +48,7 @@ pub async fn connect(server: &NatsServer) -> JetStream {
         &StreamSpec::all(),
         &BootstrapOptions {
             monitor: Some(server.monitor()),
+            quiet: false,
         },
     )
     .await

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use tracing::{info, warn};
+use tracing::info;
 
 use super::{
     BootstrapError, BootstrapOptions, Embedded, EmbeddedOptions, JetStream, JetStreamOptions,
@@ -99,6 +99,7 @@ impl AnyLog {
                     &StreamSpec::all(),
                     &BootstrapOptions {
                         monitor: config.durable.nats_monitor.clone(),
+                        quiet: config.durable.checked,
                     },
                 )
                 .await?;
@@ -106,11 +107,6 @@ impl AnyLog {
                     "JetStream {}: streams created {:?}, verified {:?}",
                     report.server_version, report.created, report.verified
                 );
-                if report.sync_always == Some(false) {
-                    warn!(
-                        "the NATS server does not fsync before acknowledging (sync_interval is not `always`): acknowledged events can be lost on power loss"
-                    );
-                }
                 Ok(AnyLog::JetStream(Box::new(log)))
             }
         }

@@ -38,8 +38,29 @@ impl std::fmt::Display for FieldDiff {
         write!(
             f,
             "field `{}`: declared {}, found {}",
-            self.field, self.declared, self.found
+            self.field,
+            shown(&self.field, &self.declared),
+            shown(&self.field, &self.found)
         )
+    }
+}
+
+/// Fields the server keeps in nanoseconds.
+const NANOSECOND_FIELDS: &[&str] = &["duplicate_window", "max_age", "inactive_threshold"];
+
+/// A value as a person reads it: durations in seconds (`120 s`, not `120000000000`).
+fn shown(field: &str, value: &Value) -> String {
+    let last = field.rsplit('.').next().unwrap_or(field);
+    match value.as_u64() {
+        Some(ns) if NANOSECOND_FIELDS.contains(&last) => {
+            let secs = ns as f64 / 1e9;
+            if secs.fract() == 0.0 {
+                format!("{secs:.0} s")
+            } else {
+                format!("{secs} s")
+            }
+        }
+        _ => value.to_string(),
     }
 }
 
@@ -103,6 +124,9 @@ pub struct BootstrapOptions {
     /// The server's monitoring address (`127.0.0.1:8222` or `http://127.0.0.1:8222`), used to
     /// check `sync_interval`; `None` skips the check with a warning.
     pub monitor: Option<String>,
+    /// Someone already said what the fsync check found (the launcher, before starting the
+    /// nodes): report it at debug level instead of warning again in every process.
+    pub quiet: bool,
 }
 
 /// What bootstrap found and did.
@@ -207,17 +231,22 @@ pub async fn bootstrap(
         },
         None => None,
     };
-    match sync_always {
-        Some(true) => {}
-        Some(false) => tracing::warn!(
+    let warning = match sync_always {
+        Some(true) => None,
+        Some(false) => Some(
             "!!! nats-server does not fsync before acknowledging (sync_interval is not `always`): \
              acknowledged events can be lost on power loss. Set `sync_interval: always` in the \
-             jetstream block (see config/nats-server.conf) !!!"
+             jetstream block (see config/nats-server.conf) !!!",
         ),
-        None => tracing::warn!(
+        None => Some(
             "could not check whether nats-server fsyncs before acking (no monitoring address); \
-             run it with config/nats-server.conf, which sets `sync_interval: always`"
+             run it with config/nats-server.conf, which sets `sync_interval: always`",
         ),
+    };
+    match warning {
+        Some(w) if options.quiet => tracing::debug!("{w}"),
+        Some(w) => tracing::warn!("{w}"),
+        None => {}
     }
     let mut report = BootstrapReport {
         server_version: version,
