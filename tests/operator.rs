@@ -26,7 +26,7 @@ async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer
     tool_calls:
       - name: ask_operator
         arguments: {question: "Which bridge: the harbour bridge or the river bridge?"}
-  - expect: "Operator correction: use official sources only"
+  - expect: "]: use official sources only"
     text: "The harbour bridge is closed, per the port authority's notice."
 "#,
     )

@@ -16,8 +16,9 @@ use crate::llm::{ChatModel, ChatRequest, Message, ToolCall, ToolSpec};
 /// Name of the built-in tool that pauses the task with a question for the operator.
 pub const ASK_OPERATOR: &str = "ask_operator";
 
-/// How an operator correction starts when added to the conversation.
-pub const CORRECTION_PREFIX: &str = "Operator correction:";
+/// How an operator correction starts when added to the conversation; the task's own marker
+/// follows it (see [`TaskState::correction`]).
+pub const CORRECTION_PREFIX: &str = "Operator correction";
 
 /// The built-in `ask_operator` tool as offered to the model.
 pub fn ask_operator_spec() -> ToolSpec {
@@ -71,6 +72,20 @@ pub struct TaskState {
     pub spend: Spend,
     /// The open question.
     pub pending: Option<PendingQuestion>,
+    /// A secret of this task: operator corrections carry it, so that text in the instruction
+    /// or in data that calls itself a correction is recognisably not one.
+    pub marker: String,
+}
+
+impl TaskState {
+    /// How this task's operator corrections begin: `Operator correction [<marker>]:`.
+    pub fn correction(&self) -> String {
+        correction(&self.marker)
+    }
+}
+
+fn correction(marker: &str) -> String {
+    format!("{CORRECTION_PREFIX} [{marker}]:")
 }
 
 /// How a run of the loop ended.
@@ -183,10 +198,12 @@ impl<'a> AgentLoop<'a> {
 
     /// A fresh task: the system prompt and the instruction.
     pub fn start(brief: &ExpertBrief, input: &TaskInput) -> TaskState {
+        let marker = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
         TaskState {
             messages: vec![
                 Message::system(system_prompt(
                     brief,
+                    &correction(&marker),
                     input.memory.as_deref(),
                     input.perception.as_deref(),
                 )),
@@ -195,6 +212,7 @@ impl<'a> AgentLoop<'a> {
             iterations: 0,
             spend: Spend::default(),
             pending: None,
+            marker,
         }
     }
 
@@ -241,9 +259,12 @@ impl<'a> AgentLoop<'a> {
                     return Ok(status);
                 }
             }
-            None => state
-                .messages
-                .push(Message::user(format!("{CORRECTION_PREFIX} {answer}"))),
+            None => {
+                let prefix = state.correction();
+                state
+                    .messages
+                    .push(Message::user(format!("{prefix} {answer}")))
+            }
         }
         self.drive(state).await
     }
@@ -298,9 +319,10 @@ impl<'a> AgentLoop<'a> {
             for text in self.interjections.take() {
                 self.record(LoopEvent::InterjectionRead { text: text.clone() })
                     .await?;
+                let prefix = state.correction();
                 state
                     .messages
-                    .push(Message::user(format!("{CORRECTION_PREFIX} {text}")));
+                    .push(Message::user(format!("{prefix} {text}")));
             }
             if let Some(limit) = self.limits.budget.exhausted(&state.spend) {
                 return Ok(TaskStatus::BudgetExceeded {
