@@ -230,7 +230,7 @@ async fn a_sixth_delegation_fails_after_the_configured_slot_wait() {
     let text = result["text"].as_str().unwrap_or_default();
     assert!(
         text.contains(&format!(
-            "{MAX_CONCURRENT} delegations are already running; none finished within 2s"
+            "{MAX_CONCURRENT} delegations are already running at this depth; none finished within 2s"
         )),
         "{text}"
     );

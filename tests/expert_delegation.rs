@@ -91,3 +91,26 @@ async fn an_expert_delegates_to_its_peer_through_the_engine() {
         .unwrap();
     assert_eq!(chief_route.payload["depth"], 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_tasks_that_all_delegate_do_not_starve_their_delegations() {
+    // Five chiefs take every slot of their depth; each waits on a clerk, one level deeper.
+    // With one pool for all depths the clerks waited for a slot until they failed `saturated`.
+    let lab = Lab::start(&["--slot-wait-secs", "20"]);
+    let sends: Vec<_> = (0..5)
+        .map(|i| lab.send("lab/chief", &format!("have file {i} filed")))
+        .collect();
+    for (i, send) in sends.into_iter().enumerate() {
+        let out = send.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains(CHIEF_ANSWER),
+            "task {i}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let clerks = lab
+        .events_where("task_delegated", "domain", "lab/clerk")
+        .await;
+    assert_eq!(clerks.len(), 5, "{clerks:#?}");
+}

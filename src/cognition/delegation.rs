@@ -21,7 +21,7 @@ use crate::{
 
 /// Deepest chain of delegations (a person's task is depth 0).
 pub const MAX_DEPTH: u8 = 4;
-/// Most delegations running at once.
+/// Most delegations running at once at one depth.
 pub const MAX_CONCURRENT: usize = 5;
 
 /// How experts are started.
@@ -44,7 +44,9 @@ pub struct DelegationOptions {
 pub enum DelegationError {
     #[error("delegation depth {depth} exceeds the limit of {MAX_DEPTH}")]
     TooDeep { depth: u8 },
-    #[error("{MAX_CONCURRENT} delegations are already running; none finished within {waited:?}")]
+    #[error(
+        "{MAX_CONCURRENT} delegations are already running at this depth; none finished within {waited:?}"
+    )]
     Saturated { waited: Duration },
     #[error("cannot start the expert {expert} ({executable}): {source}")]
     Spawn {
@@ -137,7 +139,11 @@ impl StderrTail {
 #[derive(Clone)]
 pub struct Delegator {
     options: DelegationOptions,
-    slots: Arc<Semaphore>,
+    /// [`MAX_CONCURRENT`] slots per delegation depth. A task waiting on its own delegation
+    /// holds a slot of its depth while the delegation takes one of the next, so tasks that all
+    /// delegate can never take every slot their delegations need (one pool for all depths
+    /// deadlocked five delegating tasks until every delegation failed `saturated`).
+    slots: Arc<Vec<Arc<Semaphore>>>,
     me: Arc<hiroz::node::ZNode>,
 }
 
@@ -155,7 +161,11 @@ impl Delegator {
     pub fn new(me: Arc<hiroz::node::ZNode>, options: DelegationOptions) -> Self {
         Self {
             options,
-            slots: Arc::new(Semaphore::new(MAX_CONCURRENT)),
+            slots: Arc::new(
+                (0..=MAX_DEPTH)
+                    .map(|_| Arc::new(Semaphore::new(MAX_CONCURRENT)))
+                    .collect(),
+            ),
             me,
         }
     }
@@ -173,13 +183,13 @@ impl Delegator {
         if goal.depth > MAX_DEPTH {
             return Err(DelegationError::TooDeep { depth: goal.depth });
         }
-        let _slot =
-            tokio::time::timeout(self.options.slot_wait, self.slots.clone().acquire_owned())
-                .await
-                .map_err(|_| DelegationError::Saturated {
-                    waited: self.options.slot_wait,
-                })?
-                .expect("the semaphore is never closed");
+        let slots = self.slots[usize::from(goal.depth)].clone();
+        let _slot = tokio::time::timeout(self.options.slot_wait, slots.acquire_owned())
+            .await
+            .map_err(|_| DelegationError::Saturated {
+                waited: self.options.slot_wait,
+            })?
+            .expect("the semaphore is never closed");
 
         let expert = format!("{mesh}/{role}");
         let short = goal
