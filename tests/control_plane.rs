@@ -341,3 +341,53 @@ async fn malformed_requests_are_dropped_and_the_node_keeps_serving() {
     assert!(!demo.matching("dropped a malformed request").is_empty());
     assert!(demo.matching("panicked").is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_requests_with_one_goal_id_admit_one_goal() {
+    let plane = Plane::start();
+    let (control, node) = client(&plane).await;
+    let server_node = control.node("racer", "/iron").unwrap();
+    let (server, mut goals) = iron::spine::control::action::ActionServer::<AolTask>::new(
+        &server_node,
+        "/iron/racer/task",
+        Default::default(),
+    )
+    .unwrap();
+    server.set_accepting(true);
+    // The node takes its time to decide, so the second request arrives mid-decision.
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = seen.clone();
+    tokio::spawn(async move {
+        while let Some(request) = goals.recv().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let (_, handle) = request.accept().await;
+                handle
+                    .succeed(iron::interfaces::AolTaskResult::default())
+                    .await;
+            });
+        }
+    });
+    let client = ActionClient::<AolTask>::new(&node, "/iron/racer/task").unwrap();
+    let id = GoalId::new();
+    let (a, b) = tokio::join!(
+        client.send_as(id, goal("once", serde_json::json!({})), T),
+        client.send_as(id, goal("once", serde_json::json!({})), T)
+    );
+    let admitted = [a.is_ok(), b.is_ok()].iter().filter(|x| **x).count();
+    assert_eq!(
+        admitted,
+        1,
+        "exactly one request admits the goal: {:?} / {:?}",
+        a.as_ref().err(),
+        b.as_ref().err()
+    );
+    let refused = a.err().or(b.err()).unwrap().to_string();
+    assert!(refused.contains("rejected"), "{refused}");
+    assert_eq!(
+        seen.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the node saw the goal once"
+    );
+}

@@ -196,7 +196,9 @@ impl<A: ZAction> ActionClient<A> {
         }
     }
 
-    async fn send_as(
+    /// [`send`](Self::send) under a goal id the caller chose (to resend a goal it may have
+    /// sent before: the server refuses an id it knows or is deciding).
+    pub async fn send_as(
         &self,
         id: GoalId,
         goal: A::Goal,

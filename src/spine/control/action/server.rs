@@ -98,6 +98,9 @@ struct Inner<A: ZAction> {
     name: String,
     accepting: std::sync::atomic::AtomicBool,
     goals: Mutex<HashMap<GoalId, Entry<A>>>,
+    /// Ids of goals being decided: reserved with the duplicate check, so two requests with
+    /// one id can never both be admitted.
+    deciding: Mutex<std::collections::HashSet<GoalId>>,
     /// Woken whenever a goal is accepted.
     accepted: tokio::sync::Notify,
     /// Woken whenever a goal's status changes.
@@ -191,6 +194,7 @@ where
             name: name.to_string(),
             accepting: std::sync::atomic::AtomicBool::new(false),
             goals: Mutex::new(HashMap::new()),
+            deciding: Mutex::new(std::collections::HashSet::new()),
             accepted: tokio::sync::Notify::new(),
             status_dirty: tokio::sync::Notify::new(),
             feedback,
@@ -377,6 +381,23 @@ where
     }
 }
 
+/// Releases a goal id's reservation when its decision is made (accepted goals are in the goal
+/// table by then).
+struct Reserved<'a, A: ZAction> {
+    inner: &'a Inner<A>,
+    id: GoalId,
+}
+
+impl<A: ZAction> Drop for Reserved<'_, A> {
+    fn drop(&mut self) {
+        self.inner
+            .deciding
+            .lock()
+            .expect("deciding lock")
+            .remove(&self.id);
+    }
+}
+
 impl<A: ZAction> Inner<A>
 where
     A::Result: Default,
@@ -419,17 +440,20 @@ where
         if !id.is_valid() {
             return refuse("invalid_goal_id", "the goal id is all zeros".into());
         }
-        if self
-            .goals
-            .lock()
-            .expect("goal table lock")
-            .contains_key(&id)
-        {
+        // The check and the reservation are one step: a resent request that arrives while the
+        // first is still being decided is a duplicate too.
+        let known = {
+            let goals = self.goals.lock().expect("goal table lock");
+            let mut deciding = self.deciding.lock().expect("deciding lock");
+            goals.contains_key(&id) || !deciding.insert(id)
+        };
+        if known {
             return refuse(
                 "duplicate_goal_id",
                 format!("goal id {id} is already known"),
             );
         }
+        let _reserved = Reserved { inner: self, id };
         let (tx, rx) = oneshot::channel();
         let request = GoalRequest {
             id,
