@@ -164,6 +164,7 @@ corpus! {
     ];
     delivery_unknown_tool => [w(AEM, "delivery.chat.tool", "server `out` declares no tool `send_text`")];
     unknown_startup => [w(AEM, "msp.sources.feed.startup", "unknown startup mode `eager`")];
+    working_memory_declared => [w(AEM, "msp.sources.feed.working_memory", "working memory (live relations over a source) is not implemented")];
     trigger_unknown_flow => [w(AEM, "triggers.t.flow", "malformed trigger: expert `a` has no flows/nope.py (expected a flow file of skills/a/flows/ (f))")];
     trigger_two_kinds => [w(AEM, "triggers.t", "give exactly one of `sources`, `schedule` or `webhook`")];
     trigger_bad_cron => [w(AEM, "triggers.t.schedule", "`every morning` is not a cron expression")];

@@ -190,33 +190,22 @@ pub(crate) fn validate_source(
     }
     let env = raw.env.clone().unwrap_or_default();
     check_env(&env, &format!("{field}.env"), doc, sink);
-    let mut relations: Vec<String> = raw
-        .working_memory
-        .as_ref()
-        .map(|w| w.relations.clone())
-        .unwrap_or_default();
-    for r in &relations {
-        if !valid_name(r) {
-            sink.push(
-                &doc.path,
-                doc.line_of_value(r).or(line),
-                format!("{field}.working_memory.relations"),
-                AemError::InvalidName {
-                    what: "relation",
-                    value: r.clone(),
-                },
-                Some(name_rule()),
-            );
-        }
+    if raw.working_memory.is_some() {
+        // Declared but not honoured would be silent: refuse it until a working-memory engine
+        // exists.
+        sink.push(
+            &doc.path,
+            doc.line_of_key_in(name, "working_memory").or(line),
+            format!("{field}.working_memory"),
+            AemError::NotImplemented("working memory (live relations over a source)".into()),
+            Some("remove `working_memory`: no working-memory engine is built into Iron yet".into()),
+        );
     }
-    relations.sort();
-    relations.dedup();
     (sink.items.len() == before).then(|| SourceEntry {
         description: raw.description.trim().to_string(),
         startup,
         command: raw.command.clone(),
         env,
-        relations,
     })
 }
 

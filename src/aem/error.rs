@@ -100,6 +100,9 @@ pub enum AemError {
     /// An environment value written inline instead of as a `${VAR}` reference.
     #[error("environment value of `{0}` is inline; secrets and settings come by reference only")]
     InlineEnvValue(String),
+    /// A declaration the runtime does not honour yet (refused rather than ignored).
+    #[error("{0} is not implemented")]
+    NotImplemented(String),
     /// A trigger that cannot be honoured as written.
     #[error("malformed trigger: {0}")]
     MalformedTrigger(String),

@@ -233,8 +233,6 @@ pub struct SourceEntry {
     pub command: Vec<String>,
     /// Environment, references only.
     pub env: BTreeMap<String, String>,
-    /// Relations kept live in working memory.
-    pub relations: Vec<String>,
 }
 
 /// One expert, resolved: everything its process needs at `configure`.

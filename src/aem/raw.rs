@@ -153,15 +153,8 @@ pub(crate) struct RawSource {
     #[serde(default)]
     pub(crate) command: Vec<String>,
     pub(crate) env: Option<BTreeMap<String, String>>,
-    pub(crate) working_memory: Option<RawWorkingMemory>,
-}
-
-/// `working_memory:` of a perception source.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RawWorkingMemory {
-    #[serde(default)]
-    pub(crate) relations: Vec<String>,
+    /// Read only to be refused (not implemented), whatever it holds.
+    pub(crate) working_memory: Option<serde_yaml::Value>,
 }
 
 /// `skills/<name>/SKILL.md`.
