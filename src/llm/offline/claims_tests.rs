@@ -1,0 +1,327 @@
+//! Tests of the claims module: the planted fixture, order independence, stable ids, and the
+//! safety rule.
+
+use super::*;
+use Stance::{Denies, Supports};
+use Status::{Confirmed, Contradicted, SingleSource};
+
+const FIXTURE: &str = include_str!("../../../tests/fixtures/newsroom/planted.json");
+
+#[derive(Deserialize)]
+struct Fixture {
+    reports: Vec<Report>,
+    expect: Vec<Expected>,
+}
+
+#[derive(Deserialize)]
+struct Expected {
+    case: String,
+    report_ids: BTreeSet<String>,
+    status: Status,
+}
+
+fn fixture() -> Fixture {
+    serde_json::from_str(FIXTURE).expect("the fixture parses")
+}
+
+/// Reports `a`, `b`, ... ten minutes apart, each from "owner | title | summary".
+fn batch<S: AsRef<str>>(lines: &[S]) -> Vec<Report> {
+    let report = |(i, line): (usize, &S)| {
+        let mut parts = line.as_ref().split(" | ").map(str::to_string);
+        let mut next = || parts.next().unwrap_or_default();
+        let (owner, title, summary) = (next(), next(), next());
+        let (id, outlet) = (char::from(b'a' + i as u8).to_string(), owner.to_uppercase());
+        let published = Some(format!("2026-11-30T06:{i}0:00Z"));
+        let (url, source) = (String::new(), String::new());
+        Report {
+            id,
+            title,
+            summary,
+            url,
+            published,
+            outlet,
+            owner,
+            source,
+        }
+    };
+    lines.iter().enumerate().map(report).collect()
+}
+
+fn ids(verdict: &Verdict) -> BTreeSet<String> {
+    verdict
+        .supporting
+        .iter()
+        .chain(&verdict.denying)
+        .cloned()
+        .collect()
+}
+
+fn statuses(reports: &[Report]) -> Vec<Status> {
+    newsroom(reports).iter().map(|v| v.status).collect()
+}
+
+#[test]
+fn fixture_claims_match_expectations() {
+    let f = fixture();
+    let verdicts = newsroom(&f.reports);
+    for e in &f.expect {
+        let got = verdicts.iter().find(|v| ids(v) == e.report_ids);
+        let got = got.unwrap_or_else(|| panic!("{}: not one claim: {verdicts:#?}", e.case));
+        assert_eq!(got.status, e.status, "{}: {got:?}", e.case);
+    }
+    assert_eq!(verdicts.len(), f.expect.len(), "{verdicts:#?}");
+}
+
+#[test]
+fn confirmed_precision_is_one_on_the_fixture() {
+    let f = fixture();
+    let expected = f.expect.iter().filter(|e| e.status == Confirmed);
+    let expected: Vec<&BTreeSet<String>> = expected.map(|e| &e.report_ids).collect();
+    let verdicts = newsroom(&f.reports);
+    let confirmed = verdicts.iter().filter(|v| v.status == Confirmed);
+    let confirmed: Vec<BTreeSet<String>> = confirmed.map(ids).collect();
+    for c in &confirmed {
+        assert!(expected.contains(&c), "false confirmation of {c:?}");
+    }
+    assert_eq!(confirmed.len(), expected.len(), "recall");
+}
+
+#[test]
+fn output_does_not_depend_on_input_order() {
+    let f = fixture();
+    let (claims, verdicts) = (group(&f.reports), newsroom(&f.reports));
+    let mut seed = 0x2545_f491_u64;
+    for round in 0..8 {
+        let mut shuffled = f.reports.clone();
+        shuffled.reverse();
+        for i in (1..shuffled.len()).rev().filter(|_| round > 0) {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            shuffled.swap(i, (seed >> 33) as usize % (i + 1));
+        }
+        assert_eq!(group(&shuffled), claims, "round {round}");
+        assert_eq!(newsroom(&shuffled), verdicts, "round {round}");
+    }
+    let mut doubled = f.reports.clone();
+    doubled.extend(f.reports.iter().rev().cloned());
+    assert_eq!(group(&doubled), claims, "a repeated id counts once");
+    let last = &claims.last().expect("claims").reports[0];
+    assert_eq!(last.id, "pm-16", "undated reports sort last");
+}
+
+#[test]
+fn claim_ids_follow_the_anchor() {
+    let f = fixture();
+    let first = |reports: &[Report]| group(reports).swap_remove(0);
+    let claim = first(&f.reports);
+    assert_eq!((claim.id.len(), &claim.id), (18, &claim_id("pm-01")));
+    let text = "Harbour bridge closed to traffic for structural inspection";
+    assert_eq!(claim.text, text);
+    let mut earlier = f.reports.clone();
+    earlier.retain(|r| r.id != "pm-20");
+    assert_eq!(first(&earlier).id, claim.id, "a later report keeps the id");
+    let denial = batch(&["council | Council denies harbour bridge closure"]).remove(0);
+    let published = Some("2026-11-30T05:00:00Z".to_string());
+    let mut denied_first = f.reports.clone();
+    denied_first.push(Report {
+        id: "d".into(),
+        published,
+        ..denial
+    });
+    let claim = first(&denied_first);
+    assert_eq!(
+        claim.id,
+        claim_id("pm-01"),
+        "the anchor is the earliest non-denier"
+    );
+    assert_eq!(
+        (claim.reports[0].id.as_str(), claim.reports[0].stance),
+        ("d", Denies)
+    );
+}
+
+#[test]
+fn denials_and_opposite_states_are_never_confirmed() {
+    let deniers = [
+        "authority | Harbour Authority update on the harbour bridge inspection \
+            | The bridge has not been closed; traffic is flowing as usual.",
+        "authority | Authority: harbour bridge remains open",
+        "authority | Bridge closure reports 'untrue', says authority",
+        "authority | Harbour bridge will not close, authority says",
+        "council | Harbour bridge reopened after inspection",
+    ];
+    for denier in deniers {
+        let closed = "wire | Harbour bridge closed for inspection";
+        let reports = batch(&[closed, "radio | Harbour bridge shut for inspection", denier]);
+        let verdicts = newsroom(&reports);
+        assert_eq!(verdicts.len(), 1, "{denier}: {verdicts:#?}");
+        let (status, denying) = (verdicts[0].status, &verdicts[0].denying);
+        assert_eq!(
+            (status, denying.as_slice()),
+            (Contradicted, &["c".to_string()][..])
+        );
+    }
+}
+
+#[test]
+fn cross_check_rereads_stances() {
+    let reports = fixture().reports;
+    let claim = group(&reports)
+        .into_iter()
+        .find(|c| c.id == claim_id("pm-09"));
+    let mut claim = claim.expect("the schools claim");
+    claim.reports.iter_mut().for_each(|r| r.stance = Supports);
+    claim.reports.push(claim.reports[0].clone()); // listed twice
+    let verdict = cross_check(&claim, &reports);
+    assert_eq!(verdict.status, Contradicted);
+    assert_eq!(
+        (verdict.supporting, verdict.denying),
+        (vec!["pm-09".into()], vec!["pm-10".into()])
+    );
+}
+
+#[test]
+fn opposite_states_contradict_even_when_the_anchor_has_none() {
+    let reports = batch(&[
+        "one | Harbour bridge inspection under way",
+        "two | Harbour bridge closed for inspection",
+        "three | Harbour bridge reopened after inspection",
+    ]);
+    let sorted = sorted_unique(&reports);
+    let features = Vec::from_iter(sorted.iter().map(|r| Features::new(r)));
+    let (_, claim) = make_claim(&[0, 1, 2], &sorted, &features);
+    let stances = Vec::from_iter(claim.reports.iter().map(|r| r.stance));
+    assert_eq!(stances, [Supports, Supports, Denies]);
+    assert_eq!(cross_check(&claim, &reports).status, Contradicted);
+}
+
+#[test]
+fn like_events_elsewhere_or_later_stay_apart() {
+    let pairs = [
+        "Fire at Eastside primary school | Fire at Westside primary school",
+        "School closed after flooding | School closed after fire",
+        "Bus drivers strike over pay | Train drivers strike over pay",
+        "Strike halts container port | Strike hits airport check-in staff",
+    ];
+    for pair in pairs {
+        let (x, y) = pair.split_once(" | ").expect("a pair");
+        let reports = batch(&[format!("one | {x}"), format!("two | {y}")]);
+        assert_eq!(statuses(&reports), [SingleSource, SingleSource], "{pair}");
+    }
+    let title = "Northgate tunnel closed after flooding";
+    let mut reports = batch(&[format!("one | {title}"), format!("two | {title}")]);
+    assert_eq!(statuses(&reports), [Confirmed]);
+    reports[1].published = Some("2026-12-04T06:00:00Z".into());
+    assert_eq!(
+        statuses(&reports),
+        [SingleSource, SingleSource],
+        "four days apart"
+    );
+}
+
+#[test]
+fn paraphrases_from_two_owners_confirm() {
+    let pairs = [
+        "Storm forces evacuation of Westbay homes | Westbay residents evacuated as storm hits",
+        "Mayor resigns over expenses row | Portmere mayor quits amid expenses scandal",
+        "Earthquake shakes Portmere | Quake felt across Portmere",
+    ];
+    for pair in pairs {
+        let (x, y) = pair.split_once(" | ").expect("a pair");
+        let reports = batch(&[format!("one | {x}"), format!("two | {y}")]);
+        assert_eq!(statuses(&reports), [Confirmed], "{pair}");
+    }
+}
+
+fn confirmed(supporting: &[&str], denying: &[&str]) -> Verdict {
+    let strings = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect();
+    let (claim, text, reason) = ("c-test".into(), "test".into(), "a model said so".into());
+    let (supporting, denying, status) = (strings(supporting), strings(denying), Confirmed);
+    Verdict {
+        claim,
+        text,
+        status,
+        supporting,
+        denying,
+        reason,
+    }
+}
+
+#[test]
+fn enforce_downgrades_fabricated_confirmations() {
+    let mut reports = fixture().reports;
+    reports.extend(batch(&[
+        " Coastal-Media  | Fish market fire",
+        " | x",
+        "  | y",
+    ])); // a, b, c
+    let owner = "someone-else".to_string();
+    reports.push(Report {
+        owner,
+        ..reports[0].clone()
+    }); // pm-01 with a second owner
+    let single = [
+        confirmed(&["pm-05", "pm-06"], &[]), // two outlets of one owner
+        confirmed(&["pm-05", "a"], &[]),     // owners differ only in case and spaces
+        confirmed(&["ghost-1", "ghost-2"], &[]),
+        confirmed(&["pm-05", "ghost-1"], &[]),
+        confirmed(&["b", "c"], &[]),         // blank owners
+        confirmed(&["pm-01", "pm-02"], &[]), // pm-01 is ambiguous
+        confirmed(&[], &[]),
+    ];
+    for v in single {
+        let out = enforce(v.clone(), &reports);
+        assert_eq!(out.status, SingleSource, "{v:?}");
+        assert!(
+            out.reason.starts_with("single source: downgraded"),
+            "{out:?}"
+        );
+        assert_eq!((out.supporting, out.denying), (v.supporting, v.denying));
+    }
+    for denying in ["pm-10", "ghost"] {
+        let out = enforce(confirmed(&["pm-09", "pm-11"], &[denying]), &reports);
+        assert_eq!(out.status, Contradicted);
+    }
+    let genuine = confirmed(&["pm-02", "pm-03"], &[]);
+    assert_eq!(enforce(genuine.clone(), &reports), genuine);
+    let modest = Verdict {
+        status: SingleSource,
+        ..genuine
+    };
+    assert_eq!(enforce(modest.clone(), &reports), modest);
+}
+
+#[test]
+fn reasons_name_the_owners() {
+    let verdicts = newsroom(&fixture().reports);
+    let reason = |id: &str| {
+        let v = verdicts.iter().find(|v| ids(v).contains(id));
+        v.map(|v| v.reason.as_str()).unwrap_or_default()
+    };
+    let reasons = [
+        "confirmed: reported by 3 independent owners (bayline-news, coastal-media, harbour-authority)",
+        "single source: 2 reports, both owned by coastal-media",
+        "single source: 1 report, owned by radio-portmere",
+        "contradicted: portmere-education denies what sample-wire reports",
+    ];
+    assert_eq!(["pm-01", "pm-05", "pm-08", "pm-10"].map(reason), reasons);
+}
+
+#[test]
+fn serde_shapes() {
+    let json = r#"{"id":"x","title":"t","outlet":"o","owner":"w"}"#;
+    let r: Report = serde_json::from_str(json).expect("defaults apply");
+    assert_eq!((r.summary.as_str(), r.published), ("", None));
+    let v = Verdict {
+        status: SingleSource,
+        ..confirmed(&["x"], &[])
+    };
+    assert_eq!(
+        serde_json::to_value(v).expect("json")["status"],
+        "single_source"
+    );
+    let cr = ClaimReport {
+        id: "x".into(),
+        stance: Denies,
+    };
+    assert_eq!(serde_json::to_value(cr).expect("json")["stance"], "denies");
+}
