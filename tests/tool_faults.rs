@@ -225,6 +225,39 @@ async fn the_child_environment_holds_only_what_is_declared() {
 }
 
 #[tokio::test]
+async fn a_secret_a_server_is_given_never_leaves_in_what_it_prints() {
+    // The server's declared `${LAB_MARKER}` comes from the environment: a secret. A tool that
+    // prints its environment shows where it would be, not the value, to the model and the log.
+    let p = support::project();
+    let mut setup = p.setup();
+    setup
+        .env
+        .insert("LAB_MARKER".into(), "s3cret-marker-0042".into());
+    let m = p.manager_with("operator", setup);
+    let out = m
+        .call("faulty__get_environment", json!({}), &ctx())
+        .await
+        .unwrap();
+    assert!(
+        !out.result.to_string().contains("s3cret-marker-0042"),
+        "{}",
+        out.result
+    );
+    assert!(
+        out.text().contains("[redacted: LAB_MARKER]"),
+        "{}",
+        out.text()
+    );
+    let recorded = format!("{:?}", p.events.events());
+    assert!(recorded.contains("get_environment"));
+    assert!(!recorded.contains("s3cret-marker-0042"), "{recorded}");
+    assert_eq!(
+        m.redactor().text("key s3cret-marker-0042 sent"),
+        "key [redacted: LAB_MARKER] sent"
+    );
+}
+
+#[tokio::test]
 async fn dropping_the_manager_kills_its_servers() {
     let p = support::project();
     let m = p.manager("operator");

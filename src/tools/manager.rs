@@ -20,6 +20,7 @@ use super::error::{DenialReason, Gate, GateDenial, ToolError};
 use super::events::{ToolEvent, ToolEventKind, ToolEvents, ToolOutcome};
 use super::names::{ToolNames, ToolRef};
 use super::paths::{PathPolicy, schema_path_hints, server_root};
+use super::redact::Redactor;
 use super::remote::{RemoteCaller, RemoteServer, RemoteTools};
 use crate::aem::{Catalog, ExpertEntry, ManifestServer, ServerDescriptor, ToolGrant, ToolManifest};
 use crate::core::effect::{Effect, resolve_effect};
@@ -221,6 +222,8 @@ pub struct ToolManager {
     setup: ManagerSetup,
     timeout: Duration,
     closed: AtomicBool,
+    /// The secrets its servers are given, cut out of every result.
+    redactor: Arc<Redactor>,
 }
 
 impl std::fmt::Debug for ToolManager {
@@ -306,6 +309,11 @@ impl ToolManager {
         let timeout = setup
             .call_timeout
             .unwrap_or(Duration::from_secs(expert.timeouts.tool_secs.max(1)));
+        let declared_env = servers.values().flat_map(|slot| match &slot.descriptor {
+            ServerDescriptor::Local { env, .. } => env.values().collect::<Vec<_>>(),
+            _ => Vec::new(),
+        });
+        let redactor = Arc::new(Redactor::from_declared(declared_env, &setup.env));
         Ok(ToolManager {
             expert,
             servers,
@@ -313,7 +321,13 @@ impl ToolManager {
             setup,
             timeout,
             closed: AtomicBool::new(false),
+            redactor,
         })
+    }
+
+    /// What cuts this expert's server secrets out of text (also for what it delivers).
+    pub fn redactor(&self) -> Arc<Redactor> {
+        self.redactor.clone()
     }
 
     /// The expert this manager serves.
@@ -468,6 +482,8 @@ impl ToolManager {
             }),
             None => self.call_remote(server, slot, tool, &arguments, ctx).await,
         };
+        // What a server says goes to the log and the model only without the secrets it holds.
+        let outcome = outcome.map(|(result, is_error)| (self.redactor.value(result), is_error));
         let event_outcome = match &outcome {
             Ok((result, is_error)) => ToolOutcome::Answered {
                 is_error: *is_error,
@@ -475,7 +491,7 @@ impl ToolManager {
             },
             Err(e) => ToolOutcome::Failed {
                 error_kind: e.kind().to_string(),
-                message: e.to_string(),
+                message: self.redactor.text(&e.to_string()),
             },
         };
         self.record_result(&key, &arguments, ctx, event_outcome, &call_event);

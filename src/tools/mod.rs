@@ -15,6 +15,7 @@ mod manager;
 pub mod names;
 pub mod paths;
 pub mod probe;
+pub mod redact;
 pub mod remote;
 pub mod ros;
 pub mod webhooks;

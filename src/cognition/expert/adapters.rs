@@ -124,7 +124,7 @@ impl ToolExecutor for ManagedTools {
             match self.manager.call(name, arguments.clone(), &ctx).await {
                 Ok(out) if out.is_error => Err(out.result.to_string()),
                 Ok(out) => Ok(out.result),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(self.manager.redactor().text(&e.to_string())),
             }
         })
     }

@@ -33,6 +33,8 @@ pub(super) struct Deliveries {
     pub tools: Arc<RosTools>,
     /// Where sends are recorded.
     pub recorder: Recorder,
+    /// The secrets of the expert's servers, cut out of everything it sends.
+    pub redactor: Arc<crate::tools::redact::Redactor>,
 }
 
 impl Deliveries {
@@ -70,17 +72,20 @@ is refused by the channel; `data` is a structured payload for channels that take
                 self.channels.join(", ")
             ));
         }
-        let text = field("text");
+        let text = self.redactor.text(field("text"));
         if text.trim().is_empty() {
             return Err("deliver needs a non-empty `text`".into());
         }
-        let data = arguments.get("data").filter(|d| !d.is_null());
+        let data = arguments
+            .get("data")
+            .filter(|d| !d.is_null())
+            .map(|d| self.redactor.value(d.clone()));
         let message = Message {
             dest: field("dest"),
-            text,
+            text: &text,
             source: "",
             delivery_id: field("delivery_id"),
-            data,
+            data: data.as_ref(),
         };
         let caller = RemoteCaller {
             caller: self.expert.clone(),

@@ -286,6 +286,7 @@ impl ExpertDeps {
                 task_id: goal.task_id.clone(),
                 tools: self.bridges.clone(),
                 recorder: recorder.clone(),
+                redactor: self.tools.redactor(),
             }),
         };
         let desk = self.desk.open(&goal.task_id);
