@@ -240,3 +240,70 @@ fn a_message_the_log_cannot_take_is_set_aside_and_blocks_nothing() {
         1
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_in_the_hands_of_a_killed_engine_are_offered_again() {
+    // The engine takes five at a time; it is killed (SIGKILL) as its first task runs. Every
+    // message it held is offered again to the engine iron up restarts, and answered.
+    let p = support::project::Project::offline();
+    let list = "nodes:\n  - {name: delivery, namespace: /iron/tools, executable: delivery_node, autostart: true}\n  - {name: inbox, namespace: /iron, executable: inbox_node, autostart: true}\n  - {name: engine, namespace: /iron, executable: engine_node, autostart: true, respawn: true}\n";
+    let up = p.up(list, &["--aem", "aem"]);
+    up.wait_for("/iron/engine: active", T);
+    const N: usize = 12;
+    for i in 0..N {
+        let user = format!("user{i}");
+        p.iron_ok(&[
+            "inbox",
+            "send",
+            "--source",
+            "terminal",
+            "--user",
+            &user,
+            "what is new today?",
+        ]);
+    }
+    support::eventually("the engine's first task", T, || async {
+        (!p.events("routing_decided").await.is_empty()).then_some(())
+    })
+    .await;
+    let engine = up
+        .matching("/iron/engine: started")
+        .pop()
+        .and_then(|l| {
+            l.rsplit("pid Some(")
+                .next()?
+                .split(')')
+                .next()?
+                .parse::<i32>()
+                .ok()
+        })
+        .expect("the engine's pid");
+    // SAFETY: kill(2) on a process this test started through iron up.
+    unsafe { libc::kill(engine, libc::SIGKILL) };
+    let lost_before = N - p.events("reply_delivered").await.len();
+    assert!(lost_before > 0, "the kill came after every task had ended");
+
+    // Every message's task (computed from its turn, as the inbox computes it) is answered.
+    let turns = p.events("chat_turn").await;
+    assert_eq!(turns.len(), N);
+    let tasks: Vec<String> = turns
+        .iter()
+        .map(|t| iron::core::ids::EventId::computed(&["inbox", t.event_id.as_str()]).to_string())
+        .collect();
+    support::eventually(
+        "every message answered",
+        Duration::from_secs(120),
+        || async {
+            let delivered = p.events("reply_delivered").await;
+            tasks
+                .iter()
+                .all(|t| delivered.iter().any(|d| d.payload["task_id"] == t.as_str()))
+                .then_some(())
+        },
+    )
+    .await;
+    assert!(
+        !up.matching("offered again").is_empty(),
+        "the inbox offered lost tasks again"
+    );
+}

@@ -9,7 +9,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::store::{Arrival, Queued, Store};
+use super::store::{Arrival, InFlight, Queued, Store};
+use crate::core::durable::EventLog;
 use crate::{
     core::{
         config::Config,
@@ -22,7 +23,7 @@ use crate::{
     spine::{
         control::{
             ControlError,
-            action::ActionClient,
+            action::{ActionClient, GoalId, GoalStatus},
             lifecycle::{CallbackError, LifecycleClient, ManagedNode, NodeContext, State},
         },
         durable::AnyLog,
@@ -31,6 +32,14 @@ use crate::{
 
 /// At most this many arrived messages are committed in one transaction.
 const MAX_BATCH: usize = 1024;
+/// Most tasks handed to the engine and not yet ended (the engine runs as many at once at
+/// depth 0): the rest wait in the queue, where nothing is lost, instead of in an engine that
+/// cannot run them yet.
+const MAX_IN_FLIGHT: usize = crate::cognition::delegation::MAX_CONCURRENT;
+/// How long a task is followed before the log decides whether it ended.
+const TASK_BOUND: Duration = Duration::from_secs(2 * 3600);
+/// How long a task found in flight at start is followed before the log decides.
+const RESTART_BOUND: Duration = Duration::from_secs(10);
 
 /// How the inbox behaves.
 #[derive(Debug, Clone)]
@@ -218,8 +227,17 @@ async fn dispatch_loop(
 ) {
     let mut backoff = Duration::from_millis(100);
     let mut engine_down_logged = false;
+    // Tasks handed over before a restart: followed to their end, or offered again.
+    match deps.store.lock().expect("store lock").in_flight() {
+        Ok(tasks) => {
+            for task in tasks {
+                tokio::spawn(deps.clone().follow(task, RESTART_BOUND, wake.clone()));
+            }
+        }
+        Err(e) => warn!("reading the tasks in flight: {e}"),
+    }
     loop {
-        let wait = match deps.dispatch_one(&options).await {
+        let wait = match deps.dispatch_one(&options, &wake).await {
             Ok(true) => {
                 backoff = Duration::from_millis(100);
                 if engine_down_logged {
@@ -322,15 +340,21 @@ impl InboxDeps {
     }
 
     /// Hands the oldest waiting message (merged with its session's followers inside the merge
-    /// window) to the engine. `Ok(false)`: nothing to do yet.
-    async fn dispatch_one(&self, options: &InboxOptions) -> Result<bool, String> {
+    /// window) to the engine, and follows the task to its end. `Ok(false)`: nothing to do yet
+    /// (nothing waits, or [`MAX_IN_FLIGHT`] tasks are already in the engine's hands).
+    async fn dispatch_one(
+        self: &Arc<Self>,
+        options: &InboxOptions,
+        wake: &Arc<tokio::sync::Notify>,
+    ) -> Result<bool, String> {
         let merge_ms = options.merge_window.as_millis() as i64;
-        let batch = self
-            .store
-            .lock()
-            .expect("store lock")
-            .next_batch(merge_ms)
-            .map_err(|e| e.to_string())?;
+        let batch = {
+            let store = self.store.lock().expect("store lock");
+            if store.in_flight().map_err(|e| e.to_string())?.len() >= MAX_IN_FLIGHT {
+                return Ok(false);
+            }
+            store.next_batch(merge_ms).map_err(|e| e.to_string())?
+        };
         let Some(first) = batch.first().cloned() else {
             return Ok(false);
         };
@@ -374,28 +398,122 @@ impl InboxDeps {
             .to_string(),
         };
         let seqs: Vec<i64> = batch.iter().map(|q| q.seq).collect();
-        if let Err(e) = self.engine.send(goal, options.send_timeout).await {
-            // An active engine that refuses a goal refuses it for good (it wrote why to the
-            // log): the message leaves the queue so it cannot block the ones behind it. An
-            // engine that is not active refuses everything: that is waiting, not refusal.
-            if matches!(e, ControlError::Protocol { .. }) && self.engine_active(options).await {
-                warn!(task = %task_id, "the engine refused the message for good: {e}");
-                self.store
-                    .lock()
-                    .expect("store lock")
-                    .mark_rejected(&seqs, &task_id)
-                    .map_err(|e| e.to_string())?;
-                return Ok(true);
+        let session_id = goal.session_id.clone();
+        let sent = match self.engine.send(goal, options.send_timeout).await {
+            Ok(sent) => sent,
+            Err(e) => {
+                // An active engine that refuses a goal refuses it for good (it wrote why to the
+                // log): the message leaves the queue so it cannot block the ones behind it. An
+                // engine that is not active refuses everything: that is waiting, not refusal.
+                if matches!(e, ControlError::Protocol { .. }) && self.engine_active(options).await {
+                    warn!(task = %task_id, "the engine refused the message for good: {e}");
+                    self.store
+                        .lock()
+                        .expect("store lock")
+                        .mark_rejected(&seqs, &task_id)
+                        .map_err(|e| e.to_string())?;
+                    return Ok(true);
+                }
+                return Err(e.to_string());
             }
-            return Err(e.to_string());
-        }
+        };
+        let goal_id = sent.id.to_string();
         self.store
             .lock()
             .expect("store lock")
-            .mark_sent(&seqs, &task_id)
+            .mark_sent(&seqs, &task_id, &goal_id)
             .map_err(|e| e.to_string())?;
         info!(task = %task_id, "handed {} message(s) to the engine", seqs.len());
+        let task = InFlight {
+            task_id,
+            session_id,
+            goal_id,
+        };
+        tokio::spawn(self.clone().follow(task, TASK_BOUND, wake.clone()));
         Ok(true)
+    }
+
+    /// Follows a task handed to the engine (at most `bound`) until it ends, then forgets its
+    /// messages. An engine that went away (killed, restarted) or a task whose end cannot be
+    /// seen is checked on the log: a task that did not end there is offered again, in its old
+    /// place in the queue. At least once: a task that ended without leaving its end on the log
+    /// (the engine killed between the two) runs again.
+    async fn follow(
+        self: Arc<Self>,
+        task: InFlight,
+        bound: Duration,
+        wake: Arc<tokio::sync::Notify>,
+    ) {
+        let goal = uuid::Uuid::parse_str(&task.goal_id)
+            .ok()
+            .map(|u| GoalId::from_bytes(*u.as_bytes()));
+        let ended = match goal {
+            Some(id) => matches!(
+                self.engine.result(id, bound).await,
+                Ok(outcome) if matches!(
+                    outcome.status,
+                    GoalStatus::Succeeded | GoalStatus::Aborted | GoalStatus::Canceled
+                )
+            ),
+            None => false,
+        } || self.ended_on_log(&task).await;
+        let store = self.store.lock().expect("store lock");
+        let done = if ended {
+            store.mark_done(&task.task_id).map(|_| 0)
+        } else {
+            store.reoffer(&task.task_id)
+        };
+        match done {
+            Ok(0) => {}
+            Ok(n) => {
+                warn!(task = %task.task_id, "the engine lost the task; {n} message(s) offered again")
+            }
+            Err(e) => warn!(task = %task.task_id, "could not settle the task in the queue: {e}"),
+        }
+        drop(store);
+        wake.notify_one();
+    }
+
+    /// Whether the log shows `task` ended: delivered (or not), refused, or judged unanswered.
+    async fn ended_on_log(&self, task: &InFlight) -> bool {
+        let filter = format!(
+            "{}.{}.sessions.{}",
+            crate::core::envelope::MEM_SUBJECT_ROOT,
+            self.config.tenant,
+            task.session_id
+        );
+        let part = format!("{}-", task.task_id);
+        let mut from = 1;
+        loop {
+            let page = match self.log.read("MEM", &filter, from, 1000).await {
+                Ok(p) => p,
+                Err(e) => {
+                    warn!(task = %task.task_id, "cannot read the log to see whether the task ended: {e}");
+                    return false;
+                }
+            };
+            for m in &page {
+                from = m.seq + 1;
+                let Ok(e) = serde_json::from_slice::<Envelope>(&m.payload) else {
+                    continue;
+                };
+                let id = e.payload["task_id"].as_str().unwrap_or("");
+                let ended = match e.kind {
+                    EventKind::ReplyDelivered | EventKind::TaskRejected => id == task.task_id,
+                    EventKind::TaskJudged => {
+                        e.payload["answered"] == false
+                            && (id == task.task_id || id.starts_with(&part))
+                    }
+                    _ => false,
+                };
+                if ended {
+                    return true;
+                }
+            }
+            if page.len() < 1000 {
+                return false;
+            }
+        }
     }
 
     /// Whether the engine node (the action's parent) reports `active`.

@@ -24,6 +24,17 @@ pub struct Queued {
     pub emitted: bool,
 }
 
+/// A task handed to the engine whose end the inbox has not seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InFlight {
+    /// The task (computed from its first message).
+    pub task_id: String,
+    /// Its session.
+    pub session_id: String,
+    /// The goal it was sent as (hyphenated UUID; empty for rows from before goal ids were kept).
+    pub goal_id: String,
+}
+
 /// A message as it arrives, before it has a session or a place in the queue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Arrival {
@@ -73,14 +84,17 @@ impl Store {
                  state TEXT NOT NULL DEFAULT 'pending',
                  task_id TEXT);",
         )?;
-        // Added after the first release: why a message was set aside.
-        let has_reason: bool = conn.query_row(
-            "SELECT COUNT(*) FROM pragma_table_info('queue') WHERE name = 'reason'",
-            [],
-            |r| r.get::<_, i64>(0).map(|n| n > 0),
-        )?;
-        if !has_reason {
-            conn.execute_batch("ALTER TABLE queue ADD COLUMN reason TEXT;")?;
+        // Added after the first release: why a message was set aside, and the goal a
+        // message was handed over as (to follow it to its end after a restart).
+        for column in ["reason", "goal_id"] {
+            let present: bool = conn.query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('queue') WHERE name = ?1",
+                [column],
+                |r| r.get::<_, i64>(0).map(|n| n > 0),
+            )?;
+            if !present {
+                conn.execute_batch(&format!("ALTER TABLE queue ADD COLUMN {column} TEXT;"))?;
+            }
         }
         Ok(Self { conn })
     }
@@ -190,17 +204,58 @@ impl Store {
         Ok(())
     }
 
-    /// Marks messages as handed to the engine under `task_id`.
-    pub fn mark_sent(&mut self, seqs: &[i64], task_id: &str) -> Result<(), StoreError> {
+    /// Marks messages as handed to the engine under `task_id`, as the goal `goal_id`.
+    pub fn mark_sent(
+        &mut self,
+        seqs: &[i64],
+        task_id: &str,
+        goal_id: &str,
+    ) -> Result<(), StoreError> {
         let tx = self.conn.transaction()?;
         for seq in seqs {
             tx.execute(
-                "UPDATE queue SET state = 'sent', task_id = ?2 WHERE seq = ?1",
-                params![seq, task_id],
+                "UPDATE queue SET state = 'sent', task_id = ?2, goal_id = ?3 WHERE seq = ?1",
+                params![seq, task_id, goal_id],
             )?;
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// Marks the messages handed over as `task_id` as done: the task ended.
+    pub fn mark_done(&self, task_id: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE queue SET state = 'done' WHERE state = 'sent' AND task_id = ?1",
+            [task_id],
+        )?;
+        Ok(())
+    }
+
+    /// Puts the messages handed over as `task_id` back in the queue, in their old places: the
+    /// engine that took them went away before the task ended.
+    pub fn reoffer(&self, task_id: &str) -> Result<usize, StoreError> {
+        Ok(self.conn.execute(
+            "UPDATE queue SET state = 'pending' WHERE state = 'sent' AND task_id = ?1",
+            [task_id],
+        )?)
+    }
+
+    /// Tasks handed to the engine whose end was not seen yet.
+    pub fn in_flight(&self) -> Result<Vec<InFlight>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT DISTINCT task_id, session_id, COALESCE(goal_id, '') FROM queue
+             WHERE state = 'sent' ORDER BY task_id",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(InFlight {
+                    task_id: r.get(0)?,
+                    session_id: r.get(1)?,
+                    goal_id: r.get(2)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
     }
 
     /// Marks messages the engine refused for good (they stay in the table, out of the queue).
@@ -280,6 +335,39 @@ mod tests {
     }
 
     #[test]
+    fn a_task_stays_in_flight_until_it_ends_or_is_offered_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("inbox.db")).unwrap();
+        let q = s
+            .accept(
+                vec![
+                    arrival("ana", "one", 1, "e1"),
+                    arrival("bob", "two", 2, "e2"),
+                ],
+                2,
+            )
+            .unwrap();
+        s.mark_sent(&[q[0].seq], "t1", "g1").unwrap();
+        s.mark_sent(&[q[1].seq], "t2", "g2").unwrap();
+        assert_eq!(s.in_flight().unwrap().len(), 2);
+        assert_eq!(s.in_flight().unwrap()[1].goal_id, "g2");
+        assert_eq!(s.pending().unwrap(), 0);
+        s.mark_done("t1").unwrap();
+        assert_eq!(s.reoffer("t2").unwrap(), 1);
+        assert_eq!(s.in_flight().unwrap(), vec![]);
+        assert_eq!(
+            s.next_batch(0).unwrap()[0].seq,
+            q[1].seq,
+            "back in its place"
+        );
+        assert_eq!(
+            s.reoffer("t1").unwrap(),
+            0,
+            "a finished task is never offered again"
+        );
+    }
+
+    #[test]
     fn sessions_queue_merge_and_stick() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = Store::open(&dir.path().join("inbox.db")).unwrap();
@@ -308,7 +396,7 @@ mod tests {
             batch.iter().map(|q| q.seq).collect::<Vec<_>>(),
             vec![a1.seq, a2.seq]
         );
-        s.mark_sent(&[a1.seq, a2.seq], "t1").unwrap();
+        s.mark_sent(&[a1.seq, a2.seq], "t1", "g1").unwrap();
         assert_eq!(s.next_batch(1_000).unwrap()[0].seq, b1.seq);
         assert_eq!(s.pending().unwrap(), 1);
         assert!(
@@ -359,7 +447,7 @@ mod tests {
         let mut s = Store::open(&path).unwrap();
         let mut order = Vec::new();
         while let Some(q) = s.next_batch(0).unwrap().first().cloned() {
-            s.mark_sent(&[q.seq], "t").unwrap();
+            s.mark_sent(&[q.seq], "t", "g").unwrap();
             order.push(q.text);
         }
         assert_eq!(order, ["one", "two", "three", "four"]);
