@@ -307,3 +307,43 @@ async fn messages_in_the_hands_of_a_killed_engine_are_offered_again() {
         "the inbox offered lost tasks again"
     );
 }
+
+#[test]
+fn a_batch_the_queue_cannot_take_is_kept_and_retried() {
+    let plane = Plane::start();
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().display().to_string();
+    let inbox = Proc::spawn(
+        "inbox",
+        &bin("inbox_node"),
+        &["--ros-args", "-r", "__node:=inbox", "-r", "__ns:=/iron"],
+        &[
+            ("IRON_ROUTER", plane.endpoint.as_str()),
+            ("IRON_STATE_DIR", state_dir.as_str()),
+        ],
+    );
+    inbox.wait_for("managed node up", T);
+    plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "configure"]);
+    plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "activate"]);
+    // Another writer holds the queue's database: the inbox cannot commit.
+    let db = rusqlite::Connection::open(state.path().join("inbox.db")).unwrap();
+    db.execute_batch("BEGIN IMMEDIATE;").unwrap();
+    plane.iron_ok(&["inbox", "send", "--source", "test", "--user", "ana", "kept"]);
+    wait_until(
+        T,
+        || !inbox.matching("keeping them and retrying").is_empty(),
+        || inbox.output().join("\n"),
+    );
+    db.execute_batch("ROLLBACK;").unwrap();
+    wait_until(
+        T,
+        || !inbox.matching("queued a message").is_empty(),
+        || inbox.output().join("\n"),
+    );
+    assert!(
+        plane
+            .iron_ok(&["lifecycle", "get", "/iron/inbox"])
+            .starts_with("active"),
+        "the inbox kept serving"
+    );
+}

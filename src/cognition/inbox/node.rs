@@ -167,7 +167,9 @@ impl ManagedNode for InboxNode {
                             Err(_) => break,
                         }
                     }
-                    deps.accept(batch).map_err(|e| e.to_string())?;
+                    if !deps.accept_until_kept(batch, &shutdown).await {
+                        break;
+                    }
                     wake.notify_one();
                     captured.notify_one();
                 }
@@ -280,6 +282,44 @@ async fn dispatch_loop(
 }
 
 impl InboxDeps {
+    /// [`accept`](Self::accept), retried with backoff while the queue cannot take the batch
+    /// (a locked or full disk): the batch is kept, and the messages arriving meanwhile wait
+    /// behind it. `false` when told to stop first (the batch was never acknowledged).
+    async fn accept_until_kept(
+        &self,
+        batch: Vec<InboxMessage>,
+        shutdown: &CancellationToken,
+    ) -> bool {
+        let mut wait = Duration::from_millis(50);
+        let mut said = false;
+        loop {
+            match self.accept(batch.clone()) {
+                Ok(()) => {
+                    if said {
+                        info!("the queue took the {} waiting message(s)", batch.len());
+                    }
+                    return true;
+                }
+                Err(e) if !said => {
+                    warn!(
+                        "the queue cannot take {} message(s) ({e}); keeping them and retrying",
+                        batch.len()
+                    );
+                    said = true;
+                }
+                Err(_) => {}
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => {
+                    warn!("stopping with {} message(s) the queue never took", batch.len());
+                    return false;
+                }
+                _ = tokio::time::sleep(wait) => {}
+            }
+            wait = (wait * 2).min(Duration::from_secs(2));
+        }
+    }
+
     /// Writes arriving messages to the queue, in one transaction: the only thing that must
     /// happen before the inbox forgets about the wire messages. Each is acknowledged (its
     /// `queued` line) and becomes visible to the dispatcher only once the batch is committed.
