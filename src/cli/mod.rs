@@ -305,8 +305,9 @@ pub enum TaskCommand {
         /// The correction.
         text: String,
     },
-    /// Print the questions experts asked recently (the last 32 of each expert) and, with
-    /// --follow, new ones as they come.
+    /// Print the open questions: asked by an expert (on the log), not answered, and whose
+    /// task has not ended, whatever processes restarted since; with --follow, new ones as
+    /// experts ask them.
     Questions {
         /// Keep listening until Ctrl-C.
         #[arg(long)]

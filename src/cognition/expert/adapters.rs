@@ -55,9 +55,9 @@ impl LoopEvents for Recorder {
             let kind = match event.name() {
                 "model_called" | "model_failed" => EventKind::ModelCalled,
                 "interjection_read" => EventKind::InterjectionRead,
-                "question_asked" => EventKind::QuestionAsked,
-                "answer_received" => EventKind::AnswerReceived,
                 "finished" => EventKind::ExpertFinished,
+                // Questions and answers are written by the expert with the question's id when
+                // it asks the operator and when the answer comes (see `operator`).
                 // Tool calls and results are written by the tool manager, gate decisions included.
                 _ => return Ok(()),
             };

@@ -349,6 +349,14 @@ impl ExpertDeps {
                         return Some(outcome);
                     }
                 };
+                // On the log, so a question outlives this process and any listener's.
+                let asked = serde_json::json!({
+                    "question_id": question_id, "task_id": goal.task_id,
+                    "expert": self.entry.id, "question": question,
+                });
+                if let Err(e) = recorder.write(EventKind::QuestionAsked, asked, None).await {
+                    warn!(task = %goal.task_id, "the question is not on the log: {e}");
+                }
                 info!(task = %goal.task_id, question = %question_id, "asked the operator: {question}");
                 feedback(&handle, "question", &format!("{question_id}: {question}")).await;
                 let answer = tokio::select! {
@@ -364,6 +372,16 @@ impl ExpertDeps {
                     &format!("{} answered {question_id}", answer.operator_id),
                 )
                 .await;
+                let answered = serde_json::json!({
+                    "question_id": question_id, "task_id": goal.task_id,
+                    "operator_id": answer.operator_id, "answer": answer.text,
+                });
+                if let Err(e) = recorder
+                    .write(EventKind::AnswerReceived, answered, None)
+                    .await
+                {
+                    warn!(task = %goal.task_id, "the answer is not on the log: {e}");
+                }
                 outcome = agent.resume(&mut state, &answer.text).await;
             }
         };
