@@ -263,3 +263,56 @@ async fn reads_are_not_path_guarded() {
     assert!(out.text().contains("name: lab"));
     let _: &Path = &p.root;
 }
+
+/// A write tool whose file argument is called `dst` (no path word): gate 2 checks it all
+/// the same, nested arguments too, while free text (`text`) is never taken as a path.
+#[tokio::test]
+async fn an_argument_of_any_name_that_names_a_file_is_checked() {
+    let p = support::project();
+    let m = p.manager("operator");
+    let own = p.root.join("aem/lab/skills/operator/capabilities.md");
+    let before = support::read(&own);
+    let save = |args: Value| {
+        let m = &m;
+        async move { m.call("faulty__save_text", args, &ctx()).await }
+    };
+    // Relative to the server's working directory (the work root), up into governance.
+    let err = save(
+        json!({"dst": "../aem/lab/skills/operator/capabilities.md", "text": "clearance: full"}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(expect_governance(&err, "aem"), own);
+    assert!(err.to_string().contains("`dst`"), "{err}");
+    assert_eq!(support::read(&own), before);
+    // Out of the roots through a name that is no path word, at any depth.
+    for args in [
+        json!({"dst": "/tmp/iron-gate2-escape.txt", "text": "x"}),
+        json!({"dst": "ok.txt", "text": "x", "opts": {"target": p.root.join("notes.txt")}}),
+        json!({"dst": "ok.txt", "text": "x", "outputs": [{"output": "../escape.txt"}]}),
+        json!({"dst": "file:///etc/passwd", "text": "x"}),
+        json!({"dst": "~/x.txt", "text": "x"}),
+    ] {
+        let err = save(args.clone()).await.unwrap_err();
+        assert!(
+            matches!(
+                err.denial().map(|d| &d.reason),
+                Some(DenialReason::OutsideRoots { .. } | DenialReason::Unresolvable { .. })
+            ),
+            "{args}: {err}"
+        );
+    }
+    assert!(!Path::new("/tmp/iron-gate2-escape.txt").exists());
+    assert!(!p.root.join("notes.txt").exists() && !p.root.join("escape.txt").exists());
+    assert!(!p.work().join("ok.txt").exists());
+    // Inside the root it writes, and free text that looks like a path is left alone.
+    let out = save(json!({"dst": "ok.txt", "text": "/etc/passwd and ../aem/ are just words"}))
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{}", out.text());
+    assert_eq!(
+        support::read(&p.work().join("ok.txt")),
+        "/etc/passwd and ../aem/ are just words"
+    );
+    assert!(p.events.of_kind(ToolEventKind::ToolCall).len() == 1);
+}

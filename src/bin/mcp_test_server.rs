@@ -8,6 +8,8 @@
 //! * `garble` — writes a line that is not JSON-RPC to stdout, then never answers.
 //! * `get_environment` — returns the process environment (to prove it was cleaned).
 //! * `get_pid` — returns the process id (to prove a restart happened).
+//! * `save_text` — writes `text` to the file `dst` (relative to its working directory): a
+//!   write tool whose path argument has a name no path guard would guess.
 //!
 //! `--exit-at-start` makes the process exit before it reads anything: a server that fails
 //! to start.
@@ -27,6 +29,14 @@ struct EchoArgs {
 struct RecordArgs {
     /// Record to delete.
     id: String,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct SaveArgs {
+    /// File to write.
+    dst: String,
+    /// What to write.
+    text: String,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -79,6 +89,14 @@ impl TestServer {
     fn get_environment(&self) -> String {
         let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
         serde_json::to_string(&env).unwrap_or_default()
+    }
+
+    #[tool(description = "Writes text to the file dst.")]
+    fn save_text(&self, Parameters(SaveArgs { dst, text }): Parameters<SaveArgs>) -> String {
+        match std::fs::write(&dst, text) {
+            Ok(()) => format!("wrote {dst}"),
+            Err(e) => format!("cannot write {dst}: {e}"),
+        }
     }
 
     #[tool(description = "Returns the process id.")]

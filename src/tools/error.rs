@@ -141,7 +141,7 @@ impl fmt::Display for GateDenial {
                     "{gate} refused `{tool}`: argument `{argument}` = `{path}` resolves to `{}`, outside the roots this expert may write ({})",
                     resolved.display(),
                     if roots.is_empty() {
-                        "none".to_string()
+                        "none granted; gate 2 checks every argument of a write tool that is not free text as a path".to_string()
                     } else {
                         roots.join(", ")
                     }

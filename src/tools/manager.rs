@@ -19,13 +19,13 @@ use super::env::{EnvMap, expand};
 use super::error::{DenialReason, Gate, GateDenial, ToolError};
 use super::events::{ToolEvent, ToolEventKind, ToolEvents, ToolOutcome};
 use super::names::{ToolNames, ToolRef};
-use super::paths::{PathPolicy, schema_path_hints, server_root};
+use super::paths::{PathPolicy, SchemaHints, server_root};
 use super::redact::Redactor;
 use super::remote::{RemoteCaller, RemoteServer, RemoteTools};
 use crate::aem::{Catalog, ExpertEntry, ManifestServer, ServerDescriptor, ToolGrant, ToolManifest};
 use crate::core::effect::{Effect, resolve_effect};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -465,11 +465,10 @@ impl ToolManager {
                         .map(|t| t.input_schema.clone())
                 })
                 .unwrap_or(Value::Null);
-            let hints: BTreeSet<String> = schema_path_hints(&schema);
-            if let Err(d) = self
-                .setup
-                .paths
-                .check_call(&key, &slot.root, &arguments, &hints)
+            if let Err(d) =
+                self.setup
+                    .paths
+                    .check_call(&key, &slot.root, &arguments, &SchemaHints::of(&schema))
             {
                 return Err(self.deny(d, &arguments, ctx));
             }

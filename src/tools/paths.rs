@@ -1,27 +1,31 @@
-//! Gate 2, the path guard: before a `write` or `destructive` tool runs, every path-like
-//! argument is resolved the way the kernel would resolve it and checked against the
-//! governance files (never writable) and the roots the expert may write.
+//! Gate 2, the path guard: before a `write` or `destructive` tool runs, every argument that
+//! could name a file is resolved the way the kernel would resolve it and checked against
+//! the governance files (never writable) and the roots the expert may write.
 //!
-//! **Which arguments are paths.** An argument (at any depth of the arguments object) whose
-//! name holds one of the words in [`PATH_WORDS`] (`path`, `paths`, `file`, `dir`,
-//! `directory`, `root`, `source`, `destination`, …, split like tool names, so `filePath`
-//! and `repo_path` count), or whose JSON schema in the manifest says it is a path
-//! (`"format"` one of `path`, `file-path`, `directory-path`, `uri-reference`, or
-//! `"x-iron-path": true`). Its value may be a string, or an array of strings; `file://`
-//! URIs are read as paths.
+//! **Which arguments are checked.** Every string at any depth of the arguments object
+//! (object values and array items alike), with one exception: free text. An argument is
+//! free text when its name holds one of the words in [`TEXT_WORDS`] (`content`, `text`,
+//! `message`, `pattern`, …, split like tool names, so `oldText` and `commit_message`
+//! count) and none of [`PATH_WORDS`], or when its JSON schema in the manifest says
+//! `"x-iron-path": false`. Everything else is taken as a possible path, whatever it is
+//! called: a tool that writes to `dst`, `target` or `output` is checked like one that
+//! writes to `path`. An argument whose name is path-like (a word of [`PATH_WORDS`], or a
+//! schema `"format"` of `path`, `file-path`, `directory-path`, `uri-reference`, or
+//! `"x-iron-path": true`) must moreover be a string. `file://` URIs are read as paths.
 //!
 //! **Resolution.** A relative path is taken against the server's root (see
 //! [`server_root`]). Then each component is walked on the real filesystem: `.` is dropped,
 //! `..` goes to the parent of what has been resolved so far, and a symbolic link is
 //! replaced by its target, even when the target does not exist (a dangling link into
 //! `aem/` is still a link into `aem/`). The part that does not exist yet is kept as
-//! written. Trailing slashes and `/./` change nothing. A path starting with `~` is refused:
-//! the server would expand it against a home this guard cannot see.
+//! written. Trailing slashes and `/./` change nothing. A value starting with `~` is
+//! refused: the server would expand it against a home this guard cannot see.
 //!
 //! **Checks.** The resolved path is refused when it is inside, equal to, or an ancestor of
 //! a governance path (`aem/`, `config/`, `.git/` under the project root and under every
 //! granted root, the compiled `catalog.json` and `tool_manifest.json`, and any `.git`
-//! directory anywhere); and when it is outside every granted root.
+//! directory anywhere); and when it is outside every granted root. With no granted root,
+//! a write tool that takes any string other than free text is refused.
 //!
 //! The check happens before the call; a process that changes the filesystem between the
 //! check and the call (the server itself, another tool) is not covered here — confinement
@@ -55,6 +59,28 @@ pub const PATH_WORDS: &[&str] = &[
     "destination",
     "dest",
     "cwd",
+];
+
+/// Words that make an argument free text, never taken as a path (unless its name also
+/// holds a word of [`PATH_WORDS`]).
+pub const TEXT_WORDS: &[&str] = &[
+    "content",
+    "contents",
+    "text",
+    "body",
+    "message",
+    "msg",
+    "comment",
+    "description",
+    "title",
+    "summary",
+    "note",
+    "notes",
+    "observation",
+    "observations",
+    "pattern",
+    "query",
+    "regex",
 ];
 
 /// Names of governance directories, protected under the project root and every granted root.
@@ -136,20 +162,21 @@ impl PathPolicy {
         Ok(())
     }
 
-    /// Gate 2 for one call: every path-like argument of `arguments` (names, plus the
-    /// `schema_paths` the tool's input schema marks) is resolved against `root` and
-    /// checked. Returns the resolved paths, by argument, when all are allowed.
+    /// Gate 2 for one call: every argument of `arguments` that could name a file (see the
+    /// module documentation; `hints` are what the tool's input schema says) is resolved
+    /// against `root` and checked. Returns the resolved paths, by argument, when all are
+    /// allowed.
     pub fn check_call(
         &self,
         tool: &str,
         root: &Path,
         arguments: &Value,
-        schema_paths: &BTreeSet<String>,
+        hints: &SchemaHints,
     ) -> Result<Vec<(String, PathBuf)>, Box<GateDenial>> {
         let mut found = Vec::new();
-        collect_paths(arguments, "", false, schema_paths, &mut found);
+        collect_paths(arguments, "", Kind::Maybe, hints, &mut found);
         let mut resolved_all = Vec::new();
-        for (argument, value) in found {
+        for (argument, _, value) in found {
             let deny = |reason| {
                 Box::new(GateDenial {
                     gate: Gate::Path,
@@ -238,39 +265,84 @@ pub fn path_like_name(name: &str) -> bool {
         .any(|w| PATH_WORDS.contains(&w.as_str()))
 }
 
-/// The properties of a JSON input schema that declare themselves paths (top level and
-/// nested `properties`), by name.
-pub fn schema_path_hints(schema: &Value) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    fn walk(schema: &Value, out: &mut BTreeSet<String>) {
-        let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-            return;
-        };
-        for (name, prop) in props {
-            let format = prop.get("format").and_then(Value::as_str);
-            let hinted = matches!(
-                format,
-                Some("path" | "file-path" | "directory-path" | "uri-reference")
-            ) || prop.get("x-iron-path").and_then(Value::as_bool) == Some(true);
-            if hinted {
-                out.insert(name.clone());
-            }
-            walk(prop, out);
-            if let Some(items) = prop.get("items") {
-                walk(items, out);
-            }
-        }
-    }
-    walk(schema, &mut out);
-    out
+/// Whether an argument name is free text by its words (and not path-like).
+pub fn text_like_name(name: &str) -> bool {
+    let words = split_words(name);
+    words.iter().any(|w| TEXT_WORDS.contains(&w.as_str()))
+        && !words.iter().any(|w| PATH_WORDS.contains(&w.as_str()))
 }
 
+/// What a tool's JSON input schema says about its properties (top level and nested
+/// `properties`, by name): which are paths and which are free text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SchemaHints {
+    /// Declared paths: `"format"` a path format, or `"x-iron-path": true`.
+    pub paths: BTreeSet<String>,
+    /// Declared free text: `"x-iron-path": false`.
+    pub text: BTreeSet<String>,
+}
+
+impl SchemaHints {
+    /// Reads the hints of an input schema (`Value::Null` gives none).
+    pub fn of(schema: &Value) -> SchemaHints {
+        fn walk(schema: &Value, out: &mut SchemaHints) {
+            let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+                return;
+            };
+            for (name, prop) in props {
+                let format = prop.get("format").and_then(Value::as_str);
+                let marked = prop.get("x-iron-path").and_then(Value::as_bool);
+                if marked == Some(true)
+                    || matches!(
+                        format,
+                        Some("path" | "file-path" | "directory-path" | "uri-reference")
+                    )
+                {
+                    out.paths.insert(name.clone());
+                } else if marked == Some(false) {
+                    out.text.insert(name.clone());
+                }
+                walk(prop, out);
+                if let Some(items) = prop.get("items") {
+                    walk(items, out);
+                }
+            }
+        }
+        let mut out = SchemaHints::default();
+        walk(schema, &mut out);
+        out
+    }
+
+    fn kind(&self, name: &str) -> Kind {
+        if self.paths.contains(name) || path_like_name(name) {
+            Kind::Path
+        } else if self.text.contains(name) || text_like_name(name) {
+            Kind::Text
+        } else {
+            Kind::Maybe
+        }
+    }
+}
+
+/// How gate 2 reads an argument, by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Named or declared a path: must be a string, and is checked.
+    Path,
+    /// Named or declared free text: not checked.
+    Text,
+    /// Anything else: a string is checked as a possible path.
+    Maybe,
+}
+
+/// The leaves of `value` gate 2 looks at, by argument name (`a.b[0]`), with how it reads
+/// them; array items take the kind of the array.
 fn collect_paths(
     value: &Value,
     name: &str,
-    path_like: bool,
-    hints: &BTreeSet<String>,
-    out: &mut Vec<(String, Value)>,
+    kind: Kind,
+    hints: &SchemaHints,
+    out: &mut Vec<(String, Kind, Value)>,
 ) {
     match value {
         Value::Object(map) => {
@@ -280,18 +352,18 @@ fn collect_paths(
                 } else {
                     format!("{name}.{k}")
                 };
-                let like = path_like_name(k) || hints.contains(k);
-                collect_paths(v, &child, like, hints, out);
+                collect_paths(v, &child, hints.kind(k), hints, out);
             }
         }
         Value::Array(items) => {
             for (i, v) in items.iter().enumerate() {
-                collect_paths(v, &format!("{name}[{i}]"), path_like, hints, out);
+                collect_paths(v, &format!("{name}[{i}]"), kind, hints, out);
             }
         }
         Value::Null => {}
-        other if path_like => out.push((name.to_string(), other.clone())),
-        _ => {}
+        _ if kind == Kind::Text => {}
+        other if kind == Kind::Maybe && !other.is_string() => {}
+        other => out.push((name.to_string(), kind, other.clone())),
     }
 }
 
@@ -393,13 +465,49 @@ mod tests {
     }
 
     #[test]
-    fn collects_nested_and_array_paths() {
-        let args =
-            json!({"paths": ["a", "b"], "opts": {"dir": "c"}, "content": "/aem/x", "n": null});
+    fn names_that_are_free_text() {
+        for n in [
+            "content",
+            "oldText",
+            "commit_message",
+            "observations",
+            "query",
+        ] {
+            assert!(text_like_name(n), "{n}");
+        }
+        // A path word wins: these are checked.
+        for n in [
+            "text_file",
+            "contentPath",
+            "dst",
+            "target",
+            "output",
+            "branch",
+        ] {
+            assert!(!text_like_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn every_string_but_free_text_is_collected() {
+        let args = json!({
+            "paths": ["a", "b"], "opts": {"dir": "c", "dst": "d"}, "content": "/aem/x",
+            "edits": [{"oldText": "/x", "newText": "/y"}], "target": "t", "n": null,
+            "count": 3, "notes": ["free", "text"]
+        });
         let mut out = Vec::new();
-        collect_paths(&args, "", false, &BTreeSet::new(), &mut out);
-        let names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["opts.dir", "paths[0]", "paths[1]"]);
+        collect_paths(&args, "", Kind::Maybe, &SchemaHints::default(), &mut out);
+        let names: Vec<(&str, Kind)> = out.iter().map(|(n, k, _)| (n.as_str(), *k)).collect();
+        assert_eq!(
+            names,
+            [
+                ("opts.dir", Kind::Path),
+                ("opts.dst", Kind::Maybe),
+                ("paths[0]", Kind::Path),
+                ("paths[1]", Kind::Path),
+                ("target", Kind::Maybe),
+            ]
+        );
     }
 
     #[test]
@@ -407,13 +515,13 @@ mod tests {
         let schema = json!({"type": "object", "properties": {
             "out": {"type": "string", "format": "path"},
             "where": {"type": "string", "x-iron-path": true},
+            "patch": {"type": "string", "x-iron-path": false},
             "text": {"type": "string"}
         }});
-        let hints = schema_path_hints(&schema);
-        assert_eq!(
-            hints.into_iter().collect::<Vec<_>>(),
-            ["out".to_string(), "where".to_string()]
-        );
+        let hints = SchemaHints::of(&schema);
+        assert_eq!(hints.paths.iter().collect::<Vec<_>>(), ["out", "where"]);
+        assert_eq!(hints.kind("patch"), Kind::Text);
+        assert_eq!(hints.kind("other"), Kind::Maybe);
     }
 
     #[test]

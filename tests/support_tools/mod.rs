@@ -92,7 +92,7 @@ servers:
     command: {faulty}
     env:
       LAB_MARKER: "${{LAB_MARKER:-declared}}"
-    tools: [echo, delete_record, hang, crash, garble, get_environment, get_pid, list_nothing]
+    tools: [echo, delete_record, hang, crash, garble, get_environment, get_pid, save_text, list_nothing]
   time:
     transport: local
     description: The real time server.
@@ -137,7 +137,7 @@ pub const EXPERTS: &[(&str, &str)] = &[
     ),
     (
         "operator",
-        "---\nclearance: full\ntools:\n  add: [faulty/echo, faulty/delete_record, faulty/hang, faulty/crash, faulty/garble, faulty/get_environment, faulty/get_pid, faulty/list_nothing, bridge/send_message, ledger/get_account_balance, ledger/delete_entry, fs/write_file]\n---\n\nHolds everything.\n",
+        "---\nclearance: full\ntools:\n  add: [faulty/echo, faulty/delete_record, faulty/hang, faulty/crash, faulty/garble, faulty/get_environment, faulty/get_pid, faulty/save_text, faulty/list_nothing, bridge/send_message, ledger/get_account_balance, ledger/delete_entry, fs/write_file]\n---\n\nHolds everything.\n",
     ),
 ];
 
