@@ -115,7 +115,7 @@ corpus! {
     unknown_transport => [wl(AEM, "servers.fs.transport", "unknown transport `stdio` (expected one of: local, native, remote)", 10)];
     local_without_command => [w(AEM, "servers.fs.command", "malformed server descriptor: a local server needs `command`")];
     inline_env_secret => [w(AEM, "servers.fs.env.API_KEY", "environment value of `API_KEY` is inline")];
-    native_with_command => [w(AEM, "servers.out.command", "`command` does not apply to a native server")];
+    native_with_command => [w(AEM, "servers.delivery.command", "`command` does not apply to a native server")];
     remote_without_service => [w(AEM, "servers.out.service", "a remote server needs `service`")];
     tool_above_clearance => [wl(CAPS, "tools.add", "tool `fs/write_file` has effect `write` (verb `write`) and needs clearance `read-write`, but expert `m/a` has `read`", 4)];
     mesh_tool_above_clearance => [
@@ -131,10 +131,10 @@ corpus! {
     self_peer => [w(CAPS, "peers.add[0]", "an expert cannot be its own peer")];
     unknown_source => [w(CAPS, "sources.add[0]", "unknown perception source `nope` (expected a source registered under `msp.sources` in AEM.md (feed))")];
     unknown_tool => [w(CAPS, "tools.add[0]", "server `fs` declares no tool `nope`")];
-    unknown_server => [w(CAPS, "tools.add[0]", "unknown server `web` (expected a server registered in AEM.md (fs, out))")];
+    unknown_server => [w(CAPS, "tools.add[0]", "unknown server `web` (expected a server registered in AEM.md (delivery, fs))")];
     malformed_tool_ref => [w(CAPS, "tools.add[0]", "`read_text_file` is not a tool reference (expected `server/tool`")];
     unknown_channel => [w(CAPS, "delivery[0]", "unknown delivery channel `sms`")];
-    delivery_above_clearance => [w(CAPS, "delivery[0]", "tool `out/send_message` has effect `write` (delivery channel `chat`)")];
+    delivery_above_clearance => [w(CAPS, "delivery[0]", "tool `delivery/send_message` has effect `write` (delivery channel `chat`)")];
     duplicate_role => [w("m/skills/c/SKILL.md", "name", "role `a` is already defined by")];
     skill_tool_reference => [w(SKILL, "body", "SKILL.md must be portable but contains a tool reference `fs/read_text_file`")];
     skill_url => [w(SKILL, "body", "contains a URL `https://example.org/feed`")];
@@ -162,15 +162,17 @@ corpus! {
         w(AEM, "delivery.chat", "argument `text` uses unknown placeholder `{message}`"),
         w(AEM, "delivery.chat", "no argument carries `{text}`"),
     ];
-    delivery_unknown_tool => [w(AEM, "delivery.chat.tool", "server `out` declares no tool `send_text`")];
+    delivery_unknown_tool => [w(AEM, "delivery.chat.tool", "server `delivery` declares no tool `send_text`")];
     unknown_startup => [w(AEM, "msp.sources.feed.startup", "unknown startup mode `eager`")];
     working_memory_declared => [w(AEM, "msp.sources.feed.working_memory", "working memory (live relations over a source) is not implemented")];
     trigger_unknown_flow => [w(AEM, "triggers.t.flow", "malformed trigger: expert `a` has no flows/nope.py (expected a flow file of skills/a/flows/ (f))")];
     trigger_two_kinds => [w(AEM, "triggers.t", "give exactly one of `sources`, `schedule` or `webhook`")];
+    native_not_shipped => [w(AEM, "servers.sandbox.transport", "native server `sandbox` (Iron ships no node /iron/tools/sandbox) is not implemented")];
+    native_tool_not_offered => [w(AEM, "servers.delivery.tools[1]", "tool `send_fax` of the native server `delivery` is not implemented")];
     trigger_bad_cron => [w(AEM, "triggers.t.schedule", "`every morning` is not a cron expression")];
     trigger_inline_token => [w(AEM, "triggers.t.webhook", "token `s3cret` is not a reference to a secret")];
     trigger_source_not_granted => [w(AEM, "triggers.t.sources", "expert `a` is not granted source `feed`, so its flow may not be given its items")];
-    unknown_annotation => [w(AEM, "servers.out.tools[0].annotation", "unknown effect `harmless`")];
+    unknown_annotation => [w(AEM, "servers.delivery.tools[0].annotation", "unknown effect `harmless`")];
     missing_aem_file => [w(AEM, "", "required file is missing")];
     invalid_role_name => [w(SKILL, "name", "`Analyst.One` is not a valid role name")];
     many_errors => [

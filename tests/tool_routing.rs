@@ -75,7 +75,7 @@ async fn native_and_remote_calls_reach_their_services() {
         .unwrap();
     assert_eq!(out.result, json!({"balance": 42}));
     let out = m
-        .call("bridge__send_message", json!({"text": "hi"}), &ctx())
+        .call("delivery__send_message", json!({"text": "hi"}), &ctx())
         .await
         .unwrap();
     assert_eq!(out.result, json!({"sent": true}));
@@ -92,7 +92,7 @@ async fn native_and_remote_calls_reach_their_services() {
                 "task-remote".into()
             ),
             (
-                "/iron/tools/bridge".into(),
+                "/iron/tools/delivery".into(),
                 true,
                 "send_message".into(),
                 json!({"text": "hi"}),

@@ -31,7 +31,7 @@ pub use model::{
     FORMAT_VERSION, FileRecord, MemoryMount, MeshEntry, MeshStatus, Scope, ServerDescriptor,
     ServerEntry, SourceEntry, Startup, Timeouts, ToolGrant, TriggerEntry, TriggerOn,
 };
-pub use servers::descriptor_hash;
+pub use servers::{descriptor_hash, native_tools};
 
 use sha2::{Digest, Sha256};
 use std::fs;

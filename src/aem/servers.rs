@@ -11,6 +11,19 @@ use super::{sha256_hex, valid_name, valid_tool_name};
 use crate::core::effect::{Effect, classify_tool_name, raise_by_annotation};
 use std::collections::BTreeMap;
 
+/// The native servers Iron ships (each is the node `/iron/tools/<name>`) and the tools each
+/// offers. A native server not listed here, or a tool its bridge does not offer, is refused
+/// at compile time: nothing would answer the call.
+pub const NATIVE_SERVERS: &[(&str, &[&str])] = &[("delivery", &["send_message"])];
+
+/// The tools the native server `name` offers, if Iron ships it.
+pub fn native_tools(name: &str) -> Option<&'static [&'static str]> {
+    NATIVE_SERVERS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, tools)| *tools)
+}
+
 /// `${VAR}` or `${VAR:-default}`, nothing else.
 pub(crate) fn is_env_reference(value: &str) -> bool {
     let Some(inner) = value.strip_prefix("${").and_then(|v| v.strip_suffix('}')) else {
@@ -136,6 +149,21 @@ pub(crate) fn validate_server(
                     );
                 }
             }
+            if native_tools(name).is_none() {
+                let shipped: Vec<&str> = NATIVE_SERVERS.iter().map(|(n, _)| *n).collect();
+                sink.push(
+                    &doc.path,
+                    doc.line_of_key_in(name, "transport").or(line),
+                    format!("{field}.transport"),
+                    AemError::NotImplemented(format!(
+                        "native server `{name}` (Iron ships no node /iron/tools/{name})"
+                    )),
+                    Some(format!(
+                        "a native server Iron ships ({}), or `transport: remote` with the `service` of a node you run",
+                        one_of(&shipped)
+                    )),
+                );
+            }
             Some(ServerDescriptor::Native)
         }
         Some("remote") => {
@@ -219,6 +247,17 @@ pub(crate) fn validate_server(
                 }
             },
         };
+        if let (Some(ServerDescriptor::Native), Some(offered)) = (&descriptor, native_tools(name))
+            && !offered.contains(&tname)
+        {
+            sink.push(
+                &doc.path,
+                tline,
+                &tfield,
+                AemError::NotImplemented(format!("tool `{tname}` of the native server `{name}`")),
+                Some(one_of(offered)),
+            );
+        }
         let c = classify_tool_name(tname);
         let declared = DeclaredTool {
             derived_effect: c.effect,

@@ -283,6 +283,24 @@ mod tests {
         }
     }
 
+    #[test]
+    fn offers_what_the_compiler_lets_a_mesh_declare() {
+        let dir = tempfile::tempdir().unwrap();
+        let bridge = Delivery::new(
+            dir.path().join("outbox.jsonl"),
+            AllowList::default(),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        let declarable: Vec<String> = crate::aem::native_tools("delivery")
+            .unwrap()
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
+        assert_eq!(bridge.tools(), declarable);
+        assert_eq!(SERVICE, "/iron/tools/delivery");
+    }
+
     #[tokio::test]
     async fn a_delivery_id_is_sent_once_even_across_restarts() {
         let dir = tempfile::tempdir().unwrap();

@@ -100,7 +100,7 @@ servers:
     env:
       TZ: "${{LAB_TZ:-UTC}}"
     tools: [get_current_time, convert_time]
-  bridge:
+  delivery:
     transport: native
     tools:
       - name: send_message
@@ -137,7 +137,7 @@ pub const EXPERTS: &[(&str, &str)] = &[
     ),
     (
         "operator",
-        "---\nclearance: full\ntools:\n  add: [faulty/echo, faulty/delete_record, faulty/hang, faulty/crash, faulty/garble, faulty/get_environment, faulty/get_pid, faulty/save_text, faulty/list_nothing, bridge/send_message, ledger/get_account_balance, ledger/delete_entry, fs/write_file]\n---\n\nHolds everything.\n",
+        "---\nclearance: full\ntools:\n  add: [faulty/echo, faulty/delete_record, faulty/hang, faulty/crash, faulty/garble, faulty/get_environment, faulty/get_pid, faulty/save_text, faulty/list_nothing, delivery/send_message, ledger/get_account_balance, ledger/delete_entry, fs/write_file]\n---\n\nHolds everything.\n",
     ),
 ];
 
