@@ -23,11 +23,13 @@ fn up_starts_supervises_and_stops_in_reverse_order() {
         endpoint: router.clone(),
         router: Proc::spawn("noop", "true", &[], &[]),
     };
+    let state = dir.path().join("state");
+    let state = state.to_str().unwrap();
     let mut up = Proc::spawn(
         "up",
         &bin("iron"),
         &["up", "--launch", list.to_str().unwrap()],
-        &[("IRON_ROUTER", &router)],
+        &[("IRON_ROUTER", &router), ("IRON_STATE_DIR", state)],
     );
     up.wait_for("up: 3 node(s) running", T);
 
@@ -55,14 +57,68 @@ fn up_starts_supervises_and_stops_in_reverse_order() {
     ]);
     assert!(out.contains("echo: through up"), "{out}");
 
+    let pid_of = |node: &str| -> i32 {
+        up.matching(&format!("{node}: started"))[0]
+            .split("pid Some(")
+            .nth(1)
+            .and_then(|s| s.split(')').next())
+            .and_then(|s| s.parse().ok())
+            .expect("the supervisor logs the pid")
+    };
+
+    // The listing is checked against what `iron up` runs.
+    let lifecycle_list = |extra: &[&str]| {
+        let out = std::process::Command::new(bin("iron"))
+            .args(["lifecycle", "list", "--timeout", "2"])
+            .args(extra)
+            .env("IRON_ROUTER", &router)
+            .env("IRON_STATE_DIR", state)
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.success(), text(&out.stdout), text(&out.stderr))
+    };
+    let (ok, listed, err) = lifecycle_list(&[]);
+    assert!(ok, "{listed}\n{err}");
+    for line in [
+        "/iron/first\tactive",
+        "/iron/second\tactive",
+        "/iron/manual\tunconfigured",
+    ] {
+        assert!(listed.contains(line), "{line}: {listed}");
+    }
+    // A node that does not answer (stopped) makes the listing partial, and it fails.
+    let second = pid_of("/iron/second");
+    // SAFETY: kill(2) on a process this test started through `iron up`.
+    unsafe { libc::kill(second, libc::SIGSTOP) };
+    let (ok, listed, err) = lifecycle_list(&[]);
+    // SAFETY: as above.
+    unsafe { libc::kill(second, libc::SIGCONT) };
+    assert!(!ok, "{listed}\n{err}");
+    // (Whether it still shows on the graph depends on who answers the graph query.)
+    assert!(
+        listed.contains("/iron/second\t?") || listed.contains("/iron/second\tmissing"),
+        "{listed}"
+    );
+    assert!(listed.contains("/iron/first\tactive"), "{listed}");
+    assert!(err.contains("partial listing: 1 "), "{err}");
+    // So does a node of a launch list that is not on the graph.
+    let ghost = dir.path().join("ghost.yaml");
+    std::fs::write(
+        &ghost,
+        "nodes:\n  - name: first\n    executable: demo_node\n  - name: ghost\n    executable: demo_node\n",
+    )
+    .unwrap();
+    let (ok, listed, err) = lifecycle_list(&["--launch", ghost.to_str().unwrap()]);
+    assert!(!ok, "{listed}\n{err}");
+    assert!(listed.contains("/iron/ghost\tmissing"), "{listed}");
+    assert!(
+        err.contains("partial listing: 1 of 2 expected node(s) not on the graph"),
+        "{err}"
+    );
+
     // kill -9 one node: it is restarted, configured and activated again.
-    let started = up.matching("/iron/first: started");
-    let pid: i32 = started[0]
-        .split("pid Some(")
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .and_then(|s| s.parse().ok())
-        .expect("the supervisor logs the pid");
+    let pid = pid_of("/iron/first");
     // SAFETY: kill(2) on a process this test started through `iron up`.
     unsafe { libc::kill(pid, libc::SIGKILL) };
     up.wait_for("/iron/first exited", T);
@@ -85,6 +141,10 @@ fn up_starts_supervises_and_stops_in_reverse_order() {
     up.signal(libc::SIGINT);
     let status = up.wait_exit(T).expect("iron up exits after SIGINT");
     assert!(status.success(), "{status}\n{}", up.output().join("\n"));
+    assert!(
+        !dir.path().join("state/up.json").exists(),
+        "iron up removes its record when it stops"
+    );
     let exits: Vec<String> = up
         .matching(": exited")
         .into_iter()

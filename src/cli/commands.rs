@@ -6,8 +6,8 @@ use hiroz::Builder;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    BenchCommand, CatalogCommand, Cli, CliError, Command, InboxCommand, LifecycleCommand,
-    LogCommand, NodeCommand, TaskCommand, ToolsCommand, bench, stop_on_signals,
+    BenchCommand, CatalogCommand, Cli, CliError, Command, InboxCommand, LogCommand, NodeCommand,
+    TaskCommand, ToolsCommand, bench, stop_on_signals,
 };
 use crate::{
     core::{config::Config, durable::StartAt},
@@ -15,7 +15,6 @@ use crate::{
     spine::control::{
         ControlConfig, ControlPlane,
         action::{ActionClient, GoalStatus},
-        lifecycle::LifecycleClient,
         router::{Router, RouterConfig},
     },
     spine::durable::AnyLog,
@@ -95,9 +94,21 @@ async fn up(
         crate::core::config::PLANE_CHECKED_ENV.to_string(),
         "1".to_string(),
     ));
+    // What `iron lifecycle list` checks a listing against; gone when `up` ends.
+    let running = crate::launch::Running::of(&plan, router)
+        .write(&config.state_dir)
+        .map_err(|source| CliError::Io {
+            what: format!(
+                "writing {} into {}",
+                crate::launch::RUNNING_FILE,
+                config.state_dir.display()
+            ),
+            source,
+        })?;
     let shutdown = CancellationToken::new();
     stop_on_signals(shutdown.clone());
     let result = crate::launch::up(plan, router, start_router, timeout, &env, shutdown).await;
+    drop(running);
     if let Some(server) = local {
         server.stop().await;
     }
@@ -180,7 +191,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             }
             Ok(())
         }
-        Command::Lifecycle(cmd) => lifecycle(cmd, &cli.router, timeout).await,
+        Command::Lifecycle(cmd) => super::lifecycle::run(cmd, &cli.router, timeout).await,
         Command::Task(TaskCommand::Send {
             domain,
             action,
@@ -328,51 +339,6 @@ async fn discover_nodes(
         seen = now;
     }
     seen
-}
-
-async fn lifecycle(cmd: LifecycleCommand, router: &str, timeout: Duration) -> Result<(), CliError> {
-    let (control, node) = connect(router, timeout).await?;
-    match cmd {
-        LifecycleCommand::List => {
-            discover_nodes(&control, &node, timeout).await;
-            let managed: BTreeSet<String> = control
-                .context()
-                .graph()
-                .get_service_names_and_types()
-                .into_iter()
-                .filter(|(name, ty)| name.ends_with("/get_state") && ty.contains("GetState"))
-                .map(|(name, _)| name.trim_end_matches("/get_state").to_string())
-                .collect();
-            for target in managed {
-                let client = LifecycleClient::new(&node, &target, timeout)?;
-                match client.get_state().await {
-                    Ok(state) => println!("{target}\t{state}"),
-                    Err(e) => println!("{target}\t? ({e})"),
-                }
-            }
-            Ok(())
-        }
-        LifecycleCommand::Get { node: target } => {
-            let client = LifecycleClient::new(&node, &target, timeout)?;
-            let state = client.get_state().await?;
-            println!("{state} [{}]", state.id());
-            Ok(())
-        }
-        LifecycleCommand::Set {
-            node: target,
-            transition,
-        } => {
-            let client = LifecycleClient::new(&node, &target, timeout)?;
-            if client.set(&transition).await? {
-                println!("Transitioning successful");
-                Ok(())
-            } else {
-                Err(CliError::Failed(format!(
-                    "{target} refused or failed the {transition} transition"
-                )))
-            }
-        }
-    }
 }
 
 async fn task_send(

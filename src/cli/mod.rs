@@ -8,6 +8,7 @@ mod bench_newsroom;
 mod bench_stats;
 mod commands;
 mod jobs;
+mod lifecycle;
 mod msp;
 pub mod node;
 mod operator;
@@ -238,8 +239,14 @@ pub enum NodeCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum LifecycleCommand {
-    /// List managed nodes and their states.
-    List,
+    /// List managed nodes and their states. The listing is checked against the nodes that
+    /// should be there (those of `--launch`, else those of the `iron up` running on this
+    /// router); one missing or silent makes it partial: it is marked and the command fails.
+    List {
+        /// A launch list whose nodes must all be listed (default: the running `iron up`'s).
+        #[arg(long)]
+        launch: Option<std::path::PathBuf>,
+    },
     /// Print a managed node's state.
     Get {
         /// Fully qualified node name, e.g. /iron/demo.

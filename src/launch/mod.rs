@@ -5,9 +5,11 @@
 
 pub mod nats;
 mod plan;
+mod running;
 mod supervisor;
 
 pub use plan::{NodeSpec, Plan, RouterSpec};
+pub use running::{RUNNING_FILE, Running, RunningGuard};
 pub use supervisor::up;
 
 use std::path::PathBuf;

@@ -219,8 +219,21 @@ impl Plane {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        assert_no_error_lines(args, &out.stderr);
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
+}
+
+/// A command that succeeded says nothing at ERROR level (Zenoh used to log four
+/// `session closed` errors on every CLI exit).
+pub fn assert_no_error_lines(args: &[&str], stderr: &[u8]) {
+    let stderr = String::from_utf8_lossy(stderr);
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.contains(" ERROR ")).collect();
+    assert!(
+        errors.is_empty(),
+        "iron {args:?} succeeded but logged errors:\n{}",
+        errors.join("\n")
+    );
 }
 
 /// Polls `check` until it returns `Some`, failing the test with `what` after `limit`.

@@ -152,6 +152,7 @@ impl Project {
             "iron {args:?}: {stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        super::assert_no_error_lines(args, &out.stderr);
         stdout
     }
 

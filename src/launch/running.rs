@@ -1,0 +1,110 @@
+//! What a running `iron up` leaves in the state directory (`up.json`): its pid, the router
+//! its nodes use and the nodes of its launch list. `iron lifecycle list` reads it to know
+//! which nodes should answer, so a listing that misses some can say it is partial.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::Plan;
+
+/// File name under the state directory.
+pub const RUNNING_FILE: &str = "up.json";
+
+/// The record of one running `iron up`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Running {
+    /// Process id of `iron up`.
+    pub pid: u32,
+    /// The router endpoint its nodes use.
+    pub router: String,
+    /// Fully qualified names of the nodes of its launch list, in start order.
+    pub nodes: Vec<String>,
+}
+
+impl Running {
+    /// The record for this process running `plan` on `router`.
+    pub fn of(plan: &Plan, router: &str) -> Running {
+        Running {
+            pid: std::process::id(),
+            router: router.to_string(),
+            nodes: plan.nodes.iter().map(|n| n.fqn()).collect(),
+        }
+    }
+
+    fn path(state_dir: &Path) -> PathBuf {
+        state_dir.join(RUNNING_FILE)
+    }
+
+    /// Writes the record; it is removed when the returned guard is dropped.
+    pub fn write(&self, state_dir: &Path) -> std::io::Result<RunningGuard> {
+        std::fs::create_dir_all(state_dir)?;
+        let path = Running::path(state_dir);
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(self).unwrap_or_default())?;
+        std::fs::rename(&tmp, &path)?;
+        Ok(RunningGuard { path })
+    }
+
+    /// The record of an `iron up` that is still running on `router`, if there is one
+    /// (a record left by a process that has died, or for another router, is ignored).
+    pub fn find(state_dir: &Path, router: &str) -> Option<Running> {
+        let text = std::fs::read(Running::path(state_dir)).ok()?;
+        let running: Running = serde_json::from_slice(&text).ok()?;
+        // SAFETY: kill(2) with signal 0 only checks that the process exists.
+        let alive = unsafe { libc::kill(running.pid as i32, 0) } == 0;
+        (alive && running.router == router).then_some(running)
+    }
+}
+
+/// Removes `up.json` when dropped, unless another `iron up` has written its own since.
+#[derive(Debug)]
+pub struct RunningGuard {
+    path: PathBuf,
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        let ours = std::fs::read(&self.path)
+            .ok()
+            .and_then(|t| serde_json::from_slice::<Running>(&t).ok())
+            .is_some_and(|r| r.pid == std::process::id());
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn found_only_while_its_process_lives_and_for_its_router() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = Running {
+            pid: std::process::id(),
+            router: "tcp/127.0.0.1:7447".into(),
+            nodes: vec!["/iron/inbox".into()],
+        };
+        let guard = mine.write(dir.path()).unwrap();
+        assert_eq!(
+            Running::find(dir.path(), "tcp/127.0.0.1:7447"),
+            Some(mine.clone())
+        );
+        assert_eq!(Running::find(dir.path(), "tcp/127.0.0.1:9999"), None);
+        // A pid that cannot be alive (above pid_max).
+        let dead = Running {
+            pid: 1 << 30,
+            ..mine.clone()
+        };
+        let dead_guard = dead.write(dir.path()).unwrap();
+        assert_eq!(Running::find(dir.path(), "tcp/127.0.0.1:7447"), None);
+        // A guard leaves a record that is not its process's alone.
+        drop((guard, dead_guard));
+        assert!(dir.path().join(RUNNING_FILE).exists());
+        let _again = mine.write(dir.path()).unwrap();
+        drop(_again);
+        assert!(!dir.path().join(RUNNING_FILE).exists());
+    }
+}
