@@ -99,7 +99,14 @@ where
     assert_eq!(lines(&record), ["s1", "s2", "s3"]);
     assert_eq!(
         kinds(&log, &job).await,
-        ["job_started", "step_done", "step_done", "step_done", "done"]
+        [
+            "job_started",
+            "claimed",
+            "step_done",
+            "step_done",
+            "step_done",
+            "done"
+        ]
     );
     // The same logical event published twice is stored once.
     let id = event_id(&job, &["s1#0", "step_done"]);
@@ -117,7 +124,7 @@ where
     )
     .await
     .unwrap();
-    assert_eq!(kinds(&log, &job).await.len(), 5);
+    assert_eq!(kinds(&log, &job).await.len(), 6);
 }
 
 async fn a_journal_entry_from_an_older_run_is_replayed_not_rerun<H: Harness>(mut h: H)
@@ -286,6 +293,74 @@ where
     assert_eq!(kinds(&log, &job).await, ["job_started", "step_done"]);
 }
 
+/// A runner paused past its lease has not noticed yet; the runner that took over claimed the
+/// job but has written nothing else. The paused one still cannot write, though the diary's
+/// last sequence is the one it read.
+async fn a_stale_epoch_cannot_write_once_a_later_one_claimed_the_job<H: Harness>(mut h: H)
+where
+    H::Log: IntoAny,
+{
+    let log = h.open().await.any();
+    let (_, job) = ops::start(&log, "test/ops/steps", json!({"n": 1}), None)
+        .await
+        .unwrap();
+    let diary = read_diary(&log, "test", &job).await.unwrap();
+    let fresh = fence(&log, "fresh").await;
+    let stale = Fence {
+        holder: "stale".into(),
+        epoch: fresh.epoch - 1,
+        ..fresh.clone()
+    };
+    // Both read the same diary; the stale one took the job first, at its epoch.
+    let mut stale_writer = DiaryWriter::new(log.clone(), "test", &job, &diary, stale);
+    let mut fresh_writer = DiaryWriter::new(log.clone(), "test", &job, &diary, fresh);
+    assert!(fresh_writer.claim().await.unwrap());
+    assert!(!fresh_writer.claim().await.unwrap(), "one claim per epoch");
+    let refused = stale_writer
+        .append(
+            event_id(&job, &["s1#0", "step_done"]),
+            JobEvent::StepDone {
+                step: "s1#0".into(),
+                fingerprint: None,
+                result: json!("stale"),
+            },
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(JobError::LeaseLost { .. })),
+        "{refused:?}"
+    );
+    // Nor can it claim the job back, or act: a writer that has seen the later claim refuses
+    // before any side effect.
+    let diary = read_diary(&log, "test", &job).await.unwrap();
+    let stale = Fence {
+        holder: "stale".into(),
+        epoch: fence_epoch(&diary) - 1,
+        key: lease_key("test"),
+        lost: CancellationToken::new(),
+    };
+    let mut late = DiaryWriter::new(log.clone(), "test", &job, &diary, stale);
+    assert!(matches!(
+        late.ensure_live(),
+        Err(JobError::LeaseLost { .. })
+    ));
+    assert!(matches!(
+        late.claim().await,
+        Err(JobError::LeaseLost { .. })
+    ));
+    assert_eq!(kinds(&log, &job).await, ["job_started", "claimed"]);
+}
+
+fn fence_epoch(diary: &[iron::jobs::event::Stored]) -> u64 {
+    diary
+        .iter()
+        .find_map(|s| match s.entry.event {
+            JobEvent::Claimed { epoch } => Some(epoch),
+            _ => None,
+        })
+        .expect("a claim")
+}
+
 async fn the_effect_gate_observes_before_acting_again<H: Harness>(mut h: H)
 where
     H::Log: IntoAny,
@@ -302,7 +377,13 @@ where
     assert!(matches!(r.state, JobState::Done { .. }), "{r:?}");
     assert_eq!(
         kinds(&log, &job).await,
-        ["job_started", "effect_intent", "effect_confirmed", "done"]
+        [
+            "job_started",
+            "claimed",
+            "effect_intent",
+            "effect_confirmed",
+            "done"
+        ]
     );
     assert_eq!(lines(&record), ["act"]);
     // A crash between intent and confirmation: the world already shows the change, so the
@@ -405,6 +486,7 @@ where
         kinds(&log, &job).await,
         [
             "job_started",
+            "claimed",
             "effect_intent",
             "expert_requested",
             "waiting"
@@ -472,6 +554,7 @@ for_both_backends!(
     an_edited_flow_parks_and_resumes_once_restored,
     an_approval_sent_before_the_wait_is_kept,
     a_runner_without_the_lease_cannot_write,
+    a_stale_epoch_cannot_write_once_a_later_one_claimed_the_job,
     the_effect_gate_observes_before_acting_again,
     a_timer_fires_through_the_clock_never_early,
 );

@@ -127,16 +127,22 @@ async fn kill_9_before_after_a_side_effect_and_before_the_ack_leaves_one_result_
     );
 }
 
+/// A is paused (SIGSTOP) past its lease between a step's side effect and its result. B takes
+/// the lease and the job, and is held before it writes anything but its claim. A resumes
+/// with a result to write, and nobody has written since A last looked except B's claim:
+/// A's write is refused and it exits; B finishes the job.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runner_paused_past_its_lease_cannot_write_and_exits() {
     let w = World::new();
     let record = w.path("calls");
-    let gate = w.path("g-s1");
+    let (before, after) = (w.path("before-s1"), w.path("after-s1"));
+    touch(&before);
     let mut a = w.runner("runner-a", &[]);
     a.wait_for("runner consuming the wake queue", T);
     let b = w.runner("runner-b", &[]);
     b.wait_for("standing by", T);
-    let input = json!({"record": record, "n": 2, "gates": {"s1": {"after": gate}}});
+    let input =
+        json!({"record": record, "n": 2, "gates": {"s1": {"before": before, "after": after}}});
     let job = w
         .iron(&[
             "jobs",
@@ -148,14 +154,15 @@ async fn a_runner_paused_past_its_lease_cannot_write_and_exits() {
         .trim()
         .to_string();
     a.wait_for("waiting at gate after s1", T);
+    std::fs::remove_file(&before).unwrap();
     a.signal(libc::SIGSTOP);
-    // B takes over once A's lease expires, and runs the job to the end.
+    // B takes over once A's lease expires, claims the job, and stops before s1.
     b.wait_for("runner holds the lease", LEASE_WAIT);
-    b.wait_for("waiting at gate after s1", T);
-    touch(&gate);
+    b.wait_for("waiting at gate before s1", T);
     let log = w.log().await;
-    let diary = until_done(&log, &job, T).await;
+    let claimed = read_diary(&log, "test", &job).await.unwrap();
     // A wakes up with a step result it cannot write.
+    touch(&after);
     a.signal(libc::SIGCONT);
     let status = a
         .wait_exit(T)
@@ -167,23 +174,27 @@ async fn a_runner_paused_past_its_lease_cannot_write_and_exits() {
         a.output().join("\n")
     );
     assert!(!a.matching("lost its lease").is_empty() || !a.matching("no longer").is_empty());
-    let after = read_diary(&log, "test", &job).await.unwrap();
-    assert_eq!(after, diary, "nothing was written after A resumed");
+    assert_eq!(
+        read_diary(&log, "test", &job).await.unwrap(),
+        claimed,
+        "nothing was written after A resumed"
+    );
+    // B goes on and finishes.
+    touch(&before);
+    let after = until_done(&log, &job, T).await;
     for step in ["s1#0", "s2#0"] {
         assert_eq!(results(&after, step), 1, "{step}: one result");
     }
-    let b_epoch = after
+    let epochs: Vec<(&str, &str)> = after
         .iter()
-        .find(|s| s.entry.by.starts_with("runner/"))
-        .map(|s| s.entry.by.clone())
-        .unwrap();
-    assert!(
-        after
-            .iter()
-            .filter(|s| s.entry.by.starts_with("runner/"))
-            .all(|s| s.entry.by == b_epoch),
-        "every runner entry is B's: {after:?}"
-    );
+        .filter(|s| s.entry.by.starts_with("runner/"))
+        .map(|s| (s.entry.by.as_str(), s.entry.event.kind()))
+        .collect();
+    let b_by = epochs.last().unwrap().0;
+    // A's only entry is its own claim, before B's; everything else is B's.
+    assert_eq!(epochs[0].1, "claimed", "{epochs:?}");
+    assert_ne!(epochs[0].0, b_by, "{epochs:?}");
+    assert!(epochs[1..].iter().all(|(by, _)| *by == b_by), "{epochs:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

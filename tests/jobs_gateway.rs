@@ -79,6 +79,7 @@ async fn a_flow_gets_an_experts_answer_through_the_gateway() {
     assert_eq!(
         kinds,
         [
+            "claimed",
             "done",
             "expert_requested",
             "job_started",

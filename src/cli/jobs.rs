@@ -272,6 +272,7 @@ fn describe(event: &JobEvent) -> String {
             note.clone().unwrap_or_default()
         }
         JobEvent::Done { output } => short(output),
+        JobEvent::Claimed { epoch } => format!("by the runner of lease epoch {epoch}"),
     }
 }
 

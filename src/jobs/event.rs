@@ -118,6 +118,9 @@ pub enum JobEvent {
     },
     /// The flow returned.
     Done { output: Value },
+    /// A runner holding the lease at `epoch` took the job: from here on only a runner of that
+    /// epoch or a later one may write to the diary.
+    Claimed { epoch: u64 },
 }
 
 impl JobEvent {
@@ -139,6 +142,7 @@ impl JobEvent {
             JobEvent::Resumed { .. } => "resumed",
             JobEvent::Cancelled { .. } => "cancelled",
             JobEvent::Done { .. } => "done",
+            JobEvent::Claimed { .. } => "claimed",
         }
     }
 }

@@ -279,6 +279,12 @@ impl Fence {
 /// entry it has seen; when someone else wrote in between, it proves the lease is still its
 /// own before reading what was written and trying again, so a runner that lost its lease
 /// cannot write.
+///
+/// That alone would let a runner that was paused past its lease write again when nobody
+/// else had written in between. So a runner first *claims* the job ([`DiaryWriter::claim`]:
+/// a `claimed` entry carrying its lease epoch, written under the same fence); a writer that
+/// sees a claim of a later epoch refuses to write, and its next append fails the sequence
+/// check and the lease check.
 pub struct DiaryWriter<L> {
     log: L,
     mesh: String,
@@ -286,6 +292,19 @@ pub struct DiaryWriter<L> {
     last_seq: u64,
     ids: HashSet<EventId>,
     fence: Fence,
+    /// The latest epoch that has claimed the job.
+    claimed: Option<u64>,
+}
+
+/// The latest lease epoch that claimed a job, in the diary entries given.
+fn latest_claim<'a>(entries: impl IntoIterator<Item = &'a Stored>) -> Option<u64> {
+    entries
+        .into_iter()
+        .filter_map(|s| match s.entry.event {
+            JobEvent::Claimed { epoch } => Some(epoch),
+            _ => None,
+        })
+        .max()
 }
 
 /// What an append saw.
@@ -308,6 +327,27 @@ impl<L: EventLog + KeyValue> DiaryWriter<L> {
             last_seq: diary.last().map(|s| s.seq).unwrap_or(0),
             ids: diary.iter().map(|s| s.entry.id.clone()).collect(),
             fence,
+            claimed: latest_claim(diary),
+        }
+    }
+
+    /// Takes the job for this writer's lease epoch (once per epoch): refused when a later
+    /// epoch has claimed it, or when the lease is not this writer's. True when it wrote the
+    /// claim now (the diary may then hold entries the caller has not read).
+    pub async fn claim(&mut self) -> Result<bool, JobError> {
+        if self.claimed == Some(self.fence.epoch) {
+            return Ok(false);
+        }
+        let epoch = self.fence.epoch;
+        let id = event_id(&self.job, &["claimed", &epoch.to_string()]);
+        self.append(id, JobEvent::Claimed { epoch }).await?;
+        self.claimed = Some(epoch);
+        Ok(true)
+    }
+
+    fn lease_lost(&self) -> JobError {
+        JobError::LeaseLost {
+            key: self.fence.key.clone(),
         }
     }
 
@@ -316,12 +356,11 @@ impl<L: EventLog + KeyValue> DiaryWriter<L> {
         self.ids.contains(id)
     }
 
-    /// Fails when the lease is known lost (checked before every side effect).
+    /// Fails when the lease is known lost, or a later epoch has claimed the job (checked
+    /// before every side effect).
     pub fn ensure_live(&self) -> Result<(), JobError> {
-        if self.fence.lost.is_cancelled() {
-            return Err(JobError::LeaseLost {
-                key: self.fence.key.clone(),
-            });
+        if self.fence.lost.is_cancelled() || self.claimed.is_some_and(|c| c > self.fence.epoch) {
+            return Err(self.lease_lost());
         }
         Ok(())
     }
@@ -361,9 +400,7 @@ impl<L: EventLog + KeyValue> DiaryWriter<L> {
             }
             // Fail closed: a lease that cannot be read is not proven ours.
             if !self.fence.still_ours(&self.log).await.unwrap_or(false) {
-                return Err(JobError::LeaseLost {
-                    key: self.fence.key.clone(),
-                });
+                return Err(self.lease_lost());
             }
             let newer = read_from(
                 &self.log,
@@ -371,6 +408,11 @@ impl<L: EventLog + KeyValue> DiaryWriter<L> {
                 self.last_seq + 1,
             )
             .await?;
+            // A later epoch took the job meanwhile: whatever the lease bucket says, stop.
+            self.claimed = self.claimed.max(latest_claim(&newer));
+            if self.claimed.is_some_and(|c| c > self.fence.epoch) {
+                return Err(self.lease_lost());
+            }
             let mut mine = false;
             for stored in newer {
                 self.last_seq = self.last_seq.max(stored.seq);

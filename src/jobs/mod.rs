@@ -1,7 +1,8 @@
 //! Durable jobs: flows that survive restarts. A job's diary on the JOBS stream
 //! (`jobs.<mesh>.evt.<job>`) records every step result, wait and decision under computed ids;
 //! after any restart the runner replays the flow from the top against it. One runner per mesh
-//! holds a KV lease and fences every diary write with the diary's last sequence; the clock
+//! holds a KV lease, claims each job for its lease epoch and fences every diary write with the
+//! diary's last sequence; the clock
 //! turns due timers into `timer_due` events. See ARCHITECTURE.md §8.
 
 pub mod awake;

@@ -54,7 +54,16 @@ pub async fn run_job(
         return Ok(settled(state));
     };
     let name = format!("{mesh}/{role}/{flow_name}");
-    let writer = DiaryWriter::new(log.clone(), mesh, job, &diary, fence.clone());
+    // Take the job for this lease epoch before anything else: a runner of an earlier epoch
+    // (paused past its lease) can no longer write to it. What it wrote before is read again.
+    let mut writer = DiaryWriter::new(log.clone(), mesh, job, &diary, fence.clone());
+    let (diary, writer) = if writer.claim().await? {
+        let diary = read_diary(log, mesh, job).await?;
+        let writer = DiaryWriter::new(log.clone(), mesh, job, &diary, fence.clone());
+        (diary, writer)
+    } else {
+        (diary, writer)
+    };
     let parked_before = diary
         .iter()
         .filter(|s| matches!(s.entry.event, JobEvent::Parked { .. }))
