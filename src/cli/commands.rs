@@ -197,15 +197,22 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             action,
             session,
             context,
+            user,
             wait,
             instruction,
         }) => {
-            if serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&context).is_err()
-            {
+            let Ok(mut context) =
+                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&context)
+            else {
                 return Err(CliError::Failed(format!(
                     "--context {context:?} is not a JSON object"
                 )));
-            }
+            };
+            // The sender owns the task: they may answer its questions and correct it.
+            context
+                .entry("user_id")
+                .or_insert_with(|| serde_json::Value::String(user));
+            let context = serde_json::Value::Object(context).to_string();
             let goal = AolTaskGoal {
                 task_id: uuid::Uuid::now_v7().to_string(),
                 session_id: session,

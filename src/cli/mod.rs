@@ -279,6 +279,10 @@ pub enum TaskCommand {
         /// Extra context, as a JSON object.
         #[arg(long, default_value = "{}")]
         context: String,
+        /// Who sends it (the context's `user_id`, unless it has one): the task's owner, who
+        /// may answer its questions and correct it besides the configured `operators`.
+        #[arg(long, env = "USER", default_value = "operator")]
+        user: String,
         /// How long to wait for the result, in seconds.
         #[arg(long, default_value_t = 600.0)]
         wait: f64,
@@ -294,7 +298,8 @@ pub enum TaskCommand {
         /// The question's id; empty answers whatever the task asks.
         #[arg(long, default_value = "")]
         question: String,
-        /// Who answers, for the log.
+        /// Who answers: the task's owner or one of the configured `operators`, else the
+        /// expert refuses the answer (and records the refusal).
         #[arg(long, env = "USER", default_value = "operator")]
         operator: String,
         /// The answer.
@@ -306,7 +311,8 @@ pub enum TaskCommand {
         /// The running task.
         #[arg(long)]
         task: String,
-        /// Who interjects, for the log.
+        /// Who interjects: the task's owner or one of the configured `operators`, else the
+        /// expert refuses the correction (and records the refusal).
         #[arg(long, env = "USER", default_value = "operator")]
         operator: String,
         /// The correction.

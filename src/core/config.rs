@@ -24,6 +24,9 @@ pub struct Config {
     /// Model backends and logical model names (parsed by the `llm` layer; kept raw here so the
     /// kernel does not depend on it).
     pub models: Option<serde_yaml::Value>,
+    /// Operators who may answer any task's questions and correct any task, besides the person
+    /// whose message started it (its `user_id`).
+    pub operators: Vec<String>,
 }
 
 /// Which backend holds the log, KV and documents.
@@ -70,6 +73,7 @@ impl Default for Config {
             durable: DurableConfig::default(),
             memory: MemoryConfig::default(),
             models: None,
+            operators: Vec::new(),
         }
     }
 }

@@ -85,6 +85,9 @@ event_kinds! {
     QuestionAsked => "question_asked",
     /// The operator's answer reached the expert.
     AnswerReceived => "answer_received",
+    /// An answer or correction from someone who is neither the task's owner nor a configured
+    /// operator was refused.
+    OperatorRefused => "operator_refused",
     /// An expert's loop ended (with its status and what it spent).
     ExpertFinished => "expert_finished",
     /// An irreversible action is about to fire (written before it).

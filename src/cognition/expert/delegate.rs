@@ -36,6 +36,8 @@ pub struct Delegation {
     pub task_id: String,
     /// Its session.
     pub session_id: String,
+    /// Whose task it is (`user_id`), passed on so the owner may answer the peer too.
+    pub owner: Option<String>,
     /// The event the running task descends from.
     pub cause: Option<String>,
     /// How long a peer may take.
@@ -85,6 +87,9 @@ impl Delegation {
         let mut context = json!({"delegated_by": self.expert});
         if let Some(c) = &self.cause {
             context["cause"] = json!(c);
+        }
+        if let Some(owner) = &self.owner {
+            context["user_id"] = json!(owner);
         }
         let goal = AolTaskGoal {
             task_id: uuid::Uuid::now_v7().to_string(),

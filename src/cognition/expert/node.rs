@@ -10,7 +10,7 @@ use super::{
     adapters::{ManagedTools, Recorder},
     delegate::{Delegation, ExpertTools},
     deliver::Deliveries,
-    operator::OperatorDesk,
+    operator::{OperatorDesk, Refused},
     wake::Mounts,
 };
 use crate::{
@@ -181,6 +181,8 @@ impl ManagedNode for ExpertNode {
             mounts.prefixes,
             entry.sources,
         );
+        let desk = OperatorDesk::new(&ctx.node, &config.operators)
+            .map_err(|e| CallbackError::Error(e.to_string()))?;
         Ok(ExpertDeps {
             config,
             log,
@@ -190,7 +192,7 @@ impl ManagedNode for ExpertNode {
             tools: Arc::new(tools),
             server,
             goals: Mutex::new(goals),
-            desk: OperatorDesk::new(&ctx.node).map_err(|e| CallbackError::Error(e.to_string()))?,
+            desk,
             mounts,
             peers,
             mesh,
@@ -263,6 +265,10 @@ impl ExpertDeps {
             cause: cause.clone(),
         };
         let cause = cause.map(|c| c.to_string());
+        let owner = context
+            .get("user_id")
+            .and_then(|u| u.as_str())
+            .map(str::to_string);
         let tools = ExpertTools {
             managed: ManagedTools {
                 manager: self.tools.clone(),
@@ -275,6 +281,7 @@ impl ExpertDeps {
                 depth: goal.depth,
                 task_id: goal.task_id.clone(),
                 session_id: goal.session_id.clone(),
+                owner: owner.clone(),
                 cause,
                 timeout: Duration::from_secs(self.entry.timeouts.delegation_secs.max(1)),
                 node: self.ctx.node.clone(),
@@ -289,7 +296,32 @@ impl ExpertDeps {
                 redactor: self.tools.redactor(),
             }),
         };
-        let desk = self.desk.open(&goal.task_id);
+        // Who may answer and correct this task: the person whose message started it (a
+        // delegation inherits it), besides the configured operators.
+        let desk = {
+            let recorder = recorder.clone();
+            let runtime = tokio::runtime::Handle::current();
+            self.desk.open(
+                &goal.task_id,
+                owner.clone(),
+                Arc::new(move |refused: Refused| {
+                    let recorder = recorder.clone();
+                    runtime.spawn(async move {
+                        let payload = serde_json::json!({
+                            "task_id": refused.task_id, "operator_id": refused.operator_id,
+                            "what": refused.what,
+                            "reason": "not the task's owner nor a configured operator",
+                        });
+                        if let Err(e) = recorder
+                            .write(EventKind::OperatorRefused, payload, None)
+                            .await
+                        {
+                            warn!(task = %refused.task_id, "the refusal is not on the log: {e}");
+                        }
+                    });
+                }),
+            )
+        };
         let agent = AgentLoop::new(self.model.as_ref(), &tools, Limits::default())
             .with_events(&recorder)
             .with_interjections(&desk.interjections);

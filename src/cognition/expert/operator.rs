@@ -6,14 +6,19 @@
 //! | `/iron/questions` | `iron/msg/Question` | the expert whose model called `ask_operator` |
 //! | `/iron/answers` | `iron/msg/Answer` | an operator (`iron task answer`, `ros2 topic pub`) |
 //!
-//! Each expert keeps what arrives for its own tasks (by `task_id`) and ignores the rest.
+//! Each expert keeps what arrives for its own tasks (by `task_id`) and ignores the rest. Only
+//! the task's owner (the `user_id` of the message that started it, inherited by delegations)
+//! or an operator listed in the configuration (`operators:`) may answer or correct a task;
+//! anything else is refused, logged and recorded (`operator_refused`). The ids are those the
+//! senders give: this keeps a task to the people it belongs to, not a proof of who they are
+//! (that needs authenticated sessions on the router).
 //! Questions are published transient-local (the last [`QUESTION_DEPTH`]), so an operator who
 //! starts listening late still sees what is open. An answer names the question it answers,
 //! or leaves `question_id` empty to answer whatever that task asks (now or next); an answer
 //! for another question of the task is dropped with a log line.
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeSet, HashMap},
     sync::{Arc, Mutex},
 };
 
@@ -54,10 +59,50 @@ pub fn questions_qos() -> QosProfile {
     }
 }
 
+/// An answer or correction that was not let through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// `answer` or `interjection`.
+    pub what: &'static str,
+    /// The task it was for.
+    pub task_id: String,
+    /// Who sent it.
+    pub operator_id: String,
+}
+
+/// Called (from the subscription's thread) for each refusal.
+pub type OnRefused = Arc<dyn Fn(Refused) + Send + Sync>;
+
+struct Route {
+    interjections: InterjectionSender,
+    answers: mpsc::UnboundedSender<Answer>,
+    owner: Option<String>,
+    on_refused: OnRefused,
+}
+
 #[derive(Default)]
 struct Routes {
-    interjections: HashMap<String, InterjectionSender>,
-    answers: HashMap<String, mpsc::UnboundedSender<Answer>>,
+    tasks: HashMap<String, Route>,
+    operators: BTreeSet<String>,
+}
+
+impl Routes {
+    /// The task's route, when `operator` may speak to it; refusals are reported.
+    fn admit(&self, what: &'static str, task_id: &str, operator: &str) -> Option<&Route> {
+        let route = self.tasks.get(task_id)?;
+        let owner = route.owner.as_deref() == Some(operator);
+        if owner || self.operators.contains(operator) {
+            return Some(route);
+        }
+        warn!(task = %task_id, operator = %operator,
+            "refused an {what}: not the task's owner nor a configured operator");
+        (route.on_refused)(Refused {
+            what,
+            task_id: task_id.to_string(),
+            operator_id: operator.to_string(),
+        });
+        None
+    }
 }
 
 type QuestionPub = ZPub<Question, <Question as hiroz::msg::ZMessage>::Serdes>;
@@ -80,23 +125,26 @@ pub struct TaskDesk {
 }
 
 impl OperatorDesk {
-    /// Subscribes and declares the publisher on `node`.
-    pub fn new(node: &ZNode) -> Result<Self, ControlError> {
+    /// Subscribes and declares the publisher on `node`. `operators` may speak to every task.
+    pub fn new(node: &ZNode, operators: &[String]) -> Result<Self, ControlError> {
         let declare = |what: &'static str| {
             move |source| ControlError::Declare {
                 what: what.to_string(),
                 source,
             }
         };
-        let routes: Arc<Mutex<Routes>> = Arc::default();
+        let routes = Arc::new(Mutex::new(Routes {
+            tasks: HashMap::new(),
+            operators: operators.iter().cloned().collect(),
+        }));
         let r = routes.clone();
         let interjections = node
             .create_sub::<Interjection>(INTERJECTIONS)
             .build_with_callback(move |msg: Interjection| {
                 let routes = r.lock().expect("operator routes lock");
-                if let Some(tx) = routes.interjections.get(&msg.task_id) {
+                if let Some(route) = routes.admit("interjection", &msg.task_id, &msg.operator_id) {
                     info!(task = %msg.task_id, operator = %msg.operator_id, "interjection received");
-                    tx.send(msg.text);
+                    route.interjections.send(msg.text);
                 }
             })
             .map_err(declare("subscription to /iron/interjections"))?;
@@ -105,8 +153,8 @@ impl OperatorDesk {
             .create_sub::<Answer>(ANSWERS)
             .build_with_callback(move |msg: Answer| {
                 let routes = r.lock().expect("operator routes lock");
-                if let Some(tx) = routes.answers.get(&msg.task_id) {
-                    let _ = tx.send(msg);
+                if let Some(route) = routes.admit("answer", &msg.task_id, &msg.operator_id) {
+                    let _ = route.answers.send(msg);
                 }
             })
             .map_err(declare("subscription to /iron/answers"))?;
@@ -123,13 +171,21 @@ impl OperatorDesk {
         })
     }
 
-    /// Starts receiving for `task_id`, until the returned desk is dropped.
-    pub fn open(&self, task_id: &str) -> TaskDesk {
+    /// Starts receiving for `task_id`, owned by `owner`, until the returned desk is dropped;
+    /// `on_refused` hears of each answer or correction refused.
+    pub fn open(&self, task_id: &str, owner: Option<String>, on_refused: OnRefused) -> TaskDesk {
         let (sender, inbox) = interjection_channel();
         let (tx, rx) = mpsc::unbounded_channel();
         let mut routes = self.routes.lock().expect("operator routes lock");
-        routes.interjections.insert(task_id.to_string(), sender);
-        routes.answers.insert(task_id.to_string(), tx);
+        routes.tasks.insert(
+            task_id.to_string(),
+            Route {
+                interjections: sender,
+                answers: tx,
+                owner: owner.filter(|o| !o.is_empty()),
+                on_refused,
+            },
+        );
         TaskDesk {
             interjections: inbox,
             answers: tokio::sync::Mutex::new(rx),
@@ -188,7 +244,6 @@ impl TaskDesk {
 impl Drop for TaskDesk {
     fn drop(&mut self) {
         let mut routes = self.routes.lock().expect("operator routes lock");
-        routes.interjections.remove(&self.task_id);
-        routes.answers.remove(&self.task_id);
+        routes.tasks.remove(&self.task_id);
     }
 }
