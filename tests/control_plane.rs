@@ -12,7 +12,7 @@ use iron::{
         action::{ActionClient, CancelCode, GoalId, GoalStatus},
     },
 };
-use support::Plane;
+use support::{Plane, Proc, bin};
 
 const T: Duration = Duration::from_secs(20);
 
@@ -170,6 +170,75 @@ async fn failing_and_erroring_callbacks_take_the_documented_paths() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("configure, shutdown"), "{err}");
+}
+
+/// ROS parameters reach the node as its own options (as `ros2 launch` passes them, in a
+/// params file); one the node does not have stops it at start, never silently dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameters_are_honoured_or_refused() {
+    let plane = Plane::start();
+    let dir = tempfile::tempdir().unwrap();
+    let params = dir.path().join("params.yaml");
+    std::fs::write(
+        &params,
+        "/**:\n  ros__parameters:\n    fail_on: [configure]\n",
+    )
+    .unwrap();
+    let envs = [("IRON_ROUTER", plane.endpoint.as_str())];
+    let params = params.display().to_string();
+    let node = Proc::spawn(
+        "params",
+        &bin("demo_node"),
+        &[
+            "--ros-args",
+            "-r",
+            "__node:=params",
+            "-r",
+            "__ns:=/iron",
+            "--params-file",
+            &params,
+        ],
+        &envs,
+    );
+    node.wait_for("managed node up", T);
+    let out = plane.iron(&["lifecycle", "set", "/iron/params", "configure"]);
+    assert!(
+        !out.status.success(),
+        "fail_on from the params file is honoured"
+    );
+
+    for args in [
+        vec![
+            "--ros-args",
+            "-r",
+            "__node:=typo",
+            "-p",
+            "fail_onn:=configure",
+        ],
+        vec![
+            "--ros-args",
+            "-r",
+            "__node:=remapped",
+            "-r",
+            "chatter:=talk",
+        ],
+    ] {
+        let mut bad = Proc::spawn("bad", &bin("demo_node"), &args, &envs);
+        let status = bad
+            .wait_exit(T)
+            .expect("a node given what it cannot honour exits");
+        assert_eq!(
+            status.code(),
+            Some(2),
+            "{args:?}: {}",
+            bad.output().join("\n")
+        );
+        let said = bad.output().join("\n");
+        assert!(
+            said.contains("--fail-onn") || said.contains("remapping `chatter:=talk`"),
+            "{said}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,9 +12,17 @@ use crate::spine::control::{
     ros_args::RosArgs,
 };
 
-/// Splits the process arguments: the node's own, and the ROS ones.
+/// Splits the process arguments: the node's own, and the ROS ones. ROS parameters (`-p`,
+/// `--params-file`) are appended to the node's own arguments as options (see
+/// [`RosArgs::param_options`]), so the node honours them or refuses them like any option.
 pub fn args() -> Result<(Vec<String>, RosArgs), CliError> {
-    Ok(RosArgs::split(std::env::args())?)
+    let (mut own, ros) = RosArgs::split(std::env::args())?;
+    let options = ros.param_options()?;
+    if !options.is_empty() {
+        eprintln!("ROS parameters taken as options: {}", options.join(" "));
+        own.extend(options);
+    }
+    Ok((own, ros))
 }
 
 /// Runs `node` as the process's one managed node, named `default_name` in `default_ns` unless

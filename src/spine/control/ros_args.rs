@@ -1,6 +1,12 @@
 //! The `--ros-args …` tail that launch_ros appends to every node's command line:
 //! `-r __node:=NAME`, `-r __ns:=/NS`, other remaps `-r from:=to`, `-p name:=value`,
 //! `--params-file FILE`, `--log-level LEVEL`, each optionally closed by `--`.
+//!
+//! Iron nodes have no ROS parameter server: their settings are command-line options. So
+//! parameters are honoured by turning them into those options ([`RosArgs::param_options`]):
+//! `name:=value` becomes `--name value` (`_` read as `-`), `true` the bare flag `--name`,
+//! `false` nothing, a list the option once per item. The node then refuses an option it does
+//! not have, as it would on its command line; nothing given is silently dropped.
 
 use std::path::PathBuf;
 
@@ -32,6 +38,14 @@ pub enum RosArgsError {
         "unknown ROS argument `{arg}` (known: -r/--remap, -p/--param, --params-file, --log-level, --enclave)"
     )]
     Unknown { arg: String },
+    #[error("cannot read the parameters file {path}: {problem}")]
+    ParamsFile { path: PathBuf, problem: String },
+    #[error("parameter `{name}`: {problem}")]
+    Param { name: String, problem: String },
+    #[error(
+        "remapping `{from}:={to}` is not supported: Iron nodes honour only `__node` and `__ns`"
+    )]
+    Remap { from: String, to: String },
 }
 
 impl RosArgs {
@@ -102,6 +116,125 @@ impl RosArgs {
     }
 }
 
+impl RosArgs {
+    /// The node's parameters as its own long options: every `--params-file` section for all
+    /// nodes (`/**`) or for this one (its name or fully qualified name, as remapped), in
+    /// order, then each `-p`; a later value of a name replaces an earlier one. Topic and
+    /// service remaps, which no Iron node honours, are refused here too.
+    pub fn param_options(&self) -> Result<Vec<String>, RosArgsError> {
+        if let Some((from, to)) = self.remaps.first() {
+            return Err(RosArgsError::Remap {
+                from: from.clone(),
+                to: to.clone(),
+            });
+        }
+        let mut params: Vec<(String, serde_yaml::Value)> = Vec::new();
+        let mut set = |name: String, value: serde_yaml::Value| {
+            params.retain(|(n, _)| *n != name);
+            params.push((name, value));
+        };
+        for path in &self.params_files {
+            for (name, value) in self.file_params(path)? {
+                set(name, value);
+            }
+        }
+        for (name, value) in &self.params {
+            let value = serde_yaml::from_str(value)
+                .unwrap_or_else(|_| serde_yaml::Value::String(value.clone()));
+            set(name.clone(), value);
+        }
+        let mut options = Vec::new();
+        for (name, value) in params {
+            push_option(&name, &value, &mut options)?;
+        }
+        Ok(options)
+    }
+
+    /// The `ros__parameters` of the sections of `path` that apply to this node.
+    fn file_params(
+        &self,
+        path: &std::path::Path,
+    ) -> Result<Vec<(String, serde_yaml::Value)>, RosArgsError> {
+        let bad = |problem: String| RosArgsError::ParamsFile {
+            path: path.to_path_buf(),
+            problem,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let doc: serde_yaml::Mapping =
+            serde_yaml::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let name = self.node_name.as_deref().unwrap_or("");
+        let fqn = format!(
+            "{}/{name}",
+            self.namespace
+                .as_deref()
+                .unwrap_or("")
+                .trim_end_matches('/')
+        );
+        let mut out = Vec::new();
+        for (key, section) in doc {
+            let key = key.as_str().unwrap_or("");
+            let ours = key == "/**"
+                || (!name.is_empty()
+                    && (key.trim_start_matches('/') == name
+                        || key.trim_start_matches('/') == fqn.trim_start_matches('/')));
+            if !ours {
+                continue;
+            }
+            let Some(params) = section.get("ros__parameters") else {
+                return Err(bad(format!("section `{key}` has no `ros__parameters`")));
+            };
+            let params = params
+                .as_mapping()
+                .ok_or_else(|| bad(format!("`{key}.ros__parameters` is not a mapping")))?;
+            for (k, v) in params {
+                let k = k
+                    .as_str()
+                    .ok_or_else(|| bad(format!("a parameter name in `{key}` is not a string")))?;
+                out.push((k.to_string(), v.clone()));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `name` and its value as long options.
+fn push_option(
+    name: &str,
+    value: &serde_yaml::Value,
+    out: &mut Vec<String>,
+) -> Result<(), RosArgsError> {
+    use serde_yaml::Value;
+    let bad = |problem: &str| RosArgsError::Param {
+        name: name.to_string(),
+        problem: problem.to_string(),
+    };
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(bad(
+            "names are letters, digits and `_` (nested parameters are not supported)",
+        ));
+    }
+    let flag = format!("--{}", name.replace('_', "-"));
+    match value {
+        Value::Bool(true) => out.push(flag),
+        Value::Bool(false) => {}
+        Value::String(s) => out.extend([flag, s.clone()]),
+        Value::Number(n) => out.extend([flag, n.to_string()]),
+        Value::Sequence(items) => {
+            for item in items {
+                match item {
+                    Value::String(_) | Value::Number(_) => push_option(name, item, out)?,
+                    _ => return Err(bad("a list may hold only strings and numbers")),
+                }
+            }
+        }
+        Value::Null => return Err(bad("has no value")),
+        Value::Mapping(_) | Value::Tagged(_) => {
+            return Err(bad("nested parameters are not supported"));
+        }
+    }
+    Ok(())
+}
+
 fn split_rule(rule: &str) -> Result<(&str, &str), RosArgsError> {
     match rule.split_once(":=") {
         Some((from, to)) if !from.is_empty() => Ok((from, to)),
@@ -141,6 +274,65 @@ mod tests {
         assert_eq!(ros.params_files, vec![PathBuf::from("/tmp/p.yaml")]);
         assert_eq!(ros.params, vec![("depth".into(), "3".into())]);
         assert_eq!(ros.remaps, vec![("chatter".into(), "talk".into())]);
+    }
+
+    #[test]
+    fn parameters_become_the_nodes_own_options() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("params.yaml");
+        std::fs::write(
+            &file,
+            "/**:\n  ros__parameters:\n    slot_wait_secs: 5\n    fail_on: [configure, activate]\n/iron/demo:\n  ros__parameters:\n    autostart: true\n    quiet: false\n/iron/other:\n  ros__parameters:\n    never: 1\n",
+        )
+        .unwrap();
+        let file = file.display().to_string();
+        let (_, ros) = RosArgs::split([
+            "x",
+            "--ros-args",
+            "-r",
+            "__node:=demo",
+            "-r",
+            "__ns:=/iron",
+            "--params-file",
+            &file,
+            "-p",
+            "slot_wait_secs:=7",
+            "-p",
+            "note:=hello world",
+        ])
+        .unwrap();
+        assert_eq!(
+            ros.param_options().unwrap(),
+            [
+                "--fail-on",
+                "configure",
+                "--fail-on",
+                "activate",
+                "--autostart",
+                "--slot-wait-secs",
+                "7",
+                "--note",
+                "hello world"
+            ]
+        );
+        for bad in ["nested:={a: 1}", "a.b:=1", "empty:=~"] {
+            let (_, ros) = RosArgs::split(["x", "--ros-args", "-p", bad]).unwrap();
+            assert!(
+                matches!(ros.param_options(), Err(RosArgsError::Param { .. })),
+                "{bad}"
+            );
+        }
+        let (_, ros) =
+            RosArgs::split(["x", "--ros-args", "--params-file", "/nonexistent.yaml"]).unwrap();
+        assert!(matches!(
+            ros.param_options(),
+            Err(RosArgsError::ParamsFile { .. })
+        ));
+        let (_, ros) = RosArgs::split(["x", "--ros-args", "-r", "chatter:=talk"]).unwrap();
+        assert!(matches!(
+            ros.param_options(),
+            Err(RosArgsError::Remap { .. })
+        ));
     }
 
     #[test]
