@@ -12,7 +12,9 @@ goes to stderr so stdout stays the protocol. No installation: the runner ships t
         return ctx.effect("publish", post, already_posted, page)
 """
 
+import hashlib
 import importlib.util
+import inspect
 import json
 import sys
 import traceback
@@ -53,8 +55,21 @@ def _receive():
     return json.loads(line)
 
 
-def _identity(fn):
+def _name(fn):
     return getattr(fn, "__module__", "?") + "." + getattr(fn, "__qualname__", repr(fn))
+
+
+def _identity(fn):
+    """Who a step calls, for its fingerprint: the function's name and a hash of its source,
+    so an edited body parks a job that journaled the old one. (What the function calls in
+    turn is not covered: bump the step's name when a helper's change matters.)"""
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        code = getattr(fn, "__code__", None)
+        source = repr((code.co_code, code.co_consts, code.co_names)) if code else ""
+    digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return _name(fn) + "#" + digest
 
 
 class Ctx:
@@ -81,7 +96,8 @@ class Ctx:
     def step(self, name, fn, *args):
         """Runs fn(*args) once per job; on replay returns the journaled result."""
         return self._call(
-            {"op": "step", "name": name, "fn": _identity(fn), "args": list(args)},
+            {"op": "step", "name": name, "fn": _identity(fn), "legacy_fn": _name(fn),
+             "args": list(args)},
             {"run": fn},
         )
 
@@ -94,7 +110,8 @@ class Ctx:
             return seen if seen else None
 
         return self._call(
-            {"op": "effect", "name": name, "fn": _identity(act), "args": list(args)},
+            {"op": "effect", "name": name, "fn": _identity(act), "legacy_fn": _name(act),
+             "args": list(args)},
             {"act": act, "observe": looked},
         )
 

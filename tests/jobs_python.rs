@@ -205,6 +205,18 @@ async fn python_flows_replay_wait_park_and_never_take_the_runner_down() {
     .await;
     std::fs::write(dir.join("good.py"), GOOD).unwrap();
 
+    // Same step, same arguments, but the body of what it calls was edited: that parks too.
+    let job = start(&w, "good", json!({"record": w.path("calls4")}));
+    until(&log, &job, "the fourth job waiting", waiting_go).await;
+    let body_edited = GOOD.replace("f.write(name + \"\\n\")", "f.write(name + \"!\\n\")");
+    assert_ne!(body_edited, GOOD);
+    std::fs::write(dir.join("good.py"), &body_edited).unwrap();
+    w.iron(&["jobs", "signal", &job, "go"]);
+    let diary = until(&log, &job, "the body-edited job parked", parked).await;
+    assert!(reason(&diary).contains("step a#0"), "{}", reason(&diary));
+    w.iron(&["jobs", "cancel", &job]);
+    std::fs::write(dir.join("good.py"), GOOD).unwrap();
+
     // Broken flows park with the error; the runner survives each.
     let job = start(&w, "raises", json!({}));
     let diary = until(&log, &job, "raises parked", parked).await;

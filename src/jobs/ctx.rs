@@ -127,6 +127,36 @@ impl Known {
     }
 }
 
+/// The callee id of a Rust step that gives none (see [`Ctx::step`]).
+pub const RUST_STEP: &str = "rust";
+
+/// What a step calls, for its fingerprint: a stable id, and optionally the id a journal
+/// written by an older Iron may hold for the same call (accepted when it matches, never
+/// written again), so an upgrade does not park the jobs in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Callee<'a> {
+    /// The stable id.
+    pub id: &'a str,
+    /// The id an older journal used.
+    pub legacy: Option<&'a str>,
+}
+
+impl<'a> From<&'a str> for Callee<'a> {
+    fn from(id: &'a str) -> Self {
+        Callee { id, legacy: None }
+    }
+}
+
+impl Callee<'_> {
+    /// Whether a recorded fingerprint is this call's.
+    fn matches(&self, recorded: &str, name: &str, args: &Value) -> bool {
+        recorded == fingerprint(name, self.id, args)
+            || self
+                .legacy
+                .is_some_and(|legacy| recorded == fingerprint(name, legacy, args))
+    }
+}
+
 /// The flow's handle on its job.
 pub struct Ctx {
     job: String,
@@ -196,21 +226,27 @@ impl Ctx {
     }
 
     /// Runs `f(args)` once for this job and journals its result; on replay returns the
-    /// journaled result. The fingerprint covers `name`, `f`'s type name and `args`.
+    /// journaled result. The fingerprint covers `name` and `args`: a Rust function has no
+    /// identity that survives a compiler upgrade, so when a step's body changes what it
+    /// means, give it a new id with [`Ctx::step_as`] (`"fetch@2"`) and a replay parks.
     pub async fn step<F, Fut>(&mut self, name: &str, f: F, args: Value) -> Result<Value, Exit>
     where
         F: FnOnce(Value) -> Fut,
         Fut: Future<Output = Result<Value, StepError>>,
     {
-        self.step_as(name, std::any::type_name::<F>(), args, f)
-            .await
+        let callee = Callee {
+            id: RUST_STEP,
+            legacy: Some(std::any::type_name::<F>()),
+        };
+        self.step_as(name, callee, args, f).await
     }
 
-    /// [`Ctx::step`] with the function identity given (flows in other languages).
-    pub async fn step_as<F, Fut>(
+    /// [`Ctx::step`] with the callee's identity given: an explicit id (a Rust step's
+    /// version), or what a flow in another language says it calls.
+    pub async fn step_as<'c, F, Fut>(
         &mut self,
         name: &str,
-        function: &str,
+        callee: impl Into<Callee<'c>>,
         args: Value,
         f: F,
     ) -> Result<Value, Exit>
@@ -218,11 +254,12 @@ impl Ctx {
         F: FnOnce(Value) -> Fut,
         Fut: Future<Output = Result<Value, StepError>>,
     {
+        let callee = callee.into();
         let (key, _) = self.next("step", name);
-        let fp = fingerprint(name, function, &args);
+        let fp = fingerprint(name, callee.id, &args);
         if let Some((recorded, result)) = self.known.steps.get(&key) {
             if let Some(recorded) = recorded
-                && *recorded != fp
+                && !callee.matches(recorded, name, &args)
             {
                 return Err(Self::mismatch(&key, recorded, &fp));
             }
@@ -263,15 +300,18 @@ impl Ctx {
         O: FnMut(Value) -> OF,
         OF: Future<Output = Result<Option<Value>, StepError>>,
     {
-        self.effect_as(name, std::any::type_name::<A>(), args, act, observe)
-            .await
+        let callee = Callee {
+            id: RUST_STEP,
+            legacy: Some(std::any::type_name::<A>()),
+        };
+        self.effect_as(name, callee, args, act, observe).await
     }
 
-    /// [`Ctx::effect`] with the function identity given.
-    pub async fn effect_as<A, AF, O, OF>(
+    /// [`Ctx::effect`] with the callee's identity given (see [`Ctx::step_as`]).
+    pub async fn effect_as<'c, A, AF, O, OF>(
         &mut self,
         name: &str,
-        function: &str,
+        callee: impl Into<Callee<'c>>,
         args: Value,
         act: A,
         mut observe: O,
@@ -282,10 +322,13 @@ impl Ctx {
         O: FnMut(Value) -> OF,
         OF: Future<Output = Result<Option<Value>, StepError>>,
     {
+        let callee = callee.into();
         let (key, _) = self.next("step", name);
-        let fp = fingerprint(name, function, &args);
         let mut look = || observe(args.clone());
-        if let Some(observation) = self.effect_start(&key, fp, &mut look).await? {
+        if let Some(observation) = self
+            .effect_start(&key, name, callee, &args, &mut look)
+            .await?
+        {
             return Ok(observation);
         }
         self.writer.ensure_live()?;
@@ -314,12 +357,18 @@ impl Ctx {
         OF: Future<Output = Result<Option<Value>, StepError>>,
     {
         let (key, _) = self.next("step", name);
-        let fp = fingerprint(
-            name,
-            &format!("expert:{domain}"),
-            &Value::String(instruction.into()),
-        );
-        if let Some(observation) = self.effect_start(&key, fp, &mut observe).await? {
+        let callee = format!("expert:{domain}");
+        let instruction_value = Value::String(instruction.into());
+        if let Some(observation) = self
+            .effect_start(
+                &key,
+                name,
+                callee.as_str().into(),
+                &instruction_value,
+                &mut observe,
+            )
+            .await?
+        {
             return Ok(observation);
         }
         let signal = format!("effect:{key}");
@@ -366,7 +415,9 @@ impl Ctx {
     async fn effect_start<O, OF>(
         &mut self,
         key: &str,
-        fp: String,
+        name: &str,
+        callee: Callee<'_>,
+        args: &Value,
         observe: &mut O,
     ) -> Result<Option<Value>, Exit>
     where
@@ -377,10 +428,11 @@ impl Ctx {
             return Ok(Some(observation.clone()));
         }
         self.writer.ensure_live()?;
+        let fp = fingerprint(name, callee.id, args);
         match self.known.intents.get(key).cloned() {
             Some(recorded) => {
                 if let Some(recorded) = recorded
-                    && recorded != fp
+                    && !callee.matches(&recorded, name, args)
                 {
                     return Err(Self::mismatch(key, &recorded, &fp));
                 }
@@ -541,5 +593,30 @@ impl Ctx {
         Err(Exit::Waiting {
             on: format!("expert:{key}"),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_callee_matches_its_own_fingerprint_or_the_legacy_one_it_names() {
+        let args = json!({"a": 1});
+        let old = fingerprint("fetch", "iron::flows::fetch", &args);
+        let now = Callee {
+            id: RUST_STEP,
+            legacy: Some("iron::flows::fetch"),
+        };
+        assert!(now.matches(&fingerprint("fetch", RUST_STEP, &args), "fetch", &args));
+        assert!(now.matches(&old, "fetch", &args));
+        assert!(!now.matches(&old, "fetch", &json!({"a": 2})));
+        assert!(!Callee::from(RUST_STEP).matches(&old, "fetch", &args));
+        assert!(!Callee::from("fetch@2").matches(
+            &fingerprint("fetch", RUST_STEP, &args),
+            "fetch",
+            &args
+        ));
     }
 }

@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Mutex;
 
-use super::ctx::{Ctx, Exit, StepError};
+use super::ctx::{Callee, Ctx, Exit, StepError};
 
 /// The helper module, shipped inside the binary.
 const HELPER: &str = include_str!("../../python/iron_flow.py");
@@ -233,10 +233,14 @@ async fn converse(ctx: &mut Ctx, io: &Arc<Mutex<Pipe>>, input: Value) -> Result<
         let answer = match message["op"].as_str() {
             Some("step") => {
                 let (name, function) = (text(&message, "name")?, text(&message, "fn")?);
+                let legacy = message.get("legacy_fn").and_then(Value::as_str);
                 let io = io.clone();
                 ctx.step_as(
                     &name,
-                    &function,
+                    Callee {
+                        id: &function,
+                        legacy,
+                    },
                     args,
                     |_| async move { call(&io, "run").await },
                 )
@@ -244,10 +248,14 @@ async fn converse(ctx: &mut Ctx, io: &Arc<Mutex<Pipe>>, input: Value) -> Result<
             }
             Some("effect") => {
                 let (name, function) = (text(&message, "name")?, text(&message, "fn")?);
+                let legacy = message.get("legacy_fn").and_then(Value::as_str);
                 let (a, o) = (io.clone(), io.clone());
                 ctx.effect_as(
                     &name,
-                    &function,
+                    Callee {
+                        id: &function,
+                        legacy,
+                    },
                     args,
                     |_| async move { call(&a, "act").await },
                     move |_| {

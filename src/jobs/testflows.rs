@@ -114,7 +114,8 @@ fn edit_v1<'a>(ctx: &'a mut Ctx, input: Value) -> FlowFuture<'a> {
 
 fn edit_v2<'a>(ctx: &'a mut Ctx, input: Value) -> FlowFuture<'a> {
     Box::pin(async move {
-        let a = ctx.step("a", a_v2, input.clone()).await?;
+        // Step a's body changed what it means, so it carries a new id.
+        let a = ctx.step_as("a", "a@2", input.clone(), a_v2).await?;
         let go = ctx.wait_signal("go").await?;
         let b = ctx.step("b", b, go).await?;
         Ok(json!({ "a": a, "b": b }))
