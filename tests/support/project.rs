@@ -104,6 +104,15 @@ impl Project {
         self
     }
 
+    /// The router endpoint every process of the project uses.
+    pub fn router(&self) -> &str {
+        self.envs
+            .iter()
+            .find(|(k, _)| k == "IRON_ROUTER")
+            .map(|(_, v)| v.as_str())
+            .expect("a project has a router")
+    }
+
     /// A path in the state directory.
     pub fn path(&self, name: &str) -> std::path::PathBuf {
         self.dir.path().join(name)

@@ -1,0 +1,180 @@
+//! The control plane's bad-input corpus: the whole shipped system under `iron up`, and every
+//! service any of its nodes offers (the lifecycle services, the action servers' services, the
+//! tool bridge, the sources' state) sent empty, garbage, truncated, oversized, mistyped and
+//! invalid-UTF-8 requests, straight onto Zenoh as a hostile peer would. Each query must end
+//! (dropped or answered, never hung) and be logged with what was wrong; afterwards every node
+//! (a resident expert too) is still there and active, no process restarted and nothing
+//! panicked.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use iron::spine::control::{ControlConfig, ControlPlane};
+use support::project::Project;
+
+const T: Duration = Duration::from_secs(60);
+
+/// A CDR payload: the little-endian encapsulation header, then `body`.
+fn cdr(body: &[u8]) -> Vec<u8> {
+    let mut out = vec![0, 1, 0, 0];
+    out.extend_from_slice(body);
+    out
+}
+
+/// A CDR string field holding `bytes` (length with the terminating NUL, then the bytes).
+fn cdr_string(bytes: &[u8]) -> Vec<u8> {
+    let mut out = ((bytes.len() + 1) as u32).to_le_bytes().to_vec();
+    out.extend_from_slice(bytes);
+    out.push(0);
+    out
+}
+
+/// What is sent to every service, with whether it carries the rmw_zenoh attachment.
+fn corpus() -> Vec<(&'static str, Vec<u8>, bool)> {
+    let strings = |s: &[&[u8]]| cdr(&s.iter().flat_map(|b| cdr_string(b)).collect::<Vec<_>>());
+    vec![
+        (
+            "garbage without attachment",
+            b"\xff\xfe garbage".to_vec(),
+            false,
+        ),
+        ("empty payload", Vec::new(), true),
+        ("header only", cdr(&[]), true),
+        ("truncated CDR", vec![0, 1, 0, 0, 5, 0, 0, 0, b'a'], true),
+        (
+            "wrong encapsulation",
+            vec![9, 9, 9, 9, 1, 2, 3, 4, 5, 6, 7, 8],
+            true,
+        ),
+        (
+            "a string longer than the payload",
+            cdr(&u32::MAX.to_le_bytes()),
+            true,
+        ),
+        (
+            "invalid UTF-8 in string fields",
+            strings(&[b"\xff\xfe\xfd", b"\xc3\x28", b"\xed\xa0\x80", b"\x80"]),
+            true,
+        ),
+        (
+            "wrong types (numbers where strings go)",
+            cdr(&[7u8; 64]),
+            true,
+        ),
+        (
+            "oversized (4 MiB string)",
+            strings(&[&vec![b'a'; 4 << 20], b"{}", b"x", b"y"]),
+            true,
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_service_of_every_node_survives_the_corpus() {
+    let p = Project::offline();
+    // The shipped list, plus a resident expert: the one node kind the list leaves to the engine.
+    let list = Project::shipped_launch_list()
+        + "  - name: analyst\n    namespace: /iron/experts/newsroom\n    executable: expert_node\n    args: [--expert, newsroom/analyst]\n";
+    let up = p.up(&list, &[]);
+    up.wait_for("node(s) running", T);
+    let listed = support::eventually("every node active", T, || async {
+        let out = p.iron(&["lifecycle", "list"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.success() && text.lines().all(|l| l.ends_with("\tactive"))).then_some(text)
+    })
+    .await;
+    let nodes: BTreeSet<&str> = listed
+        .lines()
+        .filter_map(|l| l.split('\t').next())
+        .collect();
+    assert!(nodes.len() >= 12, "{listed}");
+    assert!(nodes.contains("/iron/experts/newsroom/analyst"), "{listed}");
+
+    let control = ControlPlane::connect(ControlConfig {
+        router: p.router().to_string(),
+        domain_id: 0,
+    })
+    .await
+    .unwrap();
+    let me = control.node("corpus", "/").unwrap();
+    control.wait_for_router(&me, T).await.unwrap();
+    // Every service of those nodes, as the graph shows them.
+    let services: BTreeSet<String> = support::eventually("the nodes' services", T, || async {
+        let services: BTreeSet<String> = control
+            .context()
+            .graph()
+            .get_service_names_and_types()
+            .into_iter()
+            .map(|(name, _)| name)
+            .filter(|name| nodes.iter().any(|n| name.starts_with(&format!("{n}/"))))
+            .collect();
+        let each_node_has_some = nodes
+            .iter()
+            .all(|n| services.iter().any(|s| s.starts_with(&format!("{n}/"))));
+        each_node_has_some.then_some(services)
+    })
+    .await;
+    for kind in ["/get_state", "/_action/send_goal", "/state"] {
+        assert!(
+            services.iter().any(|s| s.ends_with(kind)),
+            "no {kind} service in {services:?}"
+        );
+    }
+
+    let session = me.session().clone();
+    let attachment = || zenoh::bytes::ZBytes::from(hiroz::attachment::Attachment::new(1, [7; 16]));
+    for service in &services {
+        let ke = format!("0{service}/**");
+        for (what, payload, with_attachment) in corpus() {
+            let mut get = session
+                .get(&ke)
+                .payload(payload)
+                .timeout(Duration::from_secs(3));
+            if with_attachment {
+                get = get.attachment(attachment());
+            }
+            let replies = get.await.unwrap();
+            let answered = tokio::time::timeout(Duration::from_secs(10), async {
+                let mut n = 0;
+                while replies.recv_async().await.is_ok() {
+                    n += 1;
+                }
+                n
+            })
+            .await
+            .unwrap_or_else(|_| panic!("{service}: {what}: the query hung"));
+            assert!(answered <= 1, "{service}: {what}: {answered} replies");
+        }
+    }
+
+    // Everything is still there, active, never restarted, and said why it dropped requests.
+    let after = p.iron_ok(&["lifecycle", "list"]);
+    for node in &nodes {
+        assert!(
+            after.contains(&format!("{node}\tactive")),
+            "{node}: {after}"
+        );
+    }
+    let output = up.output().join("\n");
+    assert!(!output.contains("panicked"), "{output}");
+    assert!(up.matching(": exited").is_empty(), "{output}");
+    // Each service said, in its node's log, what was wrong with what it dropped.
+    let dropped = up.matching("dropped a malformed request");
+    for service in &services {
+        assert!(
+            dropped
+                .iter()
+                .any(|l| l.ends_with(&format!("service={service}"))),
+            "{service} logged no drop: {}",
+            dropped.join("\n")
+        );
+    }
+    eprintln!(
+        "{} services of {} nodes, {} requests each",
+        services.len(),
+        nodes.len(),
+        corpus().len()
+    );
+}
