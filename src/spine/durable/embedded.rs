@@ -95,18 +95,27 @@ pub(crate) const LAST_WITH_MSG_ID: &str =
     "SELECT seq, ts_ms FROM messages INDEXED BY messages_msg_id
      WHERE stream = ?1 AND msg_id = ?2 ORDER BY seq DESC LIMIT 1";
 
+/// Whether `e` says another connection holds the lock (worth waiting for).
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
 fn sql(op: &'static str) -> impl Fn(rusqlite::Error) -> DurableError {
-    move |e| match e.sqlite_error_code() {
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+    move |e| {
+        if is_busy(&e) {
             DurableError::Unavailable {
                 op,
                 source: Box::new(e),
             }
+        } else {
+            DurableError::Backend {
+                op,
+                source: Box::new(e),
+            }
         }
-        _ => DurableError::Backend {
-            op,
-            source: Box::new(e),
-        },
     }
 }
 
@@ -161,49 +170,23 @@ impl Embedded {
         streams: Vec<StreamSpec>,
         options: EmbeddedOptions,
     ) -> Result<Self, BootstrapError> {
-        let db_err = |source| BootstrapError::Database {
+        let conn = Connection::open(&path).map_err(|source| BootstrapError::Database {
             path: path.display().to_string(),
             source,
-        };
-        let conn = Connection::open(&path).map_err(db_err)?;
-        conn.busy_timeout(options.timeout).map_err(db_err)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(db_err)?;
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(db_err)?;
-        conn.execute_batch(SCHEMA).map_err(db_err)?;
-        for spec in &streams {
-            let declared = spec.server_config();
-            let found: Option<String> = conn
-                .query_row(
-                    "SELECT config FROM streams WHERE name = ?1",
-                    [&spec.name],
-                    |row| row.get(0),
-                )
-                .optional()
-                .map_err(db_err)?;
-            match found {
-                None => {
-                    conn.execute(
-                        "INSERT INTO streams(name, config) VALUES (?1, ?2)",
-                        params![spec.name, declared.to_string()],
-                    )
-                    .map_err(db_err)?;
+        })?;
+        // Switching a fresh file to WAL and creating its tables can report "busy" without
+        // waiting on the busy handler while another process does the same; such a start is
+        // tried again within the configured timeout.
+        let deadline = std::time::Instant::now() + options.timeout;
+        loop {
+            match Self::prepare(&conn, &path, &streams, &options) {
+                Err(BootstrapError::Database { source, .. })
+                    if is_busy(&source) && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(10));
                 }
-                Some(text) => {
-                    let found: serde_json::Value =
-                        serde_json::from_str(&text).map_err(|e| BootstrapError::Protocol {
-                            stream: spec.name.clone(),
-                            detail: format!("stored configuration is not JSON: {e}"),
-                        })?;
-                    let diffs = diff_config(&declared, &found);
-                    if !diffs.is_empty() {
-                        return Err(BootstrapError::StreamMismatch {
-                            stream: spec.name.clone(),
-                            diffs,
-                        });
-                    }
-                }
+                Err(e) => return Err(e),
+                Ok(()) => break,
             }
         }
         Ok(Self {
@@ -215,6 +198,56 @@ impl Embedded {
                 path,
             }),
         })
+    }
+
+    /// Sets the connection up (WAL, full sync, schema) and creates each declared stream that
+    /// is missing or verifies the stored one.
+    fn prepare(
+        conn: &Connection,
+        path: &Path,
+        streams: &[StreamSpec],
+        options: &EmbeddedOptions,
+    ) -> Result<(), BootstrapError> {
+        let db_err = |source| BootstrapError::Database {
+            path: path.display().to_string(),
+            source,
+        };
+        conn.busy_timeout(options.timeout).map_err(db_err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(db_err)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(db_err)?;
+        conn.execute_batch(SCHEMA).map_err(db_err)?;
+        for spec in streams {
+            let declared = spec.server_config();
+            // Insert-if-absent then read back, so processes opening a fresh log at the
+            // same moment agree on one stored configuration instead of racing.
+            conn.execute(
+                "INSERT INTO streams(name, config) VALUES (?1, ?2) ON CONFLICT(name) DO NOTHING",
+                params![spec.name, declared.to_string()],
+            )
+            .map_err(db_err)?;
+            let text: String = conn
+                .query_row(
+                    "SELECT config FROM streams WHERE name = ?1",
+                    [&spec.name],
+                    |row| row.get(0),
+                )
+                .map_err(db_err)?;
+            let found: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| BootstrapError::Protocol {
+                    stream: spec.name.clone(),
+                    detail: format!("stored configuration is not JSON: {e}"),
+                })?;
+            let diffs = diff_config(&declared, &found);
+            if !diffs.is_empty() {
+                return Err(BootstrapError::StreamMismatch {
+                    stream: spec.name.clone(),
+                    diffs,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The database file.

@@ -19,3 +19,27 @@ fn the_duplicate_check_uses_its_index_not_a_scan_of_the_stream() {
         "the duplicate check must search its index, the plan was: {plan}"
     );
 }
+
+#[test]
+fn processes_opening_a_fresh_log_at_once_all_succeed() {
+    // `iron up`'s nodes and a CLI can open a log nobody has created yet at the same moment;
+    // each must either create a stream or find the one just created, never fail.
+    for _ in 0..100 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.db");
+        let start = std::sync::Arc::new(std::sync::Barrier::new(6));
+        let openers: Vec<_> = (0..6)
+            .map(|_| {
+                let (path, start) = (path.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    Embedded::open_blocking(path, StreamSpec::all(), EmbeddedOptions::default())
+                        .map(|_| ())
+                })
+            })
+            .collect();
+        for opener in openers {
+            opener.join().unwrap().unwrap();
+        }
+    }
+}
