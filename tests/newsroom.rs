@@ -374,10 +374,12 @@ async fn with_a_model_the_same_pipeline_asks_it_and_still_never_confirms_one_own
 async fn iron_ask_answers_from_what_the_newsroom_sees_without_a_model() {
     let p = Project::offline().sample_feeds();
     let up = p.up(&Project::shipped_launch_list(), &[]);
-    up.wait_for(
-        "/iron/msp/newsroom/news_wires: active",
-        Duration::from_secs(30),
-    );
+    // Ask once the sources have been read (a bulletin is out), not merely once the watcher
+    // is up: the answer quotes what perception has seen.
+    eventually("the first bulletin", FIRST_BULLETIN, || async {
+        bulletins(&p).into_iter().next()
+    })
+    .await;
     let out = p.iron(&["ask", "--wait", "90", "is the harbour bridge closed?"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use iron::aem::{Catalog, MeshStatus};
-use iron::llm::router::{ModelRouter, OfflineRouter, RouteError, RouteMethod, Router};
+use iron::llm::router::{Known, ModelRouter, OfflineRouter, RouteError, RouteMethod, Router};
 use iron::llm::{ChatModel, Script, ScriptedBackend};
 use support::RecordingModel;
 
@@ -58,6 +58,35 @@ async fn the_offline_router_sends_cross_checking_to_the_newsroom_analyst() {
     assert_eq!(decision.assignments[0].domain, "newsroom/analyst");
     assert_eq!(decision.assignments[0].instruction, instruction);
     assert!(matches!(decision.method, RouteMethod::Offline { ref scores } if scores.len() == 1));
+}
+
+#[tokio::test]
+async fn a_question_about_what_a_source_has_seen_goes_to_the_experts_granted_it() {
+    let catalog = catalog();
+    let router = OfflineRouter::new(&catalog);
+    let question = "is the harbour bridge closed?";
+    // No declaration mentions the harbour: on words alone the general assistant wins.
+    assert_eq!(router.rank(question)[0].0, "core/assistant");
+    // Once the engine has found the question's words in a newsroom source, the experts
+    // granted that source are the ones to ask.
+    let known = Known {
+        text: String::new(),
+        perceived: vec!["newsroom/official_feeds".into()],
+    };
+    let decision = router.route_in(question, &known).await.unwrap();
+    let chosen = &decision.assignments[0].domain;
+    let granted = &catalog.expert(chosen).unwrap().sources;
+    assert!(
+        granted.contains(&"official_feeds".to_string()),
+        "{chosen} is not granted the source: {granted:?}"
+    );
+    // A source nobody is granted changes nothing.
+    let stray = Known {
+        text: String::new(),
+        perceived: vec!["newsroom/nowhere".into()],
+    };
+    let decision = router.route_in(question, &stray).await.unwrap();
+    assert_eq!(decision.assignments[0].domain, "core/assistant");
 }
 
 #[tokio::test]

@@ -1,8 +1,9 @@
 //! What the engine knows before it routes a task, read from the projection (the memory the
 //! projector derives from the log; the engine never writes it): the session's recent turns,
-//! facts that share words with the instruction, and each expert's record of answered tasks.
-//! The router sees all three; the expert is given the turns (the conversation it joins) and
-//! recalls facts itself, through the memory mounts its declaration grants.
+//! facts that share words with the instruction, each expert's record of answered tasks, and
+//! the perception sources whose items are about what the instruction asks.
+//! The router sees all four; the expert is given the turns (the conversation it joins) and
+//! recalls facts and reads its sources itself, through what its declaration grants.
 //! Without a projection (no projector running yet) the background is empty, never an error.
 
 use std::path::Path;
@@ -10,7 +11,10 @@ use std::path::Path;
 use serde_json::{Value, json};
 use tracing::debug;
 
-use crate::memory::recall::{Recall, RecallFilter, Recalled, Score};
+use crate::core::event_kind::EventKind;
+use crate::llm::offline::text::terms;
+use crate::llm::router::Known;
+use crate::memory::recall::{Recall, RecallError, RecallFilter, Recalled, Score};
 
 /// Turns of the session read back (the current one excluded).
 const TURNS: usize = 5;
@@ -18,6 +22,8 @@ const TURNS: usize = 5;
 const FACTS: usize = 5;
 /// Characters kept of each recalled fact.
 const FACT_CHARS: usize = 300;
+/// Perception events (`source_changed`) searched for items about the instruction.
+const PERCEPTIONS: usize = 20;
 
 /// The engine's background for one task.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -28,6 +34,8 @@ pub struct Background {
     pub facts: Vec<String>,
     /// Each expert's record, best first.
     pub scorecard: Vec<Score>,
+    /// Perception sources (`<mesh>/<source>`) with an item about the instruction.
+    pub perceived: Vec<String>,
 }
 
 impl Background {
@@ -92,6 +100,7 @@ impl Background {
             turns,
             facts,
             scorecard: recall.scorecard(tenant)?,
+            perceived: perceived(&recall, tenant, instruction)?,
         })
     }
 
@@ -107,9 +116,23 @@ impl Background {
         out
     }
 
-    /// What the router is told: the conversation, the facts recalled across all of memory, and
-    /// the experts' records.
-    pub fn routing_text(&self) -> String {
+    /// What the router is told: the conversation, the facts recalled across all of memory, the
+    /// experts' records and the sources that have seen what the instruction is about.
+    pub fn known(&self) -> Known {
+        let mut text = self.routing_text();
+        if !self.perceived.is_empty() {
+            text.push_str("Perception sources with recent items about this:\n");
+            for s in &self.perceived {
+                text.push_str(&format!("- {s}\n"));
+            }
+        }
+        Known {
+            text,
+            perceived: self.perceived.clone(),
+        }
+    }
+
+    fn routing_text(&self) -> String {
         let mut out = self.conversation_text();
         if !self.facts.is_empty() {
             out.push_str("Recalled facts:\n");
@@ -134,7 +157,55 @@ impl Background {
             "scorecard": self.scorecard.iter().map(|s| json!({
                 "domain": s.domain, "answered": s.answered, "judged": s.judged,
             })).collect::<Vec<_>>(),
+            "perceived": self.perceived,
         })
+    }
+}
+
+/// The perception sources (`<mesh>/<source>`, first found first) with an item that shares at
+/// least half of the instruction's words: the same bar the offline answer uses to quote a line,
+/// so a question routed for what a source saw finds it there.
+fn perceived(recall: &Recall, tenant: &str, instruction: &str) -> Result<Vec<String>, RecallError> {
+    let mut wanted = terms(instruction);
+    wanted.sort();
+    wanted.dedup();
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let need = wanted.len().div_ceil(2);
+    let filter = RecallFilter {
+        prefix: Some("perception".into()),
+        tenant: Some(tenant.to_string()),
+        limit: PERCEPTIONS,
+        ..RecallFilter::default()
+    };
+    let mut out: Vec<String> = Vec::new();
+    for event in recall.recall_any(instruction, &filter)? {
+        let Some(source) = event.namespace.strip_prefix("perception/") else {
+            continue;
+        };
+        if event.kind != EventKind::SourceChanged.as_str() || out.iter().any(|s| s == source) {
+            continue;
+        }
+        let payload: Value = serde_json::from_str(&event.payload).unwrap_or_default();
+        let about = payload["new"].as_array().into_iter().flatten().any(|item| {
+            let have = terms(&strings_of(item));
+            wanted.iter().filter(|w| have.contains(w)).count() >= need
+        });
+        if about {
+            out.push(source.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Every string of an item, joined: what a source's item says, whatever its fields.
+fn strings_of(item: &Value) -> String {
+    match item {
+        Value::String(s) => s.clone(),
+        Value::Object(m) => m.values().map(strings_of).collect::<Vec<_>>().join(" "),
+        Value::Array(a) => a.iter().map(strings_of).collect::<Vec<_>>().join(" "),
+        _ => String::new(),
     }
 }
 

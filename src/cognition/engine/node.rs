@@ -338,7 +338,7 @@ impl EngineDeps {
         }
         let (assignments, by) = if goal.domain.is_empty() {
             feedback(&handle, "routing", "choosing an expert", 0.05).await;
-            let known = background.routing_text();
+            let known = background.known();
             match self.router.route_in(&goal.instruction, &known).await {
                 Ok(decision) => (
                     decision.assignments,

@@ -89,14 +89,31 @@ pub trait Router: Send + Sync {
         instruction: &'a str,
     ) -> BoxFuture<'a, Result<RoutingDecision, RouteError>>;
 
-    /// Routes `instruction` knowing `context` (recent turns, recalled facts, the experts'
-    /// records), as text that is data, not instructions. Routers that cannot use it ignore it.
+    /// Routes `instruction` knowing what the engine read before it (see [`Known`]). Routers
+    /// that cannot use it ignore it.
     fn route_in<'a>(
         &'a self,
         instruction: &'a str,
-        context: &'a str,
+        known: &'a Known,
     ) -> BoxFuture<'a, Result<RoutingDecision, RouteError>> {
-        let _ = context;
+        let _ = known;
         self.route(instruction)
     }
 }
+
+/// What is known before routing an instruction.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Known {
+    /// Recent turns, recalled facts, the experts' records and what perception has seen, as
+    /// text for a model (data, not instructions).
+    pub text: String,
+    /// Perception sources (`<mesh>/<source>`) whose recent items share words with the
+    /// instruction: the experts granted them have seen what it is about.
+    pub perceived: Vec<String>,
+}
+
+/// Nothing known: what [`Router::route`] routes with.
+pub(crate) static NOTHING_KNOWN: Known = Known {
+    text: String::new(),
+    perceived: Vec::new(),
+};

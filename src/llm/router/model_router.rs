@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::offline::OfflineRouter;
-use super::{Assignment, RouteError, RouteMethod, Router, RoutingDecision};
+use super::{Assignment, Known, NOTHING_KNOWN, RouteError, RouteMethod, Router, RoutingDecision};
 use crate::aem::Catalog;
 use crate::llm::model::{BoxFuture, ChatModel};
 use crate::llm::types::{ChatRequest, Message};
@@ -56,11 +56,12 @@ impl ModelRouter {
     async fn decide(
         &self,
         instruction: &str,
-        context: &str,
+        known: &Known,
     ) -> Result<RoutingDecision, RouteError> {
         if instruction.trim().is_empty() {
             return Err(RouteError::EmptyInstruction);
         }
+        let context = &known.text;
         let system = if context.trim().is_empty() {
             self.system.clone()
         } else {
@@ -90,7 +91,7 @@ impl ModelRouter {
             Err(e) => format!("the router model failed: {e}"),
         };
         tracing::warn!(model = self.model.name(), %reason, "router falls back to offline routing");
-        let (assignments, scores) = self.offline.split(instruction)?;
+        let (assignments, scores) = self.offline.split_knowing(instruction, &known.perceived)?;
         Ok(RoutingDecision {
             assignments,
             method: RouteMethod::OfflineFallback { reason, scores },
@@ -147,15 +148,15 @@ impl Router for ModelRouter {
         &'a self,
         instruction: &'a str,
     ) -> BoxFuture<'a, Result<RoutingDecision, RouteError>> {
-        Box::pin(self.decide(instruction, ""))
+        Box::pin(self.decide(instruction, &NOTHING_KNOWN))
     }
 
     fn route_in<'a>(
         &'a self,
         instruction: &'a str,
-        context: &'a str,
+        known: &'a Known,
     ) -> BoxFuture<'a, Result<RoutingDecision, RouteError>> {
-        Box::pin(self.decide(instruction, context))
+        Box::pin(self.decide(instruction, known))
     }
 }
 

@@ -12,7 +12,11 @@
 //! - code-like tokens (`snake_case`, `--flags`, `file.ext`) are software signals, read as the
 //!   software concept;
 //! - a question ("…?", "how do I …") is evidence for the experts whose descriptions say they
-//!   take questions.
+//!   take questions;
+//! - what perception has seen is evidence too: when the engine finds the instruction's words in
+//!   a source's recent items, the experts granted that source gain [`W_PERCEIVED`] ("is the
+//!   harbour bridge closed?" goes to the team watching the harbour, though no declaration says
+//!   "harbour").
 //!
 //! How experts are scored, in two views that are added:
 //!
@@ -32,7 +36,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::concepts::{Concepts, QUESTION, SOFTWARE};
 use super::lexical::{code_tokens, is_question, terms, words};
-use super::{Assignment, RouteError, RouteMethod, Router, RoutingDecision};
+use super::{Assignment, Known, NOTHING_KNOWN, RouteError, RouteMethod, Router, RoutingDecision};
 use crate::aem::Catalog;
 use crate::llm::model::BoxFuture;
 
@@ -65,6 +69,11 @@ const W_CONCEPT: f64 = 2.0;
 /// A question's form is weak evidence, half of one plain word: it says "this wants an answer",
 /// not what about.
 const W_QUESTION: f64 = 0.5;
+
+/// An expert granted a perception source whose recent items share the instruction's words gains
+/// this much (scores run from 0 to 1): the team that has seen what is asked about is the one to
+/// ask, whatever its declarations call it.
+pub const W_PERCEIVED: f64 = 0.3;
 
 /// With a fallback expert, a best score under this goes to the fallback: a request whose best
 /// match is weak is a general one.
@@ -164,6 +173,8 @@ pub struct OfflineRouter {
     meshes: Index,
     /// Per expert, its mesh's document in `meshes`.
     mesh_of: Vec<usize>,
+    /// Per expert, the perception sources it is granted, as `<mesh>/<source>`.
+    sources: Vec<Vec<String>>,
     concepts: Concepts,
     fallback: Option<String>,
 }
@@ -176,6 +187,7 @@ impl OfflineRouter {
         let mut mesh_names: Vec<&str> = Vec::new();
         let mut mesh_docs: Vec<BTreeMap<String, f64>> = Vec::new();
         let mut mesh_of = Vec::new();
+        let mut sources = Vec::new();
         for e in catalog.spawnable() {
             let (mesh, preamble) = catalog
                 .mesh(&e.mesh)
@@ -211,6 +223,12 @@ impl OfflineRouter {
                 }
             }
             mesh_of.push(m);
+            sources.push(
+                e.sources
+                    .iter()
+                    .map(|s| format!("{}/{s}", e.mesh))
+                    .collect(),
+            );
             ids.push(e.id.clone());
             docs.push(weights);
         }
@@ -219,6 +237,7 @@ impl OfflineRouter {
             experts: Index::new(docs),
             meshes: Index::new(mesh_docs),
             mesh_of,
+            sources,
             concepts: Concepts::new(),
             fallback: None,
         }
@@ -283,15 +302,24 @@ impl OfflineRouter {
 
     /// Every spawnable expert with its score for `instruction`, best first (ties by id).
     pub fn rank(&self, instruction: &str) -> Vec<(String, f64)> {
+        self.rank_knowing(instruction, &[])
+    }
+
+    /// [`rank`](Self::rank), knowing which perception sources (`<mesh>/<source>`) have seen
+    /// what the instruction is about.
+    pub fn rank_knowing(&self, instruction: &str, perceived: &[String]) -> Vec<(String, f64)> {
         let (member, team) = self.query(instruction);
         let meshes = self.meshes.scores(&team);
         let mut ranked: Vec<(String, f64)> = self
             .ids
             .iter()
             .zip(self.experts.scores(&member))
-            .zip(&self.mesh_of)
-            .map(|((id, s), m)| {
-                let score = (1.0 - MESH_SHARE) * s + MESH_SHARE * meshes[*m];
+            .zip(self.mesh_of.iter().zip(&self.sources))
+            .map(|((id, s), (m, sources))| {
+                let mut score = (1.0 - MESH_SHARE) * s + MESH_SHARE * meshes[*m];
+                if sources.iter().any(|s| perceived.contains(s)) {
+                    score += W_PERCEIVED;
+                }
                 (id.clone(), score.clamp(0.0, 1.0))
             })
             .collect();
@@ -310,8 +338,13 @@ impl OfflineRouter {
     /// The expert a piece goes to, given the expert of the piece before it: `None` when nothing
     /// matches, or when the best match is weak and a fallback expert is set (the fallback then
     /// takes what matches nobody).
-    fn choose(&self, piece: &str, previous: Option<&str>) -> Option<(String, f64)> {
-        let ranked = self.rank(piece);
+    fn choose(
+        &self,
+        piece: &str,
+        previous: Option<&str>,
+        perceived: &[String],
+    ) -> Option<(String, f64)> {
+        let ranked = self.rank_knowing(piece, perceived);
         let (best, score) = ranked.first().cloned().filter(|(_, s)| *s > 0.0)?;
         if self.fallback.is_some() && score < MIN_SCORE {
             return None;
@@ -332,6 +365,15 @@ impl OfflineRouter {
     /// expert, an instruction that matches nobody well goes to it whole.
     /// Returns the assignments with their scores.
     pub fn split(&self, instruction: &str) -> Result<(Vec<Assignment>, Vec<f64>), RouteError> {
+        self.split_knowing(instruction, &[])
+    }
+
+    /// [`split`](Self::split), knowing which perception sources have seen what it is about.
+    pub fn split_knowing(
+        &self,
+        instruction: &str,
+        perceived: &[String],
+    ) -> Result<(Vec<Assignment>, Vec<f64>), RouteError> {
         if instruction.trim().is_empty() {
             return Err(RouteError::EmptyInstruction);
         }
@@ -347,7 +389,7 @@ impl OfflineRouter {
                 format!("{} {}", std::mem::take(&mut pending), piece)
             };
             let previous = out.last().map(|(a, _)| a.domain.as_str());
-            match self.choose(&text, previous) {
+            match self.choose(&text, previous, perceived) {
                 Some((id, score)) => match out.last_mut() {
                     Some((last, s)) if last.domain == id => {
                         last.instruction = join(&last.instruction, &text);
@@ -388,12 +430,20 @@ impl Router for OfflineRouter {
         &'a self,
         instruction: &'a str,
     ) -> BoxFuture<'a, Result<RoutingDecision, RouteError>> {
-        let decided = self
-            .split(instruction)
-            .map(|(assignments, scores)| RoutingDecision {
-                assignments,
-                method: RouteMethod::Offline { scores },
-            });
+        self.route_in(instruction, &NOTHING_KNOWN)
+    }
+
+    fn route_in<'a>(
+        &'a self,
+        instruction: &'a str,
+        known: &'a Known,
+    ) -> BoxFuture<'a, Result<RoutingDecision, RouteError>> {
+        let decided =
+            self.split_knowing(instruction, &known.perceived)
+                .map(|(assignments, scores)| RoutingDecision {
+                    assignments,
+                    method: RouteMethod::Offline { scores },
+                });
         Box::pin(async move { decided })
     }
 }
