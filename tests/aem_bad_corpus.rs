@@ -157,6 +157,12 @@ corpus! {
     missing_model => [w(AEM, "defaults.model", "must be present and not empty")];
     unknown_model_role => [w(AEM, "defaults.models.ghost", "unknown role `ghost` (expected a role of this mesh (a, b))")];
     timeout_out_of_range => [w(AEM, "defaults.timeouts.task_secs", "`0` seconds is out of range")];
+    budget_out_of_range => [
+        wl(AEM, "defaults.budget.max_tokens", "`0` tokens is out of range", 11),
+        wl(AEM, "defaults.budget.max_iterations", "`5000` model calls is out of range", 12),
+        wl(CAPS, "timeouts.task_secs", "`100000` seconds is out of range", 4),
+        wl(CAPS, "budget.max_cost_usd", "`-1` US dollars is out of range", 7),
+    ];
     unknown_delegation_scope => [w(AEM, "delegation.scope", "unknown delegation scope `everyone`")];
     delivery_unknown_placeholder => [
         w(AEM, "delivery.chat", "argument `text` uses unknown placeholder `{message}`"),

@@ -1,6 +1,6 @@
 //! The meshes shipped in `aem/` compile, and compile to the same bytes every time.
 
-use iron::aem::{self, Access, DeliveryChannel, MeshStatus, Scope};
+use iron::aem::{self, Access, DeliveryChannel, MeshStatus, Scope, TaskBudget};
 use iron::core::effect::{Clearance, Effect};
 use std::path::{Path, PathBuf};
 
@@ -57,7 +57,26 @@ fn newsroom_is_resolved_as_declared() {
     assert_eq!(own.access, Access::ReadWrite);
     assert_eq!(own.namespaces, ["facts/newsroom/analyst", "facts/system"]);
 
+    // The mesh's budget, and the publisher's own over it field by field.
+    let mesh_budget = TaskBudget {
+        max_iterations: 12,
+        max_tokens: Some(400_000),
+        max_cost_micro_usd: Some(5_000_000),
+    };
+    assert_eq!(analyst.budget, mesh_budget);
+    assert_eq!(analyst.timeouts.task_secs, 1200);
     let publisher = c.expert("newsroom/publisher").unwrap();
+    assert_eq!(
+        publisher.budget,
+        TaskBudget {
+            max_iterations: 6,
+            ..mesh_budget
+        }
+    );
+    assert_eq!(
+        (publisher.timeouts.task_secs, publisher.timeouts.tool_secs),
+        (300, 60)
+    );
     assert_eq!(publisher.delivery, ["bulletins", "chat", "terminal"]);
     // Nobody else may send anything out.
     for e in c

@@ -109,9 +109,14 @@ pub enum AemError {
     /// A perception startup mode outside the list.
     #[error("unknown startup mode `{0}`")]
     UnknownStartup(String),
-    /// A timeout or lifetime of zero or beyond the limit.
-    #[error("`{0}` seconds is out of range")]
-    OutOfRange(u64),
+    /// A timeout, lifetime or budget of zero or beyond its limit.
+    #[error("`{value}` {unit} is out of range")]
+    OutOfRange {
+        /// The value as written.
+        value: String,
+        /// What it counts (`seconds`, `tokens`, …).
+        unit: &'static str,
+    },
     /// A tool reference that is not `server/tool`.
     #[error("`{0}` is not a tool reference")]
     MalformedToolRef(String),

@@ -3,6 +3,7 @@
 
 use super::error::{AemError, Sink};
 use super::frontmatter::Document;
+use super::limits::{self, Place};
 use super::memory::{namespaces, one_of};
 use super::mesh::{MeshDraft, ToolRef, clearance_words, effect_words};
 use super::model::{
@@ -271,6 +272,27 @@ pub(crate) fn resolve_expert(
         .or_else(|| mesh.models.get(role).cloned())
         .unwrap_or_else(|| mesh.model.clone());
 
+    let timeouts = limits::timeouts(
+        &caps.timeouts,
+        mesh.timeouts,
+        &Place {
+            doc,
+            section: "timeouts",
+            field: "timeouts",
+        },
+        sink,
+    );
+    let budget = limits::budget(
+        &caps.budget,
+        mesh.budget,
+        &Place {
+            doc,
+            section: "budget",
+            field: "budget",
+        },
+        sink,
+    );
+
     if sink.items.len() > before {
         return None;
     }
@@ -284,7 +306,8 @@ pub(crate) fn resolve_expert(
         instructions: skill.skill.body.clone(),
         model,
         clearance,
-        timeouts: mesh.timeouts,
+        timeouts,
+        budget,
         idle_secs: mesh.idle_secs,
         tools: grants,
         servers: servers.into_iter().collect(),

@@ -4,8 +4,9 @@
 use super::channels::{validate_delivery, validate_source};
 use super::error::{AemError, Sink};
 use super::frontmatter::Document;
+use super::limits::{self, Place};
 use super::memory::one_of;
-use super::model::{DelegationScope, MeshEntry, MeshStatus, ServerEntry, Timeouts};
+use super::model::{DelegationScope, MeshEntry, MeshStatus, ServerEntry, TaskBudget, Timeouts};
 use super::raw::{RawMesh, RawTrigger};
 use super::servers::validate_server;
 use super::{valid_name, valid_tool_name};
@@ -22,8 +23,6 @@ pub const DEFAULT_TOOL_SECS: u64 = 60;
 pub const DEFAULT_DELEGATION_SECS: u64 = 120;
 /// Default idle lifetime of an expert process.
 pub const DEFAULT_IDLE_SECS: u64 = 300;
-/// Upper bound for any timeout or lifetime (one day).
-pub const MAX_SECS: u64 = 86_400;
 
 /// A reference to one declared tool, `server/tool`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -47,6 +46,7 @@ pub(crate) struct MeshDraft {
     pub(crate) models: BTreeMap<String, String>,
     pub(crate) clearance: Clearance,
     pub(crate) timeouts: Timeouts,
+    pub(crate) budget: TaskBudget,
     pub(crate) idle_secs: u64,
     pub(crate) tools: Vec<ToolRef>,
     /// Servers whose descriptor had errors: references to them are not reported again.
@@ -244,47 +244,35 @@ pub(crate) fn validate_mesh(folder: &str, doc: Document, sink: &mut Sink) -> Opt
             DEFAULT_CLEARANCE
         }),
     };
-    let mut secs = |value: Option<u64>, default: u64, field: &str, key: &str| -> u64 {
-        match value {
-            None => default,
-            Some(v) if (1..=MAX_SECS).contains(&v) => v,
-            Some(v) => {
-                sink.push(
-                    &path,
-                    doc.line_of_key_in("defaults", key),
-                    field,
-                    AemError::OutOfRange(v),
-                    Some(format!("a number of seconds from 1 to {MAX_SECS}")),
-                );
-                default
-            }
-        }
+    let at = Place {
+        doc: &doc,
+        section: "defaults",
+        field: "defaults.timeouts",
     };
-    let timeouts = Timeouts {
-        task_secs: secs(
-            d.timeouts.task_secs,
-            DEFAULT_TASK_SECS,
-            "defaults.timeouts.task_secs",
-            "task_secs",
-        ),
-        tool_secs: secs(
-            d.timeouts.tool_secs,
-            DEFAULT_TOOL_SECS,
-            "defaults.timeouts.tool_secs",
-            "tool_secs",
-        ),
-        delegation_secs: secs(
-            d.timeouts.delegation_secs,
-            DEFAULT_DELEGATION_SECS,
-            "defaults.timeouts.delegation_secs",
-            "delegation_secs",
-        ),
+    let defaults = Timeouts {
+        task_secs: DEFAULT_TASK_SECS,
+        tool_secs: DEFAULT_TOOL_SECS,
+        delegation_secs: DEFAULT_DELEGATION_SECS,
     };
-    let idle_secs = secs(
+    let timeouts = limits::timeouts(&d.timeouts, defaults, &at, sink);
+    let budget = limits::budget(
+        &d.budget,
+        TaskBudget::default(),
+        &Place {
+            field: "defaults.budget",
+            ..at
+        },
+        sink,
+    );
+    let idle_secs = limits::secs(
         d.idle_secs,
         DEFAULT_IDLE_SECS,
-        "defaults.idle_secs",
         "idle_secs",
+        &Place {
+            field: "defaults",
+            ..at
+        },
+        sink,
     );
 
     let delegation = match raw.delegation.as_ref().map(|d| d.scope.as_str()) {
@@ -360,6 +348,7 @@ pub(crate) fn validate_mesh(folder: &str, doc: Document, sink: &mut Sink) -> Opt
         models: d.models.clone(),
         clearance,
         timeouts,
+        budget,
         idle_secs,
         tools,
         broken_servers,

@@ -9,6 +9,7 @@ mod channels;
 mod error;
 mod expert;
 mod frontmatter;
+mod limits;
 mod load;
 mod manifest;
 pub mod memory;
@@ -21,15 +22,16 @@ mod skill;
 pub mod triggers;
 
 pub use error::{AemError, CatalogErrors, Diagnostic};
+pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_COST_USD, MAX_ITERATIONS, MAX_SECS, MAX_TOKENS};
 pub use manifest::{ManifestServer, ProbeRecord, ProbeStatus, ProbedTool, ToolManifest};
 pub use mesh::{
     DEFAULT_CLEARANCE, DEFAULT_DELEGATION_SECS, DEFAULT_IDLE_SECS, DEFAULT_TASK_SECS,
-    DEFAULT_TOOL_SECS, MAX_SECS,
+    DEFAULT_TOOL_SECS,
 };
 pub use model::{
     Access, Catalog, DeclaredTool, DelegationScope, DeliveryChannel, ExpertEntry, ExpertHashes,
     FORMAT_VERSION, FileRecord, MemoryMount, MeshEntry, MeshStatus, Scope, ServerDescriptor,
-    ServerEntry, SourceEntry, Startup, Timeouts, ToolGrant, TriggerEntry, TriggerOn,
+    ServerEntry, SourceEntry, Startup, TaskBudget, Timeouts, ToolGrant, TriggerEntry, TriggerOn,
 };
 pub use servers::{descriptor_hash, native_tools};
 

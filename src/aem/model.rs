@@ -80,6 +80,19 @@ pub struct Timeouts {
     pub delegation_secs: u64,
 }
 
+/// What one task of an expert may spend beyond time (`defaults.budget` in AEM.md, `budget` in
+/// capabilities.md). Enforced by the expert's agent loop; what was spent is in the task result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskBudget {
+    /// Model calls, at most.
+    pub max_iterations: u32,
+    /// Input plus output tokens over all model calls, when bounded.
+    pub max_tokens: Option<u64>,
+    /// Estimated cost in millionths of a US dollar, when bounded (integral, so catalogs
+    /// compare exactly).
+    pub max_cost_micro_usd: Option<u64>,
+}
+
 /// One mesh, with its registries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MeshEntry {
@@ -258,6 +271,8 @@ pub struct ExpertEntry {
     pub clearance: Clearance,
     /// Timeouts.
     pub timeouts: Timeouts,
+    /// What one task may spend.
+    pub budget: TaskBudget,
     /// Seconds idle before the process exits.
     pub idle_secs: u64,
     /// Granted tools by `server/tool`.

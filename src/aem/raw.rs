@@ -58,10 +58,21 @@ pub(crate) struct RawDefaults {
     pub(crate) clearance: Option<String>,
     #[serde(default)]
     pub(crate) timeouts: RawTimeouts,
+    #[serde(default)]
+    pub(crate) budget: RawBudget,
     pub(crate) idle_secs: Option<u64>,
 }
 
-/// `defaults.timeouts:` in AEM.md.
+/// `defaults.budget:` in AEM.md, `budget:` in capabilities.md.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawBudget {
+    pub(crate) max_iterations: Option<u32>,
+    pub(crate) max_tokens: Option<u64>,
+    pub(crate) max_cost_usd: Option<f64>,
+}
+
+/// `defaults.timeouts:` in AEM.md, `timeouts:` in capabilities.md.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawTimeouts {
@@ -195,6 +206,10 @@ pub(crate) struct RawCapabilities {
     pub(crate) effects: BTreeMap<String, String>,
     #[serde(default)]
     pub(crate) delivery: Vec<String>,
+    #[serde(default)]
+    pub(crate) timeouts: RawTimeouts,
+    #[serde(default)]
+    pub(crate) budget: RawBudget,
 }
 
 /// `add`/`remove` against the mesh defaults.

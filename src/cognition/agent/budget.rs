@@ -2,10 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::aem::TaskBudget;
 use crate::llm::ChatResponse;
 
-/// Model calls a task may make when the caller gives no bound.
-pub const DEFAULT_MAX_ITERATIONS: u32 = 24;
+/// Model calls a task may make when the caller gives no bound (the catalog's default).
+pub use crate::aem::DEFAULT_MAX_ITERATIONS;
 
 /// The per-task budget. `None` means unbounded on that axis.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -41,6 +42,19 @@ impl Default for Limits {
         Self {
             max_iterations: DEFAULT_MAX_ITERATIONS,
             budget: Budget::default(),
+        }
+    }
+}
+
+impl From<&TaskBudget> for Limits {
+    /// The limits an expert's declared budget sets.
+    fn from(b: &TaskBudget) -> Self {
+        Self {
+            max_iterations: b.max_iterations,
+            budget: Budget {
+                max_tokens: b.max_tokens,
+                max_cost_usd: b.max_cost_micro_usd.map(|m| m as f64 / 1e6),
+            },
         }
     }
 }
@@ -95,6 +109,22 @@ pub enum BudgetLimit {
         /// Estimated dollars spent.
         spent: f64,
     },
+}
+
+impl std::fmt::Display for BudgetLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BudgetLimit::Tokens { max, spent } => {
+                write!(f, "the budget of {max} tokens is spent ({spent} used)")
+            }
+            BudgetLimit::Cost { max, spent } => {
+                write!(
+                    f,
+                    "the budget of ${max:.4} is spent (${spent:.4} estimated)"
+                )
+            }
+        }
+    }
 }
 
 impl Budget {

@@ -82,6 +82,9 @@ struct Step {
     error: String,
     answered: bool,
     judged: Option<EventId>,
+    /// What the expert spent and its budget, as it reported them (`{spent, budget}`; `null`
+    /// when it reported nothing).
+    report: serde_json::Value,
 }
 
 impl Step {
@@ -95,6 +98,7 @@ impl Step {
             error,
             answered: false,
             judged: None,
+            report: serde_json::Value::Null,
         }
     }
 }
@@ -430,6 +434,7 @@ impl EngineDeps {
                 "answered": all_answered,
                 "steps": steps.iter().map(|s| serde_json::json!({
                     "domain": s.domain, "expert": s.expert_node, "status": s.result_status,
+                    "spent": s.report["spent"], "budget": s.report["budget"],
                 })).collect::<Vec<_>>(),
             })
             .to_string(),
@@ -499,11 +504,17 @@ impl EngineDeps {
                 e.to_string(),
             ),
         };
+        let report = delegated
+            .as_ref()
+            .ok()
+            .and_then(|d| serde_json::from_str::<serde_json::Value>(&d.result.result_json).ok())
+            .map(|r| serde_json::json!({"spent": r["spent"], "budget": r["budget"]}))
+            .unwrap_or_default();
         let delegated_id = self
             .record(
                 part,
                 EventKind::TaskDelegated,
-                serde_json::json!({"task_id": part.task_id, "domain": domain, "expert": expert_node, "status": format!("{status:?}").to_lowercase(), "error": error}),
+                serde_json::json!({"task_id": part.task_id, "domain": domain, "expert": expert_node, "status": format!("{status:?}").to_lowercase(), "error": error, "spent": report["spent"], "budget": report["budget"]}),
                 routed.as_ref(),
             )
             .await;
@@ -532,6 +543,7 @@ impl EngineDeps {
             error,
             answered,
             judged,
+            report,
         }
     }
 

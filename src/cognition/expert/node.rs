@@ -322,9 +322,14 @@ impl ExpertDeps {
                 }),
             )
         };
-        let agent = AgentLoop::new(self.model.as_ref(), &tools, Limits::default())
-            .with_events(&recorder)
-            .with_interjections(&desk.interjections);
+        let started = std::time::Instant::now();
+        let agent = AgentLoop::new(
+            self.model.as_ref(),
+            &tools,
+            Limits::from(&self.entry.budget),
+        )
+        .with_events(&recorder)
+        .with_interjections(&desk.interjections);
         // Memory: the conversation so far (from the engine) and what the expert's own mounts
         // recall for this instruction. Perception: each granted source, read now.
         let conversation = context
@@ -417,12 +422,26 @@ impl ExpertDeps {
                 outcome = agent.resume(&mut state, &answer.text).await;
             }
         };
-        let outcome = match tokio::time::timeout(limit, drive).await {
+        let outcome = tokio::time::timeout(limit, drive).await;
+        // What the task spent against what it was allowed, on every ending.
+        let result_json = serde_json::json!({
+            "expert": self.entry.id,
+            "spent": {
+                "model_calls": state.iterations,
+                "input_tokens": state.spend.input_tokens,
+                "output_tokens": state.spend.output_tokens,
+                "cost_usd": state.spend.cost_usd,
+                "secs": started.elapsed().as_secs_f64(),
+            },
+            "budget": budget_json(&self.entry),
+        })
+        .to_string();
+        let outcome = match outcome {
             Ok(None) => {
                 let result = AolTaskResult {
                     status: "canceled".into(),
                     text: "canceled while waiting for the operator's answer".into(),
-                    result_json: serde_json::json!({"expert": self.entry.id}).to_string(),
+                    result_json,
                 };
                 handle.canceled(result).await;
                 return;
@@ -440,7 +459,16 @@ impl ExpertDeps {
                 TaskStatus::NeedsAnswer { question } => ("needs_answer".to_string(), question),
                 TaskStatus::BudgetExceeded { limit, partial } => (
                     "budget_exceeded".to_string(),
-                    format!("{limit:?}: {}", partial.unwrap_or_default()),
+                    match partial {
+                        Some(p) if !p.trim().is_empty() => format!("{limit}; the last answer: {p}"),
+                        _ => limit.to_string(),
+                    },
+                ),
+                TaskStatus::MaxIterations { iterations } => (
+                    "max_iterations".to_string(),
+                    format!(
+                        "the budget of {iterations} model calls is spent with work still asked for"
+                    ),
                 ),
                 other => (other.code().to_string(), format!("{other:?}")),
             },
@@ -448,7 +476,7 @@ impl ExpertDeps {
         let result = AolTaskResult {
             status: status.clone(),
             text,
-            result_json: serde_json::json!({"expert": self.entry.id}).to_string(),
+            result_json,
         };
         if status == "succeeded" {
             handle.succeed(result).await;
@@ -457,6 +485,17 @@ impl ExpertDeps {
             handle.abort(result).await;
         }
     }
+}
+
+/// The limits `entry` declares, as reported in a task's result (unbounded axes are `null`).
+fn budget_json(entry: &crate::aem::ExpertEntry) -> serde_json::Value {
+    let b = &entry.budget;
+    serde_json::json!({
+        "max_iterations": b.max_iterations,
+        "max_tokens": b.max_tokens,
+        "max_cost_usd": b.max_cost_micro_usd.map(|m| m as f64 / 1e6),
+        "task_secs": entry.timeouts.task_secs,
+    })
 }
 
 /// Feedback without a progress figure (`progress < 0` means unknown; `iron task send` then
