@@ -300,15 +300,22 @@ async fn action_goals_feedback_results_and_cancel_codes() {
         )
         .await
         .unwrap();
-    let other = actions
+    let mut other = actions
         .send(
             goal("other", serde_json::json!({"steps": 100, "step_ms": 100})),
             T,
         )
         .await
         .unwrap();
+    // The goals run at once: `other` reports progress while `long` (ten seconds of work) is
+    // still running. A server that ran goals one at a time would start `other` only after
+    // `long` had finished, and `long` could no longer be canceled.
+    tokio::time::timeout(T, other.feedback.recv())
+        .await
+        .expect("the second goal reports progress")
+        .expect("feedback channel open");
     let (code, canceling) = actions.cancel(Some(long.id), T).await.unwrap();
-    assert_eq!(code, CancelCode::None);
+    assert_eq!(code, CancelCode::None, "the first goal is still running");
     assert_eq!(canceling, vec![long.id]);
     assert_eq!(
         actions.result(long.id, T).await.unwrap().status,

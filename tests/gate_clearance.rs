@@ -254,7 +254,10 @@ fn declaration_beyond_the_cap_fails_the_build() {
     )
     .unwrap_err()
     .to_string();
-    assert!(err.contains("delete"), "{err}");
+    assert!(
+        err.contains("lowers a tool with the irreversible verb `delete`"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -109,7 +109,13 @@ fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
             )
         },
     );
-    std::thread::sleep(Duration::from_millis(500));
+    // Once the inbox has settled every task, nothing is offered again: a duplicate would
+    // have been accepted by now.
+    wait_until(
+        T,
+        || inbox.matching("its message(s) are settled").len() >= 5,
+        || format!("not all settled:\n{}", inbox.output().join("\n")),
+    );
     let accepted = engine.matching("goal accepted");
     assert_eq!(
         accepted.len(),

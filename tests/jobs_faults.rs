@@ -240,5 +240,8 @@ async fn a_two_second_timer_survives_a_restart_of_runner_clock_and_nats() {
     assert_eq!(calls(&record, "b"), 1);
     let listed = w.iron(&["jobs", "list", "--mesh", "test"]);
     assert!(listed.contains(&job) && listed.contains("done"), "{listed}");
-    let _ = ops::find(&log, &job).await.unwrap();
+    // The job is found by id alone, in its mesh, with the whole diary.
+    let (mesh, found) = ops::find(&log, &job).await.unwrap();
+    assert_eq!(mesh, "test");
+    assert_eq!(found.len(), diary.len());
 }

@@ -498,14 +498,15 @@ impl InboxDeps {
             None => false,
         } || self.ended_on_log(&task).await;
         let store = self.store.lock().expect("store lock");
-        let done = if ended {
-            store.mark_done(&task.task_id).map(|_| 0)
+        let reoffered = if ended {
+            store.mark_done(&task.task_id).map(|_| None)
         } else {
-            store.reoffer(&task.task_id)
+            store.reoffer(&task.task_id).map(Some)
         };
-        match done {
-            Ok(0) => {}
-            Ok(n) => {
+        match reoffered {
+            Ok(None) => info!(task = %task.task_id, "the task ended; its message(s) are settled"),
+            Ok(Some(0)) => {}
+            Ok(Some(n)) => {
                 warn!(task = %task.task_id, "the engine lost the task; {n} message(s) offered again")
             }
             Err(e) => warn!(task = %task.task_id, "could not settle the task in the queue: {e}"),
