@@ -1,5 +1,6 @@
 //! `iron bench cognition` runs end to end with small counts and prints every line with a
-//! number (figures are not judged).
+//! number. Timings are not judged (shared machines are noisy), but the figures must be
+//! consistent: the counts asked for, percentiles in order, memory measured.
 
 mod support;
 
@@ -28,6 +29,7 @@ fn bench_cognition_prints_every_line() {
         String::from_utf8_lossy(&out.stderr)
     );
     let mut names = Vec::new();
+    let mut value_of = std::collections::BTreeMap::new();
     for line in stdout.lines() {
         let parts: Vec<&str> = line.split(' ').collect();
         assert_eq!(parts.len(), 4, "{line}");
@@ -35,8 +37,9 @@ fn bench_cognition_prints_every_line() {
         let value: f64 = parts[2]
             .parse()
             .unwrap_or_else(|_| panic!("not a number: {line}"));
-        assert!(value.is_finite(), "{line}");
+        assert!(value.is_finite() && value >= 0.0, "{line}");
         names.push(parts[1].to_string());
+        value_of.insert(parts[1].trim_start_matches("cognition.").to_string(), value);
     }
     assert_eq!(
         names,
@@ -59,4 +62,27 @@ fn bench_cognition_prints_every_line() {
             "cognition.bare_node_rss",
         ]
     );
+    let v = |name: &str| value_of[name];
+    assert_eq!(v("inbox_messages"), 50.0, "every message sent was counted");
+    assert_eq!(v("cold_starts"), 2.0, "every start asked for was measured");
+    assert!(v("inbox_paced_messages") >= 1.0 && v("inbox_paced_messages") <= 50.0);
+    for series in [
+        "inbox_burst",
+        "inbox_queued",
+        "expert_cold_start",
+        "bare_node_start",
+    ] {
+        let (p50, p99) = (v(&format!("{series}_p50")), v(&format!("{series}_p99")));
+        assert!(p50 > 0.0 && p50 <= p99, "{series}: p50 {p50}, p99 {p99}");
+    }
+    for q in ["p50", "p99"] {
+        let ratio = v(&format!("expert_cold_start_{q}")) / v(&format!("bare_node_start_{q}"));
+        let printed = v(&format!("cold_start_ratio_{q}"));
+        assert!(
+            (printed - ratio).abs() <= 0.05 * ratio + 0.01,
+            "ratio {q}: printed {printed}, from the starts {ratio}"
+        );
+    }
+    assert!(v("inbox_queued_per_s") > 0.0);
+    assert!(v("idle_expert_rss") > 0.0 && v("bare_node_rss") > 0.0);
 }

@@ -41,6 +41,8 @@ fn a_resident_expert_waits_unconfigured_and_serves_once_a_person_activates_it() 
         !refused.status.success(),
         "an unconfigured expert takes no task"
     );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("nothing serves it"), "{said}");
 
     ok(&["lifecycle", "set", node, "configure"]);
     ok(&["lifecycle", "set", node, "activate"]);

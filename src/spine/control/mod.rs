@@ -41,6 +41,11 @@ pub enum ControlError {
         #[source]
         source: zenoh::Error,
     },
+    /// Nothing serves the request: no node offers it (not started, or not active yet).
+    #[error(
+        "{what}: nothing serves it (is the node running and active? `iron node list`, `iron lifecycle get <node>`)"
+    )]
+    NoServer { what: String },
     /// The peer serving a request left the control plane (its process died, or it lost the
     /// router) before answering: what it was doing is lost with it.
     #[error("{what} went away {during}")]

@@ -43,3 +43,27 @@ fn processes_opening_a_fresh_log_at_once_all_succeed() {
         }
     }
 }
+
+#[test]
+fn the_database_itself_refuses_to_delete_or_rewrite_a_message() {
+    // The API never deletes; this is the guard beneath it, for anything that opens the file.
+    let conn = Connection::open_in_memory().unwrap();
+    conn.execute_batch(SCHEMA).unwrap();
+    conn.execute(
+        "INSERT INTO messages(stream, seq, subject, msg_id, payload, ts_ms)
+         VALUES ('MEM', 1, 'mem.t.a', NULL, x'00', 0)",
+        [],
+    )
+    .unwrap();
+    for statement in [
+        "DELETE FROM messages WHERE seq = 1",
+        "UPDATE messages SET payload = x'01' WHERE seq = 1",
+    ] {
+        let err = conn.execute(statement, []).unwrap_err().to_string();
+        assert!(err.contains("the log is append-only"), "{statement}: {err}");
+    }
+    let kept: i64 = conn
+        .query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(kept, 1);
+}

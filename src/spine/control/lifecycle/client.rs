@@ -142,6 +142,12 @@ pub(crate) fn classify(what: &str, after: Duration, source: zenoh::Error) -> Con
     }
 }
 
+/// Whether a call failed because no server answered at all. hiroz reports that only as a
+/// message (its query ends with no reply), so the message is what is compared.
+fn no_server(source: &zenoh::Error) -> bool {
+    source.to_string() == "Service call ended before any response was received"
+}
+
 /// Calls an idempotent query until it answers or `deadline` passes: a freshly started peer may
 /// not be routable for its first few milliseconds.
 pub(crate) async fn retry<T, F, Fut>(
@@ -169,6 +175,9 @@ where
         .await;
     }
     Err(match last {
+        Some(source) if no_server(&source) => ControlError::NoServer {
+            what: what.to_string(),
+        },
         Some(source) if !hiroz::error::is_timeout(source.as_ref()) => ControlError::Call {
             what: what.to_string(),
             source,
