@@ -437,13 +437,13 @@ pub enum BenchCommand {
 pub fn init_tracing(level: Option<&str>) {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
-    // Zenoh and hiroz narrate normal events (a query's late final, scouting) as warnings, and
-    // Zenoh's liveliness bookkeeping reports the undeclaration of a token it never saw declared
-    // (a node killed while the session was joining) as an error nobody can act on.
+    // Zenoh and hiroz narrate normal events (a query's late final, scouting) as warnings.
+    // Zenoh's routing tables (`hat`) report the undeclaration of a subscriber, queryable or
+    // token they never saw declared ("Unknown subscriber id=1": a node killed while this
+    // session was joining), and its admin space a link event it could not publish because the
+    // session had just closed; both as errors nobody can act on, so both are off.
     const QUIET: &str = "zenoh=error,zenoh_transport=error,hiroz=error,\
-        zenoh::net::routing::hat::peer::token=off,\
-        zenoh::net::routing::hat::client::token=off,\
-        zenoh::net::routing::hat::router::token=off";
+        zenoh::net::routing::hat=off,zenoh::api::admin=off";
     let filter = match level {
         Some(l) => EnvFilter::new(format!("{l},{QUIET}")),
         None => EnvFilter::try_from_default_env()
