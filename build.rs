@@ -1,6 +1,6 @@
 //! Generates Rust types (with RIHS01 type hashes) for the ROS 2 interfaces in msg/, srv/ and
-//! action/, plus the lifecycle_msgs messages in ros/overrides/ (see the note in its
-//! package.xml). `HIROZ_MSG_PATH` may be set from outside to add more packages.
+//! action/, plus the lifecycle_msgs messages and rcl_interfaces' Log in ros/overrides/ (see
+//! the note in each package.xml). `HIROZ_MSG_PATH` may be set from outside to add more packages.
 
 use std::path::PathBuf;
 
@@ -16,6 +16,10 @@ fn main() {
         manifest.display().to_string(),
         manifest
             .join("ros/overrides/lifecycle_msgs")
+            .display()
+            .to_string(),
+        manifest
+            .join("ros/overrides/rcl_interfaces")
             .display()
             .to_string(),
     ];

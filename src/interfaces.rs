@@ -1,5 +1,6 @@
 //! Rust types generated at build time from the ROS 2 interface files in `msg/`, `srv/` and
-//! `action/` (and the lifecycle_msgs messages in `ros/overrides/`), with their RIHS01 hashes.
+//! `action/` (and the lifecycle_msgs and rcl_interfaces messages in `ros/overrides/`), with their
+//! RIHS01 hashes.
 
 #[allow(
     clippy::all,
@@ -19,6 +20,11 @@ pub use generated::ros::iron::{
     Question, SessionControl, SourceStateRequest, SourceStateResponse, ToolCallRequest,
     ToolCallResponse, action::AolTask, srv::SourceState, srv::ToolCall,
 };
+
+/// rcl_interfaces' Log (the type of `/rosout`) as ROS 2 Jazzy defines it.
+pub mod rosout {
+    pub use super::generated::ros::rcl_interfaces::Log;
+}
 
 /// lifecycle_msgs messages as ROS 2 Jazzy defines them.
 pub mod lifecycle {

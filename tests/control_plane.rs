@@ -148,7 +148,12 @@ async fn failing_and_erroring_callbacks_take_the_documented_paths() {
     plane.iron_ok(&["lifecycle", "set", "/iron/failing", "configure"]);
     let out = plane.iron(&["lifecycle", "set", "/iron/failing", "activate"]);
     assert!(!out.status.success(), "a failing activate must be reported");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("refused or failed"));
+    // With the reason the node logged on /rosout, not only that it failed.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("/iron/failing did not activate: activate failed: activate told to fail"),
+        "{err}"
+    );
     // Failure returns to where the transition started.
     assert!(
         plane
@@ -158,6 +163,11 @@ async fn failing_and_erroring_callbacks_take_the_documented_paths() {
 
     let out = plane.iron(&["lifecycle", "set", "/iron/erroring", "configure"]);
     assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("configure errored: configure told to error"),
+        "{err}"
+    );
     // Error goes through error processing; on_error succeeds, so back to unconfigured.
     assert!(
         plane

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use hiroz::{MessageTypeInfo, ServiceTypeInfo, action::ZAction, entity::TypeInfo};
 use iron::{
-    interfaces::{self, AolTask, lifecycle},
+    interfaces::{self, AolTask, lifecycle, rosout},
     spine::control::action::cancel_goal_type_info,
 };
 
@@ -144,6 +144,14 @@ fn advertised_hashes_match_an_independent_rosidl_hasher() {
         &g,
         "lifecycle_msgs/msg/TransitionEvent",
         lifecycle::TransitionEvent::type_info(),
+        &mut bad,
+    );
+    // The /rosout record a node publishes when a transition fails (Jazzy's hash:
+    // RIHS01_e28ce254…, what a stock rmw_zenoh node advertises for /rosout).
+    check(
+        &g,
+        "rcl_interfaces/msg/Log",
+        rosout::Log::type_info(),
         &mut bad,
     );
     assert!(bad.is_empty(), "type hash mismatches:\n{}", bad.join("\n"));

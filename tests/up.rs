@@ -167,3 +167,32 @@ fn up_starts_supervises_and_stops_in_reverse_order() {
         "active nodes are deactivated first"
     );
 }
+
+#[test]
+fn a_node_that_fails_to_configure_says_why_in_ups_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("bringup.yaml");
+    std::fs::write(
+        &list,
+        "nodes:\n  - name: picky\n    executable: demo_node\n    args: [--fail-on, configure]\n",
+    )
+    .unwrap();
+    let router = format!("tcp/127.0.0.1:{}", free_port());
+    let state = dir.path().join("state");
+    let mut up = Proc::spawn(
+        "up",
+        &bin("iron"),
+        &["up", "--launch", list.to_str().unwrap()],
+        &[
+            ("IRON_ROUTER", &router),
+            ("IRON_STATE_DIR", state.to_str().unwrap()),
+        ],
+    );
+    // The reason comes from the node (on /rosout), not from guessing.
+    up.wait_for(
+        "node /iron/picky: configure failed: configure told to fail; the node stays unconfigured",
+        T,
+    );
+    up.signal(libc::SIGINT);
+    up.wait_exit(T).expect("iron up stops on SIGINT");
+}

@@ -39,15 +39,10 @@ pub(super) async fn run(
             node: target,
             transition,
         } => {
-            let client = LifecycleClient::new(&node, &target, timeout)?;
-            if client.set(&transition).await? {
-                println!("Transitioning successful");
-                Ok(())
-            } else {
-                Err(CliError::Failed(format!(
-                    "{target} refused or failed the {transition} transition"
-                )))
-            }
+            let client = LifecycleClient::new(&node, &target, timeout)?.with_reasons(&node)?;
+            client.transition(&transition).await?;
+            println!("Transitioning successful");
+            Ok(())
         }
     }
 }

@@ -8,7 +8,7 @@ use tracing::{error, info, warn};
 
 use super::{LaunchError, NodeSpec, Plan};
 use crate::spine::control::{
-    ControlConfig, ControlPlane, ROUTER_ENV,
+    ControlConfig, ControlError, ControlPlane, ROUTER_ENV,
     lifecycle::{LifecycleClient, State},
     router::{Router, RouterConfig},
 };
@@ -193,13 +193,17 @@ async fn start(
         info!("{fqn}: {state}, waiting for a person to configure it");
         return Ok(());
     }
-    let client = LifecycleClient::new(me, &fqn, timeout)?;
+    let client = LifecycleClient::new(me, &fqn, timeout)?.with_reasons(me)?;
     for step in ["configure", "activate"] {
-        if !client.set(step).await? {
-            return Err(node_err(format!(
-                "{step} failed; the node stays {}",
-                client.get_state().await?
-            )));
+        match client.transition(step).await {
+            Ok(()) => {}
+            Err(ControlError::Transition { reason, .. }) => {
+                return Err(node_err(format!(
+                    "{reason}; the node stays {}",
+                    client.get_state().await?
+                )));
+            }
+            Err(e) => return Err(e.into()),
         }
     }
     info!("{fqn}: active");

@@ -96,6 +96,7 @@ STANDARD_MESSAGES = [
     "lifecycle_msgs/msg/Transition",
     "lifecycle_msgs/msg/TransitionDescription",
     "lifecycle_msgs/msg/TransitionEvent",
+    "rcl_interfaces/msg/Log",
     "unique_identifier_msgs/msg/UUID",
 ]
 STANDARD_SERVICES = [

@@ -41,6 +41,13 @@ pub enum ControlError {
         #[source]
         source: zenoh::Error,
     },
+    /// A managed node refused or failed a transition.
+    #[error("{node} did not {transition}: {reason}")]
+    Transition {
+        node: String,
+        transition: String,
+        reason: String,
+    },
     /// Nothing serves the request: no node offers it (not started, or not active yet).
     #[error(
         "{what}: nothing serves it (is the node running and active? `iron node list`, `iron lifecycle get <node>`)"

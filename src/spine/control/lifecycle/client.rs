@@ -7,6 +7,7 @@ use hiroz::{Builder, node::ZNode, service::ZClient};
 use hiroz_msgs::lifecycle_msgs::{self as wire, srv};
 
 use super::machine::State;
+use super::rosout::Watch;
 use crate::spine::control::ControlError;
 
 /// Clients for one managed node's lifecycle services.
@@ -16,7 +17,13 @@ pub struct LifecycleClient {
     change: ZClient<srv::ChangeState>,
     get_state: ZClient<srv::GetState>,
     transitions: ZClient<srv::GetAvailableTransitions>,
+    /// The node's error records on /rosout, once [`with_reasons`](Self::with_reasons).
+    reasons: Option<Watch>,
 }
+
+/// How long after a failed transition a reason is still waited for on /rosout: the node
+/// publishes it before it answers, so it is normally there already.
+pub const REASON_WAIT: Duration = Duration::from_secs(1);
 
 /// A transition a node offers now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +64,37 @@ impl LifecycleClient {
                 .map_err(declare("get_available_transitions"))?,
             target,
             timeout,
+            reasons: None,
+        })
+    }
+
+    /// Also watches /rosout, so that [`transition`](Self::transition) can say why a node
+    /// refused or failed (an Iron node logs the reason there; against a node that logs
+    /// nothing the error just says it failed).
+    pub fn with_reasons(mut self, node: &ZNode) -> Result<Self, ControlError> {
+        self.reasons = Some(Watch::new(node, &self.target)?);
+        Ok(self)
+    }
+
+    /// Requests the transition `label` like [`set`](Self::set); a refusal or failure is
+    /// [`ControlError::Transition`] with the reasons the node logged on /rosout meanwhile.
+    pub async fn transition(&self, label: &str) -> Result<(), ControlError> {
+        let since = Watch::mark();
+        if self.set(label).await? {
+            return Ok(());
+        }
+        let reasons = match &self.reasons {
+            Some(w) => w.errors_since(&since, REASON_WAIT).await,
+            None => Vec::new(),
+        };
+        Err(ControlError::Transition {
+            node: self.target.clone(),
+            transition: label.to_string(),
+            reason: if reasons.is_empty() {
+                format!("{label} failed, and the node gave no reason on /rosout")
+            } else {
+                reasons.join("; ")
+            },
         })
     }
 

@@ -22,6 +22,7 @@ use tracing::{info, warn};
 use super::{
     machine::{self, Edge, Outcome, State, Transition},
     msgs,
+    rosout::Rosout,
 };
 use crate::spine::control::{
     ControlError, ControlPlane,
@@ -172,6 +173,8 @@ struct Host<N: ManagedNode> {
     opts: HostOptions,
     state: Arc<Mutex<State>>,
     events: EventPub,
+    /// Where a failed transition's reason goes (change_state carries only success).
+    rosout: Rosout,
     deps: Option<Arc<N::Deps>>,
     running: Option<Running>,
 }
@@ -217,6 +220,8 @@ pub async fn serve<N: ManagedNode>(
             source,
         })?;
 
+    let rosout = Rosout::new(&node_handle, &fqn)?;
+
     let ctx = NodeContext {
         control,
         node: node_handle,
@@ -229,6 +234,7 @@ pub async fn serve<N: ManagedNode>(
         opts,
         state,
         events,
+        rosout,
         deps: None,
         running: None,
     };
@@ -311,6 +317,9 @@ impl<N: ManagedNode> Host<N> {
             Ok(edge) => edge,
             Err(refused) => {
                 warn!(node = %self.ctx.fqn(), "transition refused: {refused}");
+                self.rosout
+                    .error(label, &format!("transition refused: {refused}"))
+                    .await;
                 return false;
             }
         };
@@ -358,6 +367,7 @@ impl<N: ManagedNode> Host<N> {
             }
             Err(e) => {
                 warn!(node = %self.ctx.fqn(), "run failed: {e}; error processing");
+                self.rosout.error("run", &format!("run failed: {e}")).await;
                 Outcome::Error
             }
         };
@@ -483,10 +493,16 @@ impl<N: ManagedNode> Host<N> {
             Ok(v) => (Outcome::Success, Some(v)),
             Err(CallbackError::Failure(why)) => {
                 warn!(node = %self.ctx.fqn(), "{name} failed: {why}");
+                self.rosout
+                    .error(name, &format!("{name} failed: {why}"))
+                    .await;
                 (Outcome::Failure, None)
             }
             Err(CallbackError::Error(why)) => {
                 warn!(node = %self.ctx.fqn(), "{name} errored: {why}");
+                self.rosout
+                    .error(name, &format!("{name} errored: {why}"))
+                    .await;
                 (Outcome::Error, None)
             }
         }

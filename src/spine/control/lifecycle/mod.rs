@@ -1,11 +1,13 @@
 //! Managed (lifecycle) nodes: the state machine, the host that serves the five lifecycle
-//! services and `transition_event` for a node written once as [`ManagedNode`], and the client
-//! that drives any managed node, ours or a stock ROS 2 one.
+//! services and `transition_event` for a node written once as [`ManagedNode`] (and logs why a
+//! transition failed on `/rosout`), and the client that drives any managed node, ours or a
+//! stock ROS 2 one.
 
 pub mod client;
 mod host;
 pub mod machine;
 mod msgs;
+pub mod rosout;
 
 pub use client::LifecycleClient;
 pub use host::{CallbackError, HostOptions, ManagedNode, NodeContext, serve};
