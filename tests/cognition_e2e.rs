@@ -52,15 +52,7 @@ impl Stack {
             format!("state_dir: {}\nmodels:\n{models}", dir.display()),
         )
         .unwrap();
-        let out = std::process::Command::new(bin("iron"))
-            .args(["catalog", "build", "--out", &dir.display().to_string()])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        support::build_catalog(&dir);
         let list = dir.join("list.yaml");
         std::fs::write(
             &list,

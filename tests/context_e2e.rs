@@ -39,15 +39,7 @@ async fn the_second_turn_is_routed_and_answered_knowing_the_first() {
         ),
     )
     .unwrap();
-    let out = std::process::Command::new(bin("iron"))
-        .args(["catalog", "build", "--out", &dir.display().to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::build_catalog(dir);
 
     // A fact already in memory, under facts/.
     let log = AnyLog::open(&Config {

@@ -42,15 +42,7 @@ async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer
         ),
     )
     .unwrap();
-    let out = std::process::Command::new(bin("iron"))
-        .args(["catalog", "build", "--out", &dir.display().to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::build_catalog(dir);
 
     let plane = Plane::start();
     let config_s = config.display().to_string();

@@ -55,15 +55,7 @@ async fn a_router_model_splits_an_instruction_and_each_part_runs_in_order() {
         ),
     )
     .unwrap();
-    let out = std::process::Command::new(bin("iron"))
-        .args(["catalog", "build", "--out", &dir.display().to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::build_catalog(dir);
 
     let plane = Plane::start();
     let config_s = config.display().to_string();

@@ -4,7 +4,6 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use iron::spine::durable::AnyLog;
@@ -82,20 +81,7 @@ impl World {
 
     /// `iron <args>` against this world; stdout.
     pub fn iron(&self, args: &[&str]) -> String {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_iron"));
-        cmd.args(args).env("NO_COLOR", "1");
-        for (k, v) in self.env() {
-            cmd.env(k, v);
-        }
-        let out = cmd.output().expect("run iron");
-        assert!(
-            out.status.success(),
-            "iron {args:?} failed: {}\nstdout: {}\nstderr: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        crate::support::run_iron_ok(args, self.env())
     }
 
     pub async fn log(&self) -> AnyLog {

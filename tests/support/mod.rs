@@ -214,27 +214,55 @@ impl Plane {
 
     /// Runs `iron <args>` against this plane.
     pub fn iron(&self, args: &[&str]) -> Output {
-        Command::new(bin("iron"))
-            .args(args)
-            .env("IRON_ROUTER", &self.endpoint)
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("run iron")
+        run_iron(args, [("IRON_ROUTER", &self.endpoint)])
     }
 
     /// Runs `iron <args>`, asserting success; returns stdout.
     pub fn iron_ok(&self, args: &[&str]) -> String {
-        let out = self.iron(args);
-        assert!(
-            out.status.success(),
-            "iron {args:?} failed: {}\nstdout: {}\nstderr: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_no_error_lines(args, &out.stderr);
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        run_iron_ok(args, [("IRON_ROUTER", &self.endpoint)])
     }
+}
+
+/// Compiles the shipped `aem/` into `catalog.json` and `tool_manifest.json` in `dir`, as
+/// `iron up` does, for tests that start nodes themselves.
+pub fn build_catalog(dir: &std::path::Path) {
+    run_iron_ok::<&str, &str>(
+        &["catalog", "build", "--out", &dir.display().to_string()],
+        [],
+    );
+}
+
+/// Runs `iron <args>` with `envs` (and no colour).
+pub fn run_iron<K, V>(args: &[&str], envs: impl IntoIterator<Item = (K, V)>) -> Output
+where
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    Command::new(bin("iron"))
+        .args(args)
+        .envs(envs)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run iron")
+}
+
+/// Runs `iron <args>` with `envs`, failing the test unless it succeeds without logging an
+/// error; returns its stdout.
+pub fn run_iron_ok<K, V>(args: &[&str], envs: impl IntoIterator<Item = (K, V)>) -> String
+where
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    let out = run_iron(args, envs);
+    assert!(
+        out.status.success(),
+        "iron {args:?} failed: {}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_no_error_lines(args, &out.stderr);
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A command that succeeded logs no error of its own, and not the `session closed` errors

@@ -145,24 +145,12 @@ impl Project {
 
     /// Runs `iron args…` against the project.
     pub fn iron(&self, args: &[&str]) -> Output {
-        std::process::Command::new(bin("iron"))
-            .args(args)
-            .envs(self.env_pairs())
-            .output()
-            .unwrap()
+        super::run_iron(args, self.env_pairs())
     }
 
     /// Runs `iron args…`, failing the test unless it succeeds; returns its stdout.
     pub fn iron_ok(&self, args: &[&str]) -> String {
-        let out = self.iron(args);
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "iron {args:?}: {stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        super::assert_no_error_lines(args, &out.stderr);
-        stdout
+        super::run_iron_ok(args, self.env_pairs())
     }
 
     /// The project's event log.
