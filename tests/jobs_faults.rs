@@ -245,3 +245,18 @@ async fn a_two_second_timer_survives_a_restart_of_runner_clock_and_nats() {
     assert_eq!(mesh, "test");
     assert_eq!(found.len(), diary.len());
 }
+
+#[test]
+fn a_misspelt_test_flow_variant_stops_the_runner() {
+    // Once, any value but `edited` silently meant `original`.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jobs_runner"))
+        .args(["--mesh", "test", "--test-flows", "edtied"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("--test-flows is original or edited, not \"edtied\""),
+        "{said}"
+    );
+}

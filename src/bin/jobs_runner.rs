@@ -39,10 +39,15 @@ fn main() -> ExitCode {
                     "--python" => python = PathBuf::from(value),
                     "--hold-before-ack" => hold_before_ack = Some(PathBuf::from(value)),
                     _ => {
-                        test_flows = Some(if value == "edited" {
-                            Variant::Edited
-                        } else {
-                            Variant::Original
+                        test_flows = Some(match value.as_str() {
+                            "original" => Variant::Original,
+                            "edited" => Variant::Edited,
+                            other => {
+                                eprintln!(
+                                    "--test-flows is original or edited, not {other:?}\n{USAGE}"
+                                );
+                                return ExitCode::from(2);
+                            }
                         })
                     }
                 }

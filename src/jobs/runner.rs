@@ -196,8 +196,17 @@ async fn work(
                 "test seam: holding before the ack until {} exists",
                 gate.display()
             );
-            while !gate.exists() {
-                tokio::time::sleep(Duration::from_millis(50)).await;
+            let opened = tokio::time::timeout(crate::jobs::testflows::GATE_LIMIT, async {
+                while !gate.exists() {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            });
+            if opened.await.is_err() {
+                warn!(
+                    job,
+                    "test seam: {} never appeared; acknowledging",
+                    gate.display()
+                );
             }
         }
         if fence.lost.is_cancelled() {

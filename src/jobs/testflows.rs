@@ -38,15 +38,27 @@ pub fn register(registry: &mut Registry, variant: Variant) {
     };
 }
 
-async fn gate(path: Option<&str>, what: &str) {
-    let Some(path) = path else { return };
+/// How long a test flow waits at a gate before the step fails: a test that never opens it
+/// (because it failed first) leaves no runner waiting forever.
+pub const GATE_LIMIT: Duration = Duration::from_secs(300);
+
+/// Waits until the file `path` exists (no gate without a path), at most [`GATE_LIMIT`].
+async fn gate(path: Option<&str>, what: &str) -> Result<(), StepError> {
+    let Some(path) = path else { return Ok(()) };
     if Path::new(path).exists() {
-        return;
+        return Ok(());
     }
     info!("test flow: waiting at gate {what} ({path})");
-    while !Path::new(path).exists() {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let opened = tokio::time::timeout(GATE_LIMIT, async {
+        while !Path::new(path).exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    opened.await.map_err(|_| {
+        StepError::new(format!(
+            "gate {what} ({path}) was not opened within {GATE_LIMIT:?}"
+        ))
+    })
 }
 
 fn append_line(path: &str, line: &str) -> Result<(), StepError> {
@@ -63,12 +75,12 @@ fn append_line(path: &str, line: &str) -> Result<(), StepError> {
 /// The side-effect stub: records one call in the record file, between two optional gates.
 async fn record_step(args: Value) -> Result<Value, StepError> {
     let step = args["step"].as_str().unwrap_or("?").to_string();
-    gate(args["before"].as_str(), &format!("before {step}")).await;
+    gate(args["before"].as_str(), &format!("before {step}")).await?;
     if let Some(record) = args["record"].as_str() {
         append_line(record, &step)?;
     }
     info!("test flow: side effect of {step} done");
-    gate(args["after"].as_str(), &format!("after {step}")).await;
+    gate(args["after"].as_str(), &format!("after {step}")).await?;
     Ok(json!({ "step": step }))
 }
 
@@ -158,7 +170,7 @@ async fn post(args: Value) -> Result<Value, StepError> {
     if let Some(record) = args["record"].as_str() {
         append_line(record, "act")?;
     }
-    gate(args["after_act"].as_str(), "after act").await;
+    gate(args["after_act"].as_str(), "after act").await?;
     Ok(Value::Null)
 }
 
