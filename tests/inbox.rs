@@ -4,26 +4,17 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use iron::{
     core::{config::Config, durable::EventLog, envelope::Envelope},
     spine::durable::AnyLog,
 };
-use support::{Plane, Proc, bin};
+use support::{Plane, Proc, bin, wait_until};
 
 /// Bound on every wait: generous, because it only bounds waiting on a loaded machine; whether
 /// the behaviour is right is decided by the assertions, never by how long it took.
 const T: Duration = Duration::from_secs(60);
-
-/// Polls `done` until it holds; panics with `report()` after `limit`.
-fn wait_until(limit: Duration, done: impl Fn() -> bool, report: impl Fn() -> String) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "after {limit:?}: {}", report());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 #[test]
 fn messages_queue_while_the_engine_is_down_and_drain_in_order() {

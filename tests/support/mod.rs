@@ -283,6 +283,16 @@ pub fn assert_no_error_lines(args: &[&str], stderr: &[u8]) {
     );
 }
 
+/// The blocking form of [`eventually`], for tests without a runtime: polls `done` until it
+/// holds, failing the test with `report()` after `limit`.
+pub fn wait_until(limit: Duration, done: impl Fn() -> bool, report: impl Fn() -> String) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "after {limit:?}: {}", report());
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Polls `check` until it returns `Some`, failing the test with `what` after `limit`.
 /// Deadlines only bound waiting; they never decide whether behaviour is right.
 pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
