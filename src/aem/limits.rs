@@ -117,6 +117,13 @@ pub(crate) fn budget(raw: &RawBudget, base: TaskBudget, at: &Place, sink: &mut S
     }
 }
 
+impl TaskBudget {
+    /// The cost bound in US dollars, when bounded.
+    pub fn max_cost_usd(&self) -> Option<f64> {
+        self.max_cost_micro_usd.map(|m| m as f64 / 1e6)
+    }
+}
+
 impl Default for TaskBudget {
     fn default() -> Self {
         Self {

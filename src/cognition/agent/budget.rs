@@ -53,7 +53,7 @@ impl From<&TaskBudget> for Limits {
             max_iterations: b.max_iterations,
             budget: Budget {
                 max_tokens: b.max_tokens,
-                max_cost_usd: b.max_cost_micro_usd.map(|m| m as f64 / 1e6),
+                max_cost_usd: b.max_cost_usd(),
             },
         }
     }

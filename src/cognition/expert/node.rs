@@ -493,7 +493,7 @@ fn budget_json(entry: &crate::aem::ExpertEntry) -> serde_json::Value {
     serde_json::json!({
         "max_iterations": b.max_iterations,
         "max_tokens": b.max_tokens,
-        "max_cost_usd": b.max_cost_micro_usd.map(|m| m as f64 / 1e6),
+        "max_cost_usd": b.max_cost_usd(),
         "task_secs": entry.timeouts.task_secs,
     })
 }
