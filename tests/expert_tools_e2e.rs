@@ -130,7 +130,15 @@ async fn an_expert_calls_a_granted_remote_tool_and_no_other() {
     control.wait_for_router(&node, T).await.unwrap();
     let ledger = Arc::new(Ledger::default());
     let stop = CancellationToken::new();
-    serve_bridge(&node, "/iron/tools/ledger", ledger.clone(), stop.clone()).unwrap();
+    let key = iron::tools::CallerKey::open(dir).unwrap();
+    serve_bridge(
+        &node,
+        "/iron/tools/ledger",
+        ledger.clone(),
+        key,
+        stop.clone(),
+    )
+    .unwrap();
 
     let sent = tokio::process::Command::new(bin("iron"))
         .args([

@@ -9,7 +9,7 @@ use std::{sync::Arc, time::Duration};
 
 use iron::{
     spine::control::{ControlConfig, ControlPlane},
-    tools::{RemoteCaller, RosTools, delivery},
+    tools::{CallerKey, RemoteCaller, RosTools, delivery},
 };
 use serde_json::{Value, json};
 use support::{Plane, Proc, bin};
@@ -117,7 +117,8 @@ async fn the_delivery_bridge_answers_toolcall_and_refuses_what_it_may_not_do() {
     .unwrap();
     let caller_node = control.node("bridge_test", "/").unwrap();
     control.wait_for_router(&caller_node, T).await.unwrap();
-    let tools = RosTools::new(Arc::new(caller_node), T);
+    let key = CallerKey::open(state.path()).unwrap();
+    let tools = RosTools::new(Arc::new(caller_node), T, key.clone());
     let caller = RemoteCaller {
         caller: "newsroom/publisher".into(),
         task_id: "task-1".into(),
@@ -246,11 +247,41 @@ async fn the_delivery_bridge_answers_toolcall_and_refuses_what_it_may_not_do() {
     assert_eq!(records[1]["dest"], ok_url);
     assert!(records.iter().all(|r| r["ts_ms"].as_u64().unwrap() > 0));
 
+    // Someone on the graph without this deployment's caller key cannot send as the
+    // publisher: refused before anything is done, and nothing reaches the outbox.
+    let sent = || {
+        std::fs::read_to_string(state.path().join("outbox.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    let before = sent();
+    let stranger = tempfile::tempdir().unwrap();
+    let forged = RosTools::new(
+        Arc::new(control.node("bridge_forger", "/").unwrap()),
+        T,
+        CallerKey::open(stranger.path()).unwrap(),
+    )
+    .call_service(
+        delivery::SERVICE,
+        "send_message",
+        &json!({"text": "FORGED", "dest": "terminal"}),
+        &caller,
+    )
+    .await
+    .expect_err("a forged caller is refused");
+    assert!(
+        forged.contains("caller \"newsroom/publisher\" is not proven"),
+        "{forged}"
+    );
+    assert_eq!(sent(), before);
+
     // An inactive bridge does not serve: the call fails in words, within its bound.
     plane.iron_ok(&["lifecycle", "set", "/iron/tools/delivery", "deactivate"]);
     let err = RosTools::new(
         Arc::new(control.node("bridge_test_2", "/").unwrap()),
         Duration::from_secs(5),
+        key,
     )
     .call_service(
         delivery::SERVICE,

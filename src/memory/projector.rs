@@ -101,6 +101,15 @@ pub enum ProjectorError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The projection database could not be put in place.
+    #[error("projection database {path}: {source}")]
+    Create {
+        /// Path.
+        path: String,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// The log failed.
     #[error("projector: {0}")]
     Log(#[from] DurableError),
@@ -145,6 +154,14 @@ fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> ProjectorError + '_ {
 
 /// Opens (creating if needed) the projection database as its writer: WAL, full sync.
 pub fn open_writer(path: &Path) -> Result<Connection, ProjectorError> {
+    if !path.exists() {
+        create_whole(path)?;
+    }
+    prepare(path)
+}
+
+/// Opens `path` for writing, WAL and full sync, with the schema.
+fn prepare(path: &Path) -> Result<Connection, ProjectorError> {
     let conn = Connection::open(path).map_err(db_err(path))?;
     conn.busy_timeout(Duration::from_secs(10))
         .map_err(db_err(path))?;
@@ -154,6 +171,30 @@ pub fn open_writer(path: &Path) -> Result<Connection, ProjectorError> {
         .map_err(db_err(path))?;
     conn.execute_batch(SCHEMA).map_err(db_err(path))?;
     Ok(conn)
+}
+
+/// Makes a new projection with its schema under a temporary name and links it into place, so
+/// that a reader (`iron recall`, the engine) never finds the file without its tables.
+fn create_whole(path: &Path) -> Result<(), ProjectorError> {
+    let io = |source| ProjectorError::Create {
+        path: path.display().to_string(),
+        source,
+    };
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".projection.")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    drop(prepare(tmp.path())?);
+    match std::fs::hard_link(tmp.path(), path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io(e)),
+    }
 }
 
 /// Text indexed for full-text search: every string and number in payload and result.

@@ -19,6 +19,7 @@
 //! Each successful send is appended to the outbox (`<state_dir>/outbox.jsonl`, one JSON object
 //! per line: when, where, what, who asked) and synced to disk before the call returns.
 
+use crate::tools::CallerKey;
 use std::{
     collections::HashMap,
     io::Write,
@@ -231,6 +232,7 @@ pub struct DeliveryNode;
 /// What `configure` prepared.
 pub struct DeliveryDeps {
     bridge: Arc<Delivery>,
+    key: CallerKey,
     ctx: NodeContext,
 }
 
@@ -249,8 +251,11 @@ impl ManagedNode for DeliveryNode {
         );
         let bridge = Delivery::new(outbox, webhooks, Duration::from_secs(10))
             .map_err(CallbackError::Failure)?;
+        let key = CallerKey::open(&config.state_dir)
+            .map_err(|e| CallbackError::Failure(e.to_string()))?;
         Ok(DeliveryDeps {
             bridge: Arc::new(bridge),
+            key,
             ctx: ctx.clone(),
         })
     }
@@ -264,6 +269,7 @@ impl ManagedNode for DeliveryNode {
             &deps.ctx.node,
             SERVICE,
             deps.bridge.clone(),
+            deps.key.clone(),
             shutdown.child_token(),
         )
         .map_err(|e| e.to_string())?;

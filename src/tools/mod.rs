@@ -5,6 +5,7 @@
 //! (with the delivery bridge as the shipped native server). Uses the layers below it.
 
 pub mod bench;
+pub mod caller;
 pub mod client;
 pub mod delivery;
 pub mod env;
@@ -20,6 +21,7 @@ pub mod remote;
 pub mod ros;
 pub mod webhooks;
 
+pub use caller::CallerKey;
 pub use client::{LaunchSpec, LiveTool, McpClient};
 pub use error::{DenialReason, Gate, GateDenial, ToolError};
 pub use events::{MemoryEvents, RecordError, ToolEvent, ToolEventKind, ToolEvents, ToolOutcome};

@@ -17,6 +17,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
+use super::caller::CallerKey;
 use super::remote::{RemoteCaller, RemoteFuture, RemoteServer, RemoteTools};
 use crate::{
     interfaces::{ToolCall, ToolCallRequest, ToolCallResponse},
@@ -35,15 +36,18 @@ const DISCOVERY: Duration = Duration::from_secs(3);
 pub struct RosTools {
     node: Arc<ZNode>,
     timeout: Duration,
+    key: CallerKey,
     clients: Mutex<HashMap<String, Arc<ZClient<ToolCall>>>>,
 }
 
 impl RosTools {
-    /// A bridge caller on `node`; each call waits at most `timeout` for the answer.
-    pub fn new(node: Arc<ZNode>, timeout: Duration) -> Self {
+    /// A bridge caller on `node` proving who calls with `key`; each call waits at most
+    /// `timeout` for the answer.
+    pub fn new(node: Arc<ZNode>, timeout: Duration, key: CallerKey) -> Self {
         Self {
             node,
             timeout,
+            key,
             clients: Mutex::default(),
         }
     }
@@ -81,6 +85,7 @@ impl RosTools {
             arguments_json: arguments.to_string(),
             caller: caller.caller.clone(),
             task_id: caller.task_id.clone(),
+            credential: self.key.credential(&caller.caller, &caller.task_id),
         };
         let response = self.round_trip(&client, service, &request).await?;
         if !response.ok {
@@ -144,20 +149,22 @@ pub trait Bridge: Send + Sync + 'static {
     ) -> BridgeFuture<'a>;
 }
 
-/// Serves `bridge` as the `iron/srv/ToolCall` service `service` on `node` until `stop`.
-/// Calls run concurrently, each in its own task.
+/// Serves `bridge` as the `iron/srv/ToolCall` service `service` on `node` until `stop`,
+/// answering only callers whose credential `key` verifies. Calls run concurrently, each in
+/// its own task.
 pub fn serve_bridge(
     node: &ZNode,
     service: &str,
     bridge: Arc<dyn Bridge>,
+    key: CallerKey,
     stop: CancellationToken,
 ) -> Result<(), ControlError> {
     let what = service.to_string();
     serve_service::<ToolCall, _, _>(node, service, stop, move |req| {
-        let (bridge, what) = (bridge.clone(), what.clone());
+        let (bridge, what, key) = (bridge.clone(), what.clone(), key.clone());
         async move {
             tokio::spawn(async move {
-                let response = handle(bridge.as_ref(), req.message()).await;
+                let response = handle(bridge.as_ref(), &key, req.message()).await;
                 if !response.ok {
                     warn!(service = %what, tool = %req.message().tool, "tool call refused: {}", response.error);
                 }
@@ -167,12 +174,22 @@ pub fn serve_bridge(
     })
 }
 
-async fn handle(bridge: &dyn Bridge, request: &ToolCallRequest) -> ToolCallResponse {
+async fn handle(
+    bridge: &dyn Bridge,
+    key: &CallerKey,
+    request: &ToolCallRequest,
+) -> ToolCallResponse {
     let refuse = |error: String| ToolCallResponse {
         ok: false,
         result_json: String::new(),
         error,
     };
+    if !key.verify(&request.caller, &request.task_id, &request.credential) {
+        return refuse(format!(
+            "caller {:?} is not proven: its credential does not match this deployment's caller key",
+            request.caller
+        ));
+    }
     if !bridge.tools().contains(&request.tool) {
         return refuse(format!(
             "no tool {:?} here; this bridge offers {}",

@@ -1,5 +1,6 @@
 //! The engine as a managed node.
 
+use crate::tools::CallerKey;
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use tokio::{sync::Mutex, task::JoinSet};
@@ -190,6 +191,8 @@ impl ManagedNode for EngineNode {
             },
         );
         let router = routing(&config, &catalog)?;
+        let key = CallerKey::open(&config.state_dir)
+            .map_err(|e| CallbackError::Failure(e.to_string()))?;
         Ok(EngineDeps {
             config,
             log,
@@ -198,7 +201,7 @@ impl ManagedNode for EngineNode {
             goals: Mutex::new(goals),
             delegator,
             router,
-            tools: RosTools::new(ctx.node.clone(), DELIVERY_TIMEOUT),
+            tools: RosTools::new(ctx.node.clone(), DELIVERY_TIMEOUT, key),
             task_timeout: self.options.task_timeout,
         })
     }

@@ -1,5 +1,6 @@
 //! The expert as a managed node.
 
+use crate::tools::CallerKey;
 use std::{path::Path, sync::Arc, time::Duration};
 
 use tokio::sync::Mutex;
@@ -120,7 +121,9 @@ impl ManagedNode for ExpertNode {
         let env: crate::tools::env::EnvMap = std::env::vars().collect();
         // `native`/`remote` servers are reached over ROS; the manager bounds each call with the
         // expert's own tool timeout, so the bridge's is only a backstop.
-        let bridge = RosTools::new(ctx.node.clone(), Duration::from_secs(600));
+        let key = CallerKey::open(&config.state_dir)
+            .map_err(|e| CallbackError::Failure(e.to_string()))?;
+        let bridge = RosTools::new(ctx.node.clone(), Duration::from_secs(600), key.clone());
         let setup =
             ManagerSetup::new(Arc::new(recorder), policy, &base, env).with_remote(Arc::new(bridge));
         let tools = ToolManager::new(&catalog, &manifest, &self.expert, setup).map_err(refuse)?;
@@ -197,7 +200,11 @@ impl ManagedNode for ExpertNode {
             peers,
             mesh,
             channels,
-            bridges: Arc::new(RosTools::new(ctx.node.clone(), Duration::from_secs(60))),
+            bridges: Arc::new(RosTools::new(
+                ctx.node.clone(),
+                Duration::from_secs(60),
+                key,
+            )),
             started: Mutex::new(started),
             ctx: ctx.clone(),
         })
