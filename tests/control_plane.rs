@@ -477,3 +477,43 @@ async fn two_requests_with_one_goal_id_admit_one_goal() {
         "the node saw the goal once"
     );
 }
+
+/// Every node binary parses its own flags the same way: an unknown one stops it with the
+/// usage (a typo is never accepted), `--help` explains the flags and exits 0.
+#[test]
+fn every_node_binary_refuses_a_flag_it_does_not_know() {
+    for exe in [
+        env!("CARGO_BIN_EXE_delivery_node"),
+        env!("CARGO_BIN_EXE_demo_node"),
+        env!("CARGO_BIN_EXE_engine_node"),
+        env!("CARGO_BIN_EXE_expert_node"),
+        env!("CARGO_BIN_EXE_inbox_node"),
+        env!("CARGO_BIN_EXE_jobs_clock"),
+        env!("CARGO_BIN_EXE_jobs_gateway"),
+        env!("CARGO_BIN_EXE_jobs_runner"),
+        env!("CARGO_BIN_EXE_jobs_triggers"),
+        env!("CARGO_BIN_EXE_projector_node"),
+        env!("CARGO_BIN_EXE_source_node"),
+    ] {
+        let out = std::process::Command::new(exe)
+            .arg("--no-such-flag")
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{exe}: {said}");
+        assert!(
+            said.contains("unexpected argument '--no-such-flag'") && said.contains("Usage:"),
+            "{exe}: {said}"
+        );
+        let help = std::process::Command::new(exe)
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(help.status.success(), "{exe} --help");
+        let help = String::from_utf8_lossy(&help.stdout);
+        assert!(
+            help.contains("Usage:") && help.contains("ROS 2 arguments follow --ros-args"),
+            "{exe} --help: {help}"
+        );
+    }
+}

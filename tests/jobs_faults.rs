@@ -256,7 +256,8 @@ fn a_misspelt_test_flow_variant_stops_the_runner() {
     assert_eq!(out.status.code(), Some(2));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
-        said.contains("--test-flows is original or edited, not \"edtied\""),
+        said.contains("invalid value 'edtied'")
+            && said.contains("[possible values: original, edited]"),
         "{said}"
     );
 }

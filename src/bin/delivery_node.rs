@@ -3,21 +3,15 @@
 
 use std::process::ExitCode;
 
-use iron::{spine::control::lifecycle::HostOptions, tools::delivery::DeliveryNode};
+use clap::Parser;
+use iron::{cli::node::Start, tools::delivery::DeliveryNode};
+
+/// Sends replies to the terminal or to allowed webhooks (IRON_DELIVERY_WEBHOOKS) and records
+/// each send in the outbox.
+#[derive(Debug, Parser)]
+#[command(name = "delivery_node")]
+struct Args {}
 
 fn main() -> ExitCode {
-    let (_own, ros) = match iron::cli::node::args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    iron::cli::node::main(
-        DeliveryNode,
-        ros,
-        "delivery",
-        "/iron/tools",
-        HostOptions::default(),
-    )
+    iron::cli::node::start(|_: Args| Ok(Start::new(DeliveryNode, "delivery", "/iron/tools")))
 }

@@ -1,31 +1,31 @@
 //! The demo managed node with an AolTask server (see `iron::spine::control::demo`).
-//! Own arguments: `--fail-on <transition>` and `--error-on <transition>`, repeatable.
 
 use std::process::ExitCode;
 
-use iron::spine::control::{demo::DemoNode, lifecycle::HostOptions};
+use clap::Parser;
+use iron::{cli::node::Start, spine::control::demo::DemoNode};
+
+/// The reference managed node: an AolTask server at <node>/task that echoes its goals.
+#[derive(Debug, Parser)]
+#[command(name = "demo_node")]
+struct Args {
+    /// Make this lifecycle callback fail (configure, activate, …); repeatable.
+    #[arg(long, value_name = "TRANSITION")]
+    fail_on: Vec<String>,
+    /// Make this lifecycle callback error; repeatable.
+    #[arg(long, value_name = "TRANSITION")]
+    error_on: Vec<String>,
+    /// Ignored: lets the engine's tests start the demo in an expert's place.
+    #[arg(long, hide = true)]
+    expert: Option<String>,
+}
 
 fn main() -> ExitCode {
-    let (own, ros) = match iron::cli::node::args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut node = DemoNode::default();
-    let mut it = own.into_iter().skip(1);
-    while let Some(arg) = it.next() {
-        match (arg.as_str(), it.next()) {
-            ("--fail-on", Some(t)) => node.fail_on.push(t),
-            ("--error-on", Some(t)) => node.error_on.push(t),
-            // Started as a stand-in expert by the engine's delegation (tests).
-            ("--expert", Some(_)) => {}
-            _ => {
-                eprintln!("usage: demo_node [--fail-on T]... [--error-on T]... [--ros-args ...]");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    iron::cli::node::main(node, ros, "demo", "/iron", HostOptions::default())
+    iron::cli::node::start(|a: Args| {
+        let node = DemoNode {
+            fail_on: a.fail_on,
+            error_on: a.error_on,
+        };
+        Ok(Start::new(node, "demo", "/iron"))
+    })
 }

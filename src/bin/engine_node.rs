@@ -1,44 +1,44 @@
 //! The engine node (`/iron/engine`): the action server `/iron/engine/task`.
-//! Own arguments: `--expert-executable PATH` (default: `expert_node` beside this binary),
-//! `--expert-arg ARG` (repeatable), `--task-timeout-secs N` (instead of each expert's
-//! `timeouts.task_secs`), `--slot-wait-secs N` (how long a
-//! delegation beyond the concurrency limit waits for a slot before it fails).
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
-use iron::{cognition::engine::EngineNode, spine::control::lifecycle::HostOptions};
+use clap::Parser;
+use iron::{cli::node::Start, cognition::engine::EngineNode};
+
+/// Routes each task, runs it in a disposable expert process, judges and delivers the answer.
+#[derive(Debug, Parser)]
+#[command(name = "engine_node")]
+struct Args {
+    /// The expert executable (default: expert_node beside this binary).
+    #[arg(long, value_name = "PATH")]
+    expert_executable: Option<PathBuf>,
+    /// An extra argument for every expert process; repeatable.
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    expert_arg: Vec<String>,
+    /// Bound on every task instead of each expert's `timeouts.task_secs`.
+    #[arg(long, value_name = "N")]
+    task_timeout_secs: Option<u64>,
+    /// How long a delegation beyond the concurrency limit waits for a slot before it fails.
+    #[arg(long, value_name = "SECONDS", value_parser = non_negative_secs)]
+    slot_wait_secs: Option<f64>,
+}
+
+fn non_negative_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds (0 or more)")),
+    }
+}
 
 fn main() -> ExitCode {
-    let (own, ros) = match iron::cli::node::args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
+    iron::cli::node::start(|a: Args| {
+        let mut node = EngineNode::default();
+        node.options.expert_executable = a.expert_executable;
+        node.options.expert_args = a.expert_arg;
+        node.options.task_timeout = a.task_timeout_secs.map(Duration::from_secs);
+        if let Some(s) = a.slot_wait_secs {
+            node.options.slot_wait = Duration::from_secs_f64(s);
         }
-    };
-    let mut node = EngineNode::default();
-    let mut it = own.into_iter().skip(1);
-    while let Some(arg) = it.next() {
-        match (arg.as_str(), it.next()) {
-            ("--expert-executable", Some(p)) => {
-                node.options.expert_executable = Some(PathBuf::from(p))
-            }
-            ("--expert-arg", Some(a)) => node.options.expert_args.push(a),
-            ("--task-timeout-secs", Some(n)) if n.parse::<u64>().is_ok() => {
-                node.options.task_timeout = Some(Duration::from_secs(n.parse().unwrap_or(600)));
-            }
-            ("--slot-wait-secs", Some(n))
-                if n.parse::<f64>().is_ok_and(|s| s.is_finite() && s >= 0.0) =>
-            {
-                node.options.slot_wait = Duration::from_secs_f64(n.parse().unwrap_or(30.0));
-            }
-            _ => {
-                eprintln!(
-                    "usage: engine_node [--expert-executable PATH] [--expert-arg ARG]... [--task-timeout-secs N] [--slot-wait-secs N] [--ros-args ...]"
-                );
-                return ExitCode::from(2);
-            }
-        }
-    }
-    iron::cli::node::main(node, ros, "engine", "/iron", HostOptions::default())
+        Ok(Start::new(node, "engine", "/iron"))
+    })
 }

@@ -1,39 +1,29 @@
 //! An expert process (`/iron/experts/<mesh>/<role>_<id>`), spawned by the engine for one task.
-//! Own argument: `--expert <mesh>/<role>`.
 
 use std::process::ExitCode;
 
-use iron::{cognition::expert::ExpertNode, spine::control::lifecycle::HostOptions};
+use clap::Parser;
+use iron::{cli::node::Start, cognition::expert::ExpertNode};
+
+/// One expert of the catalog as a managed node serving AolTask goals.
+#[derive(Debug, Parser)]
+#[command(name = "expert_node")]
+struct Args {
+    /// The expert, as <mesh>/<role>.
+    #[arg(long, value_name = "MESH/ROLE")]
+    expert: String,
+}
 
 fn main() -> ExitCode {
-    let (own, ros) = match iron::cli::node::args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
+    iron::cli::node::start(|a: Args| {
+        if !a.expert.contains('/') {
+            return Err(format!("--expert {:?} is not <mesh>/<role>", a.expert));
         }
-    };
-    let mut expert = None;
-    let mut it = own.into_iter().skip(1);
-    while let Some(arg) = it.next() {
-        match (arg.as_str(), it.next()) {
-            ("--expert", Some(e)) if e.contains('/') => expert = Some(e),
-            _ => {
-                eprintln!("usage: expert_node --expert <mesh>/<role> [--ros-args ...]");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let Some(expert) = expert else {
-        eprintln!("usage: expert_node --expert <mesh>/<role> [--ros-args ...]");
-        return ExitCode::from(2);
-    };
-    let default_name = expert.replace(['/', '-'], "_");
-    iron::cli::node::main(
-        ExpertNode { expert },
-        ros,
-        &default_name,
-        "/iron/experts",
-        HostOptions::default(),
-    )
+        let name = a.expert.replace(['/', '-'], "_");
+        Ok(Start::new(
+            ExpertNode { expert: a.expert },
+            name,
+            "/iron/experts",
+        ))
+    })
 }

@@ -1,31 +1,26 @@
 //! The inbox node (`/iron/inbox`): zero model calls; queues every message durably and hands it
-//! to the engine in order. Own argument: `--merge-window-ms N` (merge a session's rapid
-//! messages into one turn).
+//! to the engine in order.
 
 use std::{process::ExitCode, time::Duration};
 
-use iron::{cognition::inbox::InboxNode, spine::control::lifecycle::HostOptions};
+use clap::Parser;
+use iron::{cli::node::Start, cognition::inbox::InboxNode};
+
+/// Queues every inbound message durably and hands it to the engine in order.
+#[derive(Debug, Parser)]
+#[command(name = "inbox_node")]
+struct Args {
+    /// Merge a session's messages that arrive within this many milliseconds into one turn.
+    #[arg(long, value_name = "MS")]
+    merge_window_ms: Option<u64>,
+}
 
 fn main() -> ExitCode {
-    let (own, ros) = match iron::cli::node::args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
+    iron::cli::node::start(|a: Args| {
+        let mut node = InboxNode::default();
+        if let Some(ms) = a.merge_window_ms {
+            node.options.merge_window = Duration::from_millis(ms);
         }
-    };
-    let mut node = InboxNode::default();
-    let mut it = own.into_iter().skip(1);
-    while let Some(arg) = it.next() {
-        match (arg.as_str(), it.next().and_then(|v| v.parse::<u64>().ok())) {
-            ("--merge-window-ms", Some(ms)) => {
-                node.options.merge_window = Duration::from_millis(ms)
-            }
-            _ => {
-                eprintln!("usage: inbox_node [--merge-window-ms N] [--ros-args ...]");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    iron::cli::node::main(node, ros, "inbox", "/iron", HostOptions::default())
+        Ok(Start::new(node, "inbox", "/iron"))
+    })
 }

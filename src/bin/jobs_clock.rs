@@ -1,32 +1,21 @@
 //! The durable-jobs clock (`/iron/jobs/clock`): turns due timers into `timer_due` events.
-//! Own argument: `--autostart` (configure and activate without being told).
 
 use std::process::ExitCode;
 
-use iron::jobs::node::ClockNode;
-use iron::spine::control::lifecycle::HostOptions;
+use clap::Parser;
+use iron::{cli::node::Start, jobs::node::ClockNode};
+
+/// Turns due timers of durable jobs into timer_due events.
+#[derive(Debug, Parser)]
+#[command(name = "jobs_clock")]
+struct Args {
+    /// Configure and activate without being told.
+    #[arg(long)]
+    autostart: bool,
+}
 
 fn main() -> ExitCode {
-    let (own, ros) = match iron::cli::node::args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut autostart = false;
-    for arg in own.iter().skip(1) {
-        match arg.as_str() {
-            "--autostart" => autostart = true,
-            _ => {
-                eprintln!("usage: jobs_clock [--autostart] [--ros-args ...]");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let opts = HostOptions {
-        autostart,
-        ..HostOptions::default()
-    };
-    iron::cli::node::main(ClockNode, ros, "clock", "/iron/jobs", opts)
+    iron::cli::node::start(|a: Args| {
+        Ok(Start::new(ClockNode, "clock", "/iron/jobs").autostart(a.autostart))
+    })
 }

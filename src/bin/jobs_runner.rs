@@ -1,81 +1,56 @@
 //! The durable-jobs runner of one mesh (`/iron/jobs/<mesh>/runner`).
-//! Own arguments: `--mesh <mesh>` (required), `--aem <dir>` (Python flows, default `aem`),
-//! `--python <interpreter>` (default `python3`), and for tests `--test-flows [edited]` and
-//! `--hold-before-ack <file>`.
 
-use std::path::PathBuf;
-use std::process::ExitCode;
+use std::{path::PathBuf, process::ExitCode};
 
-use iron::jobs::{Registry, node::RunnerNode, testflows::Variant};
-use iron::spine::control::lifecycle::HostOptions;
+use clap::Parser;
+use iron::{
+    cli::node::Start,
+    jobs::{Registry, node::RunnerNode, testflows::Variant},
+};
 
-const USAGE: &str = "usage: jobs_runner --mesh <mesh> [--aem <dir>] [--python <exe>] [--autostart] [--test-flows original|edited] [--hold-before-ack <file>] [--ros-args ...]";
+/// Runs the durable jobs of one mesh: replays each flow against its diary.
+#[derive(Debug, Parser)]
+#[command(name = "jobs_runner")]
+struct Args {
+    /// The mesh whose jobs it runs.
+    #[arg(long)]
+    mesh: String,
+    /// Where the Python flows are (the agent folders).
+    #[arg(long, default_value = "aem")]
+    aem: PathBuf,
+    /// The Python interpreter for Python flows.
+    #[arg(long, default_value = "python3")]
+    python: PathBuf,
+    /// Configure and activate without being told.
+    #[arg(long)]
+    autostart: bool,
+    /// Tests: register the built-in test flows, as originally written or as edited.
+    #[arg(long, value_name = "VARIANT", value_parser = ["original", "edited"])]
+    test_flows: Option<String>,
+    /// Tests: hold every acknowledgement until this file exists.
+    #[arg(long, value_name = "FILE")]
+    hold_before_ack: Option<PathBuf>,
+}
 
 fn main() -> ExitCode {
-    let (own, ros) = match iron::cli::node::args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut mesh = None;
-    let (mut aem, mut python) = (PathBuf::from("aem"), PathBuf::from("python3"));
-    let mut test_flows = None;
-    let mut hold_before_ack = None;
-    let mut autostart = false;
-    let mut it = own.into_iter().skip(1);
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--autostart" => autostart = true,
-            "--mesh" | "--aem" | "--python" | "--test-flows" | "--hold-before-ack" => {
-                let Some(value) = it.next() else {
-                    eprintln!("{arg} needs a value\n{USAGE}");
-                    return ExitCode::from(2);
-                };
-                match arg.as_str() {
-                    "--mesh" => mesh = Some(value),
-                    "--aem" => aem = PathBuf::from(value),
-                    "--python" => python = PathBuf::from(value),
-                    "--hold-before-ack" => hold_before_ack = Some(PathBuf::from(value)),
-                    _ => {
-                        test_flows = Some(match value.as_str() {
-                            "original" => Variant::Original,
-                            "edited" => Variant::Edited,
-                            other => {
-                                eprintln!(
-                                    "--test-flows is original or edited, not {other:?}\n{USAGE}"
-                                );
-                                return ExitCode::from(2);
-                            }
-                        })
-                    }
+    iron::cli::node::start(|a: Args| {
+        let ns = format!("/iron/jobs/{}", a.mesh);
+        let node = RunnerNode {
+            mesh: a.mesh,
+            registry: Registry::new(),
+            python: Some((a.aem, a.python)),
+            test_flows: a.test_flows.map(|v| {
+                if v == "edited" {
+                    Variant::Edited
+                } else {
+                    Variant::Original
                 }
-            }
-            _ => {
-                eprintln!("{USAGE}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let Some(mesh) = mesh else {
-        eprintln!("--mesh is required\n{USAGE}");
-        return ExitCode::from(2);
-    };
-    let node = RunnerNode {
-        mesh: mesh.clone(),
-        registry: Registry::new(),
-        python: Some((aem, python)),
-        test_flows,
-        hold_before_ack,
-        // Dying is the safe answer to a lost lease (another runner may be running the jobs)
-        // and to a failed durable plane; the supervisor starts a fresh runner.
-        exit: |code| std::process::exit(code),
-    };
-    let ns = format!("/iron/jobs/{mesh}");
-    let opts = HostOptions {
-        autostart,
-        ..HostOptions::default()
-    };
-    iron::cli::node::main(node, ros, "runner", &ns, opts)
+            }),
+            hold_before_ack: a.hold_before_ack,
+            // Dying is the safe answer to a lost lease (another runner may be running the
+            // jobs) and to a failed durable plane; the supervisor starts a fresh runner.
+            exit: |code| std::process::exit(code),
+        };
+        Ok(Start::new(node, "runner", ns).autostart(a.autostart))
+    })
 }

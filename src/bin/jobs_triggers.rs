@@ -1,12 +1,10 @@
 //! The trigger node (`/iron/jobs/triggers`): starts flows when perception sources show new
 //! items and when their webhooks are called (`triggers:` in AEM.md; schedules are the clock's).
 
-use std::net::SocketAddr;
-use std::process::ExitCode;
+use std::{net::SocketAddr, process::ExitCode};
 
 use clap::Parser;
-use iron::jobs::triggers::node::TriggerNode;
-use iron::spine::control::lifecycle::HostOptions;
+use iron::{cli::node::Start, jobs::triggers::node::TriggerNode};
 
 /// Starts flows from source changes and webhook calls.
 #[derive(Debug, Parser)]
@@ -22,20 +20,8 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let (own, ros) = match iron::cli::node::args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let args = Args::parse_from(own);
-    let opts = HostOptions {
-        autostart: args.autostart,
-        ..HostOptions::default()
-    };
-    let node = TriggerNode {
-        listen: args.listen,
-    };
-    iron::cli::node::main(node, ros, "triggers", "/iron/jobs", opts)
+    iron::cli::node::start(|a: Args| {
+        let node = TriggerNode { listen: a.listen };
+        Ok(Start::new(node, "triggers", "/iron/jobs").autostart(a.autostart))
+    })
 }

@@ -2,21 +2,14 @@
 
 use std::process::ExitCode;
 
-use iron::{memory::node::ProjectorNode, spine::control::lifecycle::HostOptions};
+use clap::Parser;
+use iron::{cli::node::Start, memory::node::ProjectorNode};
+
+/// Projects the MEM stream into projection.db (its only writer).
+#[derive(Debug, Parser)]
+#[command(name = "projector_node")]
+struct Args {}
 
 fn main() -> ExitCode {
-    let (_own, ros) = match iron::cli::node::args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    iron::cli::node::main(
-        ProjectorNode,
-        ros,
-        "projector",
-        "/iron/memory",
-        HostOptions::default(),
-    )
+    iron::cli::node::start(|_: Args| Ok(Start::new(ProjectorNode, "projector", "/iron/memory")))
 }

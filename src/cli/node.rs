@@ -25,6 +25,73 @@ pub fn args() -> Result<(Vec<String>, RosArgs), CliError> {
     Ok((own, ros))
 }
 
+/// What a node binary serves: the node, its default name and namespace (`--ros-args -r
+/// __node:=… -r __ns:=…` override them) and its host options.
+pub struct Start<N> {
+    pub node: N,
+    pub name: String,
+    pub namespace: String,
+    pub options: HostOptions,
+}
+
+impl<N> Start<N> {
+    /// `node` named `name` in `namespace`, with the default host options.
+    pub fn new(node: N, name: impl Into<String>, namespace: impl Into<String>) -> Self {
+        Self {
+            node,
+            name: name.into(),
+            namespace: namespace.into(),
+            options: HostOptions::default(),
+        }
+    }
+
+    /// Configures and activates itself at start when `yes`.
+    pub fn autostart(mut self, yes: bool) -> Self {
+        self.options.autostart = yes;
+        self
+    }
+}
+
+/// The whole `main` of a node binary: the node's own flags are parsed as `A` (clap: an unknown
+/// or malformed flag prints the usage and exits 2; `--help` prints it and exits 0), ROS
+/// parameters become such flags (see [`args`]), `build` makes the node from them (an `Err` is
+/// printed and exits 2), and the node is served until it is shut down (see [`main`]).
+pub fn start<A, N>(build: impl FnOnce(A) -> Result<Start<N>, String>) -> ExitCode
+where
+    A: clap::Parser,
+    N: ManagedNode,
+{
+    let (own, ros) = match args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let command = A::command().after_help(
+        "ROS 2 arguments follow --ros-args: -r __node:=NAME, -r __ns:=/NAMESPACE, \
+         -p name:=value and --params-file FILE (each parameter becomes the flag of its name), \
+         --log-level LEVEL.",
+    );
+    let parsed = match command
+        .try_get_matches_from(own)
+        .and_then(|m| A::from_arg_matches(&m))
+    {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match build(parsed) {
+        Ok(s) => main(s.node, ros, &s.name, &s.namespace, s.options),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// Runs `node` as the process's one managed node, named `default_name` in `default_ns` unless
 /// `--ros-args -r __node:=… -r __ns:=…` says otherwise.
 pub fn main<N: ManagedNode>(
