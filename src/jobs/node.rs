@@ -1,6 +1,7 @@
 //! The runner and the clock as managed nodes: `configure` opens the configured durable plane,
 //! `run` is [`runner::run`] / [`clock::run`] until deactivated.
 
+use crate::spine::control::lifecycle::RunError;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,17 +78,17 @@ impl ManagedNode for RunnerNode {
         self: Arc<Self>,
         deps: Arc<RunnerDeps>,
         shutdown: CancellationToken,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         match runner::run((*deps).clone(), shutdown).await {
             Ok(RunnerExit::Stopped) => Ok(()),
             Ok(RunnerExit::LeaseLost) => {
                 (self.exit)(75);
-                Err("the runner lost its lease".into())
+                Err(RunError::new("running jobs", "the runner lost its lease"))
             }
             Err(e) => {
                 tracing::error!("runner stopped: {e}");
                 (self.exit)(70);
-                Err(format!("runner stopped: {e}"))
+                Err(RunError::new("running jobs", e))
             }
         }
     }
@@ -127,7 +128,7 @@ impl ManagedNode for ClockNode {
         self: Arc<Self>,
         deps: Arc<ClockDeps>,
         shutdown: CancellationToken,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         let now = (crate::core::envelope::now_ms() / 1000) as i64;
         let schedules = Schedules {
             triggers: Scheduled::all(&deps.triggers, now),
@@ -144,7 +145,7 @@ impl ManagedNode for ClockNode {
             shutdown,
         )
         .await
-        .map_err(|e| format!("clock stopped: {e}"))
+        .map_err(|e| RunError::new("keeping time", e))
     }
 }
 
@@ -177,9 +178,9 @@ impl ManagedNode for GatewayNode {
         self: Arc<Self>,
         deps: Arc<Self::Deps>,
         shutdown: CancellationToken,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         super::gateway::run((*deps).clone(), shutdown)
             .await
-            .map_err(|e| format!("gateway stopped: {e}"))
+            .map_err(|e| RunError::new("asking experts", e))
     }
 }

@@ -2,6 +2,7 @@
 //! log, `run` projects it into `projection.db` until deactivated. It is the only writer of that
 //! database.
 
+use crate::spine::control::lifecycle::RunError;
 use std::{path::PathBuf, sync::Arc};
 
 use tokio_util::sync::CancellationToken;
@@ -43,7 +44,7 @@ impl ManagedNode for ProjectorNode {
         self: Arc<Self>,
         deps: Arc<ProjectorRuntime>,
         shutdown: CancellationToken,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         let run = projector::run(
             ProjectorDeps::new(deps.log.clone(), deps.db.clone()),
             shutdown,
@@ -53,7 +54,7 @@ impl ManagedNode for ProjectorNode {
                 info!("projector stopped at sequence {last_seq}");
                 Ok(())
             }
-            Err(e) => Err(format!("projector stopped: {e}")),
+            Err(e) => Err(RunError::new("projecting", e)),
         }
     }
 }

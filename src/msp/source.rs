@@ -8,6 +8,7 @@
 //! that exits is started again after [`RESTART_BACKOFF`]; meanwhile the last state is served
 //! with the reason it may be stale.
 
+use crate::spine::control::lifecycle::RunError;
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::PathBuf,
@@ -247,10 +248,10 @@ impl ManagedNode for SourceNode {
         self: Arc<Self>,
         deps: Arc<SourceDeps>,
         shutdown: CancellationToken,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         let service = format!("{}/state", deps.ctx.fqn());
         serve_state(&deps.ctx, &service, deps.shown.clone(), shutdown.clone())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| RunError::new("serving the source's state", e))?;
         let runner = tokio::spawn(run_command(deps.clone(), shutdown.clone()));
         let key = phone_book_key(&deps.mesh, &deps.name);
         let listing = Listing {

@@ -19,6 +19,7 @@
 //! Each successful send is appended to the outbox (`<state_dir>/outbox.jsonl`, one JSON object
 //! per line: when, where, what, who asked) and synced to disk before the call returns.
 
+use crate::spine::control::lifecycle::RunError;
 use crate::tools::CallerKey;
 use std::{
     collections::HashMap,
@@ -264,7 +265,7 @@ impl ManagedNode for DeliveryNode {
         self: Arc<Self>,
         deps: Arc<DeliveryDeps>,
         shutdown: CancellationToken,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         serve_bridge(
             &deps.ctx.node,
             SERVICE,
@@ -272,7 +273,7 @@ impl ManagedNode for DeliveryNode {
             deps.key.clone(),
             shutdown.child_token(),
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| RunError::new("serving the bridge", e))?;
         shutdown.cancelled().await;
         Ok(())
     }

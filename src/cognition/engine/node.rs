@@ -1,5 +1,6 @@
 //! The engine as a managed node.
 
+use crate::spine::control::lifecycle::RunError;
 use crate::tools::CallerKey;
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -210,7 +211,7 @@ impl ManagedNode for EngineNode {
         self: Arc<Self>,
         deps: Arc<EngineDeps>,
         shutdown: CancellationToken,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         deps.server.set_accepting(true);
         let mut goals = deps.goals.lock().await;
         let mut running = JoinSet::new();

@@ -1,5 +1,6 @@
 //! The expert as a managed node.
 
+use crate::spine::control::lifecycle::RunError;
 use crate::tools::CallerKey;
 use std::{path::Path, sync::Arc, time::Duration};
 
@@ -214,7 +215,7 @@ impl ManagedNode for ExpertNode {
         self: Arc<Self>,
         deps: Arc<ExpertDeps>,
         shutdown: CancellationToken,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         deps.server.set_accepting(true);
         let mut goals = deps.goals.lock().await;
         let idle = Duration::from_secs(deps.entry.idle_secs.max(1));

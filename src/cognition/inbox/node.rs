@@ -1,5 +1,6 @@
 //! The inbox as a managed node.
 
+use crate::spine::control::lifecycle::RunError;
 use std::{
     sync::{Arc, Mutex},
     time::Duration,
@@ -119,7 +120,7 @@ impl ManagedNode for InboxNode {
         self: Arc<Self>,
         deps: Arc<InboxDeps>,
         shutdown: CancellationToken,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         let (msg_tx, mut msg_rx) = mpsc::unbounded_channel::<InboxMessage>();
         let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<SessionControl>();
         let _inbound = deps
@@ -129,7 +130,7 @@ impl ManagedNode for InboxNode {
             .build_with_callback(move |m: InboxMessage| {
                 let _ = msg_tx.send(m);
             })
-            .map_err(|e| format!("subscribing /iron/raw_inbox: {e}"))?;
+            .map_err(|e| RunError::new("subscribing /iron/raw_inbox", e))?;
         let _control = deps
             .ctx
             .node
@@ -137,7 +138,7 @@ impl ManagedNode for InboxNode {
             .build_with_callback(move |m: SessionControl| {
                 let _ = ctl_tx.send(m);
             })
-            .map_err(|e| format!("subscribing /iron/session_control: {e}"))?;
+            .map_err(|e| RunError::new("subscribing /iron/session_control", e))?;
 
         // Accepting (here) never waits on the engine: hand-over runs in its own task.
         let wake = Arc::new(tokio::sync::Notify::new());

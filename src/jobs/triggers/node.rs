@@ -4,6 +4,7 @@
 //! fires what had not fired; then it follows the log. Webhooks are served on `listen` only
 //! when some trigger declares one.
 
+use crate::spine::control::lifecycle::RunError;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -136,12 +137,14 @@ impl ManagedNode for TriggerNode {
         self: Arc<Self>,
         deps: Arc<TriggerDeps>,
         shutdown: CancellationToken,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         let server = match &deps.webhooks {
             Some(w) => {
                 let listener = match w.bound.lock().await.take() {
                     Some(l) => l,
-                    None => bind(w.addr).await?,
+                    None => bind(w.addr)
+                        .await
+                        .map_err(|e| RunError::new("listening for webhooks", e))?,
                 };
                 Some(tokio::spawn(webhook::serve(
                     listener,

@@ -7,6 +7,7 @@
 //! with no steps answers at once (the round-trip benchmark's empty goal). A cancel request
 //! ends the goal as canceled at the next step.
 
+use crate::spine::control::lifecycle::RunError;
 use std::{sync::Arc, time::Duration};
 
 use tokio::{sync::Mutex, task::JoinSet};
@@ -90,7 +91,7 @@ impl ManagedNode for DemoNode {
         self: Arc<Self>,
         deps: Arc<DemoDeps>,
         shutdown: CancellationToken,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         deps.server.set_accepting(true);
         let mut goals = deps.goals.lock().await;
         let mut running = JoinSet::new();

@@ -41,6 +41,28 @@ pub enum CallbackError {
     Error(String),
 }
 
+/// Why a node's `run` stopped working: what it was doing, and the error underneath.
+#[derive(Debug, thiserror::Error)]
+#[error("{doing}: {source}")]
+pub struct RunError {
+    doing: String,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl RunError {
+    /// `source` stopped the node while `doing`.
+    pub fn new(
+        doing: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self {
+            doing: doing.into(),
+            source: source.into(),
+        }
+    }
+}
+
 /// What a node's callbacks get: the control plane, the node's own ROS node for declaring
 /// endpoints, and the arguments it was started with.
 #[derive(Clone)]
@@ -99,7 +121,7 @@ pub trait ManagedNode: Send + Sync + 'static {
         self: Arc<Self>,
         deps: Arc<Self::Deps>,
         shutdown: CancellationToken,
-    ) -> impl Future<Output = Result<(), String>> + Send;
+    ) -> impl Future<Output = Result<(), RunError>> + Send;
 
     /// `deactivate`, after `run` has returned. The default accepts.
     fn deactivate(
@@ -181,7 +203,7 @@ struct Host<N: ManagedNode> {
 
 struct Running {
     stop: CancellationToken,
-    task: JoinHandle<Result<(), String>>,
+    task: JoinHandle<Result<(), RunError>>,
 }
 
 /// Serves `node` as a managed node named by `node_handle` until it is finalized (by a
@@ -288,11 +310,11 @@ pub async fn serve<N: ManagedNode>(
     Ok(())
 }
 
-async fn wait_running(running: &mut Option<Running>) -> Result<(), String> {
+async fn wait_running(running: &mut Option<Running>) -> Result<(), RunError> {
     match running {
         Some(r) => match (&mut r.task).await {
             Ok(result) => result,
-            Err(join) => Err(format!("run panicked or was aborted: {join}")),
+            Err(join) => Err(RunError::new("running", join)),
         },
         None => std::future::pending().await,
     }
@@ -352,7 +374,7 @@ impl<N: ManagedNode> Host<N> {
     }
 
     /// `run` returned while the node was active.
-    async fn run_ended(&mut self, ended: Result<(), String>) {
+    async fn run_ended(&mut self, ended: Result<(), RunError>) {
         if self.current() != State::Active {
             return;
         }

@@ -10,5 +10,5 @@ mod msgs;
 pub mod rosout;
 
 pub use client::LifecycleClient;
-pub use host::{CallbackError, HostOptions, ManagedNode, NodeContext, serve};
+pub use host::{CallbackError, HostOptions, ManagedNode, NodeContext, RunError, serve};
 pub use machine::{Outcome, State, Transition};
