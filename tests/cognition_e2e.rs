@@ -13,7 +13,7 @@ mod support_llm;
 use std::{collections::HashMap, path::PathBuf, time::Duration};
 
 use iron::{
-    core::{config::Config, durable::EventLog, envelope::Envelope},
+    core::{config::Config, envelope::Envelope},
     spine::durable::AnyLog,
 };
 use serde_json::{Value, json};
@@ -126,12 +126,7 @@ impl Stack {
         })
         .await
         .unwrap();
-        let stored = log.read("MEM", "mem.>", 1, 10_000).await.unwrap();
-        let events = stored
-            .iter()
-            .filter_map(|m| serde_json::from_slice(&m.payload).ok())
-            .collect();
-        (events, self.state)
+        (support::mem_events(&log).await, self.state)
     }
 }
 

@@ -10,7 +10,7 @@ mod support_llm;
 use std::time::Duration;
 
 use iron::{
-    core::{config::Config, durable::EventLog, envelope::Envelope, event_kind::EventKind},
+    core::{config::Config, envelope::Envelope, event_kind::EventKind},
     memory::{emit, recall::Recall},
     spine::durable::AnyLog,
 };
@@ -134,14 +134,7 @@ async fn the_second_turn_is_routed_and_answered_knowing_the_first() {
     );
 
     // What the engine knew, on the log.
-    let routed: Vec<Envelope> = log
-        .read("MEM", "mem.>", 1, 10_000)
-        .await
-        .unwrap()
-        .iter()
-        .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
-        .filter(|e| e.kind.as_str() == "routing_decided")
-        .collect();
+    let routed = support::mem_events_of(&log, "routing_decided").await;
     assert_eq!(routed.len(), 2);
     assert_eq!(routed[0].payload["context"]["turns"], 0);
     let known = &routed[1].payload["context"];

@@ -6,10 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use iron::{
-    core::{config::Config, durable::EventLog, envelope::Envelope},
-    spine::durable::AnyLog,
-};
+use iron::{core::config::Config, spine::durable::AnyLog};
 use support::{Plane, Proc, bin, wait_until};
 
 /// Bound on every wait: generous, because it only bounds waiting on a loaded machine; whether
@@ -65,13 +62,7 @@ fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
             })
             .await
             .unwrap();
-            log.read("MEM", "mem.>", 1, 10_000)
-                .await
-                .unwrap()
-                .iter()
-                .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
-                .filter(|e| e.kind.as_str() == "chat_turn")
-                .count()
+            support::mem_events_of(&log, "chat_turn").await.len()
         })
     };
     wait_until(
@@ -185,12 +176,7 @@ fn a_message_the_log_cannot_take_is_set_aside_and_blocks_nothing() {
                 })
                 .await
                 .unwrap();
-                log.read("MEM", "mem.>", 1, 1000)
-                    .await
-                    .unwrap()
-                    .iter()
-                    .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
-                    .collect::<Vec<_>>()
+                support::mem_events(&log).await
             })
     };
     wait_until(

@@ -8,10 +8,7 @@ mod support;
 
 use std::time::Duration;
 
-use iron::{
-    core::{config::Config, durable::EventLog, envelope::Envelope},
-    spine::durable::AnyLog,
-};
+use iron::{core::config::Config, spine::durable::AnyLog};
 use support::{Plane, Proc, bin};
 
 const T: Duration = Duration::from_secs(60);
@@ -182,13 +179,7 @@ async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer
     })
     .await
     .unwrap();
-    let events: Vec<Envelope> = log
-        .read("MEM", "mem.>", 1, 10_000)
-        .await
-        .unwrap()
-        .iter()
-        .filter_map(|m| serde_json::from_slice(&m.payload).ok())
-        .collect();
+    let events = support::mem_events(&log).await;
     let find = |kind: &str| {
         events
             .iter()

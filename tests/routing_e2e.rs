@@ -10,10 +10,7 @@ mod support_llm;
 
 use std::time::Duration;
 
-use iron::{
-    core::{config::Config, durable::EventLog, envelope::Envelope},
-    spine::durable::AnyLog,
-};
+use iron::{core::config::Config, spine::durable::AnyLog};
 use serde_json::json;
 use support::{Plane, Proc, bin};
 use support_llm::{FakeServer, Reply, openai_text};
@@ -118,14 +115,7 @@ async fn a_router_model_splits_an_instruction_and_each_part_runs_in_order() {
     })
     .await
     .unwrap();
-    let routed: Vec<Envelope> = log
-        .read("MEM", "mem.>", 1, 10_000)
-        .await
-        .unwrap()
-        .iter()
-        .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
-        .filter(|e| e.kind.as_str() == "routing_decided")
-        .collect();
+    let routed = support::mem_events_of(&log, "routing_decided").await;
     assert_eq!(routed.len(), 3, "{routed:#?}");
     assert_eq!(routed[0].payload["domain"], "newsroom/analyst");
     assert_eq!(routed[0].payload["part"], 1);

@@ -8,7 +8,7 @@
 use std::{path::Path, time::Duration};
 
 use iron::{
-    core::{config::Config, durable::EventLog, envelope::Envelope},
+    core::{config::Config, envelope::Envelope},
     spine::durable::AnyLog,
 };
 
@@ -208,12 +208,7 @@ impl Lab {
         })
         .await
         .unwrap();
-        log.read("MEM", "mem.>", 1, 100_000)
-            .await
-            .unwrap()
-            .iter()
-            .filter_map(|m| serde_json::from_slice(&m.payload).ok())
-            .collect()
+        super::mem_events(&log).await
     }
 
     /// Events of `kind` whose payload field `field` is `value`.

@@ -283,6 +283,35 @@ pub fn assert_no_error_lines(args: &[&str], stderr: &[u8]) {
     );
 }
 
+/// Every event on the MEM stream of `log`, oldest first (messages that are not envelopes are
+/// passed over).
+pub async fn mem_events(
+    log: &impl iron::core::durable::EventLog,
+) -> Vec<iron::core::envelope::Envelope> {
+    let mut out = Vec::new();
+    let mut from = 1;
+    loop {
+        let page = log.read("MEM", "mem.>", from, 10_000).await.unwrap();
+        let Some(last) = page.last() else { break };
+        from = last.seq + 1;
+        out.extend(
+            page.iter()
+                .filter_map(|m| serde_json::from_slice(&m.payload).ok()),
+        );
+    }
+    out
+}
+
+/// The events of `kind` on the MEM stream of `log`, oldest first.
+pub async fn mem_events_of(
+    log: &impl iron::core::durable::EventLog,
+    kind: &str,
+) -> Vec<iron::core::envelope::Envelope> {
+    let mut all = mem_events(log).await;
+    all.retain(|e| e.kind.as_str() == kind);
+    all
+}
+
 /// The blocking form of [`eventually`], for tests without a runtime: polls `done` until it
 /// holds, failing the test with `report()` after `limit`.
 pub fn wait_until(limit: Duration, done: impl Fn() -> bool, report: impl Fn() -> String) {

@@ -5,7 +5,7 @@
 use std::process::Output;
 
 use iron::{
-    core::{config::Config, durable::EventLog, envelope::Envelope},
+    core::{config::Config, envelope::Envelope},
     spine::durable::AnyLog,
 };
 
@@ -165,14 +165,6 @@ impl Project {
 
     /// Every event of `kind` on the log so far.
     pub async fn events(&self, kind: &str) -> Vec<Envelope> {
-        self.log()
-            .await
-            .read("MEM", "mem.>", 1, 100_000)
-            .await
-            .unwrap()
-            .iter()
-            .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
-            .filter(|e| e.kind.as_str() == kind)
-            .collect()
+        super::mem_events_of(&self.log().await, kind).await
     }
 }
