@@ -44,214 +44,26 @@ pub(crate) fn resolve_expert(
     // Errors about capabilities are reported in capabilities.md; with no such file there
     // are no capability fields to blame, so the skill file stands in.
     let doc: &Document = caps_doc.unwrap_or(&skill.skill);
-
-    let clearance = match caps.clearance.as_deref() {
-        None => mesh.clearance,
-        Some(w) => match Clearance::from_word(w) {
-            Some(c) => c,
-            None => {
-                sink.push(
-                    &doc.path,
-                    doc.line_of_key("clearance"),
-                    "clearance",
-                    AemError::UnknownClearance(w.to_string()),
-                    Some(one_of(&clearance_words())),
-                );
-                mesh.clearance
-            }
-        },
+    let at = Grants {
+        mesh,
+        caps,
+        doc,
+        id: &id,
     };
 
-    // Tools: mesh defaults, then additions, then removals.
-    let mut tools: BTreeMap<ToolRef, Origin> = mesh
-        .tools
-        .iter()
-        .map(|t| (t.clone(), Origin::Mesh))
-        .collect();
-    for (i, t) in caps.tools.add.iter().enumerate() {
-        if let Some(r) = mesh.tool_ref(t, doc, &format!("tools.add[{i}]"), sink) {
-            tools.insert(r, Origin::Added(t.clone()));
-        }
-    }
-    let mut servers_added = BTreeSet::new();
-    let mut servers_removed = BTreeSet::new();
-    for (i, s) in caps.servers.add.iter().enumerate() {
-        if let Some(entry) = known_server(mesh, s, doc, &format!("servers.add[{i}]"), sink) {
-            servers_added.insert(s.clone());
-            for tool in entry {
-                tools
-                    .entry(ToolRef {
-                        server: s.clone(),
-                        tool,
-                    })
-                    .or_insert(Origin::Server(s.clone()));
-            }
-        }
-    }
-    for (i, t) in caps.tools.remove.iter().enumerate() {
-        if let Some(r) = mesh.tool_ref(t, doc, &format!("tools.remove[{i}]"), sink) {
-            tools.remove(&r);
-        }
-    }
-    for (i, s) in caps.servers.remove.iter().enumerate() {
-        if known_server(mesh, s, doc, &format!("servers.remove[{i}]"), sink).is_some() {
-            servers_removed.insert(s.clone());
-            tools.retain(|r, _| &r.server != s);
-        }
-    }
-
-    // Human effect declarations, only for tools this expert holds.
-    let mut declared: BTreeMap<ToolRef, Effect> = BTreeMap::new();
-    for (key, word) in &caps.effects {
-        let field = format!("effects.{key}");
-        let Some(r) = mesh.tool_ref(key, doc, &field, sink) else {
-            continue;
-        };
-        if !tools.contains_key(&r) {
-            sink.push(
-                &doc.path,
-                doc.line_of_value(key),
-                &field,
-                AemError::StrayEffectDeclaration(key.clone()),
-                Some(
-                    "a tool granted to this expert (mesh `tools`, `tools.add` or `servers.add`)"
-                        .to_string(),
-                ),
-            );
-            continue;
-        }
-        match Effect::from_word(word) {
-            Some(e) => {
-                declared.insert(r, e);
-            }
-            None => sink.push(
-                &doc.path,
-                doc.line_of_value(key),
-                &field,
-                AemError::UnknownEffect(word.clone()),
-                Some(one_of(&effect_words())),
-            ),
-        }
-    }
-
-    let mut grants = BTreeMap::new();
-    for (r, origin) in &tools {
-        let key = r.key();
-        let server_decl = &mesh.entry.servers[&r.server].tools[&r.tool];
-        let decl = declared.get(r).copied();
-        let res = match resolve_effect(&r.tool, server_decl.annotation, decl) {
-            Ok(res) => res,
-            Err(refused) => {
-                sink.push(
-                    &doc.path,
-                    doc.line_of_value(&key),
-                    format!("effects.{key}"),
-                    AemError::LoweringOverCap { tool: key, refused },
-                    Some("at most one level below the derived effect, and none for delete/drop/purge/remove/destroy/erase/truncate/wipe/uninstall verbs".to_string()),
-                );
-                continue;
-            }
-        };
-        if !clearance.permits(res.effect) {
-            let why = if decl.is_some() {
-                "declared in capabilities.md".to_string()
-            } else if res.annotated > res.derived.effect {
-                "raised by the server's annotation".to_string()
-            } else if let Some(v) = res.derived.verb {
-                format!("verb `{v}`")
-            } else {
-                "no recognised verb, so destructive by default".to_string()
-            };
-            let (file, field, line) = match origin {
-                Origin::Mesh => (&mesh.doc, "tools".to_string(), mesh.doc.line_of_value(&key)),
-                Origin::Added(t) => (doc, "tools.add".to_string(), doc.line_of_value(t)),
-                Origin::Server(s) => (doc, "servers.add".to_string(), doc.line_of_value(s)),
-            };
-            sink.push(
-                &file.path,
-                line,
-                field,
-                AemError::ToolAboveClearance {
-                    expert: id.clone(),
-                    tool: key.clone(),
-                    effect: res.effect,
-                    why,
-                    needed: res.effect.required_clearance(),
-                    clearance,
-                },
-                Some(format!(
-                    "clearance `{}` for this expert, or the tool removed with `tools.remove`",
-                    res.effect.required_clearance()
-                )),
-            );
-            continue;
-        }
-        grants.insert(
-            key,
-            ToolGrant {
-                server: r.server.clone(),
-                tool: r.tool.clone(),
-                effect: res.effect,
-                derived_effect: res.derived.effect,
-                verb: res.derived.verb.map(str::to_string),
-                annotation: server_decl.annotation,
-                declared: decl,
-            },
-        );
-    }
-    let mut servers: BTreeSet<String> = tools.keys().map(|r| r.server.clone()).collect();
-    servers.extend(servers_added);
-    for s in &servers_removed {
+    let clearance = at.clearance(sink);
+    let held = at.tools(sink);
+    let declared = at.declared_effects(&held.tools, sink);
+    let grants = at.grants(&held.tools, &declared, clearance, sink);
+    let mut servers: BTreeSet<String> = held.tools.keys().map(|r| r.server.clone()).collect();
+    servers.extend(held.servers_added);
+    for s in &held.servers_removed {
         servers.remove(s);
     }
 
     let peers = resolve_peers(mesh, role, caps, doc, index, sink);
     let sources = resolve_sources(mesh, caps, doc, sink);
-
-    let mut delivery = BTreeSet::new();
-    for (i, c) in caps.delivery.iter().enumerate() {
-        let field = format!("delivery[{i}]");
-        match mesh.entry.delivery.get(c) {
-            None => {
-                let known: Vec<&str> = mesh.entry.delivery.keys().map(String::as_str).collect();
-                sink.push(
-                    &doc.path,
-                    doc.line_of_value(c),
-                    field,
-                    AemError::UnknownChannel(c.clone()),
-                    Some(format!(
-                        "a channel of the mesh's `delivery` ({})",
-                        known.join(", ")
-                    )),
-                );
-            }
-            Some(DeliveryChannel::Tool {
-                server,
-                tool,
-                effect,
-                ..
-            }) if !clearance.permits(*effect) => sink.push(
-                &doc.path,
-                doc.line_of_value(c),
-                field,
-                AemError::ToolAboveClearance {
-                    expert: id.clone(),
-                    tool: format!("{server}/{tool}"),
-                    effect: *effect,
-                    why: format!("delivery channel `{c}`"),
-                    needed: effect.required_clearance(),
-                    clearance,
-                },
-                Some(format!("clearance `{}`", effect.required_clearance())),
-            ),
-            Some(channel) => {
-                if let DeliveryChannel::Tool { server, .. } = channel {
-                    servers.insert(server.clone());
-                }
-                delivery.insert(c.clone());
-            }
-        }
-    }
+    let delivery = at.delivery(clearance, &mut servers, sink);
 
     let mut memory: Vec<MemoryMount> = skill
         .memory
@@ -322,6 +134,268 @@ pub(crate) fn resolve_expert(
             capabilities: caps_doc.map(|d| d.sha256.clone()),
         },
     })
+}
+
+/// What one expert's grants are resolved against: its mesh, its capabilities.md (as parsed
+/// and as a document, for line numbers) and its id.
+struct Grants<'a> {
+    mesh: &'a MeshDraft,
+    caps: &'a RawCapabilities,
+    doc: &'a Document,
+    id: &'a str,
+}
+
+/// The tools an expert holds before effects are checked, each with where it came from, and
+/// the servers its capabilities add or remove whole.
+struct Held {
+    tools: BTreeMap<ToolRef, Origin>,
+    servers_added: BTreeSet<String>,
+    servers_removed: BTreeSet<String>,
+}
+
+impl Grants<'_> {
+    /// The capabilities' clearance, else the mesh's.
+    fn clearance(&self, sink: &mut Sink) -> Clearance {
+        let (mesh, caps, doc) = (self.mesh, self.caps, self.doc);
+        match caps.clearance.as_deref() {
+            None => mesh.clearance,
+            Some(w) => match Clearance::from_word(w) {
+                Some(c) => c,
+                None => {
+                    sink.push(
+                        &doc.path,
+                        doc.line_of_key("clearance"),
+                        "clearance",
+                        AemError::UnknownClearance(w.to_string()),
+                        Some(one_of(&clearance_words())),
+                    );
+                    mesh.clearance
+                }
+            },
+        }
+    }
+
+    /// Mesh tools, then additions (tools and whole servers), then removals.
+    fn tools(&self, sink: &mut Sink) -> Held {
+        let (mesh, caps, doc) = (self.mesh, self.caps, self.doc);
+        let mut tools: BTreeMap<ToolRef, Origin> = mesh
+            .tools
+            .iter()
+            .map(|t| (t.clone(), Origin::Mesh))
+            .collect();
+        for (i, t) in caps.tools.add.iter().enumerate() {
+            if let Some(r) = mesh.tool_ref(t, doc, &format!("tools.add[{i}]"), sink) {
+                tools.insert(r, Origin::Added(t.clone()));
+            }
+        }
+        let mut servers_added = BTreeSet::new();
+        let mut servers_removed = BTreeSet::new();
+        for (i, s) in caps.servers.add.iter().enumerate() {
+            if let Some(entry) = known_server(mesh, s, doc, &format!("servers.add[{i}]"), sink) {
+                servers_added.insert(s.clone());
+                for tool in entry {
+                    tools
+                        .entry(ToolRef {
+                            server: s.clone(),
+                            tool,
+                        })
+                        .or_insert(Origin::Server(s.clone()));
+                }
+            }
+        }
+        for (i, t) in caps.tools.remove.iter().enumerate() {
+            if let Some(r) = mesh.tool_ref(t, doc, &format!("tools.remove[{i}]"), sink) {
+                tools.remove(&r);
+            }
+        }
+        for (i, s) in caps.servers.remove.iter().enumerate() {
+            if known_server(mesh, s, doc, &format!("servers.remove[{i}]"), sink).is_some() {
+                servers_removed.insert(s.clone());
+                tools.retain(|r, _| &r.server != s);
+            }
+        }
+        Held {
+            tools,
+            servers_added,
+            servers_removed,
+        }
+    }
+
+    /// The human effect declarations, only for tools the expert holds.
+    fn declared_effects(
+        &self,
+        tools: &BTreeMap<ToolRef, Origin>,
+        sink: &mut Sink,
+    ) -> BTreeMap<ToolRef, Effect> {
+        let (mesh, caps, doc) = (self.mesh, self.caps, self.doc);
+        let mut declared: BTreeMap<ToolRef, Effect> = BTreeMap::new();
+        for (key, word) in &caps.effects {
+            let field = format!("effects.{key}");
+            let Some(r) = mesh.tool_ref(key, doc, &field, sink) else {
+                continue;
+            };
+            if !tools.contains_key(&r) {
+                sink.push(
+                    &doc.path,
+                    doc.line_of_value(key),
+                    &field,
+                    AemError::StrayEffectDeclaration(key.clone()),
+                    Some(
+                        "a tool granted to this expert (mesh `tools`, `tools.add` or `servers.add`)"
+                            .to_string(),
+                    ),
+                );
+                continue;
+            }
+            match Effect::from_word(word) {
+                Some(e) => {
+                    declared.insert(r, e);
+                }
+                None => sink.push(
+                    &doc.path,
+                    doc.line_of_value(key),
+                    &field,
+                    AemError::UnknownEffect(word.clone()),
+                    Some(one_of(&effect_words())),
+                ),
+            }
+        }
+        declared
+    }
+
+    /// Each held tool with its effect (derived, raised by an annotation, lowered by a
+    /// declaration within the cap), if the clearance permits it.
+    fn grants(
+        &self,
+        tools: &BTreeMap<ToolRef, Origin>,
+        declared: &BTreeMap<ToolRef, Effect>,
+        clearance: Clearance,
+        sink: &mut Sink,
+    ) -> BTreeMap<String, ToolGrant> {
+        let (mesh, doc, id) = (self.mesh, self.doc, self.id);
+        let mut grants = BTreeMap::new();
+        for (r, origin) in tools {
+            let key = r.key();
+            let server_decl = &mesh.entry.servers[&r.server].tools[&r.tool];
+            let decl = declared.get(r).copied();
+            let res = match resolve_effect(&r.tool, server_decl.annotation, decl) {
+                Ok(res) => res,
+                Err(refused) => {
+                    sink.push(
+                        &doc.path,
+                        doc.line_of_value(&key),
+                        format!("effects.{key}"),
+                        AemError::LoweringOverCap { tool: key, refused },
+                        Some("at most one level below the derived effect, and none for delete/drop/purge/remove/destroy/erase/truncate/wipe/uninstall verbs".to_string()),
+                    );
+                    continue;
+                }
+            };
+            if !clearance.permits(res.effect) {
+                let why = if decl.is_some() {
+                    "declared in capabilities.md".to_string()
+                } else if res.annotated > res.derived.effect {
+                    "raised by the server's annotation".to_string()
+                } else if let Some(v) = res.derived.verb {
+                    format!("verb `{v}`")
+                } else {
+                    "no recognised verb, so destructive by default".to_string()
+                };
+                let (file, field, line) = match origin {
+                    Origin::Mesh => (&mesh.doc, "tools".to_string(), mesh.doc.line_of_value(&key)),
+                    Origin::Added(t) => (doc, "tools.add".to_string(), doc.line_of_value(t)),
+                    Origin::Server(s) => (doc, "servers.add".to_string(), doc.line_of_value(s)),
+                };
+                sink.push(
+                    &file.path,
+                    line,
+                    field,
+                    AemError::ToolAboveClearance {
+                        expert: id.to_string(),
+                        tool: key.clone(),
+                        effect: res.effect,
+                        why,
+                        needed: res.effect.required_clearance(),
+                        clearance,
+                    },
+                    Some(format!(
+                        "clearance `{}` for this expert, or the tool removed with `tools.remove`",
+                        res.effect.required_clearance()
+                    )),
+                );
+                continue;
+            }
+            grants.insert(
+                key,
+                ToolGrant {
+                    server: r.server.clone(),
+                    tool: r.tool.clone(),
+                    effect: res.effect,
+                    derived_effect: res.derived.effect,
+                    verb: res.derived.verb.map(str::to_string),
+                    annotation: server_decl.annotation,
+                    declared: decl,
+                },
+            );
+        }
+        grants
+    }
+
+    /// The delivery channels granted, each permitted by the clearance; a tool channel's
+    /// server joins `servers`.
+    fn delivery(
+        &self,
+        clearance: Clearance,
+        servers: &mut BTreeSet<String>,
+        sink: &mut Sink,
+    ) -> BTreeSet<String> {
+        let (mesh, caps, doc, id) = (self.mesh, self.caps, self.doc, self.id);
+        let mut delivery = BTreeSet::new();
+        for (i, c) in caps.delivery.iter().enumerate() {
+            let field = format!("delivery[{i}]");
+            match mesh.entry.delivery.get(c) {
+                None => {
+                    let known: Vec<&str> = mesh.entry.delivery.keys().map(String::as_str).collect();
+                    sink.push(
+                        &doc.path,
+                        doc.line_of_value(c),
+                        field,
+                        AemError::UnknownChannel(c.clone()),
+                        Some(format!(
+                            "a channel of the mesh's `delivery` ({})",
+                            known.join(", ")
+                        )),
+                    );
+                }
+                Some(DeliveryChannel::Tool {
+                    server,
+                    tool,
+                    effect,
+                    ..
+                }) if !clearance.permits(*effect) => sink.push(
+                    &doc.path,
+                    doc.line_of_value(c),
+                    field,
+                    AemError::ToolAboveClearance {
+                        expert: id.to_string(),
+                        tool: format!("{server}/{tool}"),
+                        effect: *effect,
+                        why: format!("delivery channel `{c}`"),
+                        needed: effect.required_clearance(),
+                        clearance,
+                    },
+                    Some(format!("clearance `{}`", effect.required_clearance())),
+                ),
+                Some(channel) => {
+                    if let DeliveryChannel::Tool { server, .. } = channel {
+                        servers.insert(server.clone());
+                    }
+                    delivery.insert(c.clone());
+                }
+            }
+        }
+        delivery
+    }
 }
 
 /// The tool names of server `name`, or an error when the mesh does not register it.
