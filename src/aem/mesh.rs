@@ -7,7 +7,7 @@ use super::frontmatter::Document;
 use super::limits::{self, Place};
 use super::memory::one_of;
 use super::model::{DelegationScope, MeshEntry, MeshStatus, ServerEntry, TaskBudget, Timeouts};
-use super::raw::{RawMesh, RawTrigger};
+use super::raw::{RawDefaults, RawMesh, RawTrigger};
 use super::servers::validate_server;
 use super::{valid_name, valid_tool_name};
 use crate::core::effect::{Clearance, Effect};
@@ -150,130 +150,9 @@ pub(crate) fn validate_mesh(folder: &str, doc: Document, sink: &mut Sink) -> Opt
         }
     };
     let path = doc.path.clone();
-
-    match raw.name.as_deref() {
-        None | Some("") => sink.push(
-            &path,
-            Some(1),
-            "name",
-            AemError::Empty,
-            Some(format!("the mesh folder name `{folder}`")),
-        ),
-        Some(n) if n != folder => sink.push(
-            &path,
-            doc.line_of_key("name"),
-            "name",
-            AemError::NameMismatch {
-                found: n.to_string(),
-                wanted: folder.to_string(),
-            },
-            Some(format!("the mesh folder name `{folder}`")),
-        ),
-        Some(_) => {}
-    }
-    if !valid_name(folder) {
-        sink.push(
-            &path,
-            None,
-            "",
-            AemError::InvalidName {
-                what: "mesh",
-                value: folder.to_string(),
-            },
-            Some(name_rule()),
-        );
-    }
-
-    let status = match raw.status.as_deref() {
-        Some("active") => MeshStatus::Active,
-        Some("parked") => MeshStatus::Parked,
-        other => {
-            let error = match other {
-                None => AemError::Empty,
-                Some(s) => AemError::UnknownStatus(s.to_string()),
-            };
-            sink.push(
-                &path,
-                doc.line_of_key("status"),
-                "status",
-                error,
-                Some("`active` or `parked`".to_string()),
-            );
-            MeshStatus::Parked
-        }
-    };
-
-    let d = &raw.defaults;
-    let model = match d.model.as_deref().map(str::trim) {
-        Some(m) if !m.is_empty() => m.to_string(),
-        _ => {
-            sink.push(
-                &path,
-                doc.line_of_key("defaults"),
-                "defaults.model",
-                AemError::Empty,
-                Some(
-                    "the model every expert uses unless `defaults.models` names one for its role"
-                        .to_string(),
-                ),
-            );
-            String::new()
-        }
-    };
-    for (role, m) in &d.models {
-        if m.trim().is_empty() {
-            sink.push(
-                &path,
-                doc.line_of_key_in("models", role),
-                format!("defaults.models.{role}"),
-                AemError::Empty,
-                Some("a model name".to_string()),
-            );
-        }
-    }
-    let clearance = match d.clearance.as_deref() {
-        None => DEFAULT_CLEARANCE,
-        Some(w) => Clearance::from_word(w).unwrap_or_else(|| {
-            sink.push(
-                &path,
-                doc.line_of_key_in("defaults", "clearance"),
-                "defaults.clearance",
-                AemError::UnknownClearance(w.to_string()),
-                Some(one_of(&clearance_words())),
-            );
-            DEFAULT_CLEARANCE
-        }),
-    };
-    let at = Place {
-        doc: &doc,
-        section: "defaults",
-        field: "defaults.timeouts",
-    };
-    let defaults = Timeouts {
-        task_secs: DEFAULT_TASK_SECS,
-        tool_secs: DEFAULT_TOOL_SECS,
-        delegation_secs: DEFAULT_DELEGATION_SECS,
-    };
-    let timeouts = limits::timeouts(&d.timeouts, defaults, &at, sink);
-    let budget = limits::budget(
-        &d.budget,
-        TaskBudget::default(),
-        &Place {
-            field: "defaults.budget",
-            ..at
-        },
-        sink,
-    );
-    let idle_secs = limits::secs(
-        d.idle_secs,
-        DEFAULT_IDLE_SECS,
-        "idle_secs",
-        &Place {
-            field: "defaults",
-            ..at
-        },
-        sink,
-    );
+    check_name(folder, raw.name.as_deref(), &doc, sink);
+    let status = status_of(raw.status.as_deref(), &doc, sink);
+    let defaults = defaults_of(&raw.defaults, &doc, sink);
 
     let delegation = match raw.delegation.as_ref().map(|d| d.scope.as_str()) {
         None | Some("none") => DelegationScope::None,
@@ -344,12 +223,12 @@ pub(crate) fn validate_mesh(folder: &str, doc: Document, sink: &mut Sink) -> Opt
     let draft = MeshDraft {
         entry,
         doc,
-        model,
-        models: d.models.clone(),
-        clearance,
-        timeouts,
-        budget,
-        idle_secs,
+        model: defaults.model,
+        models: raw.defaults.models.clone(),
+        clearance: defaults.clearance,
+        timeouts: defaults.timeouts,
+        budget: defaults.budget,
+        idle_secs: defaults.idle_secs,
         tools,
         broken_servers,
         triggers: raw.triggers.clone(),
@@ -357,6 +236,157 @@ pub(crate) fn validate_mesh(folder: &str, doc: Document, sink: &mut Sink) -> Opt
     // A mesh with errors still resolves its experts, so their own errors show in the
     // same run; the build fails on the collected errors either way.
     Some(draft)
+}
+
+/// `name` must be the folder's, and the folder a valid name.
+fn check_name(folder: &str, name: Option<&str>, doc: &Document, sink: &mut Sink) {
+    let path = &doc.path;
+    match name {
+        None | Some("") => sink.push(
+            path,
+            Some(1),
+            "name",
+            AemError::Empty,
+            Some(format!("the mesh folder name `{folder}`")),
+        ),
+        Some(n) if n != folder => sink.push(
+            path,
+            doc.line_of_key("name"),
+            "name",
+            AemError::NameMismatch {
+                found: n.to_string(),
+                wanted: folder.to_string(),
+            },
+            Some(format!("the mesh folder name `{folder}`")),
+        ),
+        Some(_) => {}
+    }
+    if !valid_name(folder) {
+        sink.push(
+            path,
+            None,
+            "",
+            AemError::InvalidName {
+                what: "mesh",
+                value: folder.to_string(),
+            },
+            Some(name_rule()),
+        );
+    }
+}
+
+/// `status`: active or parked (parked, with an error, when it is neither).
+fn status_of(status: Option<&str>, doc: &Document, sink: &mut Sink) -> MeshStatus {
+    let path = &doc.path;
+    match status {
+        Some("active") => MeshStatus::Active,
+        Some("parked") => MeshStatus::Parked,
+        other => {
+            let error = match other {
+                None => AemError::Empty,
+                Some(s) => AemError::UnknownStatus(s.to_string()),
+            };
+            sink.push(
+                path,
+                doc.line_of_key("status"),
+                "status",
+                error,
+                Some("`active` or `parked`".to_string()),
+            );
+            MeshStatus::Parked
+        }
+    }
+}
+
+/// The mesh-wide defaults every expert starts from.
+struct Defaults {
+    model: String,
+    clearance: Clearance,
+    timeouts: Timeouts,
+    budget: TaskBudget,
+    idle_secs: u64,
+}
+
+/// `defaults:` of AEM.md, each value checked.
+fn defaults_of(d: &RawDefaults, doc: &Document, sink: &mut Sink) -> Defaults {
+    let path = &doc.path;
+    let model = match d.model.as_deref().map(str::trim) {
+        Some(m) if !m.is_empty() => m.to_string(),
+        _ => {
+            sink.push(
+                path,
+                doc.line_of_key("defaults"),
+                "defaults.model",
+                AemError::Empty,
+                Some(
+                    "the model every expert uses unless `defaults.models` names one for its role"
+                        .to_string(),
+                ),
+            );
+            String::new()
+        }
+    };
+    for (role, m) in &d.models {
+        if m.trim().is_empty() {
+            sink.push(
+                path,
+                doc.line_of_key_in("models", role),
+                format!("defaults.models.{role}"),
+                AemError::Empty,
+                Some("a model name".to_string()),
+            );
+        }
+    }
+    let clearance = match d.clearance.as_deref() {
+        None => DEFAULT_CLEARANCE,
+        Some(w) => Clearance::from_word(w).unwrap_or_else(|| {
+            sink.push(
+                path,
+                doc.line_of_key_in("defaults", "clearance"),
+                "defaults.clearance",
+                AemError::UnknownClearance(w.to_string()),
+                Some(one_of(&clearance_words())),
+            );
+            DEFAULT_CLEARANCE
+        }),
+    };
+    let at = Place {
+        doc,
+        section: "defaults",
+        field: "defaults.timeouts",
+    };
+    let defaults = Timeouts {
+        task_secs: DEFAULT_TASK_SECS,
+        tool_secs: DEFAULT_TOOL_SECS,
+        delegation_secs: DEFAULT_DELEGATION_SECS,
+    };
+    let timeouts = limits::timeouts(&d.timeouts, defaults, &at, sink);
+    let budget = limits::budget(
+        &d.budget,
+        TaskBudget::default(),
+        &Place {
+            field: "defaults.budget",
+            ..at
+        },
+        sink,
+    );
+    let idle_secs = limits::secs(
+        d.idle_secs,
+        DEFAULT_IDLE_SECS,
+        "idle_secs",
+        &Place {
+            field: "defaults",
+            ..at
+        },
+        sink,
+    );
+    Defaults {
+        model,
+        clearance,
+        timeouts,
+        budget,
+        idle_secs,
+    }
 }
 
 pub(crate) fn clearance_words() -> Vec<&'static str> {
