@@ -69,23 +69,13 @@ pub(crate) fn validate_server(
     doc: &Document,
     sink: &mut Sink,
 ) -> Option<ServerEntry> {
-    let field = format!("servers.{name}");
     let line = doc.line_of_key(name);
     let before = sink.items.len();
-    let bad = |what: String, key: &str, sink: &mut Sink| {
-        sink.push(
-            &doc.path,
-            doc.line_of_key_in(name, key).or(line),
-            format!("{field}.{key}"),
-            AemError::MalformedServer(what),
-            Some("local: command (+ args, env); native: no fields; remote: service".to_string()),
-        );
-    };
     if !valid_name(name) {
         sink.push(
             &doc.path,
             line,
-            &field,
+            format!("servers.{name}"),
             AemError::InvalidName {
                 what: "server",
                 value: name.to_string(),
@@ -93,7 +83,43 @@ pub(crate) fn validate_server(
             Some(name_rule()),
         );
     }
-    let descriptor = match raw.transport.as_deref() {
+    let descriptor = descriptor_of(name, raw, doc, sink);
+    let tools = declared_tools(name, raw, descriptor.as_ref(), doc, sink);
+    let descriptor = descriptor?;
+    if sink.items.len() > before {
+        return None;
+    }
+    let descriptor_hash = descriptor_hash(&descriptor);
+    Some(ServerEntry {
+        description: raw.description.trim().to_string(),
+        descriptor,
+        descriptor_hash,
+        tools,
+    })
+}
+
+/// Reports a malformed field `key` of server `name`.
+fn malformed(name: &str, key: &str, what: String, doc: &Document, sink: &mut Sink) {
+    sink.push(
+        &doc.path,
+        doc.line_of_key_in(name, key).or(doc.line_of_key(name)),
+        format!("servers.{name}.{key}"),
+        AemError::MalformedServer(what),
+        Some("local: command (+ args, env); native: no fields; remote: service".to_string()),
+    );
+}
+
+/// How server `name` is reached, by its `transport` and the fields that go with it.
+fn descriptor_of(
+    name: &str,
+    raw: &RawServer,
+    doc: &Document,
+    sink: &mut Sink,
+) -> Option<ServerDescriptor> {
+    let field = format!("servers.{name}");
+    let line = doc.line_of_key(name);
+    let bad = |what: String, key: &str, sink: &mut Sink| malformed(name, key, what, doc, sink);
+    match raw.transport.as_deref() {
         None => {
             bad("`transport` is missing".to_string(), "transport", sink);
             None
@@ -205,12 +231,26 @@ pub(crate) fn validate_server(
             );
             None
         }
-    };
+    }
+}
+
+/// The tools server `name` declares, each with the effect its name and annotation give.
+fn declared_tools(
+    name: &str,
+    raw: &RawServer,
+    descriptor: Option<&ServerDescriptor>,
+    doc: &Document,
+    sink: &mut Sink,
+) -> BTreeMap<String, DeclaredTool> {
+    let field = format!("servers.{name}");
+    let line = doc.line_of_key(name);
     let mut tools = BTreeMap::new();
     if raw.tools.is_empty() {
-        bad(
-            "a server must declare the tools it offers".to_string(),
+        malformed(
+            name,
             "tools",
+            "a server must declare the tools it offers".to_string(),
+            doc,
             sink,
         );
     }
@@ -247,7 +287,7 @@ pub(crate) fn validate_server(
                 }
             },
         };
-        if let (Some(ServerDescriptor::Native), Some(offered)) = (&descriptor, native_tools(name))
+        if let (Some(ServerDescriptor::Native), Some(offered)) = (descriptor, native_tools(name))
             && !offered.contains(&tname)
         {
             sink.push(
@@ -275,17 +315,7 @@ pub(crate) fn validate_server(
             );
         }
     }
-    let descriptor = descriptor?;
-    if sink.items.len() > before {
-        return None;
-    }
-    let descriptor_hash = descriptor_hash(&descriptor);
-    Some(ServerEntry {
-        description: raw.description.trim().to_string(),
-        descriptor,
-        descriptor_hash,
-        tools,
-    })
+    tools
 }
 
 /// SHA-256 (hex) of the descriptor's canonical JSON: compact, object keys sorted at every
