@@ -9,7 +9,7 @@ use super::memory::{
 use super::mesh::name_rule;
 use super::model::{Access, FileRecord, Scope};
 use super::portable::{DeploymentNames, scan};
-use super::raw::{RawCapabilities, RawSkill};
+use super::raw::{RawCapabilities, RawMemory, RawSkill};
 use super::valid_name;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -128,90 +128,7 @@ pub(crate) fn validate_skill(
         );
     }
 
-    let mut memory = Vec::new();
-    let mut seen = BTreeSet::new();
-    for (i, m) in raw.memory.iter().enumerate() {
-        let field = format!("memory[{i}]");
-        let mut ok = true;
-        if !MEMORY_MENU.contains(&m.kind.as_str()) {
-            ok = false;
-            sink.push(
-                &path,
-                skill.line_of_nth_key("kind", i),
-                format!("{field}.kind"),
-                AemError::UnknownMemoryKind(m.kind.clone()),
-                Some(one_of(MEMORY_MENU)),
-            );
-        } else if !MEMORY_IMPLEMENTED.contains(&m.kind.as_str()) {
-            ok = false;
-            sink.push(
-                &path,
-                skill.line_of_nth_key("kind", i),
-                format!("{field}.kind"),
-                AemError::MemoryKindNotImplemented(m.kind.clone()),
-                Some(format!(
-                    "an implemented kind, {}",
-                    one_of(MEMORY_IMPLEMENTED)
-                )),
-            );
-        }
-        let scope = parse_scope(&m.scope);
-        if scope.is_none() {
-            sink.push(
-                &path,
-                skill.line_of_nth_key("scope", i),
-                format!("{field}.scope"),
-                AemError::UnknownScope(m.scope.clone()),
-                Some(one_of(SCOPES)),
-            );
-        }
-        let access = parse_access(&m.access);
-        if access.is_none() {
-            sink.push(
-                &path,
-                skill.line_of_nth_key("access", i),
-                format!("{field}.access"),
-                AemError::UnknownAccess(m.access.clone()),
-                Some(one_of(ACCESSES)),
-            );
-        }
-        let (Some(scope), Some(access)) = (scope, access) else {
-            continue;
-        };
-        if ok && READ_ONLY_KINDS.contains(&m.kind.as_str()) && access != Access::Read {
-            ok = false;
-            sink.push(
-                &path,
-                skill.line_of_nth_key("access", i),
-                format!("{field}.access"),
-                AemError::AccessNotAllowed {
-                    kind: m.kind.clone(),
-                    access: m.access.clone(),
-                },
-                Some("`read`: this kind is derived in the background or declared, never written by the expert".to_string()),
-            );
-        }
-        if !seen.insert((m.kind.clone(), scope)) {
-            ok = false;
-            sink.push(
-                &path,
-                skill.line_of_nth_key("kind", i),
-                field.clone(),
-                AemError::DuplicateMemory {
-                    kind: m.kind.clone(),
-                    scope: m.scope.clone(),
-                },
-                Some("one declaration per kind and scope".to_string()),
-            );
-        }
-        if ok {
-            memory.push(MemoryDecl {
-                kind: m.kind.clone(),
-                scope,
-                access,
-            });
-        }
-    }
+    let memory = memory_of(&raw.memory, &skill, sink);
 
     let role = match raw.name.as_deref() {
         Some(n) if valid_name(n) => n.to_string(),
@@ -242,4 +159,95 @@ pub(crate) fn validate_skill(
         flows,
         tests,
     })
+}
+
+/// The memory declarations of a skill, each checked against the menu: the kind on it and
+/// implemented, a known scope and access, read-only kinds only read, no kind and scope twice.
+fn memory_of(declared: &[RawMemory], skill: &Document, sink: &mut Sink) -> Vec<MemoryDecl> {
+    let path = &skill.path;
+    let mut memory = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (i, m) in declared.iter().enumerate() {
+        let field = format!("memory[{i}]");
+        let mut ok = true;
+        if !MEMORY_MENU.contains(&m.kind.as_str()) {
+            ok = false;
+            sink.push(
+                path,
+                skill.line_of_nth_key("kind", i),
+                format!("{field}.kind"),
+                AemError::UnknownMemoryKind(m.kind.clone()),
+                Some(one_of(MEMORY_MENU)),
+            );
+        } else if !MEMORY_IMPLEMENTED.contains(&m.kind.as_str()) {
+            ok = false;
+            sink.push(
+                path,
+                skill.line_of_nth_key("kind", i),
+                format!("{field}.kind"),
+                AemError::MemoryKindNotImplemented(m.kind.clone()),
+                Some(format!(
+                    "an implemented kind, {}",
+                    one_of(MEMORY_IMPLEMENTED)
+                )),
+            );
+        }
+        let scope = parse_scope(&m.scope);
+        if scope.is_none() {
+            sink.push(
+                path,
+                skill.line_of_nth_key("scope", i),
+                format!("{field}.scope"),
+                AemError::UnknownScope(m.scope.clone()),
+                Some(one_of(SCOPES)),
+            );
+        }
+        let access = parse_access(&m.access);
+        if access.is_none() {
+            sink.push(
+                path,
+                skill.line_of_nth_key("access", i),
+                format!("{field}.access"),
+                AemError::UnknownAccess(m.access.clone()),
+                Some(one_of(ACCESSES)),
+            );
+        }
+        let (Some(scope), Some(access)) = (scope, access) else {
+            continue;
+        };
+        if ok && READ_ONLY_KINDS.contains(&m.kind.as_str()) && access != Access::Read {
+            ok = false;
+            sink.push(
+                path,
+                skill.line_of_nth_key("access", i),
+                format!("{field}.access"),
+                AemError::AccessNotAllowed {
+                    kind: m.kind.clone(),
+                    access: m.access.clone(),
+                },
+                Some("`read`: this kind is derived in the background or declared, never written by the expert".to_string()),
+            );
+        }
+        if !seen.insert((m.kind.clone(), scope)) {
+            ok = false;
+            sink.push(
+                path,
+                skill.line_of_nth_key("kind", i),
+                field.clone(),
+                AemError::DuplicateMemory {
+                    kind: m.kind.clone(),
+                    scope: m.scope.clone(),
+                },
+                Some("one declaration per kind and scope".to_string()),
+            );
+        }
+        if ok {
+            memory.push(MemoryDecl {
+                kind: m.kind.clone(),
+                scope,
+                access,
+            });
+        }
+    }
+    memory
 }
