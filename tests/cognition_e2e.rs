@@ -233,10 +233,7 @@ async fn scripted_a_message_is_routed_answered_with_a_tool_and_delivered() {
         ),
     )
     .unwrap();
-    let models = format!(
-        "  backends:\n    offline:\n      kind: scripted\n      script: {}\n  logical:\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n",
-        script.display()
-    );
+    let models = support::scripted_models(&script);
     let stack = Stack::start(state, &models);
 
     // The terminal channel: the engine prints the reply.

@@ -71,8 +71,8 @@ async fn an_expert_calls_a_granted_remote_tool_and_no_other() {
     );
     std::fs::write(&erp, text.replace("status: parked", "status: active")).unwrap();
 
-    std::fs::write(
-        dir.join("script.yaml"),
+    let config = support::scripted_config(
+        dir,
         r#"turns:
   - expect: "account 1000"
     tool_calls:
@@ -83,30 +83,9 @@ async fn an_expert_calls_a_granted_remote_tool_and_no_other() {
   - expect: "4200"
     text: "Account 1000 stands at 4200, read from the ledger just now."
 "#,
-    )
-    .unwrap();
-    let config = dir.join("iron.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "state_dir: {}\nmodels:\n  backends:\n    offline:\n      kind: scripted\n      script: {}\n  logical:\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n",
-            dir.display(),
-            dir.join("script.yaml").display()
-        ),
-    )
-    .unwrap();
-    let out = std::process::Command::new(bin("iron"))
-        .args(["catalog", "build", "--aem"])
-        .arg(&aem)
-        .arg("--out")
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        "",
     );
+    support::build_catalog_from(&aem, dir);
 
     let plane = Plane::start();
     let config_s = config.display().to_string();

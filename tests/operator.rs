@@ -17,8 +17,8 @@ const T: Duration = Duration::from_secs(60);
 async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer() {
     let state = tempfile::tempdir().unwrap();
     let dir = state.path();
-    std::fs::write(
-        dir.join("script.yaml"),
+    let config = support::scripted_config(
+        dir,
         r#"turns:
   - expect: "bridge"
     tool_calls:
@@ -27,18 +27,8 @@ async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer
   - expect: "]: use official sources only"
     text: "The harbour bridge is closed, per the port authority's notice."
 "#,
-    )
-    .unwrap();
-    let config = dir.join("iron.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "state_dir: {}\noperators: [desk]\nmodels:\n  backends:\n    offline:\n      kind: scripted\n      script: {}\n  logical:\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n",
-            dir.display(),
-            dir.join("script.yaml").display()
-        ),
-    )
-    .unwrap();
+        "operators: [desk]\n",
+    );
     support::build_catalog(dir);
 
     let plane = Plane::start();

@@ -126,18 +126,7 @@ impl Lab {
             ),
         )
         .unwrap();
-        let out = std::process::Command::new(bin("iron"))
-            .args(["catalog", "build", "--aem"])
-            .arg(&aem)
-            .arg("--out")
-            .arg(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        super::build_catalog_from(&aem, dir);
 
         let plane = Plane::start();
         let config = config.display().to_string();

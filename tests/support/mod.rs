@@ -223,6 +223,48 @@ impl Plane {
     }
 }
 
+/// The body of a `models:` block (indented under it) in which one scripted backend playing
+/// `script` is the `fast`, `standard` and `strong` model.
+pub fn scripted_models(script: &std::path::Path) -> String {
+    format!(
+        "  backends:\n    offline:\n      kind: scripted\n      script: {}\n  logical:\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n",
+        script.display()
+    )
+}
+
+/// Writes `dir/script.yaml` (`script`) and `dir/iron.yaml`: `dir` as the state directory,
+/// the `extra` lines, and every model played by that script. Returns the configuration's path.
+pub fn scripted_config(dir: &std::path::Path, script: &str, extra: &str) -> std::path::PathBuf {
+    let script_path = dir.join("script.yaml");
+    std::fs::write(&script_path, script).unwrap();
+    let config = dir.join("iron.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "state_dir: {}\n{extra}models:\n{}",
+            dir.display(),
+            scripted_models(&script_path)
+        ),
+    )
+    .unwrap();
+    config
+}
+
+/// Compiles `aem` into `catalog.json` and `tool_manifest.json` in `dir`.
+pub fn build_catalog_from(aem: &std::path::Path, dir: &std::path::Path) {
+    run_iron_ok::<&str, &str>(
+        &[
+            "catalog",
+            "build",
+            "--aem",
+            &aem.display().to_string(),
+            "--out",
+            &dir.display().to_string(),
+        ],
+        [],
+    );
+}
+
 /// Compiles the shipped `aem/` into `catalog.json` and `tool_manifest.json` in `dir`, as
 /// `iron up` does, for tests that start nodes themselves.
 pub fn build_catalog(dir: &std::path::Path) {

@@ -22,14 +22,7 @@ impl Project {
     /// backend's YAML).
     pub fn scripted(script: &str) -> Project {
         let p = Project::configured("");
-        let d = p.dir.path().display().to_string();
-        p.write("script.yaml", script);
-        p.write(
-            "iron.yaml",
-            &format!(
-                "state_dir: {d}\nmodels:\n  backends:\n    offline:\n      kind: scripted\n      script: {d}/script.yaml\n  logical:\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n"
-            ),
-        );
+        super::scripted_config(p.dir.path(), script, "");
         p
     }
 
