@@ -18,6 +18,7 @@ pub mod ops;
 pub mod python;
 pub mod run;
 pub mod runner;
+#[cfg(feature = "test-support")]
 pub mod testflows;
 pub mod triggers;
 

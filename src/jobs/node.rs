@@ -12,7 +12,6 @@ use tracing::info;
 use super::python::PythonFlows;
 use super::run::Flows;
 use super::runner::{self, RunnerDeps, RunnerExit};
-use super::testflows::{self, Variant};
 use super::triggers::Trigger;
 use super::triggers::schedule::{Scheduled, Schedules};
 use super::{Registry, clock};
@@ -43,8 +42,6 @@ pub struct RunnerNode {
     pub registry: Registry,
     /// Where Python flows live (`aem/`), and the interpreter.
     pub python: Option<(PathBuf, PathBuf)>,
-    /// Register the test flows (`test/ops/…`).
-    pub test_flows: Option<Variant>,
     /// Test seam, see [`RunnerDeps::hold_before_ack`].
     pub hold_before_ack: Option<PathBuf>,
     /// Called with an exit code when the runner stops on its own (75: the lease is lost; 70:
@@ -57,10 +54,7 @@ impl ManagedNode for RunnerNode {
 
     async fn configure(&self, _ctx: &NodeContext) -> Result<RunnerDeps, CallbackError> {
         let (config, log) = open().await?;
-        let mut registry = self.registry.clone();
-        if let Some(variant) = self.test_flows {
-            testflows::register(&mut registry, variant);
-        }
+        let registry = self.registry.clone();
         let python = match &self.python {
             Some((aem, python)) => Some(
                 PythonFlows::new(aem, python)

@@ -20,6 +20,9 @@ use super::event::{job_of_subject, wakes_filter};
 use super::journal::{Fence, JobState, read_all_diaries, state_of};
 use super::run::{Flows, run_job};
 
+/// How long [`RunnerDeps::hold_before_ack`] holds at most before it acknowledges anyway.
+const HOLD_LIMIT: Duration = Duration::from_secs(300);
+
 /// What the runner needs.
 #[derive(Clone)]
 pub struct RunnerDeps {
@@ -196,7 +199,7 @@ async fn work(
                 "test seam: holding before the ack until {} exists",
                 gate.display()
             );
-            let opened = tokio::time::timeout(crate::jobs::testflows::GATE_LIMIT, async {
+            let opened = tokio::time::timeout(HOLD_LIMIT, async {
                 while !gate.exists() {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
