@@ -13,7 +13,7 @@ use tracing::{info, warn};
 use crate::{
     interfaces::{AolTask, AolTaskFeedback, AolTaskGoal, AolTaskResult},
     spine::control::{
-        ROUTER_ENV,
+        ControlError, ROUTER_ENV,
         action::{ActionClient, GoalStatus},
         lifecycle::LifecycleClient,
     },
@@ -79,59 +79,6 @@ fn ended(status: std::io::Result<std::process::ExitStatus>) -> String {
             (None, None) => format!("ended ({s})"),
         },
         Err(e) => format!("could not be waited for: {e}"),
-    }
-}
-
-/// An expert's stderr, passed through to the engine's own and its last lines kept, so that a
-/// failed start can be explained to whoever sent the task.
-struct StderrTail(Arc<std::sync::Mutex<std::collections::VecDeque<String>>>);
-
-impl StderrTail {
-    /// Lines kept.
-    const KEEP: usize = 40;
-
-    fn follow(stderr: Option<tokio::process::ChildStderr>) -> StderrTail {
-        let lines = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
-        if let Some(stderr) = stderr {
-            let kept = lines.clone();
-            tokio::spawn(async move {
-                use tokio::io::AsyncBufReadExt;
-                let mut reader = tokio::io::BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = reader.next_line().await {
-                    eprintln!("{line}");
-                    let mut kept = kept.lock().expect("stderr tail lock");
-                    if kept.len() == Self::KEEP {
-                        kept.pop_front();
-                    }
-                    kept.push_back(line);
-                }
-            });
-        }
-        StderrTail(lines)
-    }
-
-    /// What follows `marker` on the last line that has it (the line may still be on its way:
-    /// waits up to half a second for it).
-    async fn reason(&self, marker: &str) -> Option<String> {
-        for _ in 0..10 {
-            let found = self
-                .0
-                .lock()
-                .expect("stderr tail lock")
-                .iter()
-                .rev()
-                .find_map(|l| {
-                    let (_, reason) = l.split_once(marker)?;
-                    // The log line ends with its fields (` node=/iron/…`): not part of why.
-                    let reason = reason.rsplit_once(" node=").map_or(reason, |(r, _)| r);
-                    Some(reason.trim().to_string())
-                });
-            if found.is_some() {
-                return found;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        None
     }
 }
 
@@ -224,7 +171,7 @@ impl Delegator {
                 &format!("__ns:={ns}"),
             ])
             .env(ROUTER_ENV, &self.options.router)
-            .stderr(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
             .kill_on_drop(true)
             .spawn()
             .map_err(|source| DelegationError::Spawn {
@@ -233,13 +180,12 @@ impl Delegator {
                 source,
             })?;
         info!(%fqn, "expert process started for task {}", goal.task_id);
-        let said = StderrTail::follow(child.stderr.take());
 
         // The process is watched while the task runs: a crash ends the task at once, with
         // what happened to the process, instead of at the task's deadline.
         let pid = child.id().unwrap_or_default();
         let outcome = tokio::select! {
-            outcome = self.drive(&fqn, &expert, goal, task_timeout, feedback, &said) => outcome,
+            outcome = self.drive(&fqn, &expert, goal, task_timeout, feedback) => outcome,
             status = child.wait() => {
                 let how = ended(status);
                 warn!(%fqn, pid, "expert process {how} mid-task");
@@ -272,25 +218,21 @@ impl Delegator {
         goal: AolTaskGoal,
         task_timeout: Duration,
         feedback: tokio::sync::mpsc::UnboundedSender<AolTaskFeedback>,
-        said: &StderrTail,
     ) -> Result<Delegated, DelegationError> {
         let startup = |why: String| DelegationError::Startup {
             expert: expert.to_string(),
             why,
         };
         let life = LifecycleClient::new(&self.me, fqn, self.options.startup_timeout)
+            .and_then(|l| l.with_reasons(&self.me))
             .map_err(|e| startup(e.to_string()))?;
         life.get_state().await.map_err(|e| startup(e.to_string()))?;
         for step in ["configure", "activate"] {
-            if !life.set(step).await.map_err(|e| startup(e.to_string()))? {
-                // The expert says why on its stderr; give the sender its own words.
-                let why = said
-                    .reason(&format!("{step} failed: "))
-                    .await
-                    .map(|r| format!("{step} failed: {r}"))
-                    .unwrap_or_else(|| format!("{step} failed (the expert's log has why)"));
-                return Err(startup(why));
-            }
+            // A refusal carries the expert's own words, as it logged them on /rosout.
+            life.transition(step).await.map_err(|e| match e {
+                ControlError::Transition { reason, .. } => startup(reason),
+                other => startup(other.to_string()),
+            })?;
         }
         let task = |why: String| DelegationError::Task {
             expert: expert.to_string(),
