@@ -7,7 +7,7 @@
 
 use std::{
     sync::{Arc, Mutex},
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::Duration,
 };
 
 use hiroz::{
@@ -46,12 +46,10 @@ pub fn logger_name(fqn: &str) -> String {
 }
 
 fn now() -> Time {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
+    let t = crate::spine::control::action::now_stamp();
     Time {
-        sec: d.as_secs().min(i32::MAX as u64) as i32,
-        nanosec: d.subsec_nanos(),
+        sec: t.sec,
+        nanosec: t.nanosec,
     }
 }
 
