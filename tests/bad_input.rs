@@ -124,28 +124,20 @@ async fn every_service_of_every_node_survives_the_corpus() {
     }
 
     let session = me.session().clone();
-    let attachment = || zenoh::bytes::ZBytes::from(hiroz::attachment::Attachment::new(1, [7; 16]));
     for service in &services {
         let ke = format!("0{service}/**");
         for (what, payload, with_attachment) in corpus() {
-            let mut get = session
-                .get(&ke)
-                .payload(payload)
-                .timeout(Duration::from_secs(3));
-            if with_attachment {
-                get = get.attachment(attachment());
-            }
-            let replies = get.await.unwrap();
-            let answered = tokio::time::timeout(Duration::from_secs(10), async {
-                let mut n = 0;
-                while replies.recv_async().await.is_ok() {
-                    n += 1;
-                }
-                n
-            })
-            .await
-            .unwrap_or_else(|_| panic!("{service}: {what}: the query hung"));
-            assert!(answered <= 1, "{service}: {what}: {answered} replies");
+            let what = format!("{service}: {what}");
+            let answered = support::raw_query(
+                &session,
+                &ke,
+                payload,
+                with_attachment,
+                Duration::from_secs(10),
+                &what,
+            )
+            .await;
+            assert!(answered <= 1, "{what}: {answered} replies");
         }
     }
 

@@ -94,8 +94,8 @@ impl Stack {
 
     /// `iron inbox send` from `source` to `destination`.
     fn send(&self, source: &str, destination: &str, text: &str) {
-        let sent = std::process::Command::new(bin("iron"))
-            .args([
+        support::run_iron_ok(
+            &[
                 "inbox",
                 "send",
                 "--source",
@@ -105,14 +105,8 @@ impl Stack {
                 "--destination",
                 destination,
                 text,
-            ])
-            .envs(self.envs.iter().map(|(k, v)| (k, v)))
-            .output()
-            .unwrap();
-        assert!(
-            sent.status.success(),
-            "{}",
-            String::from_utf8_lossy(&sent.stderr)
+            ],
+            self.envs.iter().map(|(k, v)| (k, v)),
         );
     }
 

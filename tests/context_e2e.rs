@@ -81,17 +81,11 @@ async fn the_second_turn_is_routed_and_answered_knowing_the_first() {
     );
     up.wait_for("up: 3 node(s) running", T);
     let send = |text: &str| {
-        let out = std::process::Command::new(bin("iron"))
-            .args([
+        support::run_iron_ok(
+            &[
                 "inbox", "send", "--source", "terminal", "--user", "ana", text,
-            ])
-            .envs(envs)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+            ],
+            envs,
         );
     };
 

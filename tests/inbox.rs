@@ -13,23 +13,30 @@ use support::{Plane, Proc, bin, wait_until};
 /// the behaviour is right is decided by the assertions, never by how long it took.
 const T: Duration = Duration::from_secs(60);
 
-#[test]
-fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
-    let plane = Plane::start();
-    let state = tempfile::tempdir().unwrap();
-    let state_dir = state.path().display().to_string();
+/// Starts the inbox node as `/iron/inbox` on `plane` with its state in `state_dir`, and
+/// configures and activates it.
+fn start_inbox(plane: &Plane, state_dir: &str) -> Proc {
     let inbox = Proc::spawn(
         "inbox",
         &bin("inbox_node"),
         &["--ros-args", "-r", "__node:=inbox", "-r", "__ns:=/iron"],
         &[
-            ("IRON_ROUTER", &plane.endpoint),
-            ("IRON_STATE_DIR", &state_dir),
+            ("IRON_ROUTER", plane.endpoint.as_str()),
+            ("IRON_STATE_DIR", state_dir),
         ],
     );
     inbox.wait_for("managed node up", T);
     plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "configure"]);
     plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "activate"]);
+    inbox
+}
+
+#[test]
+fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
+    let plane = Plane::start();
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().display().to_string();
+    let inbox = start_inbox(&plane, &state_dir);
 
     // No engine yet: every message is accepted and queued. Each send waits for the inbox's
     // acknowledgement (its `queued` line, written after the commit) before the next one, so a
@@ -128,22 +135,7 @@ fn a_message_the_log_cannot_take_is_set_aside_and_blocks_nothing() {
     let plane = Plane::start();
     let state = tempfile::tempdir().unwrap();
     let state_dir = state.path().display().to_string();
-    let envs = [
-        ("IRON_ROUTER", plane.endpoint.as_str()),
-        ("IRON_STATE_DIR", state_dir.as_str()),
-    ];
-    let start = || {
-        let inbox = Proc::spawn(
-            "inbox",
-            &bin("inbox_node"),
-            &["--ros-args", "-r", "__node:=inbox", "-r", "__ns:=/iron"],
-            &envs,
-        );
-        inbox.wait_for("managed node up", T);
-        plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "configure"]);
-        plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "activate"]);
-        inbox
-    };
+    let start = || start_inbox(&plane, &state_dir);
     let inbox = start();
     // 2 MB: over the log's 1 MB limit. Then an ordinary message behind it.
     let send = |text: &str| {
@@ -296,18 +288,7 @@ fn a_batch_the_queue_cannot_take_is_kept_and_retried() {
     let plane = Plane::start();
     let state = tempfile::tempdir().unwrap();
     let state_dir = state.path().display().to_string();
-    let inbox = Proc::spawn(
-        "inbox",
-        &bin("inbox_node"),
-        &["--ros-args", "-r", "__node:=inbox", "-r", "__ns:=/iron"],
-        &[
-            ("IRON_ROUTER", plane.endpoint.as_str()),
-            ("IRON_STATE_DIR", state_dir.as_str()),
-        ],
-    );
-    inbox.wait_for("managed node up", T);
-    plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "configure"]);
-    plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "activate"]);
+    let inbox = start_inbox(&plane, &state_dir);
     // Another writer holds the queue's database: the inbox cannot commit.
     let db = rusqlite::Connection::open(state.path().join("inbox.db")).unwrap();
     db.execute_batch("BEGIN IMMEDIATE;").unwrap();

@@ -3,7 +3,7 @@
 
 mod support;
 
-use std::{process::Command, time::Duration};
+use std::time::Duration;
 
 use iron::{
     core::{
@@ -19,17 +19,7 @@ use support::{Proc, bin, free_port};
 const T: Duration = Duration::from_secs(30);
 
 fn iron(envs: &[(&str, String)], args: &[&str]) -> String {
-    let out = Command::new(bin("iron"))
-        .args(args)
-        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "iron {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    support::run_iron_ok(args, envs.iter().map(|(k, v)| (*k, v.as_str())))
 }
 
 async fn projected_through_up(nats: Option<&support::nats::NatsServer>) {

@@ -77,18 +77,10 @@ async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer
     // A late operator still sees the open question: it is on the log, so it is listed even
     // with no router to reach the expert's topic.
     let questions = |router: &str| {
-        let out = std::process::Command::new(bin("iron"))
-            .args(["task", "questions", "--timeout", "3"])
-            .env("IRON_ROUTER", router)
-            .env("IRON_CONFIG", &config_s)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        support::run_iron_ok(
+            &["task", "questions", "--timeout", "3"],
+            [("IRON_ROUTER", router), ("IRON_CONFIG", config_s.as_str())],
+        )
     };
     for router in [plane.endpoint.as_str(), "tcp/127.0.0.1:9"] {
         let listed = questions(router);

@@ -354,6 +354,38 @@ pub async fn mem_events_of(
     all
 }
 
+/// Sends `payload` as a raw query on `ke` (with an rmw_zenoh request attachment when
+/// `with_attachment`) and returns how many replies came before the query ended; fails the
+/// test, naming `what`, when it has not ended within `limit`.
+pub async fn raw_query(
+    session: &zenoh::Session,
+    ke: &str,
+    payload: Vec<u8>,
+    with_attachment: bool,
+    limit: Duration,
+    what: &str,
+) -> usize {
+    let mut get = session
+        .get(ke)
+        .payload(payload)
+        .timeout(Duration::from_secs(3));
+    if with_attachment {
+        get = get.attachment(zenoh::bytes::ZBytes::from(
+            hiroz::attachment::Attachment::new(1, [7; 16]),
+        ));
+    }
+    let replies = get.await.unwrap();
+    tokio::time::timeout(limit, async {
+        let mut n = 0;
+        while replies.recv_async().await.is_ok() {
+            n += 1;
+        }
+        n
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what}: the query hung"))
+}
+
 /// The blocking form of [`eventually`], for tests without a runtime: polls `done` until it
 /// holds, failing the test with `report()` after `limit`.
 pub fn wait_until(limit: Duration, done: impl Fn() -> bool, report: impl Fn() -> String) {
