@@ -1,6 +1,6 @@
 //! The projector as a managed node (`/iron/memory/projector`): `configure` opens the configured
-//! log, `run` projects it into `projection.db` until deactivated. It is the only writer of that
-//! database.
+//! log and creates `projection.db`, `run` projects the log into it until deactivated. It is the
+//! only writer of that database.
 
 use crate::spine::control::lifecycle::RunError;
 use std::{path::PathBuf, sync::Arc};
@@ -36,6 +36,13 @@ impl ManagedNode for ProjectorNode {
             .await
             .map_err(|e| CallbackError::Failure(e.to_string()))?;
         let db = config.state_path(&config.memory.projection);
+        // Created here, not in `run`, so that a reader started once the node is active
+        // (`iron recall` right after `iron up` says so) finds the database and its tables.
+        let path = db.clone();
+        tokio::task::spawn_blocking(move || projector::open_writer(&path).map(drop))
+            .await
+            .map_err(|e| CallbackError::Failure(e.to_string()))?
+            .map_err(|e| CallbackError::Failure(e.to_string()))?;
         info!("projecting the MEM stream into {}", db.display());
         Ok(ProjectorRuntime { log, db })
     }
