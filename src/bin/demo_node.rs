@@ -15,9 +15,6 @@ struct Args {
     /// Make this lifecycle callback error; repeatable.
     #[arg(long, value_name = "TRANSITION")]
     error_on: Vec<String>,
-    /// Ignored: lets the engine's tests start the demo in an expert's place.
-    #[arg(long, hide = true)]
-    expert: Option<String>,
 }
 
 fn main() -> ExitCode {

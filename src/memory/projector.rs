@@ -56,7 +56,8 @@ pub struct ProjectorDeps<L> {
     pub idle_wait: Duration,
     /// Fault injection for tests: after committing the batch that holds this sequence, stop
     /// with [`ProjectorError::Halted`] without acknowledging it, as a crash between commit and
-    /// ack would.
+    /// ack would. Only with the `test-support` feature.
+    #[cfg(feature = "test-support")]
     pub halt_after_commit: Option<u64>,
 }
 
@@ -72,6 +73,7 @@ impl<L: EventLog> ProjectorDeps<L> {
             ack_wait: Duration::from_secs(30),
             max_batch: 256,
             idle_wait: Duration::from_millis(500),
+            #[cfg(feature = "test-support")]
             halt_after_commit: None,
         }
     }
@@ -137,7 +139,9 @@ pub enum ProjectorError {
         /// Last sequence projected.
         last: u64,
     },
-    /// Fault injection ([`ProjectorDeps::halt_after_commit`]) stopped it after a commit.
+    /// Fault injection (`ProjectorDeps::halt_after_commit`, `test-support` feature) stopped
+    /// it after a commit.
+    #[cfg(feature = "test-support")]
     #[error("projector halted by fault injection after committing sequence {seq}")]
     Halted {
         /// The sequence.
@@ -378,6 +382,7 @@ pub async fn run<L: EventLog>(
             let (handled, stop, last) =
                 apply_blocking(&conn, &path, &deps.stream, &messages).await?;
             last_seq = last;
+            #[cfg(feature = "test-support")]
             if let Some(halt) = deps.halt_after_commit
                 && messages[..handled].iter().any(|m| m.seq == halt)
             {
