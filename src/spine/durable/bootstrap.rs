@@ -13,7 +13,6 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::jetstream::JetStream;
 use super::streams::StreamSpec;
@@ -284,40 +283,51 @@ fn check(spec: &StreamSpec, declared: &Value, found: &Value) -> Result<(), Boots
     }
 }
 
+/// Why the server's fsync setting could not be read from its monitoring port.
+#[derive(Debug, thiserror::Error)]
+enum MonitorError {
+    /// No answer, or not a successful one.
+    #[error("GET {url}: {source}")]
+    Http {
+        /// The URL asked.
+        url: String,
+        /// The cause.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The answer has no JetStream section.
+    #[error("{url} has no jetstream.config: is JetStream enabled?")]
+    NoJetStream {
+        /// The URL asked.
+        url: String,
+    },
+}
+
 /// Reads `jetstream.config.sync_always` from the server's `/varz` monitoring endpoint.
-async fn read_sync_always(monitor: &str, timeout: Duration) -> Result<bool, String> {
-    let addr = monitor
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_owned();
-    let fetch = async {
-        let mut stream = tokio::net::TcpStream::connect(&addr)
-            .await
-            .map_err(|e| format!("connect {addr}: {e}"))?;
-        let request = format!("GET /varz HTTP/1.0\r\nHost: {addr}\r\n\r\n");
-        stream
-            .write_all(request.as_bytes())
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut body = Vec::new();
-        stream
-            .read_to_end(&mut body)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok::<_, String>(body)
+async fn read_sync_always(monitor: &str, timeout: Duration) -> Result<bool, MonitorError> {
+    let base = monitor.trim_end_matches('/');
+    let url = if base.contains("://") {
+        format!("{base}/varz")
+    } else {
+        format!("http://{base}/varz")
     };
-    let raw = tokio::time::timeout(timeout, fetch)
+    let http = |source| MonitorError::Http {
+        url: url.clone(),
+        source,
+    };
+    let varz: Value = reqwest::Client::new()
+        .get(&url)
+        .timeout(timeout)
+        .send()
         .await
-        .map_err(|_| format!("no answer from {addr} within {timeout:?}"))??;
-    let text = String::from_utf8_lossy(&raw);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b)
-        .ok_or("malformed HTTP answer")?;
-    let varz: Value = serde_json::from_str(body).map_err(|e| format!("varz is not JSON: {e}"))?;
+        .and_then(reqwest::Response::error_for_status)
+        .map_err(http)?
+        .json()
+        .await
+        .map_err(http)?;
     let config = varz
         .pointer("/jetstream/config")
-        .ok_or("varz has no jetstream.config: is JetStream enabled?")?;
+        .ok_or_else(|| MonitorError::NoJetStream { url: url.clone() })?;
     Ok(config
         .get("sync_always")
         .and_then(Value::as_bool)
