@@ -40,8 +40,8 @@ const VSCODE: &str = r#"{
       "env": {"API_KEY": "${input:api-key}", "LOG": "${env:LOG_LEVEL}"}, /* trailing */
       "envFile": "${workspaceFolder}/.env"
     },
-    "web": {"type": "http", "url": "https://example.invalid"}
-  }
+    "web": {"type": "http", "url": "https://example.invalid", "note": "a // in a string"},
+  },
 }"#;
 
 #[test]

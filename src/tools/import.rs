@@ -5,7 +5,7 @@
 //! Rules:
 //! * only stdio servers are imported; HTTP/SSE entries (`url`, `type: http|sse`) and
 //!   disabled ones are listed as skipped, with the reason;
-//! * unknown keys are ignored; `//` and `/* */` comments (VS Code's JSONC) are allowed;
+//! * unknown keys are ignored; comments and trailing commas (VS Code's JSONC) are allowed;
 //! * an `env` value that is exactly a reference (`${VAR}`, `${VAR:-default}`, VS Code's
 //!   `${env:VAR}` and `${input:id}`) stays a reference; an inline value — a secret, as
 //!   often as not — is **never** written: it becomes `${KEY}` (its own variable name) and a
@@ -71,7 +71,7 @@ pub struct Imported {
 /// The pasted text could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ImportError {
-    /// Not JSON (after removing comments).
+    /// Not JSON (after removing comments and trailing commas).
     #[error("not valid JSON: {0}")]
     Json(String),
     /// JSON, but no `mcpServers`, `servers` or `mcp.servers` object.
@@ -83,8 +83,12 @@ pub enum ImportError {
 
 /// Reads a pasted configuration.
 pub fn import(json_text: &str) -> Result<Imported, ImportError> {
-    let value: Value = serde_json::from_str(&strip_comments(json_text))
-        .map_err(|e| ImportError::Json(e.to_string()))?;
+    // Comments and trailing commas become spaces, so serde_json's line:column still point
+    // into the pasted text.
+    let mut text = json_text.to_string();
+    json_strip_comments::strip(&mut text).map_err(|e| ImportError::Json(e.to_string()))?;
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| ImportError::Json(e.to_string()))?;
     let servers = value
         .get("mcpServers")
         .or_else(|| value.get("servers"))
@@ -299,52 +303,6 @@ fn import_arg(server: &str, index: usize, arg: &str, notes: &mut Vec<String>) ->
         Some((flag, _)) if flag.starts_with('-') => format!("{flag}=${{{var}}}"),
         _ => format!("${{{var}}}"),
     }
-}
-
-/// Removes `//` and `/* */` comments outside strings (JSONC).
-fn strip_comments(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    let mut in_string = false;
-    while let Some(c) = chars.next() {
-        if in_string {
-            out.push(c);
-            if c == '\\' {
-                if let Some(n) = chars.next() {
-                    out.push(n);
-                }
-            } else if c == '"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match (c, chars.peek()) {
-            ('"', _) => {
-                in_string = true;
-                out.push(c);
-            }
-            ('/', Some('/')) => {
-                for n in chars.by_ref() {
-                    if n == '\n' {
-                        out.push('\n');
-                        break;
-                    }
-                }
-            }
-            ('/', Some('*')) => {
-                chars.next();
-                let mut prev = ' ';
-                for n in chars.by_ref() {
-                    if prev == '*' && n == '/' {
-                        break;
-                    }
-                    prev = n;
-                }
-            }
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 fn q(s: &str) -> String {
