@@ -117,6 +117,7 @@ corpus! {
     inline_env_secret => [w(AEM, "servers.fs.env.API_KEY", "environment value of `API_KEY` is inline")];
     native_with_command => [w(AEM, "servers.delivery.command", "`command` does not apply to a native server")];
     remote_without_service => [w(AEM, "servers.out.service", "a remote server needs `service`")];
+    write_outside_workspace => [wl(AEM, "servers.fs.args", "expert `m/a` holds write-class tools of `fs` (write_file), but its argument `.` is outside `workspace/`", 12)];
     tool_above_clearance => [wl(CAPS, "tools.add", "tool `fs/write_file` has effect `write` (verb `write`) and needs clearance `read-write`, but expert `m/a` has `read`", 4)];
     mesh_tool_above_clearance => [
         w(AEM, "tools", "tool `fs/write_file` has effect `write` (verb `write`) and needs clearance `read-write`, but expert `m/a` has `read`"),

@@ -188,20 +188,16 @@ async fn server_that_exits_at_start_reports_its_stderr() {
 async fn missing_environment_variable_is_a_start_error_naming_it() {
     let p = support::project();
     let mut env = p.env();
-    env.remove("LAB_FS_ROOT");
+    env.remove("LAB_TZ");
     let mut setup = p.setup();
     setup.env = env;
     let m = p.manager_with("writer", setup);
     let err = m
-        .call(
-            "fs__read_text_file",
-            json!({"path": p.work().join("x")}),
-            &ctx(),
-        )
+        .call("time__get_current_time", json!({"timezone": "UTC"}), &ctx())
         .await
         .unwrap_err();
     assert!(matches!(err, ToolError::StartFailed { .. }), "{err}");
-    assert!(err.to_string().contains("LAB_FS_ROOT"), "{err}");
+    assert!(err.to_string().contains("LAB_TZ"), "{err}");
 }
 
 #[tokio::test]

@@ -17,7 +17,7 @@ servers:
   files:
     transport: local
     command: npx
-    args: ["-y", "@modelcontextprotocol/server-filesystem", "."]
+    args: ["-y", "@modelcontextprotocol/server-filesystem", "./workspace/bench"]
     tools: [read_text_file, list_directory, search_files, write_file, edit_file]
   clock:
     transport: local

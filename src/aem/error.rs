@@ -160,6 +160,23 @@ pub enum AemError {
         /// What the cap refused.
         refused: LoweringRefused,
     },
+    /// A local server holding write-class tools names a path outside the scratch workspace
+    /// and `workspace/` (see [`crate::aem::roots`]).
+    #[error(
+        "expert `{expert}` holds write-class tools of `{server}` ({tools}), but its argument `{arg}` {why}"
+    )]
+    WriteOutsideWorkspace {
+        /// `<mesh>/<role>`.
+        expert: String,
+        /// Server name.
+        server: String,
+        /// The write-class tools held, comma-separated.
+        tools: String,
+        /// The argument.
+        arg: String,
+        /// Why it is refused.
+        why: String,
+    },
     /// An effect declaration for a tool the expert is not granted.
     #[error("effect declared for `{0}`, which this expert is not granted")]
     StrayEffectDeclaration(String),

@@ -7,9 +7,11 @@ use super::limits::{self, Place};
 use super::memory::{namespaces, one_of};
 use super::mesh::{MeshDraft, ToolRef, clearance_words, effect_words};
 use super::model::{
-    DelegationScope, DeliveryChannel, ExpertEntry, ExpertHashes, MemoryMount, MeshStatus, ToolGrant,
+    DelegationScope, DeliveryChannel, ExpertEntry, ExpertHashes, MemoryMount, MeshStatus,
+    ServerDescriptor, ToolGrant,
 };
 use super::raw::RawCapabilities;
+use super::roots;
 use super::skill::SkillDraft;
 use crate::core::effect::{Clearance, Effect, resolve_effect};
 use std::collections::{BTreeMap, BTreeSet};
@@ -64,6 +66,7 @@ pub(crate) fn resolve_expert(
     let peers = resolve_peers(mesh, role, caps, doc, index, sink);
     let sources = resolve_sources(mesh, caps, doc, sink);
     let delivery = at.delivery(clearance, &mut servers, sink);
+    at.write_roots(&grants, &delivery, sink);
 
     let mut memory: Vec<MemoryMount> = skill
         .memory
@@ -395,6 +398,60 @@ impl Grants<'_> {
             }
         }
         delivery
+    }
+
+    /// Refuses every local server this expert may change files through (a write-class tool
+    /// granted or used as a delivery channel) whose arguments name a path outside the
+    /// scratch workspace and `workspace/` (see [`super::roots`]).
+    fn write_roots(
+        &self,
+        grants: &BTreeMap<String, ToolGrant>,
+        delivery: &BTreeSet<String>,
+        sink: &mut Sink,
+    ) {
+        let mesh = self.mesh;
+        let mut writers: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for g in grants.values().filter(|g| g.effect >= Effect::Write) {
+            writers.entry(&g.server).or_default().insert(&g.tool);
+        }
+        for c in delivery {
+            if let Some(DeliveryChannel::Tool {
+                server,
+                tool,
+                effect,
+                ..
+            }) = mesh.entry.delivery.get(c)
+                && *effect >= Effect::Write
+            {
+                writers.entry(server).or_default().insert(tool);
+            }
+        }
+        for (server, tools) in writers {
+            let Some(ServerDescriptor::Local { args, .. }) =
+                mesh.entry.servers.get(server).map(|s| &s.descriptor)
+            else {
+                continue;
+            };
+            if let Err(outside) = roots::writable_roots(args) {
+                sink.push(
+                    &mesh.doc.path,
+                    mesh.doc.line_of_key_in(server, "args"),
+                    format!("servers.{server}.args"),
+                    AemError::WriteOutsideWorkspace {
+                        expert: self.id.to_string(),
+                        server: server.to_string(),
+                        tools: tools.into_iter().collect::<Vec<_>>().join(", "),
+                        arg: outside.arg,
+                        why: outside.why,
+                    },
+                    Some(format!(
+                        "`${{{}}}` or a directory under `{}/`",
+                        roots::SCRATCH_VAR,
+                        roots::WORKSPACE_DIR
+                    )),
+                );
+            }
+        }
     }
 }
 

@@ -17,6 +17,7 @@ mod mesh;
 mod model;
 mod portable;
 mod raw;
+pub mod roots;
 mod servers;
 mod skill;
 pub mod triggers;

@@ -1,6 +1,11 @@
 //! `${VAR}` and `${VAR:-default}`: the only way a server descriptor names a value from the
 //! environment. References are expanded from an environment the caller passes in (never
 //! read from a process-wide global here), when a server starts.
+//!
+//! Written here rather than taken from `shellexpand`: that crate also expands a bare `$VAR`
+//! and a leading `~`, which in a server's arguments must stay literal (`cost $5`, a `~` the
+//! server itself resolves), and the compiler and the secret redactor need the parsed
+//! [`Reference`] (variable and default), not only the expanded text.
 
 use std::collections::BTreeMap;
 use thiserror::Error;

@@ -87,8 +87,7 @@ pub fn import(json_text: &str) -> Result<Imported, ImportError> {
     // into the pasted text.
     let mut text = json_text.to_string();
     json_strip_comments::strip(&mut text).map_err(|e| ImportError::Json(e.to_string()))?;
-    let value: Value =
-        serde_json::from_str(&text).map_err(|e| ImportError::Json(e.to_string()))?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| ImportError::Json(e.to_string()))?;
     let servers = value
         .get("mcpServers")
         .or_else(|| value.get("servers"))

@@ -18,6 +18,7 @@ pub mod paths;
 pub mod probe;
 pub mod redact;
 pub mod remote;
+pub mod roots;
 pub mod ros;
 pub mod webhooks;
 

@@ -66,7 +66,21 @@ pub struct Proc {
 impl Proc {
     /// Starts `program args…` with `envs`, capturing its output.
     pub fn spawn(name: &str, program: &str, args: &[&str], envs: &[(&str, &str)]) -> Proc {
+        Proc::spawn_in(None, name, program, args, envs)
+    }
+
+    /// [`Proc::spawn`] with `cwd` as the working directory (the test's own when `None`).
+    pub fn spawn_in(
+        cwd: Option<&std::path::Path>,
+        name: &str,
+        program: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Proc {
         let mut cmd = Command::new(program);
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
+        }
         cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -130,10 +130,20 @@ impl Project {
 
     /// Starts `iron up` on the launch list `list` (YAML text) with `extra` arguments.
     pub fn up(&self, list: &str, extra: &[&str]) -> Proc {
+        self.up_from(None, list, extra)
+    }
+
+    /// [`Project::up`] with the project directory as the working directory of every node, so
+    /// paths a mesh names relative to its project (`workspace/…`) are the project's.
+    pub fn up_inside(&self, list: &str, extra: &[&str]) -> Proc {
+        self.up_from(Some(self.dir.path()), list, extra)
+    }
+
+    fn up_from(&self, cwd: Option<&std::path::Path>, list: &str, extra: &[&str]) -> Proc {
         let list = self.write("list.yaml", list).display().to_string();
         let mut args = vec!["up", "--launch", list.as_str()];
         args.extend_from_slice(extra);
-        Proc::spawn("up", &bin("iron"), &args, &self.env_pairs())
+        Proc::spawn_in(cwd, "up", &bin("iron"), &args, &self.env_pairs())
     }
 
     /// Runs `iron args…` against the project.

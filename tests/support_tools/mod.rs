@@ -84,7 +84,7 @@ servers:
     transport: local
     description: The real filesystem server, allowed the whole project.
     command: {node}
-    args: [{js}, "${{LAB_FS_ROOT}}"]
+    args: [{js}, "${{LAB_FS_ROOT:-./workspace/lab}}"]
     tools: [read_text_file, list_directory, write_file, edit_file, move_file, create_directory]
   faulty:
     transport: local
@@ -98,7 +98,7 @@ servers:
     description: The real time server.
     command: {time}
     env:
-      TZ: "${{LAB_TZ:-UTC}}"
+      TZ: "${{LAB_TZ}}"
     tools: [get_current_time, convert_time]
   delivery:
     transport: native
@@ -165,14 +165,15 @@ impl Project {
         self.root.join("build")
     }
 
-    /// The environment servers start from: PATH, the fs root, and a secret that must
-    /// never reach a server.
+    /// The environment servers start from: PATH, the fs root, the time server's zone, and a
+    /// secret that must never reach a server.
     pub fn env(&self) -> EnvMap {
         let mut env = EnvMap::new();
         if let Ok(path) = std::env::var("PATH") {
             env.insert("PATH".into(), path);
         }
         env.insert("LAB_FS_ROOT".into(), self.root.display().to_string());
+        env.insert("LAB_TZ".into(), "UTC".into());
         env.insert("SECRET_TOKEN".into(), "do-not-leak".into());
         env
     }

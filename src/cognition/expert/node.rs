@@ -28,7 +28,7 @@ use crate::{
         },
         durable::AnyLog,
     },
-    tools::{ManagerSetup, PathPolicy, RosTools, ToolManager},
+    tools::{ManagerSetup, PathPolicy, RosTools, ToolManager, roots},
 };
 
 /// An expert process for `<mesh>/<role>`.
@@ -118,15 +118,22 @@ impl ManagedNode for ExpertNode {
         let manifest_path = config.state_path(Path::new(crate::aem::TOOL_MANIFEST_FILE));
         let manifest = crate::aem::read_tool_manifest(&manifest_path)
             .unwrap_or_else(|_| catalog.tool_manifest());
-        let policy = PathPolicy::new(&base, &config.state_dir).map_err(refuse)?;
-        let env: crate::tools::env::EnvMap = std::env::vars().collect();
+        let env = roots::scrub_env(std::env::vars().collect());
+        // Gate 2 lets the expert write only in the workspace roots of its write-capable servers.
+        let granted = roots::granted_roots(&entry, &catalog, &base, &env).map_err(refuse)?;
+        let mut policy = PathPolicy::new(&base, &config.state_dir).map_err(refuse)?;
+        for root in &granted {
+            policy = policy.grant_root(&root.dir).map_err(refuse)?;
+        }
         // `native`/`remote` servers are reached over ROS; the manager bounds each call with the
         // expert's own tool timeout, so the bridge's is only a backstop.
         let key = CallerKey::open(&config.state_dir)
             .map_err(|e| CallbackError::Failure(e.to_string()))?;
         let bridge = RosTools::new(ctx.node.clone(), Duration::from_secs(600), key.clone());
-        let setup =
-            ManagerSetup::new(Arc::new(recorder), policy, &base, env).with_remote(Arc::new(bridge));
+        let setup = granted.into_iter().fold(
+            ManagerSetup::new(Arc::new(recorder), policy, &base, env).with_remote(Arc::new(bridge)),
+            |setup, root| setup.with_server_root(&root.server, root.dir),
+        );
         let tools = ToolManager::new(&catalog, &manifest, &self.expert, setup).map_err(refuse)?;
 
         // On-demand sources it holds and nobody serves yet are started now, and stop with it.

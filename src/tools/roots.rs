@@ -1,0 +1,169 @@
+//! The directories an expert may change files in, from its catalog entry: for every local
+//! server it may write through (a write-class tool granted, or a delivery channel), the
+//! `workspace/` roots its arguments name (see [`crate::aem::roots`]), expanded from the
+//! environment, checked to resolve inside `<project>/workspace/`, and created. Gate 2 is
+//! granted exactly these.
+//!
+//! A `${IRON_SCRATCH}` root is the task's scratch workspace, which the workspace layer
+//! provides; until it does, no scratch root is granted and [`scrub_env`] keeps an inherited
+//! `IRON_SCRATCH` from reaching the server, so such a server does not start.
+
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+use super::env::{EnvError, EnvMap, expand};
+use super::paths::resolve_path;
+use crate::aem::roots::{Root, SCRATCH_VAR, WORKSPACE_DIR, writable_roots};
+use crate::aem::{Catalog, DeliveryChannel, ExpertEntry, ServerDescriptor};
+use crate::core::effect::Effect;
+
+/// A directory one server may write in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantedRoot {
+    /// Server name.
+    pub server: String,
+    /// The directory, resolved (it exists).
+    pub dir: PathBuf,
+}
+
+/// Why a server's root cannot be granted; the expert refuses to start.
+#[derive(Debug, Error)]
+pub enum RootError {
+    /// The catalog lets the server write outside the workspace (a catalog built by an
+    /// older compiler).
+    #[error("server `{server}`: argument `{arg}` {why}; rebuild the catalog")]
+    NotAllowed {
+        /// Server name.
+        server: String,
+        /// The argument.
+        arg: String,
+        /// Why.
+        why: String,
+    },
+    /// A reference in the root could not be expanded.
+    #[error("server `{server}`: root `{arg}`: {source}")]
+    Expand {
+        /// Server name.
+        server: String,
+        /// The argument.
+        arg: String,
+        /// The cause.
+        #[source]
+        source: EnvError,
+    },
+    /// The expanded root resolves outside `<project>/workspace/`.
+    #[error(
+        "server `{server}` would write in {} (`{arg}`), which is outside {}; point it at a directory under `{WORKSPACE_DIR}/`",
+        dir.display(),
+        workspace.display()
+    )]
+    Outside {
+        /// Server name.
+        server: String,
+        /// The argument.
+        arg: String,
+        /// Where it resolves.
+        dir: PathBuf,
+        /// The project's workspace directory.
+        workspace: PathBuf,
+    },
+    /// The root could not be resolved or created.
+    #[error("server `{server}`: root {}: {source}", dir.display())]
+    Io {
+        /// Server name.
+        server: String,
+        /// The directory.
+        dir: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The roots `expert` may write in, each created if missing. `project` is the directory
+/// relative roots are taken against (the expert's working directory).
+pub fn granted_roots(
+    expert: &ExpertEntry,
+    catalog: &Catalog,
+    project: &Path,
+    env: &EnvMap,
+) -> Result<Vec<GrantedRoot>, RootError> {
+    let Some(mesh) = catalog.mesh(&expert.mesh) else {
+        return Ok(Vec::new());
+    };
+    let mut writers: Vec<&str> = expert
+        .tools
+        .values()
+        .filter(|g| g.effect >= Effect::Write)
+        .map(|g| g.server.as_str())
+        .collect();
+    writers.extend(
+        expert
+            .delivery
+            .iter()
+            .filter_map(|c| match mesh.delivery.get(c) {
+                Some(DeliveryChannel::Tool { server, effect, .. }) if *effect >= Effect::Write => {
+                    Some(server.as_str())
+                }
+                _ => None,
+            }),
+    );
+    writers.sort_unstable();
+    writers.dedup();
+
+    let io = |server: &str, dir: &Path| {
+        let (server, dir) = (server.to_string(), dir.to_path_buf());
+        move |source| RootError::Io {
+            server,
+            dir,
+            source,
+        }
+    };
+    let mut granted = Vec::new();
+    for server in writers {
+        let Some(ServerDescriptor::Local { args, .. }) =
+            mesh.servers.get(server).map(|s| &s.descriptor)
+        else {
+            continue;
+        };
+        let roots = writable_roots(args).map_err(|o| RootError::NotAllowed {
+            server: server.to_string(),
+            arg: o.arg,
+            why: o.why,
+        })?;
+        for root in roots {
+            let Root::Workspace(arg) = root else { continue };
+            let expanded = expand(&arg, env).map_err(|source| RootError::Expand {
+                server: server.to_string(),
+                arg: arg.clone(),
+                source,
+            })?;
+            let workspace = resolve_path(project, Path::new(WORKSPACE_DIR))
+                .map_err(io(server, &project.join(WORKSPACE_DIR)))?;
+            let dir = resolve_path(project, Path::new(&expanded))
+                .map_err(io(server, Path::new(&expanded)))?;
+            if !dir.starts_with(&workspace) || dir == workspace {
+                return Err(RootError::Outside {
+                    server: server.to_string(),
+                    arg,
+                    dir,
+                    workspace,
+                });
+            }
+            std::fs::create_dir_all(&dir).map_err(io(server, &dir))?;
+            granted.push(GrantedRoot {
+                server: server.to_string(),
+                dir,
+            });
+        }
+    }
+    Ok(granted)
+}
+
+/// The environment a tool server may see: without `IRON_SCRATCH`, which only the workspace
+/// layer may set for a task (an inherited one could name the real checkout).
+pub fn scrub_env(mut env: EnvMap) -> EnvMap {
+    env.remove(SCRATCH_VAR);
+    env
+}
