@@ -5,7 +5,7 @@
 #[path = "support_tools/mod.rs"]
 mod support;
 
-use iron::tools::remote::RemoteFuture;
+use iron::tools::remote::{RemoteError, RemoteFuture};
 use iron::tools::{
     CallContext, DenialReason, RemoteCaller, RemoteServer, RemoteTools, ToolError, ToolEventKind,
 };
@@ -45,7 +45,9 @@ impl RemoteTools for TableBridge {
                     tokio::time::sleep(Duration::from_secs(3600)).await;
                     Ok(Value::Null)
                 }
-                _ => Err(format!("no tool {tool}")),
+                _ => Err(RemoteError::Refused {
+                    message: format!("no tool {tool}"),
+                }),
             }
         })
     }

@@ -10,9 +10,45 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
+use thiserror::Error;
 
 use crate::aem::{DeliveryChannel, MeshEntry, ServerDescriptor};
-use crate::tools::{RemoteCaller, RosTools};
+use crate::tools::{RemoteCaller, RosTools, remote::RemoteError};
+
+/// Why a message was not delivered.
+#[derive(Debug, Error)]
+pub enum DeliveryError {
+    /// The mesh declares no such channel.
+    #[error("mesh {mesh} declares no delivery channel {channel:?}")]
+    UnknownChannel {
+        /// The mesh.
+        mesh: String,
+        /// The channel.
+        channel: String,
+    },
+    /// The channel's server is not one of the mesh's.
+    #[error("mesh {mesh} has no server {server}")]
+    UnknownServer {
+        /// The mesh.
+        mesh: String,
+        /// The server.
+        server: String,
+    },
+    /// The channel's server is a local (stdio) one, which only an expert's manager runs.
+    #[error("{0} is a local (stdio) server; delivery goes only through native or remote bridges")]
+    LocalServer(String),
+    /// The bridge did not deliver.
+    #[error("{server}/{tool}: {source}")]
+    Bridge {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// Why.
+        #[source]
+        source: RemoteError,
+    },
+}
 
 /// What one delivery carries.
 #[derive(Debug, Clone, Default)]
@@ -38,12 +74,12 @@ pub async fn send(
     message: &Message<'_>,
     caller: &RemoteCaller,
     printed_by: &str,
-) -> Result<Value, String> {
+) -> Result<Value, DeliveryError> {
     match mesh.delivery.get(channel) {
-        None => Err(format!(
-            "mesh {} declares no delivery channel {channel:?}",
-            mesh.name
-        )),
+        None => Err(DeliveryError::UnknownChannel {
+            mesh: mesh.name.clone(),
+            channel: channel.to_string(),
+        }),
         Some(DeliveryChannel::Terminal) => {
             let dest = if message.dest.is_empty() {
                 "terminal"
@@ -60,17 +96,24 @@ pub async fn send(
                 Some(ServerDescriptor::Native) => format!("/iron/tools/{server}"),
                 Some(ServerDescriptor::Remote { service }) => service.clone(),
                 Some(ServerDescriptor::Local { .. }) => {
-                    return Err(format!(
-                        "{server} is a local (stdio) server; delivery goes only through native or remote bridges"
-                    ));
+                    return Err(DeliveryError::LocalServer(server.clone()));
                 }
-                None => return Err(format!("mesh {} has no server {server}", mesh.name)),
+                None => {
+                    return Err(DeliveryError::UnknownServer {
+                        mesh: mesh.name.clone(),
+                        server: server.clone(),
+                    });
+                }
             };
             let arguments = Value::Object(fill_args(args, message));
             let result = tools
                 .call_service(&service, tool, &arguments, caller)
                 .await
-                .map_err(|e| format!("{server}/{tool}: {e}"))?;
+                .map_err(|source| DeliveryError::Bridge {
+                    server: server.clone(),
+                    tool: tool.clone(),
+                    source,
+                })?;
             Ok(json!({"delivered": true, "via": format!("{server}/{tool}"), "result": result}))
         }
     }

@@ -30,13 +30,14 @@ use std::{
 };
 
 use serde_json::{Value, json};
+use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use super::{
     remote::RemoteCaller,
     ros::{Bridge, BridgeFuture, serve_bridge},
-    webhooks::AllowList,
+    webhooks::{AllowList, WebhookError},
 };
 use crate::{
     core::config::Config,
@@ -60,19 +61,82 @@ pub struct Delivery {
     sent: tokio::sync::Mutex<HashMap<String, Value>>,
 }
 
+/// Why the bridge could not be set up, or a send did not happen (or was not recorded).
+#[derive(Debug, Error)]
+pub enum DeliveryError {
+    /// The HTTP client could not be built.
+    #[error("HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+    /// The outbox exists but could not be read.
+    #[error("reading the outbox {}: {source}", path.display())]
+    OutboxRead {
+        /// The outbox.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An argument of `send_message` is missing or of the wrong kind.
+    #[error("{0}")]
+    BadArgument(String),
+    /// The destination is a URL the allow-list does not admit.
+    #[error("{0}; the allow-list is {WEBHOOKS_ENV}")]
+    NotAllowed(#[from] WebhookError),
+    /// The POST did not complete.
+    #[error("posting to {dest}: {source}")]
+    Post {
+        /// The destination.
+        dest: String,
+        /// The cause.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The webhook answered with a redirect, which is not followed.
+    #[error("{dest} answered {status}, a redirect, which is not followed")]
+    Redirect {
+        /// The destination.
+        dest: String,
+        /// Its answer.
+        status: reqwest::StatusCode,
+    },
+    /// The webhook answered with an error status.
+    #[error("{dest} answered {status}")]
+    Status {
+        /// The destination.
+        dest: String,
+        /// Its answer.
+        status: reqwest::StatusCode,
+    },
+    /// Sent, but the outbox could not record it.
+    #[error("sent to {dest} but could not record it in the outbox: {source}")]
+    Record {
+        /// The destination.
+        dest: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Longest `delivery_id` accepted.
 const MAX_DELIVERY_ID: usize = 200;
 
 impl Delivery {
     /// Delivers to the terminal and to the webhooks `webhooks` allows, recording into `outbox`.
-    pub fn new(outbox: PathBuf, webhooks: AllowList, timeout: Duration) -> Result<Self, String> {
+    pub fn new(
+        outbox: PathBuf,
+        webhooks: AllowList,
+        timeout: Duration,
+    ) -> Result<Self, DeliveryError> {
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| format!("HTTP client: {e}"))?;
-        let sent = read_sent(&outbox)
-            .map_err(|e| format!("reading the outbox {}: {e}", outbox.display()))?;
+            .map_err(DeliveryError::Client)?;
+        let sent = read_sent(&outbox).map_err(|source| DeliveryError::OutboxRead {
+            path: outbox.clone(),
+            source,
+        })?;
         Ok(Self {
             outbox,
             webhooks,
@@ -81,16 +145,17 @@ impl Delivery {
         })
     }
 
-    async fn send(&self, arguments: Value, caller: &RemoteCaller) -> Result<Value, String> {
+    async fn send(&self, arguments: Value, caller: &RemoteCaller) -> Result<Value, DeliveryError> {
+        let bad = |what: &str| DeliveryError::BadArgument(what.to_string());
         let text = arguments
             .get("text")
             .and_then(Value::as_str)
-            .ok_or("send_message needs `text` (a string)")?;
+            .ok_or_else(|| bad("send_message needs `text` (a string)"))?;
         let dest = match arguments.get("dest") {
             None | Some(Value::Null) => "terminal",
             Some(Value::String(s)) if s.trim().is_empty() => "terminal",
             Some(Value::String(s)) => s.trim(),
-            Some(_) => return Err("`dest` must be a string".into()),
+            Some(_) => return Err(bad("`dest` must be a string")),
         };
         let delivery_id = match arguments.get("delivery_id") {
             None | Some(Value::Null) => None,
@@ -101,15 +166,15 @@ impl Delivery {
                 Some(s.trim().to_string())
             }
             Some(_) => {
-                return Err(format!(
+                return Err(bad(&format!(
                     "`delivery_id` must be a string of at most {MAX_DELIVERY_ID} characters"
-                ));
+                )));
             }
         };
         let bulletin = match arguments.get("bulletin") {
             None | Some(Value::Null) => None,
             Some(Value::Object(b)) => Some(b.clone()),
-            Some(_) => return Err("`bulletin` must be a JSON object".into()),
+            Some(_) => return Err(bad("`bulletin` must be a JSON object")),
         };
         // One send at a time: the duplicate check and the outbox append must not interleave.
         let mut sent = self.sent.lock().await;
@@ -123,10 +188,7 @@ impl Delivery {
             }));
         }
         let channel = if dest.starts_with("http://") || dest.starts_with("https://") {
-            let url = self
-                .webhooks
-                .check(dest)
-                .map_err(|e| format!("{e}; the allow-list is {WEBHOOKS_ENV}"))?;
+            let url = self.webhooks.check(dest)?;
             let body = json!({
                 "text": text, "dest": dest, "caller": caller.caller, "task_id": caller.task_id,
             });
@@ -136,15 +198,22 @@ impl Delivery {
                 .json(&body)
                 .send()
                 .await
-                .map_err(|e| format!("posting to {dest}: {e}"))?;
+                .map_err(|source| DeliveryError::Post {
+                    dest: dest.into(),
+                    source,
+                })?;
             let status = response.status();
             if status.is_redirection() {
-                return Err(format!(
-                    "{dest} answered {status}, a redirect, which is not followed"
-                ));
+                return Err(DeliveryError::Redirect {
+                    dest: dest.into(),
+                    status,
+                });
             }
             if !status.is_success() {
-                return Err(format!("{dest} answered {status}"));
+                return Err(DeliveryError::Status {
+                    dest: dest.into(),
+                    status,
+                });
             }
             "webhook"
         } else {
@@ -168,7 +237,10 @@ impl Delivery {
             record["bulletin"] = Value::Object(b);
         }
         self.record(&record)
-            .map_err(|e| format!("sent to {dest} but could not record it in the outbox: {e}"))?;
+            .map_err(|source| DeliveryError::Record {
+                dest: dest.into(),
+                source,
+            })?;
         if let Some(id) = delivery_id {
             sent.insert(id, record);
         }
@@ -221,7 +293,7 @@ impl Bridge for Delivery {
         arguments: Value,
         caller: &'a RemoteCaller,
     ) -> BridgeFuture<'a> {
-        Box::pin(self.send(arguments, caller))
+        Box::pin(async move { Ok(self.send(arguments, caller).await?) })
     }
 }
 
@@ -251,7 +323,7 @@ impl ManagedNode for DeliveryNode {
             outbox.display()
         );
         let bridge = Delivery::new(outbox, webhooks, Duration::from_secs(10))
-            .map_err(CallbackError::Failure)?;
+            .map_err(|e| CallbackError::Failure(e.to_string()))?;
         let key = CallerKey::open(&config.state_dir)
             .map_err(|e| CallbackError::Failure(e.to_string()))?;
         Ok(DeliveryDeps {
@@ -348,12 +420,9 @@ mod tests {
         bridge.send(plain, &caller()).await.unwrap();
         assert_eq!(std::fs::read_to_string(&outbox).unwrap().lines().count(), 3);
         let bad = json!({"text": "x", "bulletin": "not an object"});
-        assert!(
-            bridge
-                .send(bad, &caller())
-                .await
-                .unwrap_err()
-                .contains("JSON object")
-        );
+        assert!(matches!(
+            bridge.send(bad, &caller()).await,
+            Err(DeliveryError::BadArgument(why)) if why.contains("JSON object")
+        ));
     }
 }

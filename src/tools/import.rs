@@ -65,7 +65,7 @@ pub struct Imported {
     /// The servers imported, in the order of their names.
     pub servers: Vec<ImportedServer>,
     /// `(name, reason)` of entries not imported.
-    pub skipped: Vec<(String, String)>,
+    pub skipped: Vec<(String, Skipped)>,
 }
 
 /// The pasted text could not be read.
@@ -106,29 +106,44 @@ pub fn import(json_text: &str) -> Result<Imported, ImportError> {
     Ok(out)
 }
 
+/// Why a pasted server entry was not imported.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Skipped {
+    /// The entry is not a JSON object.
+    #[error("the entry is not an object")]
+    NotAnObject,
+    /// An HTTP/SSE server (or another non-stdio type).
+    #[error(
+        "a `{0}` server reached by URL is not a local (stdio) server; reach it through a remote bridge instead"
+    )]
+    NotLocal(String),
+    /// Disabled in the pasted configuration.
+    #[error("disabled in the pasted configuration")]
+    Disabled,
+    /// No command to run.
+    #[error("no `command`")]
+    NoCommand,
+}
+
 fn import_one(
     source_name: &str,
     entry: &Value,
     taken: &mut BTreeSet<String>,
-) -> Result<ImportedServer, String> {
-    let obj = entry
-        .as_object()
-        .ok_or_else(|| "the entry is not an object".to_string())?;
+) -> Result<ImportedServer, Skipped> {
+    let obj = entry.as_object().ok_or(Skipped::NotAnObject)?;
     let kind = obj.get("type").and_then(Value::as_str).unwrap_or("stdio");
     if obj.contains_key("url") || !matches!(kind, "stdio" | "local") {
-        return Err(format!(
-            "a `{kind}` server reached by URL is not a local (stdio) server; reach it through a remote bridge instead"
-        ));
+        return Err(Skipped::NotLocal(kind.to_string()));
     }
     if obj.get("disabled").and_then(Value::as_bool) == Some(true) {
-        return Err("disabled in the pasted configuration".to_string());
+        return Err(Skipped::Disabled);
     }
     let command = obj
         .get("command")
         .and_then(Value::as_str)
         .map(str::trim)
         .filter(|c| !c.is_empty())
-        .ok_or_else(|| "no `command`".to_string())?
+        .ok_or(Skipped::NoCommand)?
         .to_string();
     let mut notes = Vec::new();
     let name = server_name(source_name, taken);

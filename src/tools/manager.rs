@@ -594,10 +594,10 @@ impl ToolManager {
                 secs: self.timeout.as_secs().max(1),
             }),
             Ok(Ok(value)) => Ok((value, false)),
-            Ok(Err(message)) => Err(ToolError::Remote {
+            Ok(Err(e)) => Err(ToolError::Remote {
                 server: server.to_string(),
                 tool: tool.to_string(),
-                message,
+                message: e.to_string(),
             }),
         }
     }

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
 use super::caller::CallerKey;
-use super::remote::{RemoteCaller, RemoteFuture, RemoteServer, RemoteTools};
+use super::remote::{RemoteCaller, RemoteError, RemoteFuture, RemoteServer, RemoteTools};
 use crate::{
     interfaces::{ToolCall, ToolCallRequest, ToolCallResponse},
     spine::control::{
@@ -78,8 +78,13 @@ impl RosTools {
         tool: &str,
         arguments: &Value,
         caller: &RemoteCaller,
-    ) -> Result<Value, String> {
-        let client = self.client(service).map_err(|e| e.to_string())?;
+    ) -> Result<Value, RemoteError> {
+        let client = self
+            .client(service)
+            .map_err(|source| RemoteError::NoClient {
+                service: service.to_string(),
+                source,
+            })?;
         let request = ToolCallRequest {
             tool: tool.to_string(),
             arguments_json: arguments.to_string(),
@@ -89,17 +94,22 @@ impl RosTools {
         };
         let response = self.round_trip(&client, service, &request).await?;
         if !response.ok {
-            return Err(if response.error.is_empty() {
-                format!("{service} refused {tool} without saying why")
-            } else {
-                response.error
+            return Err(RemoteError::Refused {
+                message: if response.error.is_empty() {
+                    format!("{service} refused {tool} without saying why")
+                } else {
+                    response.error
+                },
             });
         }
         if response.result_json.trim().is_empty() {
             return Ok(Value::Null);
         }
-        serde_json::from_str(&response.result_json)
-            .map_err(|e| format!("{service} answered {tool} with a result that is not JSON: {e}"))
+        serde_json::from_str(&response.result_json).map_err(|source| RemoteError::NotJson {
+            service: service.to_string(),
+            tool: tool.to_string(),
+            source,
+        })
     }
 
     /// Sends the request; while the service is not routable (an error that is not a timeout,
@@ -109,14 +119,18 @@ impl RosTools {
         client: &ZClient<ToolCall>,
         service: &str,
         request: &ToolCallRequest,
-    ) -> Result<ToolCallResponse, String> {
+    ) -> Result<ToolCallResponse, RemoteError> {
         call_while_discovering(client, request, self.timeout, DISCOVERY)
             .await
             .map_err(|failure| match failure {
-                CallFailure::TimedOut => {
-                    format!("{service}: no answer within {:?}", self.timeout)
-                }
-                CallFailure::Unreachable(e) => format!("{service} is not reachable: {e}"),
+                CallFailure::TimedOut => RemoteError::TimedOut {
+                    service: service.to_string(),
+                    after: self.timeout,
+                },
+                CallFailure::Unreachable(detail) => RemoteError::Unreachable {
+                    service: service.to_string(),
+                    detail,
+                },
             })
     }
 }
@@ -133,8 +147,12 @@ impl RemoteTools for RosTools {
     }
 }
 
+/// Why a bridge did not run a call; its text is the response's `error`. Each bridge has
+/// its own typed error (e.g. [`super::delivery::DeliveryError`]), boxed here.
+pub type BridgeError = Box<dyn std::error::Error + Send + Sync>;
+
 /// The future a [`Bridge`] call returns.
-pub type BridgeFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>>;
+pub type BridgeFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, BridgeError>> + Send + 'a>>;
 
 /// A native tool server: the tools it offers and how it runs one.
 pub trait Bridge: Send + Sync + 'static {
@@ -212,6 +230,6 @@ async fn handle(
             result_json: result.to_string(),
             error: String::new(),
         },
-        Err(error) => refuse(error),
+        Err(error) => refuse(error.to_string()),
     }
 }

@@ -6,31 +6,62 @@
 //! allowed prefix. Redirects are not followed by the bridge at all.
 
 use reqwest::Url;
+use thiserror::Error;
 
 /// The allowed webhook URLs.
 #[derive(Debug, Clone, Default)]
 pub struct AllowList(Vec<Url>);
 
+/// An allow-list entry that cannot be read, or a destination it does not allow.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WebhookError {
+    /// Not a URL at all.
+    #[error("{url:?} is not a URL: {source}")]
+    NotUrl {
+        /// The text.
+        url: String,
+        /// The parser's reason.
+        #[source]
+        source: url::ParseError,
+    },
+    /// An entry that is not `http(s)` or has no host.
+    #[error("{0:?} is not an http(s) URL with a host")]
+    NotHttp(String),
+    /// An entry with user information.
+    #[error("{0:?} carries user information; list the host only")]
+    EntryUserInfo(String),
+    /// An entry with a query or fragment.
+    #[error("{0:?} has a query or fragment; list a path prefix")]
+    EntryQuery(String),
+    /// A destination with user information (`http://allowed@elsewhere/` is elsewhere).
+    #[error("{0} carries user information, which no allowed webhook does")]
+    DestUserInfo(String),
+    /// A destination no entry allows.
+    #[error("{dest} is not an allowed webhook ({allowed})")]
+    NotAllowed {
+        /// The destination.
+        dest: String,
+        /// The list, described.
+        allowed: String,
+    },
+}
+
 impl AllowList {
     /// Reads a comma-separated list (empty entries ignored). An entry that is not an
     /// `http(s)` URL, or that carries user information, a query or a fragment, is an error:
     /// an allow-list that cannot be read allows nothing, loudly.
-    pub fn parse(list: &str) -> Result<Self, String> {
+    pub fn parse(list: &str) -> Result<Self, WebhookError> {
         let mut allowed = Vec::new();
         for entry in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let url = Url::parse(entry).map_err(|e| format!("{entry:?} is not a URL: {e}"))?;
+            let url = parse_url(entry)?;
             if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-                return Err(format!("{entry:?} is not an http(s) URL with a host"));
+                return Err(WebhookError::NotHttp(entry.into()));
             }
             if !url.username().is_empty() || url.password().is_some() {
-                return Err(format!(
-                    "{entry:?} carries user information; list the host only"
-                ));
+                return Err(WebhookError::EntryUserInfo(entry.into()));
             }
             if url.query().is_some() || url.fragment().is_some() {
-                return Err(format!(
-                    "{entry:?} has a query or fragment; list a path prefix"
-                ));
+                return Err(WebhookError::EntryQuery(entry.into()));
             }
             allowed.push(url);
         }
@@ -38,20 +69,18 @@ impl AllowList {
     }
 
     /// The parsed destination when it is allowed, else why not.
-    pub fn check(&self, dest: &str) -> Result<Url, String> {
-        let url = Url::parse(dest).map_err(|e| format!("{dest} is not a URL: {e}"))?;
+    pub fn check(&self, dest: &str) -> Result<Url, WebhookError> {
+        let url = parse_url(dest)?;
         if !url.username().is_empty() || url.password().is_some() {
-            return Err(format!(
-                "{dest} carries user information, which no allowed webhook does"
-            ));
+            return Err(WebhookError::DestUserInfo(dest.into()));
         }
         if self.0.iter().any(|a| allows(a, &url)) {
             Ok(url)
         } else {
-            Err(format!(
-                "{dest} is not an allowed webhook ({})",
-                self.describe()
-            ))
+            Err(WebhookError::NotAllowed {
+                dest: dest.into(),
+                allowed: self.describe(),
+            })
         }
     }
 
@@ -74,6 +103,13 @@ impl AllowList {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+}
+
+fn parse_url(text: &str) -> Result<Url, WebhookError> {
+    Url::parse(text).map_err(|source| WebhookError::NotUrl {
+        url: text.into(),
+        source,
+    })
 }
 
 fn allows(allowed: &Url, dest: &Url) -> bool {
@@ -119,7 +155,7 @@ mod tests {
         let err = list
             .check("http://127.0.0.1:19000@127.0.0.1:19002/x")
             .unwrap_err();
-        assert!(err.contains("user information"), "{err}");
+        assert!(matches!(err, WebhookError::DestUserInfo(_)), "{err}");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use iron::cognition::agent::ToolExecutor;
+use iron::cognition::agent::{ToolExecutor, ToolFailure};
 use iron::llm::{BoxFuture, ChatModel, ChatRequest, ChatResponse, LlmError, Sleeper, ToolSpec};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -332,12 +332,12 @@ impl ToolExecutor for FakeTools {
         &'a self,
         name: &'a str,
         arguments: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
         self.calls
             .lock()
             .unwrap()
             .push((name.to_string(), arguments.clone()));
-        let out = (self.answer)(name, arguments);
+        let out = (self.answer)(name, arguments).map_err(ToolFailure::Reported);
         Box::pin(async move { out })
     }
 }

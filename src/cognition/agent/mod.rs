@@ -11,7 +11,8 @@ mod run;
 pub use budget::{Budget, BudgetLimit, DEFAULT_MAX_ITERATIONS, Limits, Spend};
 pub use ports::{
     EventRecorder, InterjectionInbox, InterjectionSender, Interjections, LoopEvent, LoopEvents,
-    NoEvents, NoInterjections, NoTools, RecordError, ToolExecutor, interjection_channel,
+    NoEvents, NoInterjections, NoTools, RecordError, ToolExecutor, ToolFailure,
+    interjection_channel,
 };
 pub use prompt::{
     CONTEXT_TAG, ExpertBrief, TOOL_OUTPUT_TAG, system_prompt, wrap_context, wrap_tool_output,

@@ -17,13 +17,40 @@ pub trait ToolExecutor: Send + Sync {
     /// (so `server/tool` needs a mapping such as `server__tool`).
     fn tools(&self) -> Vec<ToolSpec>;
 
-    /// Calls `name` with `arguments` (a JSON object). `Ok` carries the output; `Err` a text
-    /// the model can read (a refusal by a gate, a failure of the tool).
+    /// Calls `name` with `arguments` (a JSON object). `Ok` carries the output; `Err` why
+    /// there is none, in words the model can read (a refusal by a gate, a failure of the tool).
     fn call<'a>(
         &'a self,
         name: &'a str,
         arguments: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, String>>;
+    ) -> BoxFuture<'a, Result<Value, ToolFailure>>;
+}
+
+/// Why a tool call gave the model no output. The text of each is what the model reads, so
+/// it says what happened and, where it can, what to do instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolFailure {
+    /// The model named a tool it is not offered.
+    #[error("unknown tool {name:?}; the tools available are: {offered}")]
+    Unknown {
+        /// The name it used.
+        name: String,
+        /// What it may call, comma-separated (`none` when nothing).
+        offered: String,
+    },
+    /// The arguments are not what the tool takes.
+    #[error("{0}")]
+    BadArguments(String),
+    /// The tool ran and reported an error: its own output.
+    #[error("{0}")]
+    Reported(String),
+    /// The call was not made or did not complete (a gate refused it, its server would not
+    /// start or stopped, it timed out): the tools layer's account, secrets redacted.
+    #[error("{0}")]
+    NotRun(String),
+    /// A built-in tool of the expert (`delegate`, `deliver`) refused or failed, in its words.
+    #[error("{0}")]
+    Builtin(String),
 }
 
 /// Offers no tools.
@@ -35,8 +62,17 @@ impl ToolExecutor for NoTools {
         Vec::new()
     }
 
-    fn call<'a>(&'a self, name: &'a str, _: &'a Value) -> BoxFuture<'a, Result<Value, String>> {
-        Box::pin(async move { Err(format!("no tool {name} is available")) })
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        _: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
+        Box::pin(async move {
+            Err(ToolFailure::Unknown {
+                name: name.to_string(),
+                offered: "none".into(),
+            })
+        })
     }
 }
 
@@ -139,9 +175,9 @@ pub enum LoopEvent {
         call_id: String,
         /// Tool name.
         name: String,
-        /// Output (`Ok`) or error text (`Err`), unwrapped.
+        /// Output (`Ok`) or why there is none (`Err`, serialised as its text).
         #[serde(serialize_with = "ser_result")]
-        result: Result<Value, String>,
+        result: Result<Value, ToolFailure>,
     },
     /// An operator correction was read and added to the conversation.
     InterjectionRead {
@@ -171,12 +207,15 @@ pub enum LoopEvent {
     },
 }
 
-fn ser_result<S: serde::Serializer>(r: &Result<Value, String>, s: S) -> Result<S::Ok, S::Error> {
+fn ser_result<S: serde::Serializer>(
+    r: &Result<Value, ToolFailure>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
     let mut m = s.serialize_map(Some(1))?;
     match r {
         Ok(v) => m.serialize_entry("ok", v)?,
-        Err(e) => m.serialize_entry("error", e)?,
+        Err(e) => m.serialize_entry("error", &e.to_string())?,
     }
     m.end()
 }
@@ -266,7 +305,7 @@ mod tests {
             iteration: 1,
             call_id: "c".into(),
             name: "t".into(),
-            result: Err("no".into()),
+            result: Err(ToolFailure::Reported("no".into())),
         };
         let v = serde_json::to_value(&e).unwrap();
         assert_eq!(v["event"], e.name());

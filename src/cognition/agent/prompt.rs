@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::ports::ToolFailure;
 use crate::aem::Catalog;
 
 /// Tag of the block around each tool result.
@@ -89,11 +90,11 @@ pub fn wrap_context(source: &str, text: &str) -> String {
 
 /// A tool's result as the model reads it: a delimited block that says it is untrusted data.
 /// Text inside that looks like the block's own tags is defused so it cannot close the block.
-pub fn wrap_tool_output(tool: &str, call_id: &str, result: &Result<Value, String>) -> String {
+pub fn wrap_tool_output(tool: &str, call_id: &str, result: &Result<Value, ToolFailure>) -> String {
     let (status, body) = match result {
         Ok(Value::String(s)) => ("ok", s.clone()),
         Ok(v) => ("ok", v.to_string()),
-        Err(e) => ("error", e.clone()),
+        Err(e) => ("error", e.to_string()),
     };
     format!(
         "<{TOOL_OUTPUT_TAG} tool=\"{}\" call_id=\"{}\" status=\"{status}\">\n\
@@ -159,7 +160,7 @@ mod tests {
 
     #[test]
     fn errors_are_wrapped_with_status_and_odd_names_are_defused() {
-        let w = wrap_tool_output("a\"b", "id\n2", &Err("boom".into()));
+        let w = wrap_tool_output("a\"b", "id\n2", &Err(ToolFailure::Reported("boom".into())));
         assert!(w.starts_with("<tool_output tool=\"a_b\" call_id=\"id_2\" status=\"error\">"));
         assert!(w.contains("boom"));
     }

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::budget::{BudgetLimit, Limits, Spend};
 use super::ports::{
     Interjections, LoopEvent, LoopEvents, NoEvents, NoInterjections, RecordError, ToolExecutor,
+    ToolFailure,
 };
 use super::prompt::{ExpertBrief, system_prompt, wrap_tool_output};
 use crate::llm::{ChatModel, ChatRequest, Message, ToolCall, ToolSpec};
@@ -419,10 +420,10 @@ impl<'a> AgentLoop<'a> {
                         return Ok(Some(TaskStatus::NeedsAnswer { question }));
                     }
                     None => {
-                        let result = Err(
+                        let result = Err(ToolFailure::BadArguments(
                             "ask_operator needs arguments {\"question\": \"...\"} with a non-empty question"
                                 .to_string(),
-                        );
+                        ));
                         self.push_result(state, iteration, &call, result).await?;
                         continue;
                     }
@@ -430,16 +431,15 @@ impl<'a> AgentLoop<'a> {
             }
             let result = if !offered.iter().any(|t| t.name == call.name) {
                 let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
-                Err(format!(
-                    "unknown tool {:?}; the tools available are: {}",
-                    call.name,
-                    names.join(", ")
-                ))
+                Err(ToolFailure::Unknown {
+                    name: call.name.clone(),
+                    offered: names.join(", "),
+                })
             } else if !call.arguments.is_object() {
-                Err(format!(
+                Err(ToolFailure::BadArguments(format!(
                     "the arguments must be a JSON object matching the tool's schema; got {}",
                     call.arguments
-                ))
+                )))
             } else {
                 self.tools.call(&call.name, &call.arguments).await
             };
@@ -453,7 +453,7 @@ impl<'a> AgentLoop<'a> {
         state: &mut TaskState,
         iteration: u32,
         call: &ToolCall,
-        result: Result<Value, String>,
+        result: Result<Value, ToolFailure>,
     ) -> Result<(), RecordError> {
         let content = wrap_tool_output(&call.name, &call.id, &result);
         let is_error = result.is_err();

@@ -584,7 +584,7 @@ impl EngineDeps {
                 Ok(p) => p,
                 Err(reason) => {
                     warn!(task = %goal.task_id, "reply not delivered: {reason}");
-                    serde_json::json!({"delivered": false, "reason": reason})
+                    serde_json::json!({"delivered": false, "reason": reason.to_string()})
                 }
             };
         payload["task_id"] = goal.task_id.clone().into();

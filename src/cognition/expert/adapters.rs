@@ -6,10 +6,12 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::{
-    cognition::agent::{LoopEvent, LoopEvents, RecordError as LoopRecordError, ToolExecutor},
+    cognition::agent::{
+        LoopEvent, LoopEvents, RecordError as LoopRecordError, ToolExecutor, ToolFailure,
+    },
     core::{envelope::Envelope, event_kind::EventKind, ids::EventId},
     llm::{BoxFuture, ToolSpec},
-    memory::emit,
+    memory::{EmitError, emit},
     spine::durable::AnyLog,
     tools::{CallContext, RecordError, ToolEvent, ToolEvents, ToolManager},
 };
@@ -31,7 +33,7 @@ impl Recorder {
         kind: EventKind,
         payload: Value,
         cause: Option<EventId>,
-    ) -> Result<EventId, String> {
+    ) -> Result<EventId, EmitError> {
         let mut e = Envelope::new(
             self.tenant.clone(),
             self.namespace.clone(),
@@ -42,10 +44,7 @@ impl Recorder {
         if let Some(c) = cause.or_else(|| self.cause.clone()) {
             e = e.with_cause(c);
         }
-        emit(&self.log, &e)
-            .await
-            .map(|x| x.event_id)
-            .map_err(|e| e.to_string())
+        emit(&self.log, &e).await.map(|x| x.event_id)
     }
 }
 
@@ -65,7 +64,7 @@ impl LoopEvents for Recorder {
             self.write(kind, payload, None)
                 .await
                 .map(|_| ())
-                .map_err(LoopRecordError)
+                .map_err(|e| LoopRecordError(e.to_string()))
         })
     }
 }
@@ -87,7 +86,7 @@ impl ToolEvents for Recorder {
                 .block_on(async move { this.write(kind, payload, cause).await })
         })
         .map(|id| id.to_string())
-        .map_err(RecordError)
+        .map_err(|e| RecordError(e.to_string()))
     }
 }
 
@@ -115,16 +114,18 @@ impl ToolExecutor for ManagedTools {
         &'a self,
         name: &'a str,
         arguments: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
         Box::pin(async move {
             let ctx = CallContext {
                 task: self.task.clone(),
                 cause: self.cause.clone(),
             };
             match self.manager.call(name, arguments.clone(), &ctx).await {
-                Ok(out) if out.is_error => Err(out.result.to_string()),
+                Ok(out) if out.is_error => Err(ToolFailure::Reported(out.result.to_string())),
                 Ok(out) => Ok(out.result),
-                Err(e) => Err(self.manager.redactor().text(&e.to_string())),
+                Err(e) => Err(ToolFailure::NotRun(
+                    self.manager.redactor().text(&e.to_string()),
+                )),
             }
         })
     }

@@ -9,20 +9,73 @@ use std::{sync::Arc, time::Duration};
 
 use hiroz::node::ZNode;
 use serde_json::{Value, json};
+use thiserror::Error;
 
 use super::adapters::ManagedTools;
 use super::deliver::{DELIVER, Deliveries};
 use crate::{
-    cognition::{agent::ToolExecutor, delegation::MAX_DEPTH},
+    cognition::{
+        agent::{ToolExecutor, ToolFailure},
+        delegation::MAX_DEPTH,
+    },
     interfaces::{AolTask, AolTaskGoal},
     llm::{BoxFuture, ToolSpec},
-    spine::control::action::{ActionClient, GoalStatus},
+    spine::control::{
+        ControlError,
+        action::{ActionClient, GoalStatus},
+    },
 };
 
 /// Name of the built-in tool.
 pub const DELEGATE: &str = "delegate";
 /// The engine's action.
 pub const ENGINE_ACTION: &str = "/iron/engine/task";
+
+/// Why a `delegate` call brought no answer; the text is what the delegating model reads.
+#[derive(Debug, Error)]
+pub enum DelegateError {
+    /// The domain is not one of the expert's peers.
+    #[error("{domain:?} is not among your peers; you may delegate to: {peers}")]
+    NotAPeer {
+        /// The domain asked for.
+        domain: String,
+        /// The peers, comma-separated.
+        peers: String,
+    },
+    /// No instruction.
+    #[error("delegate needs a non-empty instruction")]
+    NoInstruction,
+    /// The task is as deep as delegation may go.
+    #[error(
+        "this task is already {depth} levels deep (the limit is {MAX_DEPTH}); finish it yourself"
+    )]
+    TooDeep {
+        /// The running task's depth.
+        depth: u8,
+    },
+    /// The engine could not be asked.
+    #[error("cannot reach the engine: {0}")]
+    NoEngine(#[source] ControlError),
+    /// The goal did not complete (refused, timed out, the connection lost).
+    #[error("delegating to {domain} failed: {source}")]
+    Failed {
+        /// The peer.
+        domain: String,
+        /// What the action client said.
+        #[source]
+        source: ControlError,
+    },
+    /// The peer ended without answering.
+    #[error("{domain} did not answer ({status}): {text}")]
+    NoAnswer {
+        /// The peer.
+        domain: String,
+        /// Its result's status.
+        status: String,
+        /// Its result's text.
+        text: String,
+    },
+}
 
 /// Who may be asked, and on whose behalf.
 pub struct Delegation {
@@ -78,12 +131,12 @@ impl Delegation {
         }
     }
 
-    async fn call(&self, arguments: &Value) -> Result<Value, String> {
+    async fn call(&self, arguments: &Value) -> Result<Value, DelegateError> {
         let (domain, instruction) = check(&self.peers, self.depth, arguments)?;
         // With the engine's refusals, so a refused delegation tells the model why.
         let client = ActionClient::<AolTask>::new(&self.node, ENGINE_ACTION)
             .and_then(|c| c.with_rejections(&self.node))
-            .map_err(|e| format!("cannot reach the engine: {e}"))?;
+            .map_err(DelegateError::NoEngine)?;
         let mut context = json!({"delegated_by": self.expert});
         if let Some(c) = &self.cause {
             context["cause"] = json!(c);
@@ -100,27 +153,32 @@ impl Delegation {
             parent_task_id: self.task_id.clone(),
             context_json: context.to_string(),
         };
-        let outcome = client
-            .run(goal, self.timeout)
-            .await
-            .map_err(|e| format!("delegating to {domain} failed: {e}"))?;
+        let outcome =
+            client
+                .run(goal, self.timeout)
+                .await
+                .map_err(|source| DelegateError::Failed {
+                    domain: domain.clone(),
+                    source,
+                })?;
         if outcome.status == GoalStatus::Succeeded {
             Ok(json!({"expert": domain, "answer": outcome.result.text}))
         } else {
-            Err(format!(
-                "{domain} did not answer ({}): {}",
-                outcome.result.status, outcome.result.text
-            ))
+            Err(DelegateError::NoAnswer {
+                domain,
+                status: outcome.result.status,
+                text: outcome.result.text,
+            })
         }
     }
 }
 
-/// Checks a `delegate` call before anything is sent before anything is sent: the peer, the instruction, the depth.
+/// Checks a `delegate` call before anything is sent: the peer, the instruction, the depth.
 pub fn check(
     peers: &[(String, String)],
     depth: u8,
     arguments: &Value,
-) -> Result<(String, String), String> {
+) -> Result<(String, String), DelegateError> {
     let domain = arguments
         .get("domain")
         .and_then(Value::as_str)
@@ -133,19 +191,16 @@ pub fn check(
         .trim();
     if !peers.iter().any(|(id, _)| id == domain) {
         let ids: Vec<&str> = peers.iter().map(|(id, _)| id.as_str()).collect();
-        return Err(format!(
-            "{domain:?} is not among your peers; you may delegate to: {}",
-            ids.join(", ")
-        ));
+        return Err(DelegateError::NotAPeer {
+            domain: domain.to_string(),
+            peers: ids.join(", "),
+        });
     }
     if instruction.is_empty() {
-        return Err("delegate needs a non-empty instruction".into());
+        return Err(DelegateError::NoInstruction);
     }
     if depth >= MAX_DEPTH {
-        return Err(format!(
-            "this task is already {} levels deep (the limit is {MAX_DEPTH}); finish it yourself",
-            depth
-        ));
+        return Err(DelegateError::TooDeep { depth });
     }
     Ok((domain.to_string(), instruction.to_string()))
 }
@@ -167,10 +222,15 @@ impl ToolExecutor for ExpertTools {
         &'a self,
         name: &'a str,
         arguments: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
+        let builtin = |e: &dyn std::fmt::Display| ToolFailure::Builtin(e.to_string());
         match (name, &self.delegation, &self.deliveries) {
-            (DELEGATE, Some(d), _) => Box::pin(d.call(arguments)),
-            (DELIVER, _, Some(d)) => Box::pin(d.call(arguments)),
+            (DELEGATE, Some(d), _) => {
+                Box::pin(async move { d.call(arguments).await.map_err(|e| builtin(&e)) })
+            }
+            (DELIVER, _, Some(d)) => {
+                Box::pin(async move { d.call(arguments).await.map_err(|e| builtin(&e)) })
+            }
             _ => self.managed.call(name, arguments),
         }
     }
@@ -185,22 +245,25 @@ mod tests {
         let peers = vec![("lab/clerk".to_string(), "Files.".to_string())];
         let ok = json!({"domain": "lab/clerk", "instruction": " file it "});
         assert_eq!(
-            check(&peers, 0, &ok),
-            Ok(("lab/clerk".into(), "file it".into()))
+            check(&peers, 0, &ok).unwrap(),
+            ("lab/clerk".into(), "file it".into())
         );
         let err = check(
             &peers,
             0,
             &json!({"domain": "lab/boss", "instruction": "x"}),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("not among your peers; you may delegate to: lab/clerk"),
             "{err}"
         );
         assert!(check(&peers, 0, &json!({"domain": "lab/clerk"})).is_err());
         assert!(check(&peers, MAX_DEPTH - 1, &ok).is_ok());
-        let err = check(&peers, MAX_DEPTH, &ok).unwrap_err();
-        assert!(err.contains("levels deep"), "{err}");
+        assert!(matches!(
+            check(&peers, MAX_DEPTH, &ok),
+            Err(DelegateError::TooDeep { depth: MAX_DEPTH })
+        ));
     }
 }

@@ -6,11 +6,12 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use thiserror::Error;
 
 use super::adapters::Recorder;
 use crate::{
     aem::MeshEntry,
-    cognition::delivery::{self, Message},
+    cognition::delivery::{self, DeliveryError, Message},
     core::event_kind::EventKind,
     llm::ToolSpec,
     tools::{RemoteCaller, RosTools},
@@ -18,6 +19,25 @@ use crate::{
 
 /// Name of the built-in tool.
 pub const DELIVER: &str = crate::llm::offline::DELIVER_TOOL;
+
+/// Why a `deliver` call sent nothing; the text is what the model reads.
+#[derive(Debug, Error)]
+pub enum DeliverError {
+    /// A channel the expert does not hold.
+    #[error("{channel:?} is not one of your delivery channels; you may use: {held}")]
+    NotGranted {
+        /// The channel asked for.
+        channel: String,
+        /// The channels held, comma-separated.
+        held: String,
+    },
+    /// No text.
+    #[error("deliver needs a non-empty `text`")]
+    NoText,
+    /// The channel did not deliver.
+    #[error(transparent)]
+    Failed(#[from] DeliveryError),
+}
 
 /// The channels an expert may send through, and how.
 pub(super) struct Deliveries {
@@ -63,18 +83,18 @@ is refused by the channel; `data` is a structured payload for channels that take
     }
 
     /// Sends one message; the error is a sentence the model can read.
-    pub async fn call(&self, arguments: &Value) -> Result<Value, String> {
+    pub async fn call(&self, arguments: &Value) -> Result<Value, DeliverError> {
         let field = |k: &str| arguments.get(k).and_then(Value::as_str).unwrap_or("");
         let channel = field("channel");
         if !self.channels.iter().any(|c| c == channel) {
-            return Err(format!(
-                "{channel:?} is not one of your delivery channels; you may use: {}",
-                self.channels.join(", ")
-            ));
+            return Err(DeliverError::NotGranted {
+                channel: channel.to_string(),
+                held: self.channels.join(", "),
+            });
         }
         let text = self.redactor.text(field("text"));
         if text.trim().is_empty() {
-            return Err("deliver needs a non-empty `text`".into());
+            return Err(DeliverError::NoText);
         }
         let data = arguments
             .get("data")
@@ -102,7 +122,7 @@ is refused by the channel; `data` is a structured payload for channels that take
         .await;
         let mut record = match &sent {
             Ok(p) => p.clone(),
-            Err(reason) => json!({"delivered": false, "reason": reason}),
+            Err(reason) => json!({"delivered": false, "reason": reason.to_string()}),
         };
         record["task_id"] = json!(self.task_id);
         record["channel"] = json!(channel);
@@ -116,6 +136,6 @@ is refused by the channel; `data` is a structured payload for channels that take
         {
             tracing::warn!(task = %self.task_id, "a delivery was not recorded on the log: {e}");
         }
-        sent
+        Ok(sent?)
     }
 }

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::store::{Arrival, InFlight, Queued, Store};
+use super::store::{Arrival, InFlight, Queued, Store, StoreError};
 use crate::core::durable::EventLog;
 use crate::{
     core::{
@@ -72,6 +72,17 @@ enum TurnError {
     /// The log did not take it this time.
     #[error("{0}")]
     Log(String),
+}
+
+/// Why a message was not handed to the engine this time (it stays queued).
+#[derive(Debug, thiserror::Error)]
+enum DispatchError {
+    #[error("the queue: {0}")]
+    Store(#[from] StoreError),
+    #[error("writing the turn: {0}")]
+    Turn(#[from] TurnError),
+    #[error("{0}")]
+    Engine(#[from] ControlError),
 }
 
 /// The inbox node.
@@ -324,7 +335,7 @@ impl InboxDeps {
     /// Writes arriving messages to the queue, in one transaction: the only thing that must
     /// happen before the inbox forgets about the wire messages. Each is acknowledged (its
     /// `queued` line) and becomes visible to the dispatcher only once the batch is committed.
-    fn accept(&self, batch: Vec<InboxMessage>) -> Result<(), super::store::StoreError> {
+    fn accept(&self, batch: Vec<InboxMessage>) -> Result<(), StoreError> {
         let now = now_ms() as i64;
         let arrivals = batch
             .into_iter()
@@ -387,14 +398,14 @@ impl InboxDeps {
         self: &Arc<Self>,
         options: &InboxOptions,
         wake: &Arc<tokio::sync::Notify>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, DispatchError> {
         let merge_ms = options.merge_window.as_millis() as i64;
         let batch = {
             let store = self.store.lock().expect("store lock");
-            if store.in_flight().map_err(|e| e.to_string())?.len() >= MAX_IN_FLIGHT {
+            if store.in_flight()?.len() >= MAX_IN_FLIGHT {
                 return Ok(false);
             }
-            store.next_batch(merge_ms).map_err(|e| e.to_string())?
+            store.next_batch(merge_ms)?
         };
         let Some(first) = batch.first().cloned() else {
             return Ok(false);
@@ -407,15 +418,14 @@ impl InboxDeps {
                 Ok(()) => {}
                 // Set aside: the next call takes the messages behind it.
                 Err(TurnError::Unwritable(_)) => return Ok(true),
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             }
         }
         let stuck = self
             .store
             .lock()
             .expect("store lock")
-            .stuck_expert(&first.session_id)
-            .map_err(|e| e.to_string())?;
+            .stuck_expert(&first.session_id)?;
         let task_id = EventId::computed(&["inbox", &first.event_id]).to_string();
         let turns: Vec<&str> = batch.iter().map(|q| q.event_id.as_str()).collect();
         let goal = AolTaskGoal {
@@ -451,19 +461,17 @@ impl InboxDeps {
                     self.store
                         .lock()
                         .expect("store lock")
-                        .mark_rejected(&seqs, &task_id)
-                        .map_err(|e| e.to_string())?;
+                        .mark_rejected(&seqs, &task_id)?;
                     return Ok(true);
                 }
-                return Err(e.to_string());
+                return Err(e.into());
             }
         };
         let goal_id = sent.id.to_string();
         self.store
             .lock()
             .expect("store lock")
-            .mark_sent(&seqs, &task_id, &goal_id)
-            .map_err(|e| e.to_string())?;
+            .mark_sent(&seqs, &task_id, &goal_id)?;
         info!(task = %task_id, "handed {} message(s) to the engine", seqs.len());
         let task = InFlight {
             task_id,
