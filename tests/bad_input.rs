@@ -89,7 +89,13 @@ async fn every_service_of_every_node_survives_the_corpus() {
         .lines()
         .filter_map(|l| l.split('\t').next())
         .collect();
-    assert!(nodes.len() >= 12, "{listed}");
+    assert_eq!(
+        nodes.len(),
+        list.lines()
+            .filter(|l| l.trim_start().starts_with("- name:"))
+            .count(),
+        "every node of the list: {listed}"
+    );
     assert!(nodes.contains("/iron/experts/newsroom/analyst"), "{listed}");
 
     let control = ControlPlane::connect(ControlConfig {

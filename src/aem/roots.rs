@@ -133,9 +133,9 @@ pub fn under_workspace(path: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn roots(args: &[&str]) -> Result<Vec<Root>, String> {
+    fn roots(args: &[&str]) -> Result<Vec<Root>, OutsideRoot> {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        writable_roots(&args).map_err(|e| format!("{}: {}", e.arg, e.why))
+        writable_roots(&args)
     }
 
     #[test]
@@ -197,7 +197,8 @@ mod tests {
                 "{bad} must be refused"
             );
         }
-        let why = roots(&["${IRON_SCRATCH:-.}"]).unwrap_err();
-        assert!(why.contains("falls back to `.`"), "{why}");
+        let refused = roots(&["${IRON_SCRATCH:-.}"]).unwrap_err();
+        assert_eq!(refused.arg, "${IRON_SCRATCH:-.}");
+        assert!(refused.why.contains("falls back to `.`"), "{}", refused.why);
     }
 }

@@ -19,13 +19,12 @@ pub const DEFAULT_SETTLE_SECS: u64 = 2;
 pub const MAX_SETTLE_SECS: u64 = 3_600;
 
 /// The cron parser every reader of a schedule uses: UTC, five fields or six with seconds.
-pub fn parse_cron(expression: &str) -> Result<croner::Cron, String> {
+pub fn parse_cron(expression: &str) -> Result<croner::Cron, croner::errors::CronError> {
     croner::parser::CronParser::builder()
         .seconds(croner::parser::Seconds::Optional)
         .year(croner::parser::Year::Disallowed)
         .build()
         .parse(expression)
-        .map_err(|e| e.to_string())
 }
 
 /// The mesh's triggers, checked against its experts (by role) and sources.

@@ -3,7 +3,10 @@
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::Parser;
-use iron::{cli::node::Start, cognition::engine::EngineNode};
+use iron::{
+    cli::node::{self, Start},
+    cognition::engine::EngineNode,
+};
 
 /// Routes each task, runs it in a disposable expert process, judges and delivers the answer.
 #[derive(Debug, Parser)]
@@ -19,15 +22,8 @@ struct Args {
     #[arg(long, value_name = "N")]
     task_timeout_secs: Option<u64>,
     /// How long a delegation beyond the concurrency limit waits for a slot before it fails.
-    #[arg(long, value_name = "SECONDS", value_parser = non_negative_secs)]
-    slot_wait_secs: Option<f64>,
-}
-
-fn non_negative_secs(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("{s:?} is not a number of seconds (0 or more)")),
-    }
+    #[arg(long, value_name = "SECONDS", value_parser = node::seconds)]
+    slot_wait_secs: Option<Duration>,
 }
 
 fn main() -> ExitCode {
@@ -37,7 +33,7 @@ fn main() -> ExitCode {
         node.options.expert_args = a.expert_arg;
         node.options.task_timeout = a.task_timeout_secs.map(Duration::from_secs);
         if let Some(s) = a.slot_wait_secs {
-            node.options.slot_wait = Duration::from_secs_f64(s);
+            node.options.slot_wait = s;
         }
         Ok(Start::new(node, "engine", "/iron"))
     })

@@ -17,7 +17,7 @@ struct Args {
 fn main() -> ExitCode {
     iron::cli::node::start(|a: Args| {
         if !a.expert.contains('/') {
-            return Err(format!("--expert {:?} is not <mesh>/<role>", a.expert));
+            return Err(format!("--expert {:?} is not <mesh>/<role>", a.expert).into());
         }
         let name = a.expert.replace(['/', '-'], "_");
         Ok(Start::new(

@@ -56,7 +56,9 @@ impl<N> Start<N> {
 /// or malformed flag prints the usage and exits 2; `--help` prints it and exits 0), ROS
 /// parameters become such flags (see [`args`]), `build` makes the node from them (an `Err` is
 /// printed and exits 2), and the node is served until it is shut down (see [`main`]).
-pub fn start<A, N>(build: impl FnOnce(A) -> Result<Start<N>, String>) -> ExitCode
+pub fn start<A, N>(
+    build: impl FnOnce(A) -> Result<Start<N>, Box<dyn std::error::Error>>,
+) -> ExitCode
 where
     A: clap::Parser,
     N: ManagedNode,
@@ -90,6 +92,39 @@ where
             ExitCode::from(2)
         }
     }
+}
+
+/// A flag's number of seconds that is not one.
+#[derive(Debug, thiserror::Error)]
+#[error("{text:?} is not a number of seconds {range}")]
+pub struct SecondsError {
+    text: String,
+    range: &'static str,
+}
+
+/// Value parser of a flag in seconds, 0 or more (fractions allowed).
+pub fn seconds(text: &str) -> Result<Duration, SecondsError> {
+    parse_seconds(text, "(0 or more)", |v| v >= 0.0)
+}
+
+/// Value parser of a flag in seconds, above 0 (fractions allowed).
+pub fn positive_seconds(text: &str) -> Result<Duration, SecondsError> {
+    parse_seconds(text, "above 0", |v| v > 0.0)
+}
+
+fn parse_seconds(
+    text: &str,
+    range: &'static str,
+    ok: impl Fn(f64) -> bool,
+) -> Result<Duration, SecondsError> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|v| ok(*v))
+        .and_then(|v| Duration::try_from_secs_f64(v).ok())
+        .ok_or_else(|| SecondsError {
+            text: text.to_string(),
+            range,
+        })
 }
 
 /// Runs `node` as the process's one managed node, named `default_name` in `default_ns` unless

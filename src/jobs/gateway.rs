@@ -15,7 +15,7 @@ use tracing::{info, warn};
 
 use crate::core::durable::EventLog;
 use crate::interfaces::{AolTask, AolTaskGoal};
-use crate::spine::control::action::ActionClient;
+use crate::spine::control::{ControlError, action::ActionClient};
 use crate::spine::durable::AnyLog;
 use crate::spine::durable::streams::JOBS;
 
@@ -52,7 +52,7 @@ type Key = (String, String, String); // mesh, job, signal
 pub async fn run(deps: GatewayDeps, shutdown: CancellationToken) -> Result<(), JobError> {
     let mut pending: BTreeMap<Key, Request> = BTreeMap::new();
     let mut in_flight: HashMap<Key, ()> = HashMap::new();
-    let mut tasks: JoinSet<(Key, Result<(), String>)> = JoinSet::new();
+    let mut tasks: JoinSet<(Key, Result<(), AskError>)> = JoinSet::new();
     let filter = diaries_filter("*");
     let mut from = 1;
     info!("gateway following every job diary for expert requests");
@@ -140,8 +140,19 @@ pub async fn run(deps: GatewayDeps, shutdown: CancellationToken) -> Result<(), J
     }
 }
 
+/// Why one request did not get its answer signalled back (it is asked again later).
+#[derive(Debug, thiserror::Error)]
+enum AskError {
+    #[error("sending the goal: {0}")]
+    Send(#[source] ControlError),
+    #[error("waiting for the expert: {0}")]
+    Wait(#[source] ControlError),
+    #[error("signalling the answer back: {0}")]
+    Signal(#[source] JobError),
+}
+
 /// Sends one request as a goal and signals the outcome back into the job.
-async fn ask(deps: &GatewayDeps, key: &Key, request: &Request) -> Result<(), String> {
+async fn ask(deps: &GatewayDeps, key: &Key, request: &Request) -> Result<(), AskError> {
     let (mesh, job, signal) = key;
     let goal = AolTaskGoal {
         task_id: event_id(job, &[signal, "expert_task"]).to_string(),
@@ -162,12 +173,12 @@ async fn ask(deps: &GatewayDeps, key: &Key, request: &Request) -> Result<(), Str
         .client
         .send(goal, deps.send_timeout)
         .await
-        .map_err(|e| format!("sending the goal: {e}"))?;
+        .map_err(AskError::Send)?;
     let outcome = deps
         .client
         .result(sent.id, deps.goal_wait)
         .await
-        .map_err(|e| format!("waiting for the expert: {e}"))?;
+        .map_err(AskError::Wait)?;
     let r = outcome.result;
     let answer = json!({
         "goal_status": format!("{:?}", outcome.status).to_lowercase(),
@@ -177,7 +188,7 @@ async fn ask(deps: &GatewayDeps, key: &Key, request: &Request) -> Result<(), Str
     });
     ops::signal(&deps.log, job, signal, answer)
         .await
-        .map_err(|e| format!("signalling the answer back: {e}"))?;
+        .map_err(AskError::Signal)?;
     info!(job, signal, "gateway: answer signalled back");
     Ok(())
 }

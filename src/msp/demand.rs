@@ -89,6 +89,25 @@ impl Started {
     }
 }
 
+/// Why an on-demand source did not come up (it is killed, and the expert goes on without it).
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    #[error("{}: {source}", program.display())]
+    Spawn {
+        program: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Control(#[from] crate::spine::control::ControlError),
+    #[error("did not come up: {0}")]
+    NotUp(#[source] crate::spine::control::ControlError),
+    #[error("{0} failed")]
+    Transition(&'static str),
+    #[error("exited while starting ({0:?})")]
+    Exited(std::io::Result<std::process::ExitStatus>),
+}
+
 async fn start_one<K: KeyValue>(
     me: &ZNode,
     kv: &K,
@@ -96,7 +115,7 @@ async fn start_one<K: KeyValue>(
     mesh: &str,
     name: &str,
     timeout: Duration,
-) -> Result<Running, String> {
+) -> Result<Running, StartError> {
     let node = format!("{name}_{}", std::process::id());
     let ns = format!("/iron/msp/{mesh}");
     let fqn = format!("{ns}/{node}");
@@ -107,17 +126,16 @@ async fn start_one<K: KeyValue>(
         .stdin(Stdio::null())
         .kill_on_drop(true);
     crate::core::exe::die_with_parent(&mut cmd, false);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("{}: {e}", executable.display()))?;
+    let mut child = cmd.spawn().map_err(|source| StartError::Spawn {
+        program: executable.to_path_buf(),
+        source,
+    })?;
     let drive = async {
-        let life = LifecycleClient::new(me, &fqn, timeout).map_err(|e| e.to_string())?;
-        life.get_state()
-            .await
-            .map_err(|e| format!("did not come up: {e}"))?;
+        let life = LifecycleClient::new(me, &fqn, timeout)?;
+        life.get_state().await.map_err(StartError::NotUp)?;
         for step in ["configure", "activate"] {
-            if !life.set(step).await.map_err(|e| e.to_string())? {
-                return Err(format!("{step} failed"));
+            if !life.set(step).await? {
+                return Err(StartError::Transition(step));
             }
         }
         // Its first state, so the first task already sees it.
@@ -142,7 +160,7 @@ async fn start_one<K: KeyValue>(
     };
     let driven = tokio::select! {
         r = drive => r,
-        status = child.wait() => Err(format!("exited while starting ({status:?})")),
+        status = child.wait() => Err(StartError::Exited(status)),
     };
     match driven {
         Ok(()) => Ok(Running { fqn, child }),

@@ -172,8 +172,40 @@ enum Field {
     Summary,
 }
 
+/// Why a feed could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FeedError {
+    /// The file could not be read.
+    #[error("{0}")]
+    Read(#[from] std::io::Error),
+    /// The URL did not answer.
+    #[error("{0}")]
+    Http(#[from] reqwest::Error),
+    /// The URL answered with an error status.
+    #[error("HTTP {0}")]
+    Status(reqwest::StatusCode),
+    /// Not XML.
+    #[error("not well-formed XML at byte {at}: {source}")]
+    NotXml {
+        /// Where.
+        at: u64,
+        /// The parser's reason.
+        #[source]
+        source: quick_xml::Error,
+    },
+    /// Text with a broken escape.
+    #[error("{0}")]
+    Text(#[from] quick_xml::Error),
+    /// XML, but not RSS or Atom.
+    #[error("not an RSS or Atom feed (root element <{0}>)")]
+    NotAFeed(String),
+    /// No element at all.
+    #[error("empty document")]
+    Empty,
+}
+
 /// Parses RSS 2.0 (`<item>`) or Atom (`<entry>`) text: the feed's title and its items.
-pub fn parse(xml: &str) -> Result<(String, Vec<FeedItem>), String> {
+pub fn parse(xml: &str) -> Result<(String, Vec<FeedItem>), FeedError> {
     let mut reader = Reader::from_str(xml);
     reader.config_mut().trim_text(true);
     let mut feed_title = String::new();
@@ -182,11 +214,9 @@ pub fn parse(xml: &str) -> Result<(String, Vec<FeedItem>), String> {
     let mut field: Option<Field> = None;
     let mut saw_root = false;
     loop {
-        let event = reader.read_event().map_err(|e| {
-            format!(
-                "not well-formed XML at byte {}: {e}",
-                reader.error_position()
-            )
+        let event = reader.read_event().map_err(|source| FeedError::NotXml {
+            at: reader.error_position(),
+            source,
         })?;
         match event {
             Event::Start(e) | Event::Empty(e) => {
@@ -194,9 +224,8 @@ pub fn parse(xml: &str) -> Result<(String, Vec<FeedItem>), String> {
                 let name = name.as_ref();
                 if !saw_root {
                     if !matches!(name, b"rss" | b"feed" | b"RDF") {
-                        return Err(format!(
-                            "not an RSS or Atom feed (root element <{}>)",
-                            String::from_utf8_lossy(name)
+                        return Err(FeedError::NotAFeed(
+                            String::from_utf8_lossy(name).into_owned(),
                         ));
                     }
                     saw_root = true;
@@ -244,7 +273,7 @@ pub fn parse(xml: &str) -> Result<(String, Vec<FeedItem>), String> {
                 }
             }
             Event::Text(t) => {
-                let text = t.unescape().map_err(|e| e.to_string())?.trim().to_string();
+                let text = t.unescape()?.trim().to_string();
                 take_text(&mut current, &mut feed_title, field, text);
             }
             Event::CData(c) => {
@@ -268,7 +297,7 @@ pub fn parse(xml: &str) -> Result<(String, Vec<FeedItem>), String> {
         }
     }
     if !saw_root {
-        return Err("empty document".into());
+        return Err(FeedError::Empty);
     }
     for item in &mut items {
         if item.origin.is_empty() {
@@ -359,7 +388,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// Merges each feed's items (or error) into the newest `limit` items overall; each item
     /// is stamped with its feed and owner.
-    pub fn merge(results: Vec<(FeedSpec, Result<Vec<FeedItem>, String>)>, limit: usize) -> Self {
+    pub fn merge(results: Vec<(FeedSpec, Result<Vec<FeedItem>, FeedError>)>, limit: usize) -> Self {
         let mut snap = Snapshot::default();
         for (spec, result) in results {
             match result {
@@ -418,22 +447,15 @@ pub async fn fetch(
     address: &FeedAddress,
     http: &reqwest::Client,
     timeout: Duration,
-) -> Result<Vec<FeedItem>, String> {
+) -> Result<Vec<FeedItem>, FeedError> {
     let text = match address {
-        FeedAddress::File(p) => tokio::fs::read_to_string(p)
-            .await
-            .map_err(|e| e.to_string())?,
+        FeedAddress::File(p) => tokio::fs::read_to_string(p).await?,
         FeedAddress::Url(u) => {
-            let response = http
-                .get(u)
-                .timeout(timeout)
-                .send()
-                .await
-                .map_err(|e| e.to_string())?;
+            let response = http.get(u).timeout(timeout).send().await?;
             if !response.status().is_success() {
-                return Err(format!("HTTP {}", response.status()));
+                return Err(FeedError::Status(response.status()));
             }
-            response.text().await.map_err(|e| e.to_string())?
+            response.text().await?
         }
     };
     parse(&text).map(|(_, items)| items)
@@ -503,12 +525,11 @@ mod tests {
 
     #[test]
     fn refuses_what_is_not_a_feed() {
-        assert!(
-            parse("<html><body/></html>")
-                .unwrap_err()
-                .contains("not an RSS or Atom")
-        );
-        assert!(parse("").is_err());
+        assert!(matches!(
+            parse("<html><body/></html>"),
+            Err(FeedError::NotAFeed(root)) if root == "html"
+        ));
+        assert!(matches!(parse(""), Err(FeedError::Empty)));
     }
 
     #[test]
@@ -523,7 +544,10 @@ mod tests {
         let snap = Snapshot::merge(
             vec![
                 (url("https://a", None), Ok(rss)),
-                (url("https://b", None), Err("HTTP 503".into())),
+                (
+                    url("https://b", None),
+                    Err(FeedError::Status(reqwest::StatusCode::SERVICE_UNAVAILABLE)),
+                ),
                 (url("https://c", Some("wires-inc")), Ok(atom)),
             ],
             2,
@@ -547,7 +571,10 @@ mod tests {
             "{text}"
         );
         assert!(lines[1].contains("A1 bridge closed"), "{text}");
-        assert_eq!(lines[2], "! could not read https://b: HTTP 503");
+        assert_eq!(
+            lines[2],
+            "! could not read https://b: HTTP 503 Service Unavailable"
+        );
     }
 
     #[test]

@@ -166,10 +166,19 @@ impl ManagedNode for TriggerNode {
     }
 }
 
-async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, String> {
+/// The webhook endpoint's address could not be bound.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot listen for webhooks on {addr}: {source} (set {LISTEN_ENV})")]
+struct BindError {
+    addr: SocketAddr,
+    #[source]
+    source: std::io::Error,
+}
+
+async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, BindError> {
     tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| format!("cannot listen for webhooks on {addr}: {e} (set {LISTEN_ENV})"))
+        .map_err(|source| BindError { addr, source })
 }
 
 /// Follows `source_changed` from the start of the log until `stop`, firing each source

@@ -81,11 +81,11 @@ pub enum Task {
 }
 
 /// The task block of `instruction`: `None` without one, `Some(Err)` when it does not parse.
-pub fn find_task(instruction: &str) -> Option<Result<Task, String>> {
+pub fn find_task(instruction: &str) -> Option<Result<Task, serde_json::Error>> {
     let start = instruction.find(TASK_FENCE)? + TASK_FENCE.len();
     let body = &instruction[start..];
     let end = body.find("```").unwrap_or(body.len());
-    Some(serde_json::from_str(body[..end].trim()).map_err(|e| e.to_string()))
+    Some(serde_json::from_str(body[..end].trim()))
 }
 
 /// `instruction` with every task block made inert: what an expert does for a task that did not
@@ -276,9 +276,9 @@ mod tests {
         assert!(find_task("what changed?").is_none());
         let block = task_block(&json!({"iron_task": "group_claims", "reports": []}));
         let t = find_task(&format!("Group these.\n\n{block}\nThanks")).unwrap();
-        assert_eq!(t, Ok(Task::GroupClaims { reports: vec![] }));
+        assert_eq!(t.unwrap(), Task::GroupClaims { reports: vec![] });
         let bad = find_task("```iron-task\n{\"iron_task\": \"dance\"}\n```").unwrap();
-        assert!(bad.unwrap_err().contains("dance"));
+        assert!(bad.unwrap_err().to_string().contains("dance"));
         assert!(find_task(&defuse_tasks(&block)).is_none());
     }
 

@@ -39,8 +39,8 @@ impl RoutingReport {
 }
 
 /// Routes every case of the labelled set `json` with `router`.
-pub fn accuracy(router: &OfflineRouter, json: &str) -> Result<RoutingReport, String> {
-    let set: LabelledSet = serde_json::from_str(json).map_err(|e| e.to_string())?;
+pub fn accuracy(router: &OfflineRouter, json: &str) -> Result<RoutingReport, serde_json::Error> {
+    let set: LabelledSet = serde_json::from_str(json)?;
     let misses = set
         .cases
         .iter()

@@ -86,7 +86,7 @@ impl ModelRouter {
                         },
                     });
                 }
-                Err(why) => why,
+                Err(why) => why.to_string(),
             },
             Err(e) => format!("the router model failed: {e}"),
         };
@@ -99,22 +99,18 @@ impl ModelRouter {
     }
 
     /// Reads the model's answer; every domain must be a spawnable expert.
-    fn validate(&self, text: &str) -> Result<Vec<Assignment>, String> {
-        let value = extract_json(text)
-            .ok_or_else(|| format!("the answer holds no JSON: {:?}", short(text)))?;
+    fn validate(&self, text: &str) -> Result<Vec<Assignment>, Unusable> {
+        let value = extract_json(text).ok_or_else(|| Unusable::NoJson(short(text)))?;
         let items = match &value {
             Value::Array(items) => items,
             Value::Object(o) => o
                 .get("routes")
                 .and_then(Value::as_array)
-                .ok_or("the JSON object has no `routes` list")?,
-            _ => return Err("the JSON is neither a list nor an object".into()),
+                .ok_or(Unusable::NoRoutes)?,
+            _ => return Err(Unusable::NotAList),
         };
         if items.is_empty() || items.len() > MAX_ASSIGNMENTS {
-            return Err(format!(
-                "{} routes; expected 1 to {MAX_ASSIGNMENTS}",
-                items.len()
-            ));
+            return Err(Unusable::Count(items.len()));
         }
         let known: Vec<&str> = self.offline.experts().collect();
         items
@@ -127,12 +123,10 @@ impl ModelRouter {
                     .unwrap_or("")
                     .trim();
                 if !known.contains(&domain) {
-                    return Err(format!(
-                        "domain {domain:?} is not a spawnable expert of the catalog"
-                    ));
+                    return Err(Unusable::UnknownDomain(domain.into()));
                 }
                 if instruction.is_empty() {
-                    return Err(format!("the route to {domain} has no instruction"));
+                    return Err(Unusable::NoInstruction(domain.into()));
                 }
                 Ok(Assignment {
                     domain: domain.to_string(),
@@ -141,6 +135,23 @@ impl ModelRouter {
             })
             .collect()
     }
+}
+
+/// Why the router model's answer was not used (the offline router decides instead).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Unusable {
+    #[error("the answer holds no JSON: {0:?}")]
+    NoJson(String),
+    #[error("the JSON object has no `routes` list")]
+    NoRoutes,
+    #[error("the JSON is neither a list nor an object")]
+    NotAList,
+    #[error("{0} routes; expected 1 to {MAX_ASSIGNMENTS}")]
+    Count(usize),
+    #[error("domain {0:?} is not a spawnable expert of the catalog")]
+    UnknownDomain(String),
+    #[error("the route to {0} has no instruction")]
+    NoInstruction(String),
 }
 
 impl Router for ModelRouter {
