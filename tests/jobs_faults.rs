@@ -16,7 +16,7 @@ use iron::jobs::{Stored, ops};
 use iron::spine::durable::AnyLog;
 use serde_json::json;
 use support::Proc;
-use world::{LEASE_WAIT, T, World};
+use world::{LEASE_WAIT, T};
 
 fn kill9(p: &mut Proc) {
     p.signal(libc::SIGKILL);
@@ -55,10 +55,10 @@ async fn until_done(log: &AnyLog, job: &str, limit: Duration) -> Vec<Stored> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_before_after_a_side_effect_and_before_the_ack_leaves_one_result_per_step() {
-    let w = World::new();
+    let w = world::jobs_project();
     let record = w.path("calls");
     let (before_s2, after_s3, ack) = (w.path("g-s2"), w.path("g-s3"), w.path("g-ack"));
-    let mut r1 = w.runner("runner-1", &[]);
+    let mut r1 = world::runner(&w, "runner-1", &[]);
     r1.wait_for("runner consuming the wake queue", T);
     let input = json!({
         "record": record,
@@ -66,7 +66,7 @@ async fn kill_9_before_after_a_side_effect_and_before_the_ack_leaves_one_result_
         "gates": {"s2": {"before": before_s2}, "s3": {"after": after_s3}},
     });
     let job = w
-        .iron(&[
+        .iron_ok(&[
             "jobs",
             "start",
             "test/ops/steps",
@@ -80,20 +80,20 @@ async fn kill_9_before_after_a_side_effect_and_before_the_ack_leaves_one_result_
     kill9(&mut r1);
     touch(&before_s2);
     // 2. Killed after s3's side effect, before its result was journaled.
-    let mut r2 = w.runner("runner-2", &[]);
+    let mut r2 = world::runner(&w, "runner-2", &[]);
     r2.wait_for("waiting at gate after s3", LEASE_WAIT);
     kill9(&mut r2);
     touch(&after_s3);
     // 3. Killed after the final append, before the wake was acknowledged.
     let ack_arg = ack.display().to_string();
-    let mut r3 = w.runner("runner-3", &["--hold-before-ack", &ack_arg]);
+    let mut r3 = world::runner(&w, "runner-3", &["--hold-before-ack", &ack_arg]);
     r3.wait_for("holding before the ack", LEASE_WAIT);
     kill9(&mut r3);
     touch(&ack);
     let log = w.log().await;
     let before_last = read_diary(&log, "test", &job).await.unwrap();
     // 4. A last runner finds everything journaled and runs nothing.
-    let r4 = w.runner("runner-4", &[]);
+    let r4 = world::runner(&w, "runner-4", &[]);
     r4.wait_for("job run ended", LEASE_WAIT);
     let diary = until_done(&log, &job, T).await;
     assert_eq!(
@@ -120,7 +120,7 @@ async fn kill_9_before_after_a_side_effect_and_before_the_ack_leaves_one_result_
     assert_eq!(calls(&record, "s1"), 1);
     assert_eq!(calls(&record, "s2"), 1);
     assert_eq!(calls(&record, "s3"), 2);
-    let shown = w.iron(&["jobs", "show", &job]);
+    let shown = w.iron_ok(&["jobs", "show", &job]);
     assert!(
         shown.contains(": done") && shown.contains("s3#0"),
         "{shown}"
@@ -133,18 +133,18 @@ async fn kill_9_before_after_a_side_effect_and_before_the_ack_leaves_one_result_
 /// A's write is refused and it exits; B finishes the job.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runner_paused_past_its_lease_cannot_write_and_exits() {
-    let w = World::new();
+    let w = world::jobs_project();
     let record = w.path("calls");
     let (before, after) = (w.path("before-s1"), w.path("after-s1"));
     touch(&before);
-    let mut a = w.runner("runner-a", &[]);
+    let mut a = world::runner(&w, "runner-a", &[]);
     a.wait_for("runner consuming the wake queue", T);
-    let b = w.runner("runner-b", &[]);
+    let b = world::runner(&w, "runner-b", &[]);
     b.wait_for("standing by", T);
     let input =
         json!({"record": record, "n": 2, "gates": {"s1": {"before": before, "after": after}}});
     let job = w
-        .iron(&[
+        .iron_ok(&[
             "jobs",
             "start",
             "test/ops/steps",
@@ -199,15 +199,15 @@ async fn a_runner_paused_past_its_lease_cannot_write_and_exits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_two_second_timer_survives_a_restart_of_runner_clock_and_nats() {
-    let mut w = World::new();
+    let mut w = world::jobs_project();
     let record = w.path("calls");
-    let mut runner = w.runner("runner-1", &[]);
+    let mut runner = world::runner(&w, "runner-1", &[]);
     runner.wait_for("runner consuming the wake queue", T);
-    let mut clock = w.clock();
+    let mut clock = world::clock(&w);
     clock.wait_for("clock following every job diary", T);
     let input = json!({"record": record, "seconds": 2});
     let job = w
-        .iron(&[
+        .iron_ok(&[
             "jobs",
             "start",
             "test/ops/timer",
@@ -219,9 +219,9 @@ async fn a_two_second_timer_survives_a_restart_of_runner_clock_and_nats() {
     runner.wait_for("job waiting", T);
     kill9(&mut runner);
     kill9(&mut clock);
-    w.nats.restart();
-    let _clock = w.clock();
-    let _runner = w.runner("runner-2", &[]);
+    w.nats().restart();
+    let _clock = world::clock(&w);
+    let _runner = world::runner(&w, "runner-2", &[]);
     let log = w.log().await;
     let diary = until_done(&log, &job, LEASE_WAIT).await;
     let due_ms = diary
@@ -238,7 +238,7 @@ async fn a_two_second_timer_survives_a_restart_of_runner_clock_and_nats() {
     assert!(fired.entry.ts >= due_ms, "fired early");
     assert_eq!(calls(&record, "a"), 1);
     assert_eq!(calls(&record, "b"), 1);
-    let listed = w.iron(&["jobs", "list", "--mesh", "test"]);
+    let listed = w.iron_ok(&["jobs", "list", "--mesh", "test"]);
     assert!(listed.contains(&job) && listed.contains("done"), "{listed}");
     // The job is found by id alone, in its mesh, with the whole diary.
     let (mesh, found) = ops::find(&log, &job).await.unwrap();

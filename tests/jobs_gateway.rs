@@ -10,15 +10,15 @@ mod world;
 use iron::jobs::journal::read_diary;
 use iron::jobs::{JobEvent, JobState, state_of};
 use serde_json::json;
-use world::{T, World};
+use world::T;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flow_gets_an_experts_answer_through_the_gateway() {
-    let w = World::new();
-    let _expert = w.plane.demo("gw_expert", &[]);
-    w.plane
+    let w = world::jobs_project();
+    let _expert = w.plane().demo("gw_expert", &[]);
+    w.plane()
         .iron_ok(&["lifecycle", "set", "/iron/gw_expert", "configure"]);
-    w.plane
+    w.plane()
         .iron_ok(&["lifecycle", "set", "/iron/gw_expert", "activate"]);
     let flows = w.path("aem/test/skills/ops/flows");
     std::fs::create_dir_all(&flows).unwrap();
@@ -29,7 +29,7 @@ async fn a_flow_gets_an_experts_answer_through_the_gateway() {
     .unwrap();
     let aem = w.path("aem").display().to_string();
     let python = std::env::var("IRON_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
-    let runner = w.runner("runner", &["--aem", &aem, "--python", &python]);
+    let runner = world::runner(&w, "runner", &["--aem", &aem, "--python", &python]);
     runner.wait_for("runner consuming the wake queue", T);
     let gateway = w.spawn(
         "gateway",
@@ -48,7 +48,7 @@ async fn a_flow_gets_an_experts_answer_through_the_gateway() {
     gateway.wait_for("gateway following every job diary", T);
     let input = json!({"question": "is the bridge closed?"});
     let job = w
-        .iron(&[
+        .iron_ok(&[
             "jobs",
             "start",
             "test/ops/judge",
@@ -96,7 +96,7 @@ async fn a_flow_gets_an_experts_answer_through_the_gateway() {
 
     // The same from a Python flow.
     let job = w
-        .iron(&[
+        .iron_ok(&[
             "jobs",
             "start",
             "test/ops/pyjudge",

@@ -14,7 +14,8 @@ use iron::jobs::journal::read_diary;
 use iron::jobs::{JobState, Stored, state_of};
 use iron::spine::durable::AnyLog;
 use serde_json::json;
-use world::{T, World};
+use support::project::Project;
+use world::T;
 
 const GOOD: &str = r#"
 from iron_flow import Parked
@@ -75,23 +76,23 @@ def run(ctx, input):
     return 1
 "#;
 
-fn flows_dir(w: &World) -> PathBuf {
+fn flows_dir(w: &Project) -> PathBuf {
     let dir = w.path("aem/test/skills/ops/flows");
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
-fn runner(w: &World) -> support::Proc {
+fn runner(w: &Project) -> support::Proc {
     let aem = w.path("aem").display().to_string();
     let python = std::env::var("IRON_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
-    let r = w.runner("runner", &["--aem", &aem, "--python", &python]);
+    let r = world::runner(w, "runner", &["--aem", &aem, "--python", &python]);
     r.wait_for("runner consuming the wake queue", T);
     r
 }
 
-fn start(w: &World, flow: &str, input: serde_json::Value) -> String {
+fn start(w: &Project, flow: &str, input: serde_json::Value) -> String {
     let aem = w.path("aem").display().to_string();
-    w.iron(&[
+    w.iron_ok(&[
         "jobs",
         "start",
         &format!("test/ops/{flow}"),
@@ -139,7 +140,7 @@ fn calls(path: &Path, name: &str) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_flows_replay_wait_park_and_never_take_the_runner_down() {
-    let w = World::new();
+    let w = world::jobs_project();
     let dir = flows_dir(&w);
     std::fs::write(dir.join("good.py"), GOOD).unwrap();
     std::fs::write(dir.join("raises.py"), RAISES).unwrap();
@@ -152,8 +153,8 @@ async fn python_flows_replay_wait_park_and_never_take_the_runner_down() {
     let record = w.path("calls");
     let job = start(&w, "good", json!({"record": record}));
     until(&log, &job, "the job waiting on go", waiting_go).await;
-    w.iron(&["jobs", "approve", &job, "publish", "--note", "early"]);
-    w.iron(&["jobs", "signal", &job, "go", "--payload", "7"]);
+    w.iron_ok(&["jobs", "approve", &job, "publish", "--note", "early"]);
+    w.iron_ok(&["jobs", "signal", &job, "go", "--payload", "7"]);
     let diary = until(&log, &job, "the job done", done).await;
     let JobState::Done { output } = state_of(&diary) else {
         unreachable!()
@@ -183,12 +184,12 @@ async fn python_flows_replay_wait_park_and_never_take_the_runner_down() {
     );
     assert_ne!(edited, GOOD);
     std::fs::write(dir.join("good.py"), &edited).unwrap();
-    w.iron(&["jobs", "approve", &job, "publish"]);
-    w.iron(&["jobs", "signal", &job, "go"]);
+    w.iron_ok(&["jobs", "approve", &job, "publish"]);
+    w.iron_ok(&["jobs", "signal", &job, "go"]);
     let diary = until(&log, &job, "the edited job parked", parked).await;
     assert!(reason(&diary).contains("step a#0"), "{}", reason(&diary));
     std::fs::write(dir.join("good.py"), GOOD).unwrap();
-    w.iron(&["jobs", "resume", &job, "--note", "restored the flow"]);
+    w.iron_ok(&["jobs", "resume", &job, "--note", "restored the flow"]);
     until(&log, &job, "the restored job done", done).await;
     assert_eq!(calls(&record2, "a"), 1);
 
@@ -196,9 +197,9 @@ async fn python_flows_replay_wait_park_and_never_take_the_runner_down() {
     let job = start(&w, "good", json!({"record": w.path("calls3")}));
     until(&log, &job, "the third job waiting", waiting_go).await;
     std::fs::write(dir.join("good.py"), &edited).unwrap();
-    w.iron(&["jobs", "signal", &job, "go"]);
+    w.iron_ok(&["jobs", "signal", &job, "go"]);
     until(&log, &job, "the third job parked", parked).await;
-    w.iron(&["jobs", "cancel", &job, "--reason", "not worth it"]);
+    w.iron_ok(&["jobs", "cancel", &job, "--reason", "not worth it"]);
     until(&log, &job, "the third job cancelled", |s| {
         matches!(s, JobState::Cancelled)
     })
@@ -211,10 +212,10 @@ async fn python_flows_replay_wait_park_and_never_take_the_runner_down() {
     let body_edited = GOOD.replace("f.write(name + \"\\n\")", "f.write(name + \"!\\n\")");
     assert_ne!(body_edited, GOOD);
     std::fs::write(dir.join("good.py"), &body_edited).unwrap();
-    w.iron(&["jobs", "signal", &job, "go"]);
+    w.iron_ok(&["jobs", "signal", &job, "go"]);
     let diary = until(&log, &job, "the body-edited job parked", parked).await;
     assert!(reason(&diary).contains("step a#0"), "{}", reason(&diary));
-    w.iron(&["jobs", "cancel", &job]);
+    w.iron_ok(&["jobs", "cancel", &job]);
     std::fs::write(dir.join("good.py"), GOOD).unwrap();
 
     // Broken flows park with the error; the runner survives each.
@@ -241,8 +242,8 @@ async fn python_flows_replay_wait_park_and_never_take_the_runner_down() {
     );
     let record4 = w.path("calls4");
     let job = start(&w, "good", json!({"record": record4}));
-    w.iron(&["jobs", "signal", &job, "go"]);
-    w.iron(&["jobs", "approve", &job, "publish"]);
+    w.iron_ok(&["jobs", "signal", &job, "go"]);
+    w.iron_ok(&["jobs", "approve", &job, "publish"]);
     until(&log, &job, "a good job after the broken ones", done).await;
     assert!(
         runner
@@ -250,7 +251,7 @@ async fn python_flows_replay_wait_park_and_never_take_the_runner_down() {
             .is_none(),
         "the runner is still running"
     );
-    let listed = w.iron(&["jobs", "list"]);
+    let listed = w.iron_ok(&["jobs", "list"]);
     assert!(
         listed.contains("parked") && listed.contains("cancelled"),
         "{listed}"

@@ -200,7 +200,12 @@ pub struct Plane {
 
 impl Plane {
     pub fn start() -> Plane {
-        let endpoint = format!("tcp/127.0.0.1:{}", free_port());
+        Plane::start_at(&format!("tcp/127.0.0.1:{}", free_port()))
+    }
+
+    /// A router listening at `endpoint`.
+    pub fn start_at(endpoint: &str) -> Plane {
+        let endpoint = endpoint.to_string();
         let router = Proc::spawn(
             "router",
             &bin("iron"),

@@ -1,6 +1,10 @@
-//! A project on disk driven through `iron up` and the CLI, the way a person runs Iron: a state
-//! directory with an `iron.yaml` whose experts run on a scripted model, a router endpoint,
-//! extra environment, and helpers to bring a launch list up and call `iron` against it.
+//! The one fixture for multi-process tests: a project on disk driven the way a person runs
+//! Iron. It owns a state directory with an `iron.yaml` (experts on a scripted model, an
+//! OpenAI-compatible fake, or the offline backend), a router endpoint on a free port, the
+//! environment every process shares, and optionally a running router (for nodes started one
+//! by one) and a real nats-server (the durable plane on JetStream). Processes are started
+//! through it (`up`, `spawn`), `iron` runs against it, and its log is read back by kind.
+//! Everything it started stops when it is dropped.
 
 use std::process::Output;
 
@@ -9,12 +13,16 @@ use iron::{
     spine::durable::AnyLog,
 };
 
-use super::{Proc, bin, free_port};
+use super::nats::NatsServer;
+use super::{Plane, Proc, bin, free_port};
 
-/// A state directory and the environment every process of the test shares.
+/// A state directory, the environment every process of the test shares, and what the
+/// project runs itself (a router, a nats-server).
 pub struct Project {
     pub dir: tempfile::TempDir,
     envs: Vec<(String, String)>,
+    plane: Option<Plane>,
+    nats: Option<NatsServer>,
 }
 
 impl Project {
@@ -39,8 +47,9 @@ impl Project {
         ))
     }
 
-    /// A state directory whose `iron.yaml` is `state_dir` followed by `extra`.
-    fn configured(extra: &str) -> Project {
+    /// A state directory whose `iron.yaml` is `state_dir` followed by `extra` (e.g. a
+    /// `models:` block of its own).
+    pub fn configured(extra: &str) -> Project {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("iron.yaml");
         std::fs::write(
@@ -57,7 +66,37 @@ impl Project {
                 ("IRON_CONFIG".into(), config.display().to_string()),
             ],
             dir,
+            plane: None,
+            nats: None,
         }
+    }
+
+    /// Starts a router at the project's endpoint, for nodes started one by one with
+    /// [`Project::spawn`] (`iron up` starts its own instead).
+    pub fn with_router(mut self) -> Self {
+        self.plane = Some(Plane::start_at(self.router()));
+        self
+    }
+
+    /// The router [`Project::with_router`] started.
+    pub fn plane(&self) -> &Plane {
+        self.plane.as_ref().expect("started with_router()")
+    }
+
+    /// Starts a real nats-server and makes JetStream every process's durable plane.
+    pub fn with_nats(mut self) -> Self {
+        let server = NatsServer::start();
+        self = self
+            .env("IRON_DURABLE", "jetstream")
+            .env("IRON_NATS_URL", &server.url())
+            .env("IRON_NATS_MONITOR", &server.monitor());
+        self.nats = Some(server);
+        self
+    }
+
+    /// The nats-server [`Project::with_nats`] started (to restart it, say).
+    pub fn nats(&mut self) -> &mut NatsServer {
+        self.nats.as_mut().expect("started with_nats()")
     }
 
     /// Copies the newsroom's sample feeds (`config/feeds/`) into the project, points the
@@ -121,7 +160,8 @@ impl Project {
         path
     }
 
-    fn env_pairs(&self) -> Vec<(&str, &str)> {
+    /// The environment every process of the project gets.
+    pub fn envs(&self) -> Vec<(&str, &str)> {
         self.envs
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -143,31 +183,49 @@ impl Project {
         let list = self.write("list.yaml", list).display().to_string();
         let mut args = vec!["up", "--launch", list.as_str()];
         args.extend_from_slice(extra);
-        Proc::spawn_in(cwd, "up", &bin("iron"), &args, &self.env_pairs())
+        Proc::spawn_in(cwd, "up", &bin("iron"), &args, &self.envs())
+    }
+
+    /// Starts `exe args…` (tagged `tag` in its output) with the project's environment.
+    pub fn spawn(&self, tag: &str, exe: &str, args: &[&str]) -> Proc {
+        Proc::spawn(tag, exe, args, &self.envs())
+    }
+
+    /// Compiles the project's `aem/` into its state directory.
+    pub fn build_catalog(&self) {
+        super::build_catalog_from(&self.path("aem"), self.dir.path());
     }
 
     /// Runs `iron args…` against the project.
     pub fn iron(&self, args: &[&str]) -> Output {
-        super::run_iron(args, self.env_pairs())
+        super::run_iron(args, self.envs())
     }
 
     /// Runs `iron args…`, failing the test unless it succeeds; returns its stdout.
     pub fn iron_ok(&self, args: &[&str]) -> String {
-        super::run_iron_ok(args, self.env_pairs())
+        super::run_iron_ok(args, self.envs())
     }
 
-    /// The project's event log.
+    /// The project's event log: JetStream with [`Project::with_nats`], else the embedded one.
     pub async fn log(&self) -> AnyLog {
-        AnyLog::open(&Config {
-            state_dir: self.dir.path().to_path_buf(),
-            ..Config::default()
-        })
-        .await
-        .unwrap()
+        match &self.nats {
+            Some(server) => AnyLog::JetStream(Box::new(super::harness::connect(server).await)),
+            None => AnyLog::open(&Config {
+                state_dir: self.dir.path().to_path_buf(),
+                ..Config::default()
+            })
+            .await
+            .unwrap(),
+        }
     }
 
     /// Every event of `kind` on the log so far.
     pub async fn events(&self, kind: &str) -> Vec<Envelope> {
         super::mem_events_of(&self.log().await, kind).await
+    }
+
+    /// Every event on the log so far.
+    pub async fn all_events(&self) -> Vec<Envelope> {
+        super::mem_events(&self.log().await).await
     }
 }
