@@ -39,7 +39,7 @@ fn goal(domain: &str, instruction: &str, depth: u8) -> AolTaskGoal {
 async fn refused_goals_say_why_and_the_deepest_allowed_goal_runs() {
     let lab = Lab::start(&[]);
     let control = ControlPlane::connect(ControlConfig {
-        router: lab.plane.endpoint.clone(),
+        router: lab.p.router().to_string(),
         domain_id: 0,
     })
     .await
@@ -146,7 +146,7 @@ async fn refused_goals_say_why_and_the_deepest_allowed_goal_runs() {
         let out = std::process::Command::new(bin("iron"))
             .args(["task", "send", "--domain", domain, "--timeout", "30"])
             .arg(instruction)
-            .envs(lab.envs())
+            .envs(lab.p.envs())
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

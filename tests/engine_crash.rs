@@ -42,7 +42,7 @@ async fn a_client_of_a_killed_engine_fails_fast_and_says_why() {
             "300",
             "wait for the tool",
         ])
-        .envs(lab.envs())
+        .envs(lab.p.envs())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -55,7 +55,8 @@ async fn a_killed_expert_aborts_its_goal_and_the_engine_carries_on() {
         assert!(
             std::time::Instant::now() < deadline,
             "no hanging tool call on the log; events: {:#?}\nengine:\n{}",
-            lab.events()
+            lab.p
+                .all_events()
                 .await
                 .iter()
                 .map(|e| (e.kind.as_str().to_string(), e.payload.clone()))
@@ -64,7 +65,7 @@ async fn a_killed_expert_aborts_its_goal_and_the_engine_carries_on() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let listed = lab.plane.iron_ok(&["node", "list"]);
+    let listed = lab.p.iron_ok(&["node", "list"]);
     assert!(listed.contains(&node), "{node} not in:\n{listed}");
 
     // Outlive Zenoh's default query timeout (10 s): a long task is still a running task, for
@@ -119,7 +120,7 @@ async fn a_killed_expert_aborts_its_goal_and_the_engine_carries_on() {
     assert!(error.contains("crash"), "{error}");
 
     // The engine is still active and answers the next task.
-    let state = lab.plane.iron_ok(&["lifecycle", "get", "/iron/engine"]);
+    let state = lab.p.iron_ok(&["lifecycle", "get", "/iron/engine"]);
     assert!(state.contains("active"), "engine state: {state}");
     let next = lab.send("lab/clerk", "file this note");
     let (ok, stdout, stderr) = tokio::task::spawn_blocking(move || finished(next))

@@ -24,7 +24,7 @@ async fn an_expert_delegates_to_its_peer_through_the_engine() {
         lab.engine.output().join("\n")
     );
 
-    let routed = lab.events().await;
+    let routed = lab.p.all_events().await;
     let routed: Vec<_> = routed
         .iter()
         .filter(|e| e.kind.as_str() == "routing_decided")
@@ -51,10 +51,10 @@ async fn an_expert_delegates_to_its_peer_through_the_engine() {
         .await;
     assert_eq!(chief.len(), 1);
     let tool_results: Vec<String> = lab
-        .events()
+        .p
+        .events("model_called")
         .await
         .iter()
-        .filter(|e| e.kind.as_str() == "model_called")
         .map(|e| e.payload.to_string())
         .collect();
     assert!(
@@ -63,7 +63,7 @@ async fn an_expert_delegates_to_its_peer_through_the_engine() {
     );
     // Only the person's task is delivered (the lab declares no channel, so it is recorded
     // as not delivered), with the chief's answer; the clerk's answer went to the chief.
-    let deliveries = lab.events().await;
+    let deliveries = lab.p.all_events().await;
     let deliveries: Vec<_> = deliveries
         .iter()
         .filter(|e| e.kind.as_str() == "reply_delivered")

@@ -7,12 +7,10 @@
 
 use std::{path::Path, time::Duration};
 
-use iron::{
-    core::{config::Config, envelope::Envelope},
-    spine::durable::AnyLog,
-};
+use iron::core::envelope::Envelope;
 
-use super::{Plane, Proc, bin, copy_dir};
+use super::project::Project;
+use super::{Proc, bin, copy_dir};
 
 /// The answer `lab/clerk` gives.
 pub const CLERK_ANSWER: &str = "Filed: the clerk has it on record.";
@@ -68,95 +66,62 @@ const EXPERTS: &[(&str, &str, &str)] = &[
 /// What `lab/chief` says once the clerk has answered it.
 pub const CHIEF_ANSWER: &str = "The clerk filed it.";
 
-/// The lab: state directory, router, and the engine process.
+/// The lab: a [`Project`] with the lab mesh and a router, and the engine process.
 pub struct Lab {
-    pub dir: tempfile::TempDir,
-    pub config: String,
-    pub plane: Plane,
+    pub p: Project,
     pub engine: Proc,
 }
 
 impl Lab {
     /// Writes the project and starts a router and an active engine with `engine_args`.
     pub fn start(engine_args: &[&str]) -> Lab {
-        let state = tempfile::tempdir().unwrap();
-        let dir = state.path();
-        let aem = dir.join("aem");
-        copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("aem"), &aem);
-        let lab = aem.join("lab");
+        let p = Project::offline().with_router();
+        let dir = p.dir.path();
+        copy_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("aem"),
+            &p.path("aem"),
+        );
         for (role, description, caps) in EXPERTS {
-            let d = lab.join("skills").join(role);
-            std::fs::create_dir_all(&d).unwrap();
-            std::fs::write(
-                d.join("SKILL.md"),
-                format!("---\nname: {role}\nidentity: The {role} of the lab.\ndescription: {description}\n---\n\nDo what the test asks.\n"),
-            )
-            .unwrap();
-            std::fs::write(d.join("capabilities.md"), caps).unwrap();
+            p.write(
+                &format!("aem/lab/skills/{role}/SKILL.md"),
+                &format!("---\nname: {role}\nidentity: The {role} of the lab.\ndescription: {description}\n---\n\nDo what the test asks.\n"),
+            );
+            p.write(&format!("aem/lab/skills/{role}/capabilities.md"), caps);
         }
-        std::fs::write(
-            lab.join("AEM.md"),
-            lab_mesh(env!("CARGO_BIN_EXE_mcp_test_server")),
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("hanging.yaml"),
+        p.write(
+            "aem/lab/AEM.md",
+            &lab_mesh(env!("CARGO_BIN_EXE_mcp_test_server")),
+        );
+        p.write(
+            "hanging.yaml",
             "turns:\n  - tool_calls:\n      - name: faulty__hang\n        arguments: {}\n  - text: \"the hang ended\"\n",
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("quick.yaml"),
-            format!("turns:\n  - text: {CLERK_ANSWER:?}\n"),
-        )
-        .unwrap();
+        );
+        p.write(
+            "quick.yaml",
+            &format!("turns:\n  - text: {CLERK_ANSWER:?}\n"),
+        );
         // The chief first asks an expert that is not its peer (refused), then the clerk.
-        std::fs::write(
-            dir.join("chief.yaml"),
-            format!(
+        p.write(
+            "chief.yaml",
+            &format!(
                 "turns:\n  - tool_calls:\n      - name: delegate\n        arguments: {{domain: lab/nowhere, instruction: file it}}\n  - expect: \"not among your peers\"\n    tool_calls:\n      - name: delegate\n        arguments: {{domain: lab/clerk, instruction: file it}}\n  - expect: {CLERK_ANSWER:?}\n    text: {CHIEF_ANSWER:?}\n"
             ),
-        )
-        .unwrap();
-        let config = dir.join("iron.yaml");
-        std::fs::write(
-            &config,
-            format!(
+        );
+        p.write(
+            "iron.yaml",
+            &format!(
                 "state_dir: {d}\nmodels:\n  backends:\n    hang:\n      kind: scripted\n      script: {d}/hanging.yaml\n    quick:\n      kind: scripted\n      script: {d}/quick.yaml\n    chiefly:\n      kind: scripted\n      script: {d}/chief.yaml\n  logical:\n    hanging: [hang]\n    quick: [quick]\n    chiefly: [chiefly]\n    fast: [quick]\n    standard: [quick]\n    strong: [quick]\n",
                 d = dir.display()
             ),
-        )
-        .unwrap();
-        super::build_catalog_from(&aem, dir);
-
-        let plane = Plane::start();
-        let config = config.display().to_string();
-        let engine = Proc::spawn(
-            "engine",
-            &bin("engine_node"),
-            engine_args,
-            &[
-                ("IRON_ROUTER", plane.endpoint.as_str()),
-                ("IRON_CONFIG", config.as_str()),
-            ],
         );
+        p.build_catalog();
+
+        let engine = p.spawn("engine", &bin("engine_node"), engine_args);
         engine.wait_for("managed node up", Duration::from_secs(60));
         for step in ["configure", "activate"] {
-            plane.iron_ok(&["lifecycle", "set", "/iron/engine", step]);
+            p.iron_ok(&["lifecycle", "set", "/iron/engine", step]);
         }
-        Lab {
-            dir: state,
-            config,
-            plane,
-            engine,
-        }
-    }
-
-    /// The environment for `iron` commands against this lab.
-    pub fn envs(&self) -> [(&str, &str); 2] {
-        [
-            ("IRON_ROUTER", self.plane.endpoint.as_str()),
-            ("IRON_CONFIG", self.config.as_str()),
-        ]
+        Lab { p, engine }
     }
 
     /// Starts `iron task send --domain <domain> <instruction>` in the background.
@@ -173,7 +138,7 @@ impl Lab {
                 "120",
                 instruction,
             ])
-            .envs(self.envs())
+            .envs(self.p.envs())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -189,23 +154,13 @@ impl Lab {
             .collect()
     }
 
-    /// Every event on the lab's log so far.
-    pub async fn events(&self) -> Vec<Envelope> {
-        let log = AnyLog::open(&Config {
-            state_dir: self.dir.path().to_path_buf(),
-            ..Config::default()
-        })
-        .await
-        .unwrap();
-        super::mem_events(&log).await
-    }
-
     /// Events of `kind` whose payload field `field` is `value`.
     pub async fn events_where(&self, kind: &str, field: &str, value: &str) -> Vec<Envelope> {
-        self.events()
+        self.p
+            .events(kind)
             .await
             .into_iter()
-            .filter(|e| e.kind.as_str() == kind && e.payload[field] == value)
+            .filter(|e| e.payload[field] == value)
             .collect()
     }
 }
