@@ -10,14 +10,11 @@ mod support;
 #[path = "support_llm/mod.rs"]
 mod support_llm;
 
-use std::{collections::HashMap, path::PathBuf, time::Duration};
+use std::{collections::HashMap, time::Duration};
 
-use iron::{
-    core::{config::Config, envelope::Envelope},
-    spine::durable::AnyLog,
-};
+use iron::core::envelope::Envelope;
 use serde_json::{Value, json};
-use support::{Proc, bin, free_port};
+use support::{Proc, project::Project};
 use support_llm::{FakeServer, Reply, openai_text, openai_tools};
 use tempfile::TempDir;
 
@@ -26,58 +23,29 @@ const ANSWER: &str = "Two independent sources confirm the bridge is closed.";
 /// The document the analyst finds in the archive; its name must reach the model.
 const SOURCE_FILE: &str = "port-authority-notice.txt";
 
-/// A running Iron (`iron up` with the delivery bridge, inbox and engine) on a fresh state
-/// directory, and an archive with one saved source.
+/// A running Iron (`iron up` with the delivery bridge, inbox and engine) on a project, and an
+/// archive with one saved source.
 struct Stack {
-    state: TempDir,
+    p: Project,
     up: Proc,
-    envs: Vec<(String, String)>,
+    _archive: TempDir,
 }
 
 impl Stack {
-    /// Writes the config with `models` (the YAML block under `models:`) in `state`, builds
-    /// the catalog and starts the processes.
-    fn start(state: TempDir, models: &str) -> Stack {
-        let dir = state.path().to_path_buf();
-        let archive = archive_of(&state);
-        std::fs::create_dir_all(&archive).unwrap();
+    /// Saves the source in `archive`, points the newsroom's archive server at it, builds the
+    /// catalog and starts the processes.
+    fn start(p: Project, archive: TempDir) -> Stack {
         std::fs::write(
-            archive.join(SOURCE_FILE),
+            archive.path().join(SOURCE_FILE),
             "The harbour bridge is closed until further notice.",
         )
         .unwrap();
-        let config = dir.join("iron.yaml");
-        std::fs::write(
-            &config,
-            format!("state_dir: {}\nmodels:\n{models}", dir.display()),
-        )
-        .unwrap();
-        support::build_catalog(&dir);
-        let list = dir.join("list.yaml");
-        std::fs::write(
-            &list,
+        // The newsroom's archive server serves this directory (see aem/newsroom/AEM.md).
+        let p = p.env("NEWSROOM_ARCHIVE", &archive.path().display().to_string());
+        support::build_catalog(p.dir.path());
+        let up = p.up(
             "nodes:\n  - name: delivery\n    namespace: /iron/tools\n    executable: delivery_node\n  - name: inbox\n    executable: inbox_node\n  - name: engine\n    executable: engine_node\n",
-        )
-        .unwrap();
-        let envs = vec![
-            (
-                "IRON_ROUTER".to_string(),
-                format!("tcp/127.0.0.1:{}", free_port()),
-            ),
-            ("IRON_CONFIG".to_string(), config.display().to_string()),
-            // The newsroom's archive server serves this directory (see aem/newsroom/AEM.md).
-            (
-                "NEWSROOM_ARCHIVE".to_string(),
-                archive.display().to_string(),
-            ),
-        ];
-        let env_refs: Vec<(&str, &str)> =
-            envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let up = Proc::spawn(
-            "up",
-            &bin("iron"),
-            &["up", "--launch", &list.display().to_string()],
-            &env_refs,
+            &[],
         );
         up.wait_for("up: 3 node(s) running", T);
         assert!(
@@ -85,48 +53,35 @@ impl Stack {
             "{}",
             up.output().join("\n")
         );
-        Stack { state, up, envs }
-    }
-
-    fn dir(&self) -> &std::path::Path {
-        self.state.path()
+        Stack {
+            p,
+            up,
+            _archive: archive,
+        }
     }
 
     /// `iron inbox send` from `source` to `destination`.
     fn send(&self, source: &str, destination: &str, text: &str) {
-        support::run_iron_ok(
-            &[
-                "inbox",
-                "send",
-                "--source",
-                source,
-                "--user",
-                "ana",
-                "--destination",
-                destination,
-                text,
-            ],
-            self.envs.iter().map(|(k, v)| (k, v)),
-        );
+        self.p.iron_ok(&[
+            "inbox",
+            "send",
+            "--source",
+            source,
+            "--user",
+            "ana",
+            "--destination",
+            destination,
+            text,
+        ]);
     }
 
-    /// Stops everything (SIGINT, as a person would) and returns the log's events.
-    async fn stop(mut self) -> (Vec<Envelope>, TempDir) {
+    /// Stops everything (SIGINT, as a person would) and returns the log's events and what the
+    /// delivery bridge recorded.
+    async fn stop(mut self) -> (Vec<Envelope>, Vec<Value>) {
         self.up.signal(libc::SIGINT);
         assert!(self.up.wait_exit(T).expect("up exits").success());
-        let log = AnyLog::open(&Config {
-            state_dir: self.dir().to_path_buf(),
-            ..Config::default()
-        })
-        .await
-        .unwrap();
-        (support::mem_events(&log).await, self.state)
+        (self.p.all_events().await, self.p.outbox())
     }
-}
-
-/// Where the stack in `state` keeps its archive.
-fn archive_of(state: &TempDir) -> PathBuf {
-    state.path().join("archive")
 }
 
 /// The arguments the model passes to the archive's `list_directory`.
@@ -206,29 +161,14 @@ fn assert_unique(events: &[Envelope]) {
     assert_eq!(ids.len(), events.len(), "every event once");
 }
 
-/// What the delivery bridge recorded.
-fn outbox(dir: &std::path::Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("outbox.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripted_a_message_is_routed_answered_with_a_tool_and_delivered() {
-    let state = tempfile::tempdir().unwrap();
-    let script = state.path().join("script.yaml");
-    std::fs::write(
-        &script,
-        format!(
-            "turns:\n  - expect: \"bridge\"\n    tool_calls:\n      - name: archive__list_directory\n        arguments: {}\n  - expect: \"{SOURCE_FILE}\"\n    text: \"{ANSWER}\"\n",
-            list_args(&archive_of(&state))
-        ),
-    )
-    .unwrap();
-    let models = support::scripted_models(&script);
-    let stack = Stack::start(state, &models);
+    let archive = tempfile::tempdir().unwrap();
+    let p = Project::scripted(&format!(
+        "turns:\n  - expect: \"bridge\"\n    tool_calls:\n      - name: archive__list_directory\n        arguments: {}\n  - expect: \"{SOURCE_FILE}\"\n    text: \"{ANSWER}\"\n",
+        list_args(archive.path())
+    ));
+    let stack = Stack::start(p, archive);
 
     // The terminal channel: the engine prints the reply.
     stack.send(
@@ -247,8 +187,7 @@ async fn scripted_a_message_is_routed_answered_with_a_tool_and_delivered() {
         .up
         .wait_for(&format!("[delivery -> #desk] {ANSWER}"), T);
 
-    let (events, state) = stack.stop().await;
-    let sends = outbox(state.path());
+    let (events, sends) = stack.stop().await;
     assert_eq!(
         sends.len(),
         1,
@@ -271,26 +210,22 @@ async fn scripted_a_message_is_routed_answered_with_a_tool_and_delivered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_compatible_a_message_is_routed_answered_with_a_tool_and_delivered() {
     // The expert's two model calls: ask for the archive listing, then answer from it.
-    let state = tempfile::tempdir().unwrap();
+    let archive = tempfile::tempdir().unwrap();
     let fake = FakeServer::start(vec![
         Reply::ok(openai_tools(&[(
             "call_1",
             "archive__list_directory",
-            list_args(&archive_of(&state)),
+            list_args(archive.path()),
         )])),
         Reply::ok(openai_text(ANSWER)),
     ])
     .await;
-    let models = format!(
-        "  backends:\n    fake:\n      kind: openai\n      base_url: {}/v1\n      model: fake-gpt\n      timeout_secs: 20\n  logical:\n    fast: [fake]\n    standard: [fake]\n    strong: [fake]\n",
-        fake.url()
-    );
-    let stack = Stack::start(state, &models);
+    let stack = Stack::start(Project::openai(&fake.url()), archive);
     stack.send("chat", "#desk", "is the bridge closed? cross-check it");
     stack
         .up
         .wait_for(&format!("[delivery -> #desk] {ANSWER}"), T);
-    let (events, state) = stack.stop().await;
+    let (events, sends) = stack.stop().await;
 
     let requests = fake.requests();
     assert_eq!(requests.len(), 2, "two model calls: {requests:#?}");
@@ -306,7 +241,7 @@ async fn openai_compatible_a_message_is_routed_answered_with_a_tool_and_delivere
         second.contains("call_1") && second.contains(SOURCE_FILE),
         "the tool result goes back to the model with its call id: {second}"
     );
-    assert_eq!(outbox(state.path()).len(), 1);
+    assert_eq!(sends.len(), 1);
     assert_task_chain(&events, "chat");
     assert_unique(&events);
 }
