@@ -8,17 +8,13 @@ mod support;
 
 use std::time::Duration;
 
-use iron::{core::config::Config, spine::durable::AnyLog};
-use support::{Plane, Proc, bin};
+use support::{bin, project::Project};
 
 const T: Duration = Duration::from_secs(60);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer() {
-    let state = tempfile::tempdir().unwrap();
-    let dir = state.path();
-    let config = support::scripted_config(
-        dir,
+    let p = Project::scripted_with(
         r#"turns:
   - expect: "bridge"
     tool_calls:
@@ -28,22 +24,12 @@ async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer
     text: "The harbour bridge is closed, per the port authority's notice."
 "#,
         "operators: [desk]\n",
-    );
-    support::build_catalog(dir);
+    )
+    .with_router();
+    p.build_shipped_catalog();
+    let engine = p.start_active(&bin("engine_node"), "/iron/engine", &[]);
 
-    let plane = Plane::start();
-    let config_s = config.display().to_string();
-    let envs = [
-        ("IRON_ROUTER", plane.endpoint.as_str()),
-        ("IRON_CONFIG", config_s.as_str()),
-    ];
-    let engine = Proc::spawn("engine", &bin("engine_node"), &[], &envs);
-    engine.wait_for("managed node up", T);
-    for step in ["configure", "activate"] {
-        plane.iron_ok(&["lifecycle", "set", "/iron/engine", step]);
-    }
-
-    let mut task = Proc::spawn(
+    let mut task = p.spawn(
         "task",
         &bin("iron"),
         &[
@@ -55,7 +41,6 @@ async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer
             "reporter",
             "is the bridge closed?",
         ],
-        &envs,
     );
     task.wait_for("[question]", T);
     let output = task.output();
@@ -76,13 +61,14 @@ async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer
 
     // A late operator still sees the open question: it is on the log, so it is listed even
     // with no router to reach the expert's topic.
+    let config = p.path("iron.yaml").display().to_string();
     let questions = |router: &str| {
         support::run_iron_ok(
             &["task", "questions", "--timeout", "3"],
-            [("IRON_ROUTER", router), ("IRON_CONFIG", config_s.as_str())],
+            [("IRON_ROUTER", router), ("IRON_CONFIG", config.as_str())],
         )
     };
-    for router in [plane.endpoint.as_str(), "tcp/127.0.0.1:9"] {
+    for router in [p.router(), "tcp/127.0.0.1:9"] {
         let listed = questions(router);
         assert!(
             listed.contains(question_id)
@@ -94,7 +80,7 @@ async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer
 
     // Someone else on the graph cannot answer or correct the task.
     for what in ["interject", "answer"] {
-        plane.iron_ok(&[
+        p.iron_ok(&[
             "task",
             what,
             "--task",
@@ -106,7 +92,7 @@ async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer
     }
     // The owner's correction while the task waits, then a configured operator's answer; an
     // answer to another question of the same task is not taken for this one.
-    plane.iron_ok(&[
+    p.iron_ok(&[
         "task",
         "interject",
         "--task",
@@ -115,7 +101,7 @@ async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer
         "reporter",
         "use official sources only",
     ]);
-    plane.iron_ok(&[
+    p.iron_ok(&[
         "task",
         "answer",
         "--task",
@@ -126,7 +112,7 @@ async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer
         "desk",
         "the river bridge",
     ]);
-    plane.iron_ok(&[
+    p.iron_ok(&[
         "task",
         "answer",
         "--task",
@@ -143,7 +129,7 @@ async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer
     );
     assert!(task.wait_exit(T).expect("task send exits").success());
     // Answered (and its task ended): no longer open.
-    let listed = questions(&plane.endpoint);
+    let listed = questions(p.router());
     assert!(!listed.contains(question_id), "{listed}");
     assert!(
         task.matching(&format!("[answered] desk answered {question_id}"))
@@ -155,13 +141,7 @@ async fn a_task_asks_the_operator_takes_a_correction_and_resumes_with_the_answer
 
     // Every step is an event of this task.
     drop(engine);
-    let log = AnyLog::open(&Config {
-        state_dir: dir.to_path_buf(),
-        ..Config::default()
-    })
-    .await
-    .unwrap();
-    let events = support::mem_events(&log).await;
+    let events = p.all_events().await;
     let find = |kind: &str| {
         events
             .iter()

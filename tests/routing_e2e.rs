@@ -10,9 +10,8 @@ mod support_llm;
 
 use std::time::Duration;
 
-use iron::{core::config::Config, spine::durable::AnyLog};
 use serde_json::json;
-use support::{Plane, Proc, bin};
+use support::{bin, project::Project};
 use support_llm::{FakeServer, Reply, openai_text};
 
 const T: Duration = Duration::from_secs(60);
@@ -34,46 +33,18 @@ async fn a_router_model_splits_an_instruction_and_each_part_runs_in_order() {
         )),
     ])
     .await;
-    let state = tempfile::tempdir().unwrap();
-    let dir = state.path();
-    std::fs::write(
-        dir.join("script.yaml"),
-        "turns:\n  - text: \"Done as asked.\"\n",
-    )
-    .unwrap();
-    let config = dir.join("iron.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "state_dir: {}\nmodels:\n  backends:\n    offline:\n      kind: scripted\n      script: {}\n    small:\n      kind: openai\n      base_url: {}/v1\n      model: fake-small\n      timeout_secs: 10\n  logical:\n    router: [small]\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n  router: router\n",
-            dir.display(),
-            dir.join("script.yaml").display(),
-            router.url()
-        ),
-    )
-    .unwrap();
-    support::build_catalog(dir);
-
-    let plane = Plane::start();
-    let config_s = config.display().to_string();
-    let envs = [
-        ("IRON_ROUTER", plane.endpoint.as_str()),
-        ("IRON_CONFIG", config_s.as_str()),
-    ];
-    let engine = Proc::spawn("engine", &bin("engine_node"), &[], &envs);
-    engine.wait_for("managed node up", T);
-    for step in ["configure", "activate"] {
-        plane.iron_ok(&["lifecycle", "set", "/iron/engine", step]);
-    }
+    let p = Project::offline().with_router();
+    p.write("script.yaml", "turns:\n  - text: \"Done as asked.\"\n");
+    p.set_config(&format!(
+        "models:\n  backends:\n    offline:\n      kind: scripted\n      script: {}\n    small:\n      kind: openai\n      base_url: {}/v1\n      model: fake-small\n      timeout_secs: 10\n  logical:\n    router: [small]\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n  router: router\n",
+        p.path("script.yaml").display(),
+        router.url()
+    ));
+    p.build_shipped_catalog();
+    let engine = p.start_active(&bin("engine_node"), "/iron/engine", &[]);
     engine.wait_for("routing with model router", T);
 
-    let send = |instruction: &str| {
-        std::process::Command::new(bin("iron"))
-            .args(["task", "send", "--wait", "60", instruction])
-            .envs(envs)
-            .output()
-            .unwrap()
-    };
+    let send = |instruction: &str| p.iron(&["task", "send", "--wait", "60", instruction]);
     let out = send("is the harbour bridge closed? then write it up for the bulletin");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -109,13 +80,7 @@ async fn a_router_model_splits_an_instruction_and_each_part_runs_in_order() {
     );
 
     drop(engine);
-    let log = AnyLog::open(&Config {
-        state_dir: dir.to_path_buf(),
-        ..Config::default()
-    })
-    .await
-    .unwrap();
-    let routed = support::mem_events_of(&log, "routing_decided").await;
+    let routed = p.events("routing_decided").await;
     assert_eq!(routed.len(), 3, "{routed:#?}");
     assert_eq!(routed[0].payload["domain"], "newsroom/analyst");
     assert_eq!(routed[0].payload["part"], 1);

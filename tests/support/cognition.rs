@@ -5,7 +5,7 @@
 //! children and are found in the process table; every descendant of the engine is killed
 //! on drop, so no expert or tool server outlives the test.
 
-use std::{path::Path, time::Duration};
+use std::path::Path;
 
 use iron::core::envelope::Envelope;
 
@@ -107,20 +107,15 @@ impl Lab {
                 "turns:\n  - tool_calls:\n      - name: delegate\n        arguments: {{domain: lab/nowhere, instruction: file it}}\n  - expect: \"not among your peers\"\n    tool_calls:\n      - name: delegate\n        arguments: {{domain: lab/clerk, instruction: file it}}\n  - expect: {CLERK_ANSWER:?}\n    text: {CHIEF_ANSWER:?}\n"
             ),
         );
-        p.write(
-            "iron.yaml",
+        p.set_config(
             &format!(
-                "state_dir: {d}\nmodels:\n  backends:\n    hang:\n      kind: scripted\n      script: {d}/hanging.yaml\n    quick:\n      kind: scripted\n      script: {d}/quick.yaml\n    chiefly:\n      kind: scripted\n      script: {d}/chief.yaml\n  logical:\n    hanging: [hang]\n    quick: [quick]\n    chiefly: [chiefly]\n    fast: [quick]\n    standard: [quick]\n    strong: [quick]\n",
+                "models:\n  backends:\n    hang:\n      kind: scripted\n      script: {d}/hanging.yaml\n    quick:\n      kind: scripted\n      script: {d}/quick.yaml\n    chiefly:\n      kind: scripted\n      script: {d}/chief.yaml\n  logical:\n    hanging: [hang]\n    quick: [quick]\n    chiefly: [chiefly]\n    fast: [quick]\n    standard: [quick]\n    strong: [quick]\n",
                 d = dir.display()
             ),
         );
         p.build_catalog();
 
-        let engine = p.spawn("engine", &bin("engine_node"), engine_args);
-        engine.wait_for("managed node up", Duration::from_secs(60));
-        for step in ["configure", "activate"] {
-            p.iron_ok(&["lifecycle", "set", "/iron/engine", step]);
-        }
+        let engine = p.start_active(&bin("engine_node"), "/iron/engine", engine_args);
         Lab { p, engine }
     }
 

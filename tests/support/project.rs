@@ -29,8 +29,13 @@ impl Project {
     /// A project whose `fast`, `standard` and `strong` models all play `script` (a scripted
     /// backend's YAML).
     pub fn scripted(script: &str) -> Project {
+        Project::scripted_with(script, "")
+    }
+
+    /// [`Project::scripted`] with `extra` lines in `iron.yaml` (e.g. `operators: [desk]`).
+    pub fn scripted_with(script: &str, extra: &str) -> Project {
         let p = Project::configured("");
-        super::scripted_config(p.dir.path(), script, "");
+        super::scripted_config(p.dir.path(), script, extra);
         p
     }
 
@@ -52,12 +57,7 @@ impl Project {
     pub fn configured(extra: &str) -> Project {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("iron.yaml");
-        std::fs::write(
-            &config,
-            format!("state_dir: {}\n{extra}", dir.path().display()),
-        )
-        .unwrap();
-        Project {
+        let p = Project {
             envs: vec![
                 (
                     "IRON_ROUTER".into(),
@@ -68,7 +68,18 @@ impl Project {
             dir,
             plane: None,
             nats: None,
-        }
+        };
+        p.set_config(extra);
+        p
+    }
+
+    /// Rewrites `iron.yaml`: `state_dir` followed by `extra` (for a `models:` block that names
+    /// files in the project, written once the project exists).
+    pub fn set_config(&self, extra: &str) {
+        self.write(
+            "iron.yaml",
+            &format!("state_dir: {}\n{extra}", self.dir.path().display()),
+        );
     }
 
     /// Starts a router at the project's endpoint, for nodes started one by one with
@@ -189,6 +200,23 @@ impl Project {
     /// Starts `exe args…` (tagged `tag` in its output) with the project's environment.
     pub fn spawn(&self, tag: &str, exe: &str, args: &[&str]) -> Proc {
         Proc::spawn(tag, exe, args, &self.envs())
+    }
+
+    /// Starts the node binary `exe` (whose node is `fqn`) with `args`, waits until it is up,
+    /// and configures and activates it.
+    pub fn start_active(&self, exe: &str, fqn: &str, args: &[&str]) -> Proc {
+        let tag = fqn.rsplit('/').next().unwrap_or(fqn);
+        let node = self.spawn(tag, exe, args);
+        node.wait_for("managed node up", std::time::Duration::from_secs(60));
+        for step in ["configure", "activate"] {
+            self.iron_ok(&["lifecycle", "set", fqn, step]);
+        }
+        node
+    }
+
+    /// Compiles the shipped `aem/` into the state directory (the catalog the nodes read).
+    pub fn build_shipped_catalog(&self) {
+        super::build_catalog(self.dir.path());
     }
 
     /// Compiles the project's `aem/` into its state directory.
