@@ -10,12 +10,11 @@ mod support_llm;
 use std::time::Duration;
 
 use iron::{
-    core::{config::Config, envelope::Envelope, event_kind::EventKind},
+    core::{envelope::Envelope, event_kind::EventKind},
     memory::{emit, recall::Recall},
-    spine::durable::AnyLog,
 };
 use serde_json::json;
-use support::{Proc, bin, eventually, free_port};
+use support::{eventually, project::Project};
 use support_llm::{FakeServer, Reply, openai_text};
 
 const T: Duration = Duration::from_secs(60);
@@ -27,27 +26,11 @@ async fn the_second_turn_is_routed_and_answered_knowing_the_first() {
         Reply::ok(openai_text("Since Monday, per the port authority.")),
     ])
     .await;
-    let state = tempfile::tempdir().unwrap();
-    let dir = state.path();
-    let config = dir.join("iron.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "state_dir: {}\nmodels:\n  backends:\n    fake:\n      kind: openai\n      base_url: {}/v1\n      model: fake-gpt\n      timeout_secs: 20\n  logical:\n    fast: [fake]\n    standard: [fake]\n    strong: [fake]\n",
-            dir.display(),
-            fake.url()
-        ),
-    )
-    .unwrap();
-    support::build_catalog(dir);
+    let p = Project::openai(&fake.url());
+    p.build_shipped_catalog();
 
     // A fact already in memory, under facts/.
-    let log = AnyLog::open(&Config {
-        state_dir: dir.to_path_buf(),
-        ..Config::default()
-    })
-    .await
-    .unwrap();
+    let log = p.log().await;
     emit(
         &log,
         &Envelope::new(
@@ -61,38 +44,21 @@ async fn the_second_turn_is_routed_and_answered_knowing_the_first() {
     .await
     .unwrap();
 
-    let list = dir.join("list.yaml");
-    std::fs::write(
-        &list,
+    let mut up = p.up(
         "nodes:\n  - name: projector\n    namespace: /iron/memory\n    executable: projector_node\n  - name: inbox\n    executable: inbox_node\n  - name: engine\n    executable: engine_node\n",
-    )
-    .unwrap();
-    let router = format!("tcp/127.0.0.1:{}", free_port());
-    let config_s = config.display().to_string();
-    let envs = [
-        ("IRON_ROUTER", router.as_str()),
-        ("IRON_CONFIG", config_s.as_str()),
-    ];
-    let mut up = Proc::spawn(
-        "up",
-        &bin("iron"),
-        &["up", "--launch", &list.display().to_string()],
-        &envs,
+        &[],
     );
     up.wait_for("up: 3 node(s) running", T);
     let send = |text: &str| {
-        support::run_iron_ok(
-            &[
-                "inbox", "send", "--source", "terminal", "--user", "ana", text,
-            ],
-            envs,
-        );
+        p.iron_ok(&[
+            "inbox", "send", "--source", "terminal", "--user", "ana", text,
+        ]);
     };
 
     send("is the harbour bridge closed?");
     up.wait_for("Yes: the harbour bridge is closed.", T);
     // The projector has the first task's judgement before the second message goes in.
-    let projection = dir.join("projection.db");
+    let projection = p.path("projection.db");
     eventually("the first task in the projection", T, || async {
         let recall = Recall::open(&projection).ok()?;
         let card = recall.scorecard("default").ok()?;

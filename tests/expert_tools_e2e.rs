@@ -17,7 +17,7 @@ use iron::{
     tools::{Bridge, RemoteCaller, ros::BridgeFuture, serve_bridge},
 };
 use serde_json::{Value, json};
-use support::{Plane, Proc, bin, copy_dir};
+use support::{bin, copy_dir, project::Project};
 use tokio_util::sync::CancellationToken;
 
 const T: Duration = Duration::from_secs(60);
@@ -59,20 +59,7 @@ impl Bridge for Ledger {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expert_calls_a_granted_remote_tool_and_no_other() {
-    let state = tempfile::tempdir().unwrap();
-    let dir = state.path();
-    let aem = dir.join("aem");
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("aem"), &aem);
-    let erp = aem.join("erp/AEM.md");
-    let text = std::fs::read_to_string(&erp).unwrap();
-    assert!(
-        text.contains("status: parked"),
-        "the shipped erp mesh changed"
-    );
-    std::fs::write(&erp, text.replace("status: parked", "status: active")).unwrap();
-
-    let config = support::scripted_config(
-        dir,
+    let p = Project::scripted(
         r#"turns:
   - expect: "account 1000"
     tool_calls:
@@ -83,24 +70,24 @@ async fn an_expert_calls_a_granted_remote_tool_and_no_other() {
   - expect: "4200"
     text: "Account 1000 stands at 4200, read from the ledger just now."
 "#,
-        "",
+    )
+    .with_router();
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("aem"),
+        &p.path("aem"),
     );
-    support::build_catalog_from(&aem, dir);
-
-    let plane = Plane::start();
-    let config_s = config.display().to_string();
-    let envs = [
-        ("IRON_ROUTER", plane.endpoint.as_str()),
-        ("IRON_CONFIG", config_s.as_str()),
-    ];
-    let engine = Proc::spawn("engine", &bin("engine_node"), &[], &envs);
-    engine.wait_for("managed node up", T);
-    for step in ["configure", "activate"] {
-        plane.iron_ok(&["lifecycle", "set", "/iron/engine", step]);
-    }
+    let erp = p.path("aem/erp/AEM.md");
+    let text = std::fs::read_to_string(&erp).unwrap();
+    assert!(
+        text.contains("status: parked"),
+        "the shipped erp mesh changed"
+    );
+    std::fs::write(&erp, text.replace("status: parked", "status: active")).unwrap();
+    p.build_catalog();
+    let engine = p.start_active(&bin("engine_node"), "/iron/engine", &[]);
 
     let control = ControlPlane::connect(ControlConfig {
-        router: plane.endpoint.clone(),
+        router: p.router().to_string(),
         domain_id: 0,
     })
     .await
@@ -109,7 +96,7 @@ async fn an_expert_calls_a_granted_remote_tool_and_no_other() {
     control.wait_for_router(&node, T).await.unwrap();
     let ledger = Arc::new(Ledger::default());
     let stop = CancellationToken::new();
-    let key = iron::tools::CallerKey::open(dir).unwrap();
+    let key = iron::tools::CallerKey::open(p.dir.path()).unwrap();
     serve_bridge(
         &node,
         "/iron/tools/ledger",
@@ -129,7 +116,7 @@ async fn an_expert_calls_a_granted_remote_tool_and_no_other() {
             "60",
             "what is the balance of account 1000?",
         ])
-        .envs(envs)
+        .envs(p.envs())
         .output()
         .await
         .unwrap();
