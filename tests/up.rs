@@ -5,50 +5,32 @@ mod support;
 
 use std::time::Duration;
 
-use support::{Proc, bin, free_port};
+use support::project::Project;
 
 const T: Duration = Duration::from_secs(30);
 
 #[test]
 fn up_starts_supervises_and_stops_in_reverse_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let list = dir.path().join("bringup.yaml");
-    std::fs::write(
-        &list,
+    let p = Project::offline();
+    let mut up = p.up(
         "nodes:\n  - name: first\n    executable: demo_node\n  - name: second\n    executable: demo_node\n  - name: manual\n    executable: demo_node\n    autostart: false\n",
-    )
-    .unwrap();
-    let router = format!("tcp/127.0.0.1:{}", free_port());
-    let plane = support::Plane {
-        endpoint: router.clone(),
-        router: Proc::spawn("noop", "true", &[], &[]),
-    };
-    let state = dir.path().join("state");
-    let state = state.to_str().unwrap();
-    let mut up = Proc::spawn(
-        "up",
-        &bin("iron"),
-        &["up", "--launch", list.to_str().unwrap()],
-        &[("IRON_ROUTER", &router), ("IRON_STATE_DIR", state)],
+        &[],
     );
     up.wait_for("up: 3 node(s) running", T);
 
     assert!(
-        plane
-            .iron_ok(&["lifecycle", "get", "/iron/first"])
+        p.iron_ok(&["lifecycle", "get", "/iron/first"])
             .starts_with("active")
     );
     assert!(
-        plane
-            .iron_ok(&["lifecycle", "get", "/iron/second"])
+        p.iron_ok(&["lifecycle", "get", "/iron/second"])
             .starts_with("active")
     );
     assert!(
-        plane
-            .iron_ok(&["lifecycle", "get", "/iron/manual"])
+        p.iron_ok(&["lifecycle", "get", "/iron/manual"])
             .starts_with("unconfigured")
     );
-    let out = plane.iron_ok(&[
+    let out = p.iron_ok(&[
         "task",
         "send",
         "--action",
@@ -68,13 +50,9 @@ fn up_starts_supervises_and_stops_in_reverse_order() {
 
     // The listing is checked against what `iron up` runs.
     let lifecycle_list = |extra: &[&str]| {
-        let out = std::process::Command::new(bin("iron"))
-            .args(["lifecycle", "list", "--timeout", "2"])
-            .args(extra)
-            .env("IRON_ROUTER", &router)
-            .env("IRON_STATE_DIR", state)
-            .output()
-            .unwrap();
+        let mut args = vec!["lifecycle", "list", "--timeout", "2"];
+        args.extend_from_slice(extra);
+        let out = p.iron(&args);
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         (out.status.success(), text(&out.stdout), text(&out.stderr))
     };
@@ -103,12 +81,10 @@ fn up_starts_supervises_and_stops_in_reverse_order() {
     assert!(listed.contains("/iron/first\tactive"), "{listed}");
     assert!(err.contains("partial listing: 1 "), "{err}");
     // So does a node of a launch list that is not on the graph.
-    let ghost = dir.path().join("ghost.yaml");
-    std::fs::write(
-        &ghost,
+    let ghost = p.write(
+        "ghost.yaml",
         "nodes:\n  - name: first\n    executable: demo_node\n  - name: ghost\n    executable: demo_node\n",
-    )
-    .unwrap();
+    );
     let (ok, listed, err) = lifecycle_list(&["--launch", ghost.to_str().unwrap()]);
     assert!(!ok, "{listed}\n{err}");
     assert!(listed.contains("/iron/ghost\tmissing"), "{listed}");
@@ -132,8 +108,7 @@ fn up_starts_supervises_and_stops_in_reverse_order() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(
-        plane
-            .iron_ok(&["lifecycle", "get", "/iron/first"])
+        p.iron_ok(&["lifecycle", "get", "/iron/first"])
             .starts_with("active")
     );
 
@@ -142,7 +117,7 @@ fn up_starts_supervises_and_stops_in_reverse_order() {
     let status = up.wait_exit(T).expect("iron up exits after SIGINT");
     assert!(status.success(), "{status}\n{}", up.output().join("\n"));
     assert!(
-        !dir.path().join("state/up.json").exists(),
+        !p.path("up.json").exists(),
         "iron up removes its record when it stops"
     );
     let exits: Vec<String> = up
@@ -170,23 +145,10 @@ fn up_starts_supervises_and_stops_in_reverse_order() {
 
 #[test]
 fn a_node_that_fails_to_configure_says_why_in_ups_output() {
-    let dir = tempfile::tempdir().unwrap();
-    let list = dir.path().join("bringup.yaml");
-    std::fs::write(
-        &list,
+    let p = Project::offline();
+    let mut up = p.up(
         "nodes:\n  - name: picky\n    executable: demo_node\n    args: [--fail-on, configure]\n",
-    )
-    .unwrap();
-    let router = format!("tcp/127.0.0.1:{}", free_port());
-    let state = dir.path().join("state");
-    let mut up = Proc::spawn(
-        "up",
-        &bin("iron"),
-        &["up", "--launch", list.to_str().unwrap()],
-        &[
-            ("IRON_ROUTER", &router),
-            ("IRON_STATE_DIR", state.to_str().unwrap()),
-        ],
+        &[],
     );
     // The reason comes from the node (on /rosout), not from guessing.
     up.wait_for(
