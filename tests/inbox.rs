@@ -6,44 +6,28 @@ mod support;
 
 use std::time::Duration;
 
-use iron::{core::config::Config, spine::durable::AnyLog};
-use support::{Plane, Proc, bin, wait_until};
+use support::{Proc, bin, project::Project, wait_until};
 
 /// Bound on every wait: generous, because it only bounds waiting on a loaded machine; whether
 /// the behaviour is right is decided by the assertions, never by how long it took.
 const T: Duration = Duration::from_secs(60);
 
-/// Starts the inbox node as `/iron/inbox` on `plane` with its state in `state_dir`, and
-/// configures and activates it.
-fn start_inbox(plane: &Plane, state_dir: &str) -> Proc {
-    let inbox = Proc::spawn(
-        "inbox",
-        &bin("inbox_node"),
-        &["--ros-args", "-r", "__node:=inbox", "-r", "__ns:=/iron"],
-        &[
-            ("IRON_ROUTER", plane.endpoint.as_str()),
-            ("IRON_STATE_DIR", state_dir),
-        ],
-    );
-    inbox.wait_for("managed node up", T);
-    plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "configure"]);
-    plane.iron_ok(&["lifecycle", "set", "/iron/inbox", "activate"]);
-    inbox
+/// A project with a router, and its inbox node `/iron/inbox`, active.
+fn start_inbox(p: &Project) -> Proc {
+    p.start_active(&bin("inbox_node"), "/iron/inbox", &[])
 }
 
 #[test]
 fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
-    let plane = Plane::start();
-    let state = tempfile::tempdir().unwrap();
-    let state_dir = state.path().display().to_string();
-    let inbox = start_inbox(&plane, &state_dir);
+    let p = Project::offline().with_router();
+    let inbox = start_inbox(&p);
 
     // No engine yet: every message is accepted and queued. Each send waits for the inbox's
     // acknowledgement (its `queued` line, written after the commit) before the next one, so a
     // slow machine only makes the test slower, and a message that never arrives is named.
     for i in 1..=5 {
         let text = format!("message {i}");
-        plane.iron_ok(&["inbox", "send", "--source", "test", "--user", "ana", &text]);
+        p.iron_ok(&["inbox", "send", "--source", "test", "--user", "ana", &text]);
         wait_until(
             T,
             || inbox.matching("queued a message").len() >= i,
@@ -51,7 +35,7 @@ fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
                 format!(
                     "message {i} was sent but never queued:\n{}\n--- router\n{}",
                     inbox.output().join("\n"),
-                    plane.router.output().join("\n")
+                    p.plane().router.output().join("\n")
                 )
             },
         );
@@ -61,17 +45,7 @@ fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
 
     // Capture does not wait for the engine: all five turns are on the log while it is down.
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let turns_on_log = || {
-        rt.block_on(async {
-            let log = AnyLog::open(&Config {
-                state_dir: state.path().to_path_buf(),
-                ..Config::default()
-            })
-            .await
-            .unwrap();
-            support::mem_events_of(&log, "chat_turn").await.len()
-        })
-    };
+    let turns_on_log = || rt.block_on(p.events("chat_turn")).len();
     wait_until(
         T,
         || turns_on_log() >= 5,
@@ -84,9 +58,9 @@ fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
     );
 
     // The engine appears (the demo node stands in for it at /iron/engine/task).
-    let engine = plane.demo("engine", &[]);
-    plane.iron_ok(&["lifecycle", "set", "/iron/engine", "configure"]);
-    plane.iron_ok(&["lifecycle", "set", "/iron/engine", "activate"]);
+    let engine = p.plane().demo("engine", &[]);
+    p.iron_ok(&["lifecycle", "set", "/iron/engine", "configure"]);
+    p.iron_ok(&["lifecycle", "set", "/iron/engine", "activate"]);
     wait_until(
         T,
         || engine.matching("goal accepted").len() >= 5,
@@ -120,29 +94,22 @@ fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
     }
 
     // Every turn is on the log, with its session.
-    let out = std::process::Command::new(bin("iron"))
-        .args(["log", "tail", "--from-start", "--limit", "5"])
-        .env("IRON_STATE_DIR", &state_dir)
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&out.stdout);
+    let log = p.iron_ok(&["log", "tail", "--from-start", "--limit", "5"]);
     assert_eq!(log.matches("chat_turn").count(), 5, "{log}");
     assert!(log.contains("message 3"), "{log}");
 }
 
 #[test]
 fn a_message_the_log_cannot_take_is_set_aside_and_blocks_nothing() {
-    let plane = Plane::start();
-    let state = tempfile::tempdir().unwrap();
-    let state_dir = state.path().display().to_string();
-    let start = || start_inbox(&plane, &state_dir);
+    let p = Project::offline().with_router();
+    let start = || start_inbox(&p);
     let inbox = start();
     // 2 MB: over the log's 1 MB limit. Then an ordinary message behind it.
     let send = |text: &str| {
         use std::io::Write;
         let mut child = std::process::Command::new(bin("iron"))
             .args(["inbox", "send", "--source", "test", "--user", "ana", "-"])
-            .env("IRON_ROUTER", &plane.endpoint)
+            .envs(p.envs())
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -157,20 +124,8 @@ fn a_message_the_log_cannot_take_is_set_aside_and_blocks_nothing() {
     };
     send(&"x".repeat(2 * 1024 * 1024));
     send("after the big one");
-    let log = || {
-        let state_dir = state.path().to_path_buf();
-        tokio::runtime::Runtime::new()
-            .unwrap()
-            .block_on(async move {
-                let log = AnyLog::open(&Config {
-                    state_dir,
-                    ..Config::default()
-                })
-                .await
-                .unwrap();
-                support::mem_events(&log).await
-            })
-    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let log = || rt.block_on(p.all_events());
     wait_until(
         T,
         || {
@@ -220,7 +175,7 @@ fn a_message_the_log_cannot_take_is_set_aside_and_blocks_nothing() {
 async fn messages_in_the_hands_of_a_killed_engine_are_offered_again() {
     // The engine takes five at a time; it is killed (SIGKILL) as its first task runs. Every
     // message it held is offered again to the engine iron up restarts, and answered.
-    let p = support::project::Project::offline();
+    let p = Project::offline();
     let list = "nodes:\n  - {name: delivery, namespace: /iron/tools, executable: delivery_node, autostart: true}\n  - {name: inbox, namespace: /iron, executable: inbox_node, autostart: true}\n  - {name: engine, namespace: /iron, executable: engine_node, autostart: true, respawn: true}\n";
     let up = p.up(list, &["--aem", "aem"]);
     up.wait_for("/iron/engine: active", T);
@@ -285,14 +240,12 @@ async fn messages_in_the_hands_of_a_killed_engine_are_offered_again() {
 
 #[test]
 fn a_batch_the_queue_cannot_take_is_kept_and_retried() {
-    let plane = Plane::start();
-    let state = tempfile::tempdir().unwrap();
-    let state_dir = state.path().display().to_string();
-    let inbox = start_inbox(&plane, &state_dir);
+    let p = Project::offline().with_router();
+    let inbox = start_inbox(&p);
     // Another writer holds the queue's database: the inbox cannot commit.
-    let db = rusqlite::Connection::open(state.path().join("inbox.db")).unwrap();
+    let db = rusqlite::Connection::open(p.path("inbox.db")).unwrap();
     db.execute_batch("BEGIN IMMEDIATE;").unwrap();
-    plane.iron_ok(&["inbox", "send", "--source", "test", "--user", "ana", "kept"]);
+    p.iron_ok(&["inbox", "send", "--source", "test", "--user", "ana", "kept"]);
     wait_until(
         T,
         || !inbox.matching("keeping them and retrying").is_empty(),
@@ -305,8 +258,7 @@ fn a_batch_the_queue_cannot_take_is_kept_and_retried() {
         || inbox.output().join("\n"),
     );
     assert!(
-        plane
-            .iron_ok(&["lifecycle", "get", "/iron/inbox"])
+        p.iron_ok(&["lifecycle", "get", "/iron/inbox"])
             .starts_with("active"),
         "the inbox kept serving"
     );
