@@ -12,7 +12,7 @@ use iron::{
     tools::{CallerKey, RemoteCaller, RosTools, delivery, remote::RemoteError},
 };
 use serde_json::{Value, json};
-use support::{Plane, Proc, bin};
+use support::{bin, project::Project};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpListener,
@@ -78,9 +78,6 @@ async fn webhook_with(status: u16, headers: &str) -> (String, mpsc::UnboundedRec
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_delivery_bridge_answers_toolcall_and_refuses_what_it_may_not_do() {
-    let state = tempfile::tempdir().unwrap();
-    let config = state.path().join("iron.yaml");
-    std::fs::write(&config, format!("state_dir: {}\n", state.path().display())).unwrap();
     let (ok_url, mut ok_bodies) = webhook(200).await;
     let (failing_url, _) = webhook(500).await;
     // Not allowed: a listener that must never hear anything, and one an allowed hook
@@ -92,32 +89,20 @@ async fn the_delivery_bridge_answers_toolcall_and_refuses_what_it_may_not_do() {
     let ok_origin = ok_url.trim_end_matches("/hook").to_string();
     let allowed = format!("{ok_origin},{failing_url},{redirecting_url}");
 
-    let plane = Plane::start();
-    let config_s = config.display().to_string();
-    let node = Proc::spawn(
-        "delivery",
-        &bin("delivery_node"),
-        &[],
-        &[
-            ("IRON_ROUTER", plane.endpoint.as_str()),
-            ("IRON_CONFIG", config_s.as_str()),
-            (delivery::WEBHOOKS_ENV, allowed.as_str()),
-        ],
-    );
-    node.wait_for("managed node up", T);
-    for step in ["configure", "activate"] {
-        plane.iron_ok(&["lifecycle", "set", "/iron/tools/delivery", step]);
-    }
+    let p = Project::offline()
+        .env(delivery::WEBHOOKS_ENV, &allowed)
+        .with_router();
+    let node = p.start_active(&bin("delivery_node"), "/iron/tools/delivery", &[]);
 
     let control = ControlPlane::connect(ControlConfig {
-        router: plane.endpoint.clone(),
+        router: p.router().to_string(),
         domain_id: 0,
     })
     .await
     .unwrap();
     let caller_node = control.node("bridge_test", "/").unwrap();
     control.wait_for_router(&caller_node, T).await.unwrap();
-    let key = CallerKey::open(state.path()).unwrap();
+    let key = CallerKey::open(p.dir.path()).unwrap();
     let tools = RosTools::new(Arc::new(caller_node), T, key.clone());
     let caller = RemoteCaller {
         caller: "newsroom/publisher".into(),
@@ -228,7 +213,7 @@ async fn the_delivery_bridge_answers_toolcall_and_refuses_what_it_may_not_do() {
     call("send_message", json!({"text": "after the refusals"}))
         .await
         .expect("still serving");
-    let outbox = std::fs::read_to_string(state.path().join("outbox.jsonl")).unwrap();
+    let outbox = std::fs::read_to_string(p.path("outbox.jsonl")).unwrap();
     let records: Vec<Value> = outbox
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -251,7 +236,7 @@ async fn the_delivery_bridge_answers_toolcall_and_refuses_what_it_may_not_do() {
     // Someone on the graph without this deployment's caller key cannot send as the
     // publisher: refused before anything is done, and nothing reaches the outbox.
     let sent = || {
-        std::fs::read_to_string(state.path().join("outbox.jsonl"))
+        std::fs::read_to_string(p.path("outbox.jsonl"))
             .unwrap()
             .lines()
             .count()
@@ -279,7 +264,7 @@ async fn the_delivery_bridge_answers_toolcall_and_refuses_what_it_may_not_do() {
     assert_eq!(sent(), before);
 
     // An inactive bridge does not serve: the call fails in words, within its bound.
-    plane.iron_ok(&["lifecycle", "set", "/iron/tools/delivery", "deactivate"]);
+    p.iron_ok(&["lifecycle", "set", "/iron/tools/delivery", "deactivate"]);
     let err = RosTools::new(
         Arc::new(control.node("bridge_test_2", "/").unwrap()),
         Duration::from_secs(5),
