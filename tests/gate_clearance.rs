@@ -25,7 +25,7 @@ fn denial(err: &ToolError) -> (&Gate, &DenialReason) {
 
 #[tokio::test]
 async fn read_only_expert_cannot_call_a_write_tool() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("reader");
     let target = p.work().join("x.txt");
     let err = m
@@ -82,7 +82,7 @@ async fn read_only_expert_cannot_call_a_write_tool() {
 async fn a_grant_edited_into_the_catalog_is_still_held_to_clearance() {
     // A catalog whose grant was edited (or compiled by an older, laxer compiler): the
     // call-time gate derives the effect again and refuses.
-    let p = support::project();
+    let p = support::tool_lab();
     let mut catalog = p.catalog.clone();
     let reader = catalog.experts.get_mut("lab/reader").unwrap();
     let mut grant = reader.tools["fs/read_text_file"].clone();
@@ -117,7 +117,7 @@ async fn a_grant_edited_into_the_catalog_is_still_held_to_clearance() {
 
 #[tokio::test]
 async fn read_only_annotation_on_a_delete_tool_does_not_lower_it() {
-    let p = support::project();
+    let p = support::tool_lab();
     // delete_record claims readOnlyHint = true; its name says delete.
     let mut catalog = p.catalog.clone();
     let op = catalog.experts.get_mut("lab/operator").unwrap();
@@ -149,7 +149,7 @@ async fn read_only_annotation_on_a_delete_tool_does_not_lower_it() {
 async fn live_annotation_raises_a_grant_above_clearance() {
     // `hasty` holds write_file with clearance read-write and no declaration: the catalog
     // says write (from the name); the real server annotates it destructive.
-    let p = support::project();
+    let p = support::tool_lab();
     assert_eq!(
         p.catalog.experts["lab/hasty"].tools["fs/write_file"].effect,
         Effect::Write
@@ -178,7 +178,7 @@ async fn live_annotation_raises_a_grant_above_clearance() {
 async fn declaration_within_the_cap_lowers_the_live_annotation() {
     // `writer` declares fs/write_file: write in capabilities.md: destructive (annotation)
     // lowered one level, within the cap, so read-write may call it.
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("writer");
     let target = p.work().join("declared.txt");
     let out = m
@@ -262,7 +262,7 @@ fn declaration_beyond_the_cap_fails_the_build() {
 
 #[tokio::test]
 async fn real_time_server_answers_a_read_expert() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("reader");
     let out = m
         .call("time__get_current_time", json!({"timezone": "UTC"}), &ctx())

@@ -13,7 +13,7 @@ fn ctx() -> CallContext {
 }
 
 /// The governance file every refusal must leave untouched.
-fn aem_md(p: &support::Project) -> PathBuf {
+fn aem_md(p: &support::ToolLab) -> PathBuf {
     p.root.join("aem/lab/AEM.md")
 }
 
@@ -52,7 +52,7 @@ async fn write(
 
 #[tokio::test]
 async fn absolute_path_into_aem_is_refused() {
-    let p = support::project();
+    let p = support::tool_lab();
     let before = support::read(&aem_md(&p));
     let m = p.manager("writer");
     let err = write(&m, json!(aem_md(&p))).await.unwrap_err();
@@ -90,7 +90,7 @@ async fn absolute_path_into_aem_is_refused() {
 
 #[tokio::test]
 async fn dot_dot_traversal_is_resolved_before_the_check() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("writer");
     // Into governance through the granted root.
     let sneaky = format!("{}/../aem/lab/AEM.md", p.work().display());
@@ -114,7 +114,7 @@ async fn dot_dot_traversal_is_resolved_before_the_check() {
 
 #[tokio::test]
 async fn symlink_inside_the_root_to_a_governance_file_is_refused() {
-    let p = support::project();
+    let p = support::tool_lab();
     let before = support::read(&aem_md(&p));
     let link = p.work().join("innocent.md");
     std::os::unix::fs::symlink(aem_md(&p), &link).unwrap();
@@ -139,7 +139,7 @@ async fn symlink_inside_the_root_to_a_governance_file_is_refused() {
 
 #[tokio::test]
 async fn dot_segments_and_trailing_slashes_do_not_hide_governance() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("writer");
     let r = p.root.display().to_string();
     for path in [
@@ -172,7 +172,7 @@ async fn dot_segments_and_trailing_slashes_do_not_hide_governance() {
 
 #[tokio::test]
 async fn every_path_argument_is_checked() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("writer");
     let src = p.work().join("draft.md");
     std::fs::write(&src, "draft").unwrap();
@@ -217,7 +217,7 @@ async fn every_path_argument_is_checked() {
 
 #[tokio::test]
 async fn a_normal_write_inside_the_root_succeeds_on_the_real_server() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("writer");
     let target = p.work().join("notes/today.md");
     let out = m
@@ -254,7 +254,7 @@ async fn a_normal_write_inside_the_root_succeeds_on_the_real_server() {
 async fn reads_are_not_path_guarded() {
     // Gate 2 guards writes; reading governance is not its business (gate 1 and the
     // server's own allow-list are).
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("writer");
     let out = m
         .call("fs__read_text_file", json!({"path": aem_md(&p)}), &ctx())
@@ -268,7 +268,7 @@ async fn reads_are_not_path_guarded() {
 /// the same, nested arguments too, while free text (`text`) is never taken as a path.
 #[tokio::test]
 async fn an_argument_of_any_name_that_names_a_file_is_checked() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("operator");
     let own = p.root.join("aem/lab/skills/operator/capabilities.md");
     let before = support::read(&own);

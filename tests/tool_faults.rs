@@ -24,7 +24,7 @@ async fn echo_ok(m: &iron::tools::ToolManager, text: &str) {
 
 #[tokio::test]
 async fn hung_call_times_out_and_the_next_call_works() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager_with(
         "operator",
         p.setup().with_call_timeout(Duration::from_secs(2)),
@@ -50,7 +50,7 @@ async fn hung_call_times_out_and_the_next_call_works() {
 
 #[tokio::test]
 async fn crash_mid_call_is_an_error_and_the_server_restarts() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("operator");
     let first = m
         .call("faulty__get_pid", json!({}), &ctx())
@@ -80,7 +80,7 @@ async fn crash_mid_call_is_an_error_and_the_server_restarts() {
 
 #[tokio::test]
 async fn malformed_output_is_an_error_and_the_server_restarts() {
-    let p = support::project();
+    let p = support::tool_lab();
     // A long timeout: the malformed line, not the clock, must end the call.
     let m = p.manager_with(
         "operator",
@@ -112,7 +112,7 @@ async fn malformed_output_is_an_error_and_the_server_restarts() {
 
 #[tokio::test]
 async fn server_that_cannot_start_is_an_error_every_time() {
-    let p = support::project();
+    let p = support::tool_lab();
     let mut catalog = p.catalog.clone();
     // Point the server at a program that does not exist (catalog and manifest alike).
     let bad = |descriptor: &mut iron::aem::ServerDescriptor| {
@@ -156,7 +156,7 @@ async fn server_that_cannot_start_is_an_error_every_time() {
 
 #[tokio::test]
 async fn server_that_exits_at_start_reports_its_stderr() {
-    let p = support::project();
+    let p = support::tool_lab();
     let mut catalog = p.catalog.clone();
     let server = catalog
         .meshes
@@ -186,7 +186,7 @@ async fn server_that_exits_at_start_reports_its_stderr() {
 
 #[tokio::test]
 async fn missing_environment_variable_is_a_start_error_naming_it() {
-    let p = support::project();
+    let p = support::tool_lab();
     let mut env = p.env();
     env.remove("LAB_TZ");
     let mut setup = p.setup();
@@ -202,7 +202,7 @@ async fn missing_environment_variable_is_a_start_error_naming_it() {
 
 #[tokio::test]
 async fn the_child_environment_holds_only_what_is_declared() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("operator");
     let out = m
         .call("faulty__get_environment", json!({}), &ctx())
@@ -224,7 +224,7 @@ async fn the_child_environment_holds_only_what_is_declared() {
 async fn a_secret_a_server_is_given_never_leaves_in_what_it_prints() {
     // The server's declared `${LAB_MARKER}` comes from the environment: a secret. A tool that
     // prints its environment shows where it would be, not the value, to the model and the log.
-    let p = support::project();
+    let p = support::tool_lab();
     let mut setup = p.setup();
     setup
         .env
@@ -255,7 +255,7 @@ async fn a_secret_a_server_is_given_never_leaves_in_what_it_prints() {
 
 #[tokio::test]
 async fn dropping_the_manager_kills_its_servers() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("operator");
     echo_ok(&m, "x").await;
     let pid = m.server_pid("faulty").await.unwrap() as i32;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 #[tokio::test]
 async fn probe_records_schemas_and_annotations_and_detects_staleness() {
-    let p = support::project();
+    let p = support::tool_lab();
     let options = ProbeOptions {
         env: p.env(),
         workdir: p.work(),

@@ -59,7 +59,7 @@ fn ctx() -> CallContext {
 
 #[tokio::test]
 async fn native_and_remote_calls_reach_their_services() {
-    let p = support::project();
+    let p = support::tool_lab();
     let bridge = Arc::new(TableBridge::default());
     let m = p.manager_with(
         "operator",
@@ -115,7 +115,7 @@ async fn native_and_remote_calls_reach_their_services() {
 
 #[tokio::test]
 async fn remote_tools_pass_gate_one_first() {
-    let p = support::project();
+    let p = support::tool_lab();
     let bridge = Arc::new(TableBridge::default());
     let mut catalog = p.catalog.clone();
     catalog.experts.get_mut("lab/operator").unwrap().clearance =
@@ -146,7 +146,7 @@ async fn remote_tools_pass_gate_one_first() {
 
 #[tokio::test]
 async fn without_a_bridge_remote_calls_fail_cleanly() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("operator");
     let err = m
         .call("ledger__get_account_balance", json!({}), &ctx())
@@ -160,7 +160,7 @@ async fn without_a_bridge_remote_calls_fail_cleanly() {
 
 #[tokio::test]
 async fn unknown_names_and_unoffered_tools() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("operator");
     let err = m.call("made_up_tool", json!({}), &ctx()).await.unwrap_err();
     assert_eq!(err.denial().unwrap().reason, DenialReason::NotGranted);
@@ -175,7 +175,7 @@ async fn unknown_names_and_unoffered_tools() {
 
 #[tokio::test]
 async fn model_tools_use_valid_names_that_map_back() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("operator");
     let tools = m.model_tools();
     assert_eq!(tools.len(), p.catalog.experts["lab/operator"].tools.len());
@@ -188,7 +188,7 @@ async fn model_tools_use_valid_names_that_map_back() {
 
 #[tokio::test]
 async fn shutdown_stops_servers_and_refuses_later_calls() {
-    let p = support::project();
+    let p = support::tool_lab();
     let m = p.manager("operator");
     m.call("faulty__echo", json!({"text": "x"}), &ctx())
         .await

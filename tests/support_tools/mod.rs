@@ -147,8 +147,9 @@ pub fn skill_md(role: &str) -> String {
     )
 }
 
-/// A project on disk.
-pub struct Project {
+/// The tools layer in one process: a project on disk with real governance files, the lab
+/// mesh compiled, and tool managers built for its experts (no router, no nodes).
+pub struct ToolLab {
     pub dir: tempfile::TempDir,
     pub root: PathBuf,
     pub catalog: Catalog,
@@ -156,7 +157,7 @@ pub struct Project {
     pub events: Arc<MemoryEvents>,
 }
 
-impl Project {
+impl ToolLab {
     pub fn work(&self) -> PathBuf {
         self.root.join("work")
     }
@@ -200,7 +201,7 @@ impl Project {
 }
 
 /// Writes the lab project: aem/lab (+ experts), config/, .git/, work/, a compiled catalog.
-pub fn project() -> Project {
+pub fn tool_lab() -> ToolLab {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let mesh = root.join("aem/lab");
@@ -223,7 +224,7 @@ pub fn project() -> Project {
     aem::write_catalog(&catalog, &root.join("build")).unwrap();
     let manifest =
         aem::read_tool_manifest(&root.join("build").join(aem::TOOL_MANIFEST_FILE)).unwrap();
-    Project {
+    ToolLab {
         dir,
         root,
         catalog,
