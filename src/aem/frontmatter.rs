@@ -78,7 +78,7 @@ impl Document {
         } else {
             self.yaml.as_str()
         };
-        serde_yaml::from_str(yaml).map_err(|e| {
+        serde_norway::from_str(yaml).map_err(|e| {
             let line = e
                 .location()
                 .map(|l| l.line() + self.yaml_first_line - 1)

@@ -165,7 +165,7 @@ pub(crate) struct RawSource {
     pub(crate) command: Vec<String>,
     pub(crate) env: Option<BTreeMap<String, String>>,
     /// Read only to be refused (not implemented), whatever it holds.
-    pub(crate) working_memory: Option<serde_yaml::Value>,
+    pub(crate) working_memory: Option<serde_norway::Value>,
 }
 
 /// `skills/<name>/SKILL.md`.

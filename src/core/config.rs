@@ -23,7 +23,7 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// Model backends and logical model names (parsed by the `llm` layer; kept raw here so the
     /// kernel does not depend on it).
-    pub models: Option<serde_yaml::Value>,
+    pub models: Option<serde_norway::Value>,
     /// Operators who may answer any task's questions and correct any task, besides the person
     /// whose message started it (its `user_id`).
     pub operators: Vec<String>,
@@ -112,7 +112,7 @@ pub enum ConfigError {
     Parse {
         path: PathBuf,
         #[source]
-        source: serde_yaml::Error,
+        source: serde_norway::Error,
     },
     #[error("{var}={value:?}: {problem}")]
     Env {
@@ -145,7 +145,7 @@ impl Config {
             path: path.to_path_buf(),
             source,
         })?;
-        serde_yaml::from_str(&text).map_err(|source| ConfigError::Parse {
+        serde_norway::from_str(&text).map_err(|source| ConfigError::Parse {
             path: path.to_path_buf(),
             source,
         })
@@ -212,7 +212,7 @@ mod tests {
     #[test]
     fn file_then_env() {
         let mut c: Config =
-            serde_yaml::from_str("tenant: acme\ndurable:\n  backend: jetstream\n").unwrap();
+            serde_norway::from_str("tenant: acme\ndurable:\n  backend: jetstream\n").unwrap();
         assert_eq!(c.durable.backend, Backend::Jetstream);
         c.apply_env(|k| (k == "IRON_DURABLE").then(|| "embedded".to_string()))
             .unwrap();
@@ -226,7 +226,7 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_errors() {
-        let err = serde_yaml::from_str::<Config>("tenant: a\ncolour: red\n").unwrap_err();
+        let err = serde_norway::from_str::<Config>("tenant: a\ncolour: red\n").unwrap_err();
         assert!(err.to_string().contains("unknown field"), "{err}");
     }
 }

@@ -27,7 +27,7 @@ pub enum LaunchError {
     Parse {
         path: PathBuf,
         #[source]
-        source: serde_yaml::Error,
+        source: serde_norway::Error,
     },
     #[error("{path}: {problem}")]
     Invalid { path: PathBuf, problem: String },

@@ -52,7 +52,7 @@ pub struct NodeSpec {
     pub args: Vec<String>,
     /// ROS parameters, passed as `-p name:=value`.
     #[serde(default)]
-    pub params: BTreeMap<String, serde_yaml::Value>,
+    pub params: BTreeMap<String, serde_norway::Value>,
     /// Configure and activate at start; otherwise the node waits unconfigured for a person.
     #[serde(default = "yes")]
     pub autostart: bool,
@@ -86,8 +86,8 @@ impl NodeSpec {
         ];
         for (k, v) in &self.params {
             let v = match v {
-                serde_yaml::Value::String(s) => s.clone(),
-                other => serde_yaml::to_string(other)
+                serde_norway::Value::String(s) => s.clone(),
+                other => serde_norway::to_string(other)
                     .unwrap_or_default()
                     .trim()
                     .to_string(),
@@ -111,7 +111,7 @@ impl Plan {
 
     /// Parses and checks a launch list; `path` is for messages.
     pub fn parse(text: &str, path: &Path) -> Result<Self, LaunchError> {
-        let plan: Plan = serde_yaml::from_str(text).map_err(|source| LaunchError::Parse {
+        let plan: Plan = serde_norway::from_str(text).map_err(|source| LaunchError::Parse {
             path: path.to_path_buf(),
             source,
         })?;

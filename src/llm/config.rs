@@ -176,7 +176,7 @@ impl ModelsConfig {
     /// Parses and validates the `models:` block from YAML.
     pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
         let config: Self =
-            serde_yaml::from_str(text).map_err(|e| ConfigError::Yaml(e.to_string()))?;
+            serde_norway::from_str(text).map_err(|e| ConfigError::Yaml(e.to_string()))?;
         config.validate()?;
         Ok(config)
     }

@@ -91,7 +91,7 @@ fn empty_object() -> Value {
 impl Script {
     /// Parses a script from YAML or JSON text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
-        let script: Script = serde_yaml::from_str(text).map_err(|e| ConfigError::Script {
+        let script: Script = serde_norway::from_str(text).map_err(|e| ConfigError::Script {
             script: origin.to_string(),
             message: e.to_string(),
         })?;

@@ -48,7 +48,7 @@ fn routing(config: &Config, catalog: &Catalog) -> Result<Box<dyn Router>, Callba
     }
     let models: Option<ModelsConfig> = match &config.models {
         Some(raw) => {
-            Some(serde_yaml::from_value(raw.clone()).map_err(|e| refuse(format!("models: {e}")))?)
+            Some(serde_norway::from_value(raw.clone()).map_err(|e| refuse(format!("models: {e}")))?)
         }
         None => None,
     };

@@ -98,7 +98,7 @@ impl ManagedNode for ExpertNode {
             None => Arc::new(OfflineBackend),
             Some(models) => {
                 let models: ModelsConfig =
-                    serde_yaml::from_value(models).map_err(|e| refuse(format!("models: {e}")))?;
+                    serde_norway::from_value(models).map_err(|e| refuse(format!("models: {e}")))?;
                 let model = ModelRegistry::new(models, &base)
                     .model(&entry.model)
                     .map_err(|e| {

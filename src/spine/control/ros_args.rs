@@ -128,8 +128,8 @@ impl RosArgs {
                 to: to.clone(),
             });
         }
-        let mut params: Vec<(String, serde_yaml::Value)> = Vec::new();
-        let mut set = |name: String, value: serde_yaml::Value| {
+        let mut params: Vec<(String, serde_norway::Value)> = Vec::new();
+        let mut set = |name: String, value: serde_norway::Value| {
             params.retain(|(n, _)| *n != name);
             params.push((name, value));
         };
@@ -139,8 +139,8 @@ impl RosArgs {
             }
         }
         for (name, value) in &self.params {
-            let value = serde_yaml::from_str(value)
-                .unwrap_or_else(|_| serde_yaml::Value::String(value.clone()));
+            let value = serde_norway::from_str(value)
+                .unwrap_or_else(|_| serde_norway::Value::String(value.clone()));
             set(name.clone(), value);
         }
         let mut options = Vec::new();
@@ -154,14 +154,14 @@ impl RosArgs {
     fn file_params(
         &self,
         path: &std::path::Path,
-    ) -> Result<Vec<(String, serde_yaml::Value)>, RosArgsError> {
+    ) -> Result<Vec<(String, serde_norway::Value)>, RosArgsError> {
         let bad = |problem: String| RosArgsError::ParamsFile {
             path: path.to_path_buf(),
             problem,
         };
         let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-        let doc: serde_yaml::Mapping =
-            serde_yaml::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let doc: serde_norway::Mapping =
+            serde_norway::from_str(&text).map_err(|e| bad(e.to_string()))?;
         let name = self.node_name.as_deref().unwrap_or("");
         let fqn = format!(
             "{}/{name}",
@@ -200,10 +200,10 @@ impl RosArgs {
 /// `name` and its value as long options.
 fn push_option(
     name: &str,
-    value: &serde_yaml::Value,
+    value: &serde_norway::Value,
     out: &mut Vec<String>,
 ) -> Result<(), RosArgsError> {
-    use serde_yaml::Value;
+    use serde_norway::Value;
     let bad = |problem: &str| RosArgsError::Param {
         name: name.to_string(),
         problem: problem.to_string(),
