@@ -112,6 +112,9 @@ corpus! {
     duplicate_memory => [wl(SKILL, "memory[1]", "memory `episodic` with scope `own` is declared twice", 9)];
     unknown_clearance => [wl(CAPS, "clearance", "unknown clearance `admin` (expected one of: read, read-write, full)", 2)];
     unknown_mesh_clearance => [wl(AEM, "defaults.clearance", "unknown clearance `root`", 7)];
+    // A server named `tools`, declared after other servers' `tools:` lists: the error points at
+    // its own `transport` (missing: its key), not at the first `tools:` in the file.
+    server_named_like_a_key => [wl(AEM, "servers.tools.transport", "`transport` is missing", 17)];
     unknown_transport => [wl(AEM, "servers.fs.transport", "unknown transport `stdio` (expected one of: local, native, remote)", 10)];
     local_without_command => [w(AEM, "servers.fs.command", "malformed server descriptor: a local server needs `command`")];
     inline_env_secret => [w(AEM, "servers.fs.env.API_KEY", "environment value of `API_KEY` is inline")];

@@ -18,7 +18,7 @@ pub(crate) fn validate_delivery(
     sink: &mut Sink,
 ) -> Option<DeliveryChannel> {
     let field = format!("delivery.{name}");
-    let line = doc.line_of_key_in("delivery", name);
+    let line = doc.line_at(&["delivery", name]);
     let expected = Some(
         "either `builtin: terminal`, or `server`, `tool` and `args` using `{text}` (and `{dest}`, `{source}`, `{delivery_id}`, or an argument that is exactly `{data}`)"
             .to_string(),
@@ -147,7 +147,7 @@ pub(crate) fn validate_source(
     sink: &mut Sink,
 ) -> Option<SourceEntry> {
     let field = format!("msp.sources.{name}");
-    let line = doc.line_of_key_in("sources", name);
+    let line = doc.line_at(&["msp", "sources", name]);
     let before = sink.items.len();
     if !valid_name(name) {
         sink.push(
@@ -171,7 +171,7 @@ pub(crate) fn validate_source(
             };
             sink.push(
                 &doc.path,
-                doc.line_of_key_in(name, "startup").or(line),
+                doc.line_at(&["msp", "sources", name, "startup"]).or(line),
                 format!("{field}.startup"),
                 error,
                 Some("`on_demand` or `always`".to_string()),
@@ -182,7 +182,7 @@ pub(crate) fn validate_source(
     if raw.command.is_empty() || raw.command.iter().any(|a| a.trim().is_empty()) {
         sink.push(
             &doc.path,
-            doc.line_of_key_in(name, "command").or(line),
+            doc.line_at(&["msp", "sources", name, "command"]).or(line),
             format!("{field}.command"),
             AemError::Empty,
             Some("the program and its arguments as a list".to_string()),
@@ -195,7 +195,8 @@ pub(crate) fn validate_source(
         // exists.
         sink.push(
             &doc.path,
-            doc.line_of_key_in(name, "working_memory").or(line),
+            doc.line_at(&["msp", "sources", name, "working_memory"])
+                .or(line),
             format!("{field}.working_memory"),
             AemError::NotImplemented("working memory (live relations over a source)".into()),
             Some("remove `working_memory`: no working-memory engine is built into Iron yet".into()),

@@ -167,7 +167,7 @@ impl Grants<'_> {
                 None => {
                     sink.push(
                         &doc.path,
-                        doc.line_of_key("clearance"),
+                        doc.line_at(&["clearance"]),
                         "clearance",
                         AemError::UnknownClearance(w.to_string()),
                         Some(one_of(&clearance_words())),
@@ -435,7 +435,7 @@ impl Grants<'_> {
             if let Err(outside) = roots::writable_roots(args) {
                 sink.push(
                     &mesh.doc.path,
-                    mesh.doc.line_of_key_in(server, "args"),
+                    mesh.doc.line_at(&["servers", server, "args"]),
                     format!("servers.{server}.args"),
                     AemError::WriteOutsideWorkspace {
                         expert: self.id.to_string(),

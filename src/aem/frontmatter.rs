@@ -2,6 +2,7 @@
 //! errors that point at the line in the original file.
 
 use super::error::{AemError, Diagnostic};
+use super::positions::Positions;
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 
@@ -22,6 +23,8 @@ pub(crate) struct Document {
     pub(crate) sha256: String,
     /// The whole text, for scanners that report file lines.
     pub(crate) text: String,
+    /// Where each key and scalar of the YAML is.
+    positions: Positions,
 }
 
 fn is_fence(line: &str) -> bool {
@@ -62,6 +65,7 @@ impl Document {
         let body = lines[close + 1..].join("\n").trim().to_string();
         Ok(Document {
             path: path.to_path_buf(),
+            positions: Positions::index(&yaml, 2),
             yaml,
             yaml_first_line: 2,
             body,
@@ -103,84 +107,21 @@ impl Document {
         })
     }
 
-    /// The file line where `key:` first appears as a YAML key (also after `- `).
-    pub(crate) fn line_of_key(&self, key: &str) -> Option<usize> {
-        let wanted = format!("{key}:");
-        self.yaml
-            .lines()
-            .position(|l| {
-                let t = l.trim_start().trim_start_matches("- ").trim_start();
-                t.starts_with(&wanted)
-                    || t.strip_prefix('"')
-                        .is_some_and(|r| r.starts_with(&format!("{key}\":")))
-            })
-            .map(|i| i + self.yaml_first_line)
+    /// The file line of the key at `path` (`["servers", "fs", "args"]`; sequence items by
+    /// index).
+    pub(crate) fn line_at(&self, path: &[&str]) -> Option<usize> {
+        self.positions.key_at(path)
     }
 
-    /// The file line of the `n`-th (0-based) occurrence of `key:` as a YAML key.
-    pub(crate) fn line_of_nth_key(&self, key: &str, n: usize) -> Option<usize> {
-        let wanted = format!("{key}:");
-        self.yaml
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| {
-                l.trim_start()
-                    .trim_start_matches("- ")
-                    .trim_start()
-                    .starts_with(&wanted)
-            })
-            .nth(n)
-            .map(|(i, _)| i + self.yaml_first_line)
-    }
-
-    /// The file line of `key:` at or after the line of `section:` (a nested key).
+    /// The file line of the key `key` inside a mapping `section`, else of `section`.
     pub(crate) fn line_of_key_in(&self, section: &str, key: &str) -> Option<usize> {
-        let start = self.line_of_key(section)?;
-        let wanted = format!("{key}:");
-        self.yaml
-            .lines()
-            .enumerate()
-            .skip(start - self.yaml_first_line)
-            .find(|(_, l)| {
-                l.trim_start()
-                    .trim_start_matches("- ")
-                    .trim_start()
-                    .starts_with(&wanted)
-            })
-            .map(|(i, _)| i + self.yaml_first_line)
-            .or(Some(start))
+        self.positions.key_in(section, key)
     }
 
-    /// The file line where `value` first appears in the YAML, as a whole word.
+    /// The file line of the first scalar (key or value) that is exactly `value`.
     pub(crate) fn line_of_value(&self, value: &str) -> Option<usize> {
-        if value.is_empty() {
-            return None;
-        }
-        self.yaml
-            .lines()
-            .position(|l| contains_word(l, value))
-            .map(|i| i + self.yaml_first_line)
+        self.positions.value(value)
     }
-}
-
-/// Whether `hay` contains `needle` not glued to other name characters.
-pub(crate) fn contains_word(hay: &str, needle: &str) -> bool {
-    let is_name = |c: char| c.is_alphanumeric() || c == '_' || c == '-' || c == '/';
-    let mut start = 0;
-    while let Some(pos) = hay[start..].find(needle) {
-        let at = start + pos;
-        let end = at + needle.len();
-        let before = hay[..at].chars().next_back();
-        let after = hay[end..].chars().next();
-        if !before.is_some_and(is_name) && !after.is_some_and(is_name) {
-            return true;
-        }
-        start = at + needle.len().max(1);
-        while !hay.is_char_boundary(start) {
-            start += 1;
-        }
-    }
-    false
 }
 
 #[cfg(test)]
@@ -192,7 +133,7 @@ mod tests {
         let text = "---\nname: x\nmemory:\n  - kind: episodic\n---\n\nHello.\n";
         let d = Document::split(Path::new("f.md"), text).unwrap();
         assert_eq!(d.body, "Hello.");
-        assert_eq!(d.line_of_key("kind"), Some(4));
+        assert_eq!(d.line_at(&["memory", "0", "kind"]), Some(4));
         assert_eq!(d.line_of_value("episodic"), Some(4));
         assert_eq!(d.line_of_value("episod"), None);
     }

@@ -270,7 +270,7 @@ pub(crate) fn compile_tree(aem_dir: &Path, sink: &mut Sink) -> Option<Catalog> {
             Some(first) => {
                 sink.push(
                     &s.skill.path,
-                    s.skill.line_of_key("name"),
+                    s.skill.line_at(&["name"]),
                     "name",
                     AemError::DuplicateRole {
                         role: s.role.clone(),
@@ -308,7 +308,7 @@ pub(crate) fn compile_tree(aem_dir: &Path, sink: &mut Sink) -> Option<Catalog> {
             if !roles.contains(role.as_str()) {
                 sink.push(
                     &draft.doc.path,
-                    draft.doc.line_of_key_in("models", role),
+                    draft.doc.line_at(&["defaults", "models", role]),
                     format!("defaults.models.{role}"),
                     AemError::UnknownRole(role.clone()),
                     Some(format!(

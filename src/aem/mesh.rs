@@ -160,7 +160,7 @@ pub(crate) fn validate_mesh(folder: &str, doc: Document, sink: &mut Sink) -> Opt
         Some(other) => {
             sink.push(
                 &path,
-                doc.line_of_key_in("delegation", "scope"),
+                doc.line_at(&["delegation", "scope"]),
                 "delegation.scope",
                 AemError::UnknownDelegationScope(other.to_string()),
                 Some("`all` or `none`".to_string()),
@@ -251,7 +251,7 @@ fn check_name(folder: &str, name: Option<&str>, doc: &Document, sink: &mut Sink)
         ),
         Some(n) if n != folder => sink.push(
             path,
-            doc.line_of_key("name"),
+            doc.line_at(&["name"]),
             "name",
             AemError::NameMismatch {
                 found: n.to_string(),
@@ -288,7 +288,7 @@ fn status_of(status: Option<&str>, doc: &Document, sink: &mut Sink) -> MeshStatu
             };
             sink.push(
                 path,
-                doc.line_of_key("status"),
+                doc.line_at(&["status"]),
                 "status",
                 error,
                 Some("`active` or `parked`".to_string()),
@@ -315,7 +315,7 @@ fn defaults_of(d: &RawDefaults, doc: &Document, sink: &mut Sink) -> Defaults {
         _ => {
             sink.push(
                 path,
-                doc.line_of_key("defaults"),
+                doc.line_at(&["defaults"]),
                 "defaults.model",
                 AemError::Empty,
                 Some(
@@ -330,7 +330,7 @@ fn defaults_of(d: &RawDefaults, doc: &Document, sink: &mut Sink) -> Defaults {
         if m.trim().is_empty() {
             sink.push(
                 path,
-                doc.line_of_key_in("models", role),
+                doc.line_at(&["defaults", "models", role]),
                 format!("defaults.models.{role}"),
                 AemError::Empty,
                 Some("a model name".to_string()),
@@ -342,7 +342,7 @@ fn defaults_of(d: &RawDefaults, doc: &Document, sink: &mut Sink) -> Defaults {
         Some(w) => Clearance::from_word(w).unwrap_or_else(|| {
             sink.push(
                 path,
-                doc.line_of_key_in("defaults", "clearance"),
+                doc.line_at(&["defaults", "clearance"]),
                 "defaults.clearance",
                 AemError::UnknownClearance(w.to_string()),
                 Some(one_of(&clearance_words())),

@@ -16,6 +16,7 @@ pub mod memory;
 mod mesh;
 mod model;
 mod portable;
+mod positions;
 mod raw;
 pub mod roots;
 mod servers;

@@ -53,7 +53,7 @@ pub(crate) fn check_env(
             ok = false;
             sink.push(
                 &doc.path,
-                doc.line_of_key(key),
+                doc.line_at(&field.split('.').chain([key.as_str()]).collect::<Vec<_>>()),
                 format!("{field}.{key}"),
                 AemError::InlineEnvValue(key.clone()),
                 Some("`${VAR}` or `${VAR:-default}`".to_string()),
@@ -69,7 +69,7 @@ pub(crate) fn validate_server(
     doc: &Document,
     sink: &mut Sink,
 ) -> Option<ServerEntry> {
-    let line = doc.line_of_key(name);
+    let line = doc.line_at(&["servers", name]);
     let before = sink.items.len();
     if !valid_name(name) {
         sink.push(
@@ -102,7 +102,8 @@ pub(crate) fn validate_server(
 fn malformed(name: &str, key: &str, what: String, doc: &Document, sink: &mut Sink) {
     sink.push(
         &doc.path,
-        doc.line_of_key_in(name, key).or(doc.line_of_key(name)),
+        doc.line_at(&["servers", name, key])
+            .or(doc.line_at(&["servers", name])),
         format!("servers.{name}.{key}"),
         AemError::MalformedServer(what),
         Some("local: command (+ args, env); native: no fields; remote: service".to_string()),
@@ -117,7 +118,7 @@ fn descriptor_of(
     sink: &mut Sink,
 ) -> Option<ServerDescriptor> {
     let field = format!("servers.{name}");
-    let line = doc.line_of_key(name);
+    let line = doc.line_at(&["servers", name]);
     let bad = |what: String, key: &str, sink: &mut Sink| malformed(name, key, what, doc, sink);
     match raw.transport.as_deref() {
         None => {
@@ -179,7 +180,7 @@ fn descriptor_of(
                 let shipped: Vec<&str> = NATIVE_SERVERS.iter().map(|(n, _)| *n).collect();
                 sink.push(
                     &doc.path,
-                    doc.line_of_key_in(name, "transport").or(line),
+                    doc.line_at(&["servers", name, "transport"]).or(line),
                     format!("{field}.transport"),
                     AemError::NotImplemented(format!(
                         "native server `{name}` (Iron ships no node /iron/tools/{name})"
@@ -224,7 +225,7 @@ fn descriptor_of(
         Some(other) => {
             sink.push(
                 &doc.path,
-                doc.line_of_key_in(name, "transport").or(line),
+                doc.line_at(&["servers", name, "transport"]).or(line),
                 format!("{field}.transport"),
                 AemError::UnknownTransport(other.to_string()),
                 Some(one_of(&["local", "native", "remote"])),
@@ -243,7 +244,7 @@ fn declared_tools(
     sink: &mut Sink,
 ) -> BTreeMap<String, DeclaredTool> {
     let field = format!("servers.{name}");
-    let line = doc.line_of_key(name);
+    let line = doc.line_at(&["servers", name]);
     let mut tools = BTreeMap::new();
     if raw.tools.is_empty() {
         malformed(

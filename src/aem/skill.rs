@@ -98,7 +98,7 @@ pub(crate) fn validate_skill(
         _ => {
             sink.push(
                 &path,
-                skill.line_of_key(key).or(Some(1)),
+                skill.line_at(&[key]).or(Some(1)),
                 key,
                 AemError::Empty,
                 Some(hint.to_string()),
@@ -135,7 +135,7 @@ pub(crate) fn validate_skill(
         other => {
             sink.push(
                 &path,
-                skill.line_of_key("name").or(Some(1)),
+                skill.line_at(&["name"]).or(Some(1)),
                 "name",
                 match other {
                     None => AemError::Empty,
@@ -174,7 +174,7 @@ fn memory_of(declared: &[RawMemory], skill: &Document, sink: &mut Sink) -> Vec<M
             ok = false;
             sink.push(
                 path,
-                skill.line_of_nth_key("kind", i),
+                skill.line_at(&["memory", &i.to_string(), "kind"]),
                 format!("{field}.kind"),
                 AemError::UnknownMemoryKind(m.kind.clone()),
                 Some(one_of(MEMORY_MENU)),
@@ -183,7 +183,7 @@ fn memory_of(declared: &[RawMemory], skill: &Document, sink: &mut Sink) -> Vec<M
             ok = false;
             sink.push(
                 path,
-                skill.line_of_nth_key("kind", i),
+                skill.line_at(&["memory", &i.to_string(), "kind"]),
                 format!("{field}.kind"),
                 AemError::MemoryKindNotImplemented(m.kind.clone()),
                 Some(format!(
@@ -196,7 +196,7 @@ fn memory_of(declared: &[RawMemory], skill: &Document, sink: &mut Sink) -> Vec<M
         if scope.is_none() {
             sink.push(
                 path,
-                skill.line_of_nth_key("scope", i),
+                skill.line_at(&["memory", &i.to_string(), "scope"]),
                 format!("{field}.scope"),
                 AemError::UnknownScope(m.scope.clone()),
                 Some(one_of(SCOPES)),
@@ -206,7 +206,7 @@ fn memory_of(declared: &[RawMemory], skill: &Document, sink: &mut Sink) -> Vec<M
         if access.is_none() {
             sink.push(
                 path,
-                skill.line_of_nth_key("access", i),
+                skill.line_at(&["memory", &i.to_string(), "access"]),
                 format!("{field}.access"),
                 AemError::UnknownAccess(m.access.clone()),
                 Some(one_of(ACCESSES)),
@@ -219,7 +219,7 @@ fn memory_of(declared: &[RawMemory], skill: &Document, sink: &mut Sink) -> Vec<M
             ok = false;
             sink.push(
                 path,
-                skill.line_of_nth_key("access", i),
+                skill.line_at(&["memory", &i.to_string(), "access"]),
                 format!("{field}.access"),
                 AemError::AccessNotAllowed {
                     kind: m.kind.clone(),
@@ -232,7 +232,7 @@ fn memory_of(declared: &[RawMemory], skill: &Document, sink: &mut Sink) -> Vec<M
             ok = false;
             sink.push(
                 path,
-                skill.line_of_nth_key("kind", i),
+                skill.line_at(&["memory", &i.to_string(), "kind"]),
                 field.clone(),
                 AemError::DuplicateMemory {
                     kind: m.kind.clone(),

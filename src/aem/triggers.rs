@@ -51,12 +51,12 @@ fn validate_trigger(
     sink: &mut Sink,
 ) -> Option<TriggerEntry> {
     let field = format!("triggers.{name}");
-    let line = doc.line_of_key_in("triggers", name);
+    let line = doc.line_at(&["triggers", name]);
     let before = sink.items.len();
     let bad = |key: &str, why: String, expected: &str, sink: &mut Sink| {
         sink.push(
             &doc.path,
-            doc.line_of_key_in(name, key).or(line),
+            doc.line_at(&["triggers", name, key]).or(line),
             if key.is_empty() {
                 field.clone()
             } else {

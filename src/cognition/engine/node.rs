@@ -47,9 +47,9 @@ fn routing(config: &Config, catalog: &Catalog) -> Result<Box<dyn Router>, Callba
             .map_err(|e| refuse(e.to_string()))?;
     }
     let models: Option<ModelsConfig> = match &config.models {
-        Some(raw) => {
-            Some(serde_norway::from_value(raw.clone()).map_err(|e| refuse(format!("models: {e}")))?)
-        }
+        Some(raw) => Some(
+            serde_norway::from_value(raw.clone()).map_err(|e| refuse(format!("models: {e}")))?,
+        ),
         None => None,
     };
     let Some((models, name)) = models.and_then(|m| m.router.clone().map(|r| (m, r))) else {
