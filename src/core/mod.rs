@@ -1,6 +1,7 @@
 //! The kernel: ids, envelopes, event kinds, the effect rules, and the ports (traits) the other
 //! layers code against. It depends on nothing else in the crate.
 
+pub mod backoff;
 pub mod config;
 pub mod durable;
 pub mod effect;

@@ -20,6 +20,10 @@ use crate::spine::durable::AnyLog;
 use crate::spine::durable::streams::JOBS;
 
 use super::JobError;
+use crate::core::backoff::Backoff;
+
+/// Pauses before a request that failed is asked again: 2 s, doubling, at most 64 s.
+const ASK_RETRY: Backoff = Backoff::new(Duration::from_secs(2), Duration::from_secs(64));
 use super::event::{Entry, JobEvent, diaries_filter, event_id, job_of_subject};
 use super::ops;
 
@@ -43,7 +47,7 @@ struct Request {
     domain: String,
     instruction: String,
     not_before: Instant,
-    failures: u32,
+    backoff: Backoff,
 }
 
 type Key = (String, String, String); // mesh, job, signal
@@ -87,7 +91,7 @@ pub async fn run(deps: GatewayDeps, shutdown: CancellationToken) -> Result<(), J
                                 domain,
                                 instruction,
                                 not_before: Instant::now(),
-                                failures: 0,
+                                backoff: ASK_RETRY,
                             },
                         );
                     }
@@ -127,8 +131,7 @@ pub async fn run(deps: GatewayDeps, shutdown: CancellationToken) -> Result<(), J
                     match result {
                         Ok(()) => { pending.remove(&key); }
                         Err(e) => if let Some(r) = pending.get_mut(&key) {
-                            r.failures += 1;
-                            let backoff = Duration::from_secs(1 << r.failures.min(6));
+                            let backoff = r.backoff.fail();
                             warn!(job = key.1, signal = key.2, "gateway: {e}; retrying in {backoff:?}");
                             r.not_before = Instant::now() + backoff;
                         },

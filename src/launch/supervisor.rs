@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use super::{LaunchError, NodeSpec, Plan};
+use crate::core::backoff::Backoff;
 use crate::spine::control::{
     ControlConfig, ControlError, ControlPlane, ROUTER_ENV,
     lifecycle::{LifecycleClient, State},
@@ -14,8 +15,7 @@ use crate::spine::control::{
 };
 
 /// Restart backoff: 1 s, doubling, at most 30 s; reset after a minute of good health.
-const BACKOFF_START: Duration = Duration::from_secs(1);
-const BACKOFF_MAX: Duration = Duration::from_secs(30);
+const RESTART: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
 const HEALTHY_AFTER: Duration = Duration::from_secs(60);
 /// How long a node process may take to answer its lifecycle services after it starts.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
@@ -24,7 +24,7 @@ struct Managed {
     spec: NodeSpec,
     child: Option<Child>,
     started: Instant,
-    backoff: Duration,
+    backoff: Backoff,
     restart_at: Option<Instant>,
 }
 
@@ -65,7 +65,7 @@ pub async fn up(
             spec,
             child: None,
             started: Instant::now(),
-            backoff: BACKOFF_START,
+            backoff: RESTART,
             restart_at: None,
         };
         if let Err(e) = start(&mut m, router, env, &me, timeout).await {
@@ -108,7 +108,7 @@ async fn supervise(
         match child.try_wait() {
             Ok(None) => {
                 if m.started.elapsed() > HEALTHY_AFTER {
-                    m.backoff = BACKOFF_START;
+                    m.backoff.reset();
                 }
                 return;
             }
@@ -121,13 +121,9 @@ async fn supervise(
                     );
                     return;
                 }
-                warn!(
-                    "{} exited ({status}); restarting in {:?}",
-                    m.spec.fqn(),
-                    m.backoff
-                );
-                m.restart_at = Some(Instant::now() + m.backoff);
-                m.backoff = (m.backoff * 2).min(BACKOFF_MAX);
+                let wait = m.backoff.fail();
+                warn!("{} exited ({status}); restarting in {wait:?}", m.spec.fqn());
+                m.restart_at = Some(Instant::now() + wait);
             }
             Err(e) => {
                 warn!("{}: cannot poll the process: {e}", m.spec.fqn());
@@ -141,8 +137,7 @@ async fn supervise(
         m.restart_at = None;
         if let Err(e) = start(m, router, env, me, timeout).await {
             error!("{e}");
-            m.restart_at = Some(Instant::now() + m.backoff);
-            m.backoff = (m.backoff * 2).min(BACKOFF_MAX);
+            m.restart_at = Some(Instant::now() + m.backoff.fail());
         }
     }
 }

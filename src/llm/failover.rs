@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::error::LlmError;
 use super::model::{BoxFuture, ChatModel};
 use super::types::{ChatRequest, ChatResponse};
+use crate::core::backoff::Backoff;
 
 /// How often and how patiently one backend is retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,12 +45,11 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// The pause after failed attempt `attempt` (1-based), before jitter.
     pub fn backoff(&self, attempt: u32) -> Duration {
-        let shift = attempt.saturating_sub(1).min(32);
-        let ms = self
-            .initial_backoff_ms
-            .saturating_mul(1u64 << shift)
-            .min(self.max_backoff_ms);
-        Duration::from_millis(ms)
+        Backoff::new(
+            Duration::from_millis(self.initial_backoff_ms),
+            Duration::from_millis(self.max_backoff_ms),
+        )
+        .delay(attempt)
     }
 }
 

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::store::{Arrival, InFlight, Queued, Store, StoreError};
+use crate::core::backoff::Backoff;
 use crate::core::durable::EventLog;
 use crate::{
     core::{
@@ -239,7 +240,7 @@ async fn dispatch_loop(
     wake: Arc<tokio::sync::Notify>,
     shutdown: CancellationToken,
 ) {
-    let mut backoff = Duration::from_millis(100);
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
     let mut engine_down_logged = false;
     // Tasks handed over before a restart: followed to their end, or offered again.
     match deps.store.lock().expect("store lock").in_flight() {
@@ -253,7 +254,7 @@ async fn dispatch_loop(
     loop {
         let wait = match deps.dispatch_one(&options, &wake).await {
             Ok(true) => {
-                backoff = Duration::from_millis(100);
+                backoff.reset();
                 if engine_down_logged {
                     info!("engine reachable again; draining the queue");
                     engine_down_logged = false;
@@ -274,9 +275,7 @@ async fn dispatch_loop(
                     );
                     engine_down_logged = true;
                 }
-                let wait = backoff;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
-                wait
+                backoff.fail()
             }
         };
         if wait.is_zero() {
@@ -302,7 +301,7 @@ impl InboxDeps {
         batch: Vec<InboxMessage>,
         shutdown: &CancellationToken,
     ) -> bool {
-        let mut wait = Duration::from_millis(50);
+        let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(2));
         let mut said = false;
         loop {
             match self.accept(batch.clone()) {
@@ -326,9 +325,8 @@ impl InboxDeps {
                     warn!("stopping with {} message(s) the queue never took", batch.len());
                     return false;
                 }
-                _ = tokio::time::sleep(wait) => {}
+                _ = tokio::time::sleep(backoff.fail()) => {}
             }
-            wait = (wait * 2).min(Duration::from_secs(2));
         }
     }
 

@@ -17,6 +17,7 @@ use super::Trigger;
 use super::sources::{Change, Watch};
 use super::webhook::{self, Hooks};
 use crate::aem::TriggerOn;
+use crate::core::backoff::Backoff;
 use crate::core::config::Config;
 use crate::core::durable::EventLog;
 use crate::core::envelope::{Envelope, MEM_SUBJECT_ROOT, now_ms};
@@ -243,6 +244,9 @@ async fn follow(deps: &TriggerDeps, stop: &CancellationToken) {
     }
 }
 
+/// Pauses between attempts to start a fired trigger's job.
+const FIRE_RETRY: Backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(2));
+
 async fn fire(deps: &TriggerDeps, trigger: &Trigger, firing: super::sources::Firing) {
     let what = firing.new.join(",");
     let summary = format!("{} new item(s)", firing.new.len());
@@ -261,7 +265,7 @@ async fn fire(deps: &TriggerDeps, trigger: &Trigger, firing: super::sources::Fir
             Ok(_) => return,
             Err(e) => {
                 warn!(trigger = %trigger.label(), attempt, "could not start the job: {e}");
-                tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+                tokio::time::sleep(FIRE_RETRY.delay(attempt)).await;
             }
         }
     }
