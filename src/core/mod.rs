@@ -8,4 +8,5 @@ pub mod effect;
 pub mod envelope;
 pub mod event_kind;
 pub mod exe;
+pub mod fs;
 pub mod ids;

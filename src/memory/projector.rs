@@ -159,7 +159,7 @@ fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> ProjectorError + '_ {
 /// Opens (creating if needed) the projection database as its writer: WAL, full sync.
 pub fn open_writer(path: &Path) -> Result<Connection, ProjectorError> {
     if !path.exists() {
-        create_whole(path)?;
+        create_projection(path)?;
     }
     prepare(path)
 }
@@ -177,28 +177,14 @@ fn prepare(path: &Path) -> Result<Connection, ProjectorError> {
     Ok(conn)
 }
 
-/// Makes a new projection with its schema under a temporary name and links it into place, so
-/// that a reader (`iron recall`, the engine) never finds the file without its tables.
-fn create_whole(path: &Path) -> Result<(), ProjectorError> {
+/// Makes a new projection with its schema, whole, so that a reader (`iron recall`, the
+/// engine) never finds the file without its tables.
+fn create_projection(path: &Path) -> Result<(), ProjectorError> {
     let io = |source| ProjectorError::Create {
         path: path.display().to_string(),
         source,
     };
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".projection.")
-        .tempfile_in(dir)
-        .map_err(io)?;
-    drop(prepare(tmp.path())?);
-    match std::fs::hard_link(tmp.path(), path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(io(e)),
-    }
+    crate::core::fs::create_whole(path, io, |tmp| prepare(tmp).map(drop))
 }
 
 /// Text indexed for full-text search: every string and number in payload and result.

@@ -15,6 +15,8 @@ use std::{
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use crate::core::fs::create_whole;
+
 /// The key file, in the state directory.
 pub const KEY_FILE: &str = "caller.key";
 
@@ -53,25 +55,16 @@ impl CallerKey {
             source,
         };
         if !path.exists() {
-            std::fs::create_dir_all(state_dir).map_err(io)?;
             let mut fresh = [0u8; 32];
             fresh[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
             fresh[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-            // Written whole under a temporary name, then linked into place: a reader never
-            // sees a partial key, and of two processes racing, the first link wins.
-            let tmp = tempfile::Builder::new()
-                .prefix(".caller.key.")
-                .tempfile_in(state_dir)
-                .map_err(io)?;
-            tmp.as_file()
-                .write_all(hex::encode(fresh).as_bytes())
-                .and_then(|()| tmp.as_file().sync_all())
-                .map_err(io)?;
-            match std::fs::hard_link(tmp.path(), &path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(io(e)),
-            }
+            // A reader never sees a partial key; of two processes racing, the first wins.
+            create_whole(&path, io, |tmp| {
+                let mut file = std::fs::File::create(tmp).map_err(io)?;
+                file.write_all(hex::encode(fresh).as_bytes())
+                    .and_then(|()| file.sync_all())
+                    .map_err(io)
+            })?;
         }
         let text = std::fs::read_to_string(&path).map_err(io)?;
         let mut key = [0u8; 32];
