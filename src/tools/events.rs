@@ -118,9 +118,14 @@ pub struct RecordError(pub String);
 /// the event, with the id the log gave it. A `tool_call` that cannot be recorded is not
 /// made.
 pub trait ToolEvents: Send + Sync {
-    /// Records one event and returns its id.
-    fn record(&self, event: ToolEvent) -> Result<String, RecordError>;
+    /// Records one event and returns its id once the event is durable. Asynchronous end to
+    /// end: a call waiting on the log does not hold a worker thread.
+    fn record(&self, event: ToolEvent) -> RecordFuture<'_>;
 }
+
+/// The future a [`ToolEvents::record`] returns.
+pub type RecordFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, RecordError>> + Send + 'a>>;
 
 /// An in-memory [`ToolEvents`]: keeps every event, ids `ev-1`, `ev-2`, …. For tests and
 /// benchmarks, and for callers that have no log yet.
@@ -146,13 +151,16 @@ impl MemoryEvents {
 }
 
 impl ToolEvents for MemoryEvents {
-    fn record(&self, event: ToolEvent) -> Result<String, RecordError> {
-        let mut events = self
+    fn record(&self, event: ToolEvent) -> RecordFuture<'_> {
+        let recorded = self
             .events
             .lock()
-            .map_err(|e| RecordError(format!("memory log poisoned: {e}")))?;
-        let id = format!("ev-{}", events.len() + 1);
-        events.push((id.clone(), event));
-        Ok(id)
+            .map_err(|e| RecordError(format!("memory log poisoned: {e}")))
+            .map(|mut events| {
+                let id = format!("ev-{}", events.len() + 1);
+                events.push((id.clone(), event));
+                id
+            });
+        Box::pin(std::future::ready(recorded))
     }
 }

@@ -381,15 +381,17 @@ impl ToolManager {
                 self.call_tool(&tref.server, &tref.tool, arguments, ctx)
                     .await
             }
-            None => Err(self.deny(
-                Box::new(GateDenial {
-                    gate: Gate::Clearance,
-                    tool: exposed_name.to_string(),
-                    reason: DenialReason::NotGranted,
-                }),
-                &arguments,
-                ctx,
-            )),
+            None => Err(self
+                .deny(
+                    Box::new(GateDenial {
+                        gate: Gate::Clearance,
+                        tool: exposed_name.to_string(),
+                        reason: DenialReason::NotGranted,
+                    }),
+                    &arguments,
+                    ctx,
+                )
+                .await),
         }
     }
 
@@ -416,11 +418,13 @@ impl ToolManager {
         // Gate 1 on what the catalog recorded.
         let (Some(grant), Some(slot)) = (self.expert.tools.get(&key), self.servers.get(server))
         else {
-            return Err(self.deny(denial(DenialReason::NotGranted), &arguments, ctx));
+            return Err(self
+                .deny(denial(DenialReason::NotGranted), &arguments, ctx)
+                .await);
         };
         let recorded = recorded_annotation(grant, &slot.manifest);
         if let Err(d) = self.clearance(&key, grant, recorded) {
-            return Err(self.deny(d, &arguments, ctx));
+            return Err(self.deny(d, &arguments, ctx).await);
         }
         // Reach the server; for a local one, its live annotation and schema.
         let (client, live) = match &slot.descriptor {
@@ -439,11 +443,17 @@ impl ToolManager {
                             tool: tool.to_string(),
                             offered,
                         };
-                        return self.failed_before_call(&key, grant.effect, &arguments, ctx, e);
+                        return self
+                            .failed_before_call(&key, grant.effect, &arguments, ctx, e)
+                            .await;
                     }
                     (Some(client), live)
                 }
-                Err(e) => return self.failed_before_call(&key, grant.effect, &arguments, ctx, e),
+                Err(e) => {
+                    return self
+                        .failed_before_call(&key, grant.effect, &arguments, ctx, e)
+                        .await;
+                }
             },
             _ => (None, None),
         };
@@ -451,7 +461,7 @@ impl ToolManager {
         let annotation = recorded.max(live.as_ref().and_then(LiveTool::annotation));
         let effect = match self.clearance(&key, grant, annotation) {
             Ok(effect) => effect,
-            Err(d) => return Err(self.deny(d, &arguments, ctx)),
+            Err(d) => return Err(self.deny(d, &arguments, ctx).await),
         };
         // Gate 2 for anything that writes.
         if effect >= Effect::Write {
@@ -470,10 +480,10 @@ impl ToolManager {
                     .paths
                     .check_call(&key, &slot.root, &arguments, &SchemaHints::of(&schema))
             {
-                return Err(self.deny(d, &arguments, ctx));
+                return Err(self.deny(d, &arguments, ctx).await);
             }
         }
-        let call_event = self.record_call(&key, effect, &arguments, ctx)?;
+        let call_event = self.record_call(&key, effect, &arguments, ctx).await?;
         let outcome = match client {
             Some(client) => client.call(tool, &arguments, self.timeout).await.map(|r| {
                 let is_error = r.is_error == Some(true);
@@ -493,7 +503,8 @@ impl ToolManager {
                 message: self.redactor.text(&e.to_string()),
             },
         };
-        self.record_result(&key, &arguments, ctx, event_outcome, &call_event);
+        self.record_result(&key, &arguments, ctx, event_outcome, &call_event)
+            .await;
         let (result, is_error) = outcome?;
         Ok(ToolOutput {
             tool: tref,
@@ -623,7 +634,12 @@ impl ToolManager {
     }
 
     /// Records a refusal and returns it as the call's error.
-    fn deny(&self, denial: Box<GateDenial>, arguments: &Value, ctx: &CallContext) -> ToolError {
+    async fn deny(
+        &self,
+        denial: Box<GateDenial>,
+        arguments: &Value,
+        ctx: &CallContext,
+    ) -> ToolError {
         let event = self.event(
             ToolEventKind::GateDenied,
             &denial.tool,
@@ -637,13 +653,13 @@ impl ToolManager {
             ctx.cause.clone(),
             ctx,
         );
-        if let Err(e) = self.setup.events.record(event) {
+        if let Err(e) = self.setup.events.record(event).await {
             tracing::error!(tool = %denial.tool, "gate_denied could not be recorded: {e}");
         }
         ToolError::Denied(denial)
     }
 
-    fn record_call(
+    async fn record_call(
         &self,
         key: &str,
         effect: Effect,
@@ -661,10 +677,11 @@ impl ToolManager {
         self.setup
             .events
             .record(event)
+            .await
             .map_err(|e| ToolError::NotRecorded(e.to_string()))
     }
 
-    fn record_result(
+    async fn record_result(
         &self,
         key: &str,
         arguments: &Value,
@@ -680,14 +697,14 @@ impl ToolManager {
             Some(call_event.to_string()),
             ctx,
         );
-        if let Err(e) = self.setup.events.record(event) {
+        if let Err(e) = self.setup.events.record(event).await {
             tracing::error!(tool = %key, "tool_result could not be recorded: {e}");
         }
     }
 
     /// A call admitted on the recorded effect whose server could not be reached: recorded
     /// as a `tool_call` followed by a failed `tool_result`.
-    fn failed_before_call(
+    async fn failed_before_call(
         &self,
         key: &str,
         effect: Effect,
@@ -695,12 +712,13 @@ impl ToolManager {
         ctx: &CallContext,
         error: ToolError,
     ) -> Result<ToolOutput, ToolError> {
-        let call_event = self.record_call(key, effect, arguments, ctx)?;
+        let call_event = self.record_call(key, effect, arguments, ctx).await?;
         let outcome = ToolOutcome::Failed {
             error_kind: error.kind().to_string(),
             message: error.to_string(),
         };
-        self.record_result(key, arguments, ctx, outcome, &call_event);
+        self.record_result(key, arguments, ctx, outcome, &call_event)
+            .await;
         Err(error)
     }
 

@@ -13,7 +13,7 @@ use crate::{
     llm::{BoxFuture, ToolSpec},
     memory::{EmitError, emit},
     spine::durable::AnyLog,
-    tools::{CallContext, RecordError, ToolEvent, ToolEvents, ToolManager},
+    tools::{CallContext, RecordError, ToolEvent, ToolEvents, ToolManager, events::RecordFuture},
 };
 
 /// Writes an expert's events under `sessions/<session>` (or `tasks/<task>`), caused by the
@@ -70,7 +70,7 @@ impl LoopEvents for Recorder {
 }
 
 impl ToolEvents for Recorder {
-    fn record(&self, event: ToolEvent) -> Result<String, RecordError> {
+    fn record(&self, event: ToolEvent) -> RecordFuture<'_> {
         let kind: EventKind = event.kind.into();
         let cause = event.cause.as_deref().and_then(|c| EventId::parse(c).ok());
         let payload = serde_json::json!({
@@ -79,14 +79,12 @@ impl ToolEvents for Recorder {
             "arguments": event.arguments,
             "outcome": serde_json::to_value(&event.outcome).unwrap_or(Value::Null),
         });
-        // The manager's port is synchronous: the write completes before the call proceeds.
-        let this = self.clone();
-        tokio::task::block_in_place(|| {
-            tokio::runtime::Handle::current()
-                .block_on(async move { this.write(kind, payload, cause).await })
+        Box::pin(async move {
+            self.write(kind, payload, cause)
+                .await
+                .map(|id| id.to_string())
+                .map_err(|e| RecordError(e.to_string()))
         })
-        .map(|id| id.to_string())
-        .map_err(|e| RecordError(e.to_string()))
     }
 }
 
