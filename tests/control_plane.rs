@@ -6,10 +6,10 @@ mod support;
 use std::time::Duration;
 
 use iron::{
-    interfaces::{AolTask, AolTaskGoal, lifecycle::TransitionEvent},
+    interfaces::{AolTask, AolTaskGoal, GoalRejection, lifecycle::TransitionEvent},
     spine::control::{
         ControlConfig, ControlPlane,
-        action::{ActionClient, CancelCode, GoalId, GoalStatus},
+        action::{ActionClient, CancelCode, GoalId, GoalStatus, rejections_qos, rejections_topic},
     },
 };
 use support::{Plane, Proc, bin};
@@ -432,6 +432,17 @@ async fn two_requests_with_one_goal_id_admit_one_goal() {
     )
     .unwrap();
     server.set_accepting(true);
+    server
+        .publish_rejections(&server_node, |g: &AolTaskGoal| g.task_id.clone())
+        .unwrap();
+    let (tx, mut published) = tokio::sync::mpsc::unbounded_channel::<GoalRejection>();
+    let _echo = node
+        .create_sub::<GoalRejection>(&rejections_topic("/iron/racer/task"))
+        .with_qos(rejections_qos())
+        .build_with_callback(move |r: GoalRejection| {
+            let _ = tx.send(r);
+        })
+        .unwrap();
     // The node takes its time to decide, so the second request arrives mid-decision.
     let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = seen.clone();
@@ -463,6 +474,12 @@ async fn two_requests_with_one_goal_id_admit_one_goal() {
     );
     let refused = a.err().or(b.err()).unwrap().to_string();
     assert!(refused.contains("rejected"), "{refused}");
+    // The refusal is published with the server's stable code.
+    let rejection = tokio::time::timeout(T, published.recv())
+        .await
+        .expect("the refusal is published")
+        .unwrap();
+    assert_eq!(rejection.code, "duplicate_goal_id", "{rejection:?}");
     assert_eq!(
         seen.load(std::sync::atomic::Ordering::SeqCst),
         1,

@@ -49,6 +49,36 @@ impl Refusal {
     }
 }
 
+/// Why the action server itself refused a goal, before any handler saw it. Each serialises
+/// to the stable code the README documents (a handler's own codes, such as the engine's
+/// `unknown_domain`, come from its own enum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerRefusal {
+    /// The server is not active (or no longer takes goals).
+    Inactive,
+    /// The goal id is all zeros.
+    InvalidGoalId,
+    /// The goal id is already known or being decided.
+    DuplicateGoalId,
+    /// Too many goals are waiting for a decision.
+    Saturated,
+    /// The handler did not decide in time, or dropped the goal.
+    Undecided,
+}
+
+impl ServerRefusal {
+    /// The stable code on the wire (`GoalRejection.code`).
+    pub fn code(self) -> &'static str {
+        match self {
+            ServerRefusal::Inactive => "inactive",
+            ServerRefusal::InvalidGoalId => "invalid_goal_id",
+            ServerRefusal::DuplicateGoalId => "duplicate_goal_id",
+            ServerRefusal::Saturated => "saturated",
+            ServerRefusal::Undecided => "undecided",
+        }
+    }
+}
+
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.reason)

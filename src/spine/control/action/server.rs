@@ -30,7 +30,8 @@ use tokio_util::sync::{CancellationToken, DropGuard, WaitForCancellationFuture};
 use tracing::{debug, warn};
 
 use super::{
-    Endpoints, Refusal, cancel::select_for_cancel, cancel_goal_type_info, now_stamp, rejections_qos,
+    Endpoints, Refusal, ServerRefusal, cancel::select_for_cancel, cancel_goal_type_info, now_stamp,
+    rejections_qos,
 };
 use crate::{
     interfaces::GoalRejection,
@@ -430,15 +431,21 @@ where
         goal: A::Goal,
         goals_tx: &mpsc::Sender<GoalRequest<A>>,
     ) -> Result<(), Refusal> {
-        let refuse = |code: &str, reason: String| {
+        let refuse = |code: ServerRefusal, reason: String| {
             warn!(action = %self.name, goal = %id, "rejected: {reason}");
-            Err(Refusal::new(code, reason))
+            Err(Refusal::new(code.code(), reason))
         };
         if !self.accepting.load(std::sync::atomic::Ordering::SeqCst) {
-            return refuse("inactive", format!("{} is not active", self.name));
+            return refuse(
+                ServerRefusal::Inactive,
+                format!("{} is not active", self.name),
+            );
         }
         if !id.is_valid() {
-            return refuse("invalid_goal_id", "the goal id is all zeros".into());
+            return refuse(
+                ServerRefusal::InvalidGoalId,
+                "the goal id is all zeros".into(),
+            );
         }
         // The check and the reservation are one step: a resent request that arrives while the
         // first is still being decided is a duplicate too.
@@ -449,7 +456,7 @@ where
         };
         if known {
             return refuse(
-                "duplicate_goal_id",
+                ServerRefusal::DuplicateGoalId,
                 format!("goal id {id} is already known"),
             );
         }
@@ -465,7 +472,7 @@ where
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => {
                 return refuse(
-                    "saturated",
+                    ServerRefusal::Saturated,
                     format!(
                         "{} already has {} goals waiting for a decision",
                         self.name, self.opts.max_pending
@@ -473,17 +480,20 @@ where
                 );
             }
             Err(mpsc::error::TrySendError::Closed(_)) => {
-                return refuse("inactive", format!("{} is not taking goals", self.name));
+                return refuse(
+                    ServerRefusal::Inactive,
+                    format!("{} is not taking goals", self.name),
+                );
             }
         }
         match tokio::time::timeout(self.opts.decision_timeout, rx).await {
             Ok(Ok(decision)) => decision,
             Ok(Err(_)) => refuse(
-                "undecided",
+                ServerRefusal::Undecided,
                 format!("{} dropped the goal without deciding", self.name),
             ),
             Err(_) => refuse(
-                "undecided",
+                ServerRefusal::Undecided,
                 format!(
                     "{} did not decide within {:?}",
                     self.name, self.opts.decision_timeout
