@@ -6,10 +6,10 @@ mod support;
 use std::time::Duration;
 
 use iron::{
-    interfaces::{AolTask, AolTaskGoal, GoalRejection, lifecycle::TransitionEvent},
+    interfaces::{AolTask, AolTaskGoal, lifecycle::TransitionEvent},
     spine::control::{
         ControlConfig, ControlPlane,
-        action::{ActionClient, CancelCode, GoalId, GoalStatus, rejections_qos, rejections_topic},
+        action::{ActionClient, CancelCode, GoalId, GoalStatus},
     },
 };
 use support::{Plane, Proc, bin};
@@ -373,7 +373,7 @@ async fn malformed_requests_are_dropped_and_the_node_keeps_serving() {
     ];
     for service in services {
         let ke = format!("0/{service}/**");
-        let cases: Vec<(&str, Vec<u8>, bool)> = vec![
+        let cases: Vec<support::RawCase> = vec![
             (
                 "garbage without attachment",
                 b"\xff\xfe garbage".to_vec(),
@@ -387,20 +387,7 @@ async fn malformed_requests_are_dropped_and_the_node_keeps_serving() {
                 true,
             ),
         ];
-        for (what, payload, with_attachment) in cases {
-            // The query must end (dropped with a log line, or answered), never hang.
-            let what = format!("{service}: {what}");
-            let answered = support::raw_query(
-                &session,
-                &ke,
-                payload,
-                with_attachment,
-                Duration::from_secs(5),
-                &what,
-            )
-            .await;
-            assert!(answered <= 1, "{what}: {answered} replies");
-        }
+        support::survives_raw_queries(&session, service, &ke, cases, Duration::from_secs(5)).await;
     }
     // Still serving, on both the lifecycle and the action side.
     assert!(
@@ -435,14 +422,7 @@ async fn two_requests_with_one_goal_id_admit_one_goal() {
     server
         .publish_rejections(&server_node, |g: &AolTaskGoal| g.task_id.clone())
         .unwrap();
-    let (tx, mut published) = tokio::sync::mpsc::unbounded_channel::<GoalRejection>();
-    let _echo = node
-        .create_sub::<GoalRejection>(&rejections_topic("/iron/racer/task"))
-        .with_qos(rejections_qos())
-        .build_with_callback(move |r: GoalRejection| {
-            let _ = tx.send(r);
-        })
-        .unwrap();
+    let (_echo, mut published) = support::echo_rejections(&node, "/iron/racer/task");
     // The node takes its time to decide, so the second request arrives mid-decision.
     let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = seen.clone();

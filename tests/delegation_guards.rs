@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use iron::{
     cognition::delegation::{MAX_CONCURRENT, MAX_DEPTH},
-    interfaces::{AolTask, AolTaskGoal, GoalRejection},
+    interfaces::{AolTask, AolTaskGoal},
     spine::control::{
         ControlConfig, ControlPlane,
-        action::{ActionClient, GoalStatus, rejections_qos, rejections_topic},
+        action::{ActionClient, GoalStatus},
     },
 };
 use support::{
@@ -51,14 +51,7 @@ async fn refused_goals_say_why_and_the_deepest_allowed_goal_runs() {
         .with_rejections(&node)
         .unwrap();
     // What a stock ROS 2 user sees with `ros2 topic echo /iron/engine/task/rejections`.
-    let (tx, mut published) = tokio::sync::mpsc::unbounded_channel::<GoalRejection>();
-    let _echo = node
-        .create_sub::<GoalRejection>(&rejections_topic("/iron/engine/task"))
-        .with_qos(rejections_qos())
-        .build_with_callback(move |r: GoalRejection| {
-            let _ = tx.send(r);
-        })
-        .unwrap();
+    let (_echo, mut published) = support::echo_rejections(&node, "/iron/engine/task");
 
     let refused = [
         (

@@ -373,10 +373,56 @@ pub async fn mem_events_of(
     all
 }
 
+/// Follows `<action>/rejections` as a stock ROS 2 user would (`ros2 topic echo`): every
+/// `GoalRejection` published there arrives on the receiver while the returned subscription
+/// is held.
+pub fn echo_rejections(
+    node: &hiroz::node::ZNode,
+    action: &str,
+) -> (
+    impl Sized,
+    tokio::sync::mpsc::UnboundedReceiver<iron::interfaces::GoalRejection>,
+) {
+    use iron::{
+        interfaces::GoalRejection,
+        spine::control::action::{rejections_qos, rejections_topic},
+    };
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<GoalRejection>();
+    let subscription = node
+        .create_sub::<GoalRejection>(&rejections_topic(action))
+        .with_qos(rejections_qos())
+        .build_with_callback(move |r: GoalRejection| {
+            let _ = tx.send(r);
+        })
+        .unwrap();
+    (subscription, rx)
+}
+
+/// A hostile request: what it is, its payload, and whether it carries an rmw_zenoh request
+/// attachment.
+pub type RawCase = (&'static str, Vec<u8>, bool);
+
+/// Sends each of `cases` to `service` as a raw query on `ke` and fails the test, naming the
+/// service and the case, when a query does not end within `limit` (dropped with a log line,
+/// or answered) or is answered more than once.
+pub async fn survives_raw_queries(
+    session: &zenoh::Session,
+    service: &str,
+    ke: &str,
+    cases: Vec<RawCase>,
+    limit: Duration,
+) {
+    for (what, payload, with_attachment) in cases {
+        let what = format!("{service}: {what}");
+        let answered = raw_query(session, ke, payload, with_attachment, limit, &what).await;
+        assert!(answered <= 1, "{what}: {answered} replies");
+    }
+}
+
 /// Sends `payload` as a raw query on `ke` (with an rmw_zenoh request attachment when
 /// `with_attachment`) and returns how many replies came before the query ended; fails the
 /// test, naming `what`, when it has not ended within `limit`.
-pub async fn raw_query(
+async fn raw_query(
     session: &zenoh::Session,
     ke: &str,
     payload: Vec<u8>,
