@@ -410,23 +410,7 @@ impl Grants<'_> {
         sink: &mut Sink,
     ) {
         let mesh = self.mesh;
-        let mut writers: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-        for g in grants.values().filter(|g| g.effect >= Effect::Write) {
-            writers.entry(&g.server).or_default().insert(&g.tool);
-        }
-        for c in delivery {
-            if let Some(DeliveryChannel::Tool {
-                server,
-                tool,
-                effect,
-                ..
-            }) = mesh.entry.delivery.get(c)
-                && *effect >= Effect::Write
-            {
-                writers.entry(server).or_default().insert(tool);
-            }
-        }
-        for (server, tools) in writers {
+        for (server, tools) in roots::write_tools(grants, delivery, &mesh.entry.delivery) {
             let Some(ServerDescriptor::Local { args, .. }) =
                 mesh.entry.servers.get(server).map(|s| &s.descriptor)
             else {

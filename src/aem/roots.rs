@@ -17,7 +17,11 @@
 //! `node /opt/fs/index.js ./workspace/notes`). A server with no path among its arguments (a
 //! database client, an API) is not judged here.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path};
+
+use super::model::{DeliveryChannel, ToolGrant};
+use crate::core::effect::Effect;
 
 /// The variable through which the workspace layer names a task's scratch workspace.
 pub const SCRATCH_VAR: &str = "IRON_SCRATCH";
@@ -42,6 +46,34 @@ pub struct OutsideRoot {
     pub arg: String,
     /// Why it is refused.
     pub why: String,
+}
+
+/// The servers an expert may change things through, each with the tools that can: its granted
+/// tools of effect `write` or `destructive`, and the tools of its `delivery` channels (declared
+/// in `channels`) with such an effect. The compiler and the expert at start ask this same
+/// question.
+pub fn write_tools<'a>(
+    grants: &'a BTreeMap<String, ToolGrant>,
+    delivery: impl IntoIterator<Item = &'a String>,
+    channels: &'a BTreeMap<String, DeliveryChannel>,
+) -> BTreeMap<&'a str, BTreeSet<&'a str>> {
+    let mut writers: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for g in grants.values().filter(|g| g.effect >= Effect::Write) {
+        writers.entry(&g.server).or_default().insert(&g.tool);
+    }
+    for c in delivery {
+        if let Some(DeliveryChannel::Tool {
+            server,
+            tool,
+            effect,
+            ..
+        }) = channels.get(c)
+            && *effect >= Effect::Write
+        {
+            writers.entry(server).or_default().insert(tool);
+        }
+    }
+    writers
 }
 
 /// The roots a local server's `args` name, or the first argument that names a path outside

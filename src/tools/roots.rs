@@ -14,9 +14,8 @@ use thiserror::Error;
 
 use super::env::{EnvError, EnvMap, expand};
 use super::paths::resolve_path;
-use crate::aem::roots::{Root, SCRATCH_VAR, WORKSPACE_DIR, writable_roots};
-use crate::aem::{Catalog, DeliveryChannel, ExpertEntry, ServerDescriptor};
-use crate::core::effect::Effect;
+use crate::aem::roots::{Root, SCRATCH_VAR, WORKSPACE_DIR, writable_roots, write_tools};
+use crate::aem::{Catalog, ExpertEntry, ServerDescriptor};
 
 /// A directory one server may write in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,26 +91,7 @@ pub fn granted_roots(
     let Some(mesh) = catalog.mesh(&expert.mesh) else {
         return Ok(Vec::new());
     };
-    let mut writers: Vec<&str> = expert
-        .tools
-        .values()
-        .filter(|g| g.effect >= Effect::Write)
-        .map(|g| g.server.as_str())
-        .collect();
-    writers.extend(
-        expert
-            .delivery
-            .iter()
-            .filter_map(|c| match mesh.delivery.get(c) {
-                Some(DeliveryChannel::Tool { server, effect, .. }) if *effect >= Effect::Write => {
-                    Some(server.as_str())
-                }
-                _ => None,
-            }),
-    );
-    writers.sort_unstable();
-    writers.dedup();
-
+    let writers = write_tools(&expert.tools, &expert.delivery, &mesh.delivery).into_keys();
     let io = |server: &str, dir: &Path| {
         let (server, dir) = (server.to_string(), dir.to_path_buf());
         move |source| RootError::Io {
