@@ -6,8 +6,8 @@ use hiroz::Builder;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    BenchCommand, CatalogCommand, Cli, CliError, Command, InboxCommand, LogCommand, NodeCommand,
-    TaskCommand, ToolsCommand, bench, stop_on_signals,
+    BenchCommand, CatalogCommand, Cli, CliError, Command, InboxCommand, LogCommand, MemoryCommand,
+    NodeCommand, TaskCommand, ToolsCommand, bench, stop_on_signals,
 };
 use crate::{
     core::{config::Config, durable::StartAt},
@@ -115,6 +115,53 @@ async fn up(
     Ok(result?)
 }
 
+/// `iron recall --as <mesh>/<role>`: the memory block that expert would be given at wake for
+/// `instruction`, from its declared mounts in the built catalog.
+async fn recall_as(expert: &str, instruction: &str) -> Result<(), CliError> {
+    let config = Config::load()?;
+    let catalog = crate::aem::read_state_catalog(&config)
+        .map_err(|e| CliError::Failed(format!("{e}; run `iron catalog build` or `iron up`")))?;
+    let entry = catalog.expert(expert).ok_or_else(|| {
+        CliError::Failed(format!(
+            "no expert `{expert}` in the catalog; known: {}",
+            catalog
+                .experts
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    let projection = config.state_path(&config.memory.projection);
+    let mounts = crate::cognition::expert::wake::Mounts::new(
+        entry,
+        &catalog,
+        projection.clone(),
+        &config.tenant,
+    );
+    if mounts.prefixes.is_empty() {
+        eprintln!(
+            "{expert} declares no readable recalled memory (episodic, semantic, procedural): it is given none"
+        );
+        return Ok(());
+    }
+    match mounts.recall(instruction).await {
+        Some(injected) => {
+            print!("{}", injected.text);
+            eprintln!("{} item(s)", injected.items.len());
+        }
+        None if !projection.is_file() => eprintln!(
+            "nothing: no projection at {} yet (is the projector running?)",
+            projection.display()
+        ),
+        None => eprintln!(
+            "nothing: {expert}'s mounts reach {} and hold nothing about this",
+            mounts.prefixes.join(", ")
+        ),
+    }
+    Ok(())
+}
+
 /// Runs one parsed command line.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     let timeout = cli.timeout();
@@ -148,12 +195,43 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             eprintln!("{n} event(s)");
             Ok(())
         }
-        Command::Recall { query, scope } => {
+        Command::Recall {
+            query,
+            scope,
+            history,
+            as_expert: None,
+        } => {
             let config = Config::load()?;
             let db = config.state_path(&config.memory.projection);
-            let n =
-                crate::memory::cli::recall(&db, &query, scope.as_deref(), &mut std::io::stdout())?;
+            let n = crate::memory::cli::recall(
+                &db,
+                &query,
+                scope.as_deref(),
+                history,
+                &mut std::io::stdout(),
+            )?;
             eprintln!("{n} event(s)");
+            Ok(())
+        }
+        Command::Recall {
+            query,
+            as_expert: Some(expert),
+            ..
+        } => recall_as(&expert, &query).await,
+        Command::Memory(MemoryCommand::Status) => {
+            let config = Config::load()?;
+            let log = AnyLog::open(&config).await?;
+            let workers: Vec<_> = crate::memory::node::Worker::ALL
+                .iter()
+                .map(|w| (w.name(), w.state(&config)))
+                .collect();
+            crate::memory::cli::status(
+                &log,
+                &config.state_path(&config.memory.projection),
+                &workers,
+                &mut std::io::stdout(),
+            )
+            .await?;
             Ok(())
         }
         Command::Catalog(CatalogCommand::Build { aem, out, probe }) => {

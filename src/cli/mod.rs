@@ -110,14 +110,25 @@ pub enum Command {
     /// Read the event log.
     #[command(subcommand)]
     Log(LogCommand),
-    /// Full-text search over the projected memory (what the projector has written).
+    /// Full-text search over the projected memory (what the projector has written). Facts
+    /// replaced by newer ones (or repeating older ones) are left out unless --history.
     Recall {
-        /// Words to look for.
+        /// Words to look for (with --as: any of them, as an expert's wake does).
         query: String,
         /// Namespace prefix to search in, e.g. facts/newsroom.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "as_expert")]
         scope: Option<String>,
+        /// Also superseded facts, and the fact_superseded events that say by what and why.
+        #[arg(long, conflicts_with = "as_expert")]
+        history: bool,
+        /// Print exactly the memory block the expert <mesh>/<role> would be given for this
+        /// instruction at wake (its declared mounts and scope, from the built catalog).
+        #[arg(long = "as", value_name = "MESH/ROLE")]
+        as_expert: Option<String>,
     },
+    /// The background memory workers.
+    #[command(subcommand)]
+    Memory(MemoryCommand),
     /// Compile or check the agent folders (aem/) into catalog.json and tool_manifest.json.
     #[command(subcommand)]
     Catalog(CatalogCommand),
@@ -173,6 +184,13 @@ pub enum Command {
     /// Measure; prints lines `bench <name> <value> <unit>`.
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Where the projector and each worker are in the MEM stream: sequence handled, lag
+    /// behind the log, events written, errors.
+    Status,
 }
 
 #[derive(Debug, Subcommand)]

@@ -56,6 +56,9 @@ event_kinds! {
     GateAllowed => "gate_allowed",
     /// A fact was learned or stated.
     FactLearned => "fact_learned",
+    /// A fact is no longer the current belief: a newer one replaced it, or it repeated one
+    /// already held (`fact`, `by`, `reason`: `replaced` | `duplicate`).
+    FactSuperseded => "fact_superseded",
     /// A decision was taken.
     Decision => "decision",
     /// The engine routed an instruction to an expert.
@@ -72,6 +75,8 @@ event_kinds! {
     ModelCalled => "model_called",
     /// An operator's correction was read into a running task.
     InterjectionRead => "interjection_read",
+    /// An expert was given memory at wake: the prefixes searched and the events in its block.
+    MemoryInjected => "memory_injected",
     /// An expert read its perception sources at wake (what each gave, or why not).
     PerceptionRead => "perception_read",
     /// A perception source's items changed: the new records and the ids it shows now.

@@ -1,5 +1,5 @@
-//! The library side of `iron log tail`, `iron log replay <prefix>` and `iron recall "<query>"`.
-//! Each writes one line per event to `out`: `<seq> <kind> <tenant>:<namespace> <actor>
+//! The library side of `iron log tail`, `iron log replay <prefix>`, `iron recall "<query>"` and
+//! `iron memory status`. The first three write one line per event to `out`: `<seq> <kind> <tenant>:<namespace> <actor>
 //! <event_id> <payload>`.
 
 use std::io::Write;
@@ -100,15 +100,18 @@ pub fn log_replay(db: &Path, prefix: &str, out: &mut impl Write) -> Result<usize
     Ok(events.len())
 }
 
-/// Prints the events matching `query`, optionally limited to a namespace prefix (`scope`).
+/// Prints the events matching `query`, optionally limited to a namespace prefix (`scope`);
+/// with `history`, also facts no longer believed and what superseded them.
 pub fn recall(
     db: &Path,
     query: &str,
     scope: Option<&str>,
+    history: bool,
     out: &mut impl Write,
 ) -> Result<usize, CliError> {
     let filter = RecallFilter {
         prefix: scope.map(str::to_owned),
+        history,
         ..Default::default()
     };
     let events = Recall::open(db)?.recall(query, &filter)?;
@@ -116,4 +119,67 @@ pub fn recall(
         line(out, event)?;
     }
     Ok(events.len())
+}
+
+/// Prints where the projector and each background worker are in the MEM stream: the sequence
+/// each has handled, how far behind the log it is, what it has written and its errors.
+pub async fn status<L: EventLog>(
+    log: &L,
+    projection: &Path,
+    workers: &[(&str, std::path::PathBuf)],
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    let head = log.last_sequence("MEM").await?;
+    writeln!(out, "MEM stream: {head} event(s)")?;
+    if projection.is_file() {
+        let recall = Recall::open(projection)?;
+        let at = recall.projected_seq("MEM")?;
+        let skipped = recall.skipped()?.len();
+        writeln!(
+            out,
+            "{:<13} at {at:<8} lag {:<8} projected {} skipped {skipped}",
+            "projector",
+            head.saturating_sub(at),
+            recall.count()?,
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{:<13} not started ({} does not exist)",
+            "projector",
+            projection.display()
+        )?;
+    }
+    for (name, state) in workers {
+        let progress =
+            super::worker::progress(state, "MEM").map_err(|source| RecallError::Database {
+                path: state.clone(),
+                source,
+            })?;
+        match progress {
+            None => writeln!(
+                out,
+                "{name:<13} not started ({} does not exist)",
+                state.display()
+            )?,
+            Some(p) => {
+                write!(
+                    out,
+                    "{name:<13} at {:<8} lag {:<8} derived {} errors {}",
+                    p.last_seq,
+                    head.saturating_sub(p.last_seq),
+                    p.derived,
+                    p.errors
+                )?;
+                if p.pending > 0 {
+                    write!(out, " unwritten {}", p.pending)?;
+                }
+                if let Some(e) = &p.last_error {
+                    write!(out, " (last error: {e})")?;
+                }
+                writeln!(out)?;
+            }
+        }
+    }
+    Ok(())
 }

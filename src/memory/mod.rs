@@ -1,12 +1,16 @@
 //! Memory: `emit()` writes envelopes to the log; the projector derives `projection.db` from it;
-//! recall and replay read that projection read-only.
+//! the background workers (extractor, consolidator) derive facts from the log and write them
+//! back to it; recall and replay read the projection read-only.
 
 pub mod bench;
 pub mod cli;
+pub mod consolidator;
 pub mod emit;
+pub mod extractor;
 pub mod node;
 pub mod projector;
 pub mod recall;
+pub mod worker;
 
 pub use emit::{EmitError, EmitPolicy, Emitted, Emitter, emit};
 pub use projector::{ProjectorDeps, ProjectorError, ProjectorExit};

@@ -1,14 +1,21 @@
-//! The projector as a managed node (`/iron/memory/projector`): `configure` opens the configured
-//! log and creates `projection.db`, `run` projects the log into it until deactivated. It is the
-//! only writer of that database.
+//! The memory nodes. The projector (`/iron/memory/projector`): `configure` opens the configured
+//! log and creates `projection.db`, `run` projects the log into it until deactivated; it is the
+//! only writer of that database. The background workers (`/iron/memory/<worker>`): `configure`
+//! opens the log and creates the worker's state database, `run` derives from the log.
 
 use crate::spine::control::lifecycle::RunError;
-use std::{path::PathBuf, sync::Arc};
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
+use super::consolidator::Consolidator;
+use super::extractor::Extractor;
 use super::projector::{self, ProjectorDeps, ProjectorExit};
+use super::worker::{self, Deriver, WorkerDeps};
 use crate::{
     core::config::Config,
     spine::{
@@ -62,6 +69,112 @@ impl ManagedNode for ProjectorNode {
                 Ok(())
             }
             Err(e) => Err(RunError::new("projecting", e)),
+        }
+    }
+}
+
+/// A background memory worker: which one a [`WorkerNode`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Worker {
+    /// Facts from published bulletins and structured tool results.
+    Extractor,
+    /// One current belief per subject.
+    Consolidator,
+}
+
+impl Worker {
+    /// Every worker, in launch order.
+    pub const ALL: [Worker; 2] = [Worker::Extractor, Worker::Consolidator];
+
+    /// Its name: node name and state file stem.
+    pub fn name(self) -> &'static str {
+        match self {
+            Worker::Extractor => "extractor",
+            Worker::Consolidator => "consolidator",
+        }
+    }
+
+    /// Its state database: `<state_dir>/memory/<name>.db`.
+    pub fn state(self, config: &Config) -> PathBuf {
+        config.state_path(Path::new(&format!("memory/{}.db", self.name())))
+    }
+}
+
+impl std::str::FromStr for Worker {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Worker::ALL
+            .into_iter()
+            .find(|w| w.name() == s)
+            .ok_or_else(|| format!("no memory worker `{s}`; one of: extractor, consolidator"))
+    }
+}
+
+/// The node of one background worker (`/iron/memory/<worker>`).
+#[derive(Debug)]
+pub struct WorkerNode(pub Worker);
+
+/// What a worker's `configure` opened.
+pub struct WorkerRuntime {
+    log: AnyLog,
+    state: PathBuf,
+    extractor: Option<Extractor>,
+}
+
+impl ManagedNode for WorkerNode {
+    type Deps = WorkerRuntime;
+
+    async fn configure(&self, _ctx: &NodeContext) -> Result<WorkerRuntime, CallbackError> {
+        let fail = |e: &dyn std::fmt::Display| CallbackError::Failure(e.to_string());
+        let config = Config::load().map_err(|e| fail(&e))?;
+        let log = AnyLog::open(&config).await.map_err(|e| fail(&e))?;
+        // The extractor scopes facts by the experts' declarations: no catalog, no start.
+        let extractor = match self.0 {
+            Worker::Extractor => Some(Extractor::new(
+                &crate::aem::read_state_catalog(&config).map_err(|e| fail(&e))?,
+            )),
+            Worker::Consolidator => None,
+        };
+        let state = self.0.state(&config);
+        let schema = match self.0 {
+            Worker::Extractor => "",
+            Worker::Consolidator => Consolidator.schema(),
+        };
+        // Created here so that `iron memory status` finds it as soon as the node is active.
+        let path = state.clone();
+        tokio::task::spawn_blocking(move || worker::open_state(&path, schema).map(drop))
+            .await
+            .map_err(|e| fail(&e))?
+            .map_err(|e| fail(&e))?;
+        info!(
+            "deriving memory from the MEM stream (state in {})",
+            state.display()
+        );
+        Ok(WorkerRuntime {
+            log,
+            state,
+            extractor,
+        })
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        deps: Arc<WorkerRuntime>,
+        shutdown: CancellationToken,
+    ) -> Result<(), RunError> {
+        let name = self.0.name();
+        let frame = WorkerDeps::new(deps.log.clone(), name, deps.state.clone());
+        let run = match &deps.extractor {
+            Some(extractor) => worker::run(frame, extractor.clone(), shutdown).await,
+            None => worker::run(frame, Consolidator, shutdown).await,
+        };
+        match run {
+            Ok(last_seq) => {
+                info!("{name} stopped at sequence {last_seq}");
+                Ok(())
+            }
+            Err(e) => Err(RunError::new("deriving memory", e)),
         }
     }
 }

@@ -33,6 +33,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(event_id UNINDEXED, bod
 CREATE TABLE IF NOT EXISTS applied(seq INTEGER PRIMARY KEY, msg_id TEXT, event_id TEXT);
 CREATE TABLE IF NOT EXISTS skipped(seq INTEGER PRIMARY KEY, subject TEXT NOT NULL, reason TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS cursor(stream TEXT PRIMARY KEY, last_seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS superseded(
+    fact_id TEXT PRIMARY KEY, by_id TEXT NOT NULL, reason TEXT NOT NULL, seq INTEGER NOT NULL);
 ";
 
 /// What the projector needs. Build with [`ProjectorDeps::new`] and adjust fields.
@@ -281,6 +283,17 @@ fn apply(
                         envelope.cause.as_ref().map(EventId::as_str),
                     ],
                 )?;
+                if inserted == 1 && envelope.kind == EventKind::FactSuperseded {
+                    let field = |k: &str| envelope.payload.get(k).and_then(Value::as_str);
+                    if let (Some(fact), Some(by)) = (field("fact"), field("by")) {
+                        // The first word on a fact stands: it is superseded once.
+                        tx.execute(
+                            "INSERT OR IGNORE INTO superseded(fact_id, by_id, reason, seq)
+                             VALUES (?1, ?2, ?3, ?4)",
+                            params![fact, by, field("reason").unwrap_or(""), message.seq as i64],
+                        )?;
+                    }
+                }
                 if inserted == 1 {
                     let mut body = String::new();
                     index_text(&envelope.payload, &mut body);

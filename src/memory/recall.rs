@@ -32,6 +32,10 @@ pub struct RecallFilter {
     pub tenant: Option<String>,
     /// At most this many results (0 = 50).
     pub limit: usize,
+    /// Also facts that are no longer believed (superseded by a newer or an earlier equal
+    /// one) and the `fact_superseded` events that say so. Without it, recall returns the
+    /// current beliefs only.
+    pub history: bool,
 }
 
 /// One event read back from the projection.
@@ -169,6 +173,8 @@ impl Recall {
                AND (?2 IS NULL OR e.namespace = ?2 OR substr(e.namespace, 1, length(?2) + 1) = ?2 || '/')
                AND (?3 IS NULL OR e.kind = ?3)
                AND (?4 IS NULL OR e.tenant = ?4)
+               AND (?6 OR (e.kind <> 'fact_superseded'
+                    AND NOT EXISTS (SELECT 1 FROM superseded s WHERE s.fact_id = e.event_id)))
              ORDER BY f.rank LIMIT ?5"
         );
         let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
@@ -179,7 +185,8 @@ impl Recall {
                     filter.prefix.as_deref().map(|p| p.trim_end_matches('/')),
                     filter.kind,
                     filter.tenant,
-                    limit as i64
+                    limit as i64,
+                    filter.history
                 ],
                 row,
             )

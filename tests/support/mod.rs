@@ -45,6 +45,7 @@ pub fn bin(name: &str) -> String {
         "iron" => env!("CARGO_BIN_EXE_iron").to_string(),
         "demo_node" => env!("CARGO_BIN_EXE_demo_node").to_string(),
         "projector_node" => env!("CARGO_BIN_EXE_projector_node").to_string(),
+        "memory_worker" => env!("CARGO_BIN_EXE_memory_worker").to_string(),
         "inbox_node" => env!("CARGO_BIN_EXE_inbox_node").to_string(),
         "engine_node" => env!("CARGO_BIN_EXE_engine_node").to_string(),
         "expert_node" => env!("CARGO_BIN_EXE_expert_node").to_string(),

@@ -129,6 +129,10 @@ is refused by the channel; `data` is a structured payload for channels that take
         record["destination"] = json!(message.dest);
         record["delivery_id"] = json!(message.delivery_id);
         record["text"] = json!(text);
+        if let Some(data) = &data {
+            // The structured payload (a bulletin's claims) is what memory learns from.
+            record["data"] = data.clone();
+        }
         if let Err(e) = self
             .recorder
             .write(EventKind::ReplyDelivered, record, None)

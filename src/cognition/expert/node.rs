@@ -351,7 +351,20 @@ impl ExpertDeps {
             .get("memory")
             .and_then(|m| m.as_str())
             .map(str::to_string);
-        let recalled = self.mounts.recall(&goal.instruction).await;
+        let recalled = match self.mounts.recall(&goal.instruction).await {
+            Some(injected) => {
+                let mut payload = serde_json::to_value(&injected).unwrap_or_default();
+                payload["task"] = serde_json::json!(goal.task_id);
+                if let Err(e) = recorder
+                    .write(EventKind::MemoryInjected, payload, None)
+                    .await
+                {
+                    warn!(task = %goal.task_id, "could not record what memory was given: {e}");
+                }
+                Some(injected.text)
+            }
+            None => None,
+        };
         let memory = match (conversation, recalled) {
             (Some(c), Some(r)) => Some(format!("{}\n{r}", c.trim_end())),
             (c, r) => c.or(r),

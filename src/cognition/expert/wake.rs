@@ -13,7 +13,8 @@ use tracing::debug;
 
 use crate::{
     aem::{Access, Catalog, ExpertEntry, MemoryMount},
-    memory::recall::{Recall, RecallFilter},
+    core::event_kind::EventKind,
+    memory::recall::{Recall, RecallFilter, Recalled},
     msp::reader::{self, Reading},
     spine::durable::AnyLog,
 };
@@ -61,6 +62,42 @@ pub fn recall_query(instruction: &str) -> String {
         .join(" ")
 }
 
+/// How a recalled event reads in a memory block: a fact as its statement, anything else as
+/// its payload.
+fn readable(event: &Recalled) -> String {
+    if event.kind == EventKind::FactLearned.as_str()
+        && let Ok(payload) = serde_json::from_str::<serde_json::Value>(&event.payload)
+        && let Some(statement) = payload.get("statement").and_then(|s| s.as_str())
+    {
+        return statement.to_string();
+    }
+    event.payload.clone()
+}
+
+/// What recall gave one task: the memory block the model reads, and which events it holds
+/// (written to the log as `memory_injected`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Injected {
+    /// The block, one line per item, each with its namespace.
+    #[serde(skip)]
+    pub text: String,
+    /// The prefixes searched.
+    pub prefixes: Vec<String>,
+    /// The events in the block, best first.
+    pub items: Vec<InjectedItem>,
+}
+
+/// One recalled event in a memory block.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct InjectedItem {
+    /// Its id.
+    pub event_id: String,
+    /// Where it lives.
+    pub namespace: String,
+    /// Its kind.
+    pub kind: String,
+}
+
 /// An expert's mounts, resolved at `configure`.
 #[derive(Debug, Clone)]
 pub struct Mounts {
@@ -100,8 +137,8 @@ impl Mounts {
     }
 
     /// What the expert's memory holds that bears on `instruction` (`None`: nothing, or no
-    /// projection yet).
-    pub async fn recall(&self, instruction: &str) -> Option<String> {
+    /// projection yet): the current beliefs only, never a superseded fact.
+    pub async fn recall(&self, instruction: &str) -> Option<Injected> {
         if self.prefixes.is_empty() || !self.projection.is_file() {
             return None;
         }
@@ -142,12 +179,24 @@ impl Mounts {
         if hits.is_empty() {
             return None;
         }
-        let mut out = format!("From your memory ({}):\n", self.prefixes.join(", "));
-        for h in hits {
-            let text: String = h.payload.chars().take(ITEM_CHARS).collect();
-            out.push_str(&format!("- [{}] {text}\n", h.namespace));
+        let mut text = format!("From your memory ({}):\n", self.prefixes.join(", "));
+        for h in &hits {
+            let item: String = readable(h).chars().take(ITEM_CHARS).collect();
+            text.push_str(&format!("- [{}] {item}\n", h.namespace));
         }
-        Some(out)
+        let items = hits
+            .into_iter()
+            .map(|h| InjectedItem {
+                event_id: h.event_id,
+                namespace: h.namespace,
+                kind: h.kind,
+            })
+            .collect();
+        Some(Injected {
+            text,
+            prefixes: self.prefixes.clone(),
+            items,
+        })
     }
 
     /// Reads every granted source for `reader`; empty when none is granted.

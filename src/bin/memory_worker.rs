@@ -1,0 +1,30 @@
+//! A background memory worker node (`/iron/memory/<worker>`): derives facts from the MEM
+//! stream (extractor) or keeps one current belief per subject (consolidator).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use iron::{
+    cli::node::Start,
+    memory::node::{Worker, WorkerNode},
+};
+
+/// Derives memory from the MEM stream in the background; may run behind, never blocks capture.
+#[derive(Debug, Parser)]
+#[command(name = "memory_worker")]
+struct Args {
+    /// Which worker: extractor (facts from published bulletins and structured tool results)
+    /// or consolidator (one current belief per subject; marks the rest superseded).
+    #[arg(long)]
+    worker: Worker,
+}
+
+fn main() -> ExitCode {
+    iron::cli::node::start(|a: Args| {
+        Ok(Start::new(
+            WorkerNode(a.worker),
+            a.worker.name(),
+            "/iron/memory",
+        ))
+    })
+}
