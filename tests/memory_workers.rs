@@ -6,6 +6,7 @@
 //! a backlog loses and duplicates nothing.
 
 mod support;
+mod support_llm;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use iron::core::event_kind::EventKind;
 use iron::memory::emit;
 use serde_json::{Value, json};
 use support::{eventually, project::Project};
+use support_llm::{FakeServer, Recorded, Reply, openai_text};
 
 const BOUND: Duration = Duration::from_secs(90);
 
@@ -151,6 +153,84 @@ async fn the_newsroom_learns_on_the_embedded_log() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_newsroom_learns_on_jetstream() {
     learns_from_the_newsroom(Project::offline().sample_feeds().with_nats()).await;
+}
+
+/// The processes `iron ask` needs, and the memory nodes.
+const ASK_AND_LEARN: &str = "nodes:
+  - {name: delivery, namespace: /iron/tools, executable: delivery_node, autostart: true}
+  - {name: projector, namespace: /iron/memory, executable: projector_node, autostart: true}
+  - {name: extractor, namespace: /iron/memory, executable: memory_worker, args: [--worker, extractor], autostart: true}
+  - {name: consolidator, namespace: /iron/memory, executable: memory_worker, args: [--worker, consolidator], autostart: true}
+  - {name: inbox, namespace: /iron, executable: inbox_node, autostart: true}
+  - {name: engine, namespace: /iron, executable: engine_node, autostart: true}
+";
+
+/// A model that answers questions in prose and, asked to extract facts, lists one.
+fn answering_model(request: &Recorded) -> Reply {
+    let messages = request.body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let system = messages
+        .iter()
+        .find(|m| m["role"] == "system")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("");
+    if system.contains("You extract facts") {
+        return Reply::ok(openai_text(
+            r#"{"facts": [{"subject": "Harbour Bridge", "statement": "The harbour bridge is closed for inspection until Friday."}]}"#,
+        ));
+    }
+    Reply::ok(openai_text(
+        "Yes: the harbour bridge is closed for inspection until Friday.",
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_model_the_extractor_reads_facts_in_answers() {
+    let fake = FakeServer::respond(answering_model).await;
+    let p = Project::openai(&fake.url());
+    let _up = p.up(ASK_AND_LEARN, &[]);
+    let out = p.iron(&["ask", "--wait", "90", "is the harbour bridge closed?"]);
+    assert!(out.status.success(), "{out:?}");
+    let fact = eventually("a fact read in the answer", BOUND, || async {
+        p.events("fact_learned").await.into_iter().next()
+    })
+    .await;
+    assert_eq!(fact.payload["method"], "model");
+    assert_eq!(fact.payload["subject"], "harbour bridge");
+    assert_eq!(
+        fact.payload["statement"],
+        "The harbour bridge is closed for inspection until Friday."
+    );
+    let expert = fact.payload["expert"].as_str().unwrap().to_string();
+    assert!(
+        fact.namespace_path()
+            .starts_with(&format!("facts/{expert}")),
+        "{fact:?}"
+    );
+    let judged = p.events("task_judged").await;
+    assert!(
+        judged
+            .iter()
+            .any(|j| Some(&j.event_id) == fact.cause.as_ref()),
+        "caused by the judgement of the task"
+    );
+    // The model was given the question and the answer as data.
+    let asked = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.body.to_string().contains("You extract facts"))
+        .expect("the extractor asked the model");
+    let user = asked.body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains("<question>\nis the harbour bridge closed?\n</question>"),
+        "{user}"
+    );
+    assert!(
+        user.contains("closed for inspection until Friday"),
+        "{user}"
+    );
 }
 
 /// A bulletin of `claims` claims, the `n`th delivery of `actor`; claim `i` has status

@@ -13,18 +13,15 @@ use iron::{
 #[derive(Debug, Parser)]
 #[command(name = "memory_worker")]
 struct Args {
-    /// Which worker: extractor (facts from published bulletins and structured tool results)
-    /// or consolidator (one current belief per subject; marks the rest superseded).
+    /// Which worker: extractor (facts from published bulletins, structured tool results and,
+    /// with a model configured, finished tasks' answers) or consolidator (one current belief per subject; marks the rest superseded).
     #[arg(long)]
     worker: Worker,
 }
 
 fn main() -> ExitCode {
     iron::cli::node::start(|a: Args| {
-        Ok(Start::new(
-            WorkerNode(a.worker),
-            a.worker.name(),
-            "/iron/memory",
-        ))
+        let node = WorkerNode::new(a.worker).with_reader(iron::llm::facts::from_config);
+        Ok(Start::new(node, a.worker.name(), "/iron/memory"))
     })
 }

@@ -191,6 +191,35 @@ pub(super) async fn log(events: usize, nats: Option<String>) -> Result<(), CliEr
     Ok(result?)
 }
 
+/// `iron bench memory`: in a temporary directory (or `dir`, kept, to inspect the databases).
+pub(super) async fn memory(
+    corpus: usize,
+    burst: usize,
+    queries: usize,
+    dir: Option<std::path::PathBuf>,
+) -> Result<(), CliError> {
+    if corpus == 0 || burst < 2 || queries == 0 {
+        return Err(CliError::Failed(
+            "--corpus and --queries must be at least 1 and --burst at least 2".into(),
+        ));
+    }
+    let temp = tempfile::tempdir().map_err(|source| CliError::Io {
+        what: "creating a temporary directory".into(),
+        source,
+    })?;
+    let options = crate::memory::bench_memory::MemoryBenchOptions {
+        corpus,
+        burst,
+        queries,
+        scratch_dir: dir.unwrap_or_else(|| temp.path().to_path_buf()),
+    };
+    eprintln!(
+        "building a projection of {corpus} events in {} (this takes a while)",
+        options.scratch_dir.display()
+    );
+    Ok(crate::memory::bench_memory::memory(&options, &mut std::io::stdout()).await?)
+}
+
 /// `iron bench tools`: the manager and both gates against a direct call, on our MCP test
 /// server (beside `iron`) and its echo tool.
 pub(super) async fn tools(calls: usize) -> Result<(), CliError> {

@@ -364,6 +364,12 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             super::bench_newsroom::newsroom(feeds, items, new).await
         }
         Command::Bench(BenchCommand::Log { events, nats }) => bench::log(events, nats).await,
+        Command::Bench(BenchCommand::Memory {
+            corpus,
+            burst,
+            queries,
+            dir,
+        }) => bench::memory(corpus, burst, queries, dir).await,
     }
 }
 

@@ -401,6 +401,23 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 30)]
         starts: usize,
     },
+    /// Memory at scale: full-text recall over a generated projection (build time, size, p50
+    /// and p99), then each background worker's events/s against the projector's on one
+    /// backlog of a scratch embedded log, and each one's lag after a burst.
+    Memory {
+        /// Events in the recall corpus.
+        #[arg(long, default_value_t = 1_000_000)]
+        corpus: usize,
+        /// Events per burst on the log.
+        #[arg(long, default_value_t = 10_000)]
+        burst: usize,
+        /// Recall queries timed per kind.
+        #[arg(long, default_value_t = 500)]
+        queries: usize,
+        /// Keep the scratch databases here instead of a temporary directory.
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+    },
     /// Offline routing accuracy on a labelled set of instructions (`{"cases": [{"instruction",
     /// "expert"}]}`) against the catalog compiled from --aem; prints each miss.
     Routing {

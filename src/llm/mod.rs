@@ -5,12 +5,13 @@
 //! an instruction.
 //!
 //! Keys are held by reference (`${VAR}`), looked up at call time through a [`SecretSource`],
-//! and never appear in `Debug` output, errors or logs. This layer uses `crate::core` and
-//! `crate::aem` only.
+//! and never appear in `Debug` output, errors or logs. This layer uses `crate::core`,
+//! `crate::aem`, and `crate::memory` for the port its fact reader implements ([`facts`]).
 
 mod anthropic;
 mod config;
 mod error;
+pub mod facts;
 mod failover;
 mod http;
 mod model;

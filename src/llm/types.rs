@@ -166,3 +166,30 @@ impl ChatResponse {
         }
     }
 }
+
+/// The first JSON value in a model's `text`, tolerating code fences and prose around it.
+pub(crate) fn first_json(text: &str) -> Option<serde_json::Value> {
+    for (i, c) in text.char_indices() {
+        if c == '{' || c == '[' {
+            let mut stream =
+                serde_json::Deserializer::from_str(&text[i..]).into_iter::<serde_json::Value>();
+            if let Some(Ok(v)) = stream.next() {
+                return Some(v);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod json_tests {
+    use super::first_json;
+
+    #[test]
+    fn json_is_found_inside_fences_and_prose() {
+        let v = first_json("Sure!\n```json\n{\"routes\": []}\n```").unwrap();
+        assert!(v["routes"].is_array());
+        assert!(first_json("no json here").is_none());
+        assert_eq!(first_json("x [1, 2] y").unwrap()[1], 2);
+    }
+}

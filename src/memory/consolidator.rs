@@ -10,7 +10,9 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::worker::Deriver;
+use futures_util::future::BoxFuture;
+
+use super::worker::{Derived, Deriver};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 use crate::core::ids::EventId;
@@ -42,21 +44,28 @@ fn digest(payload: &Value) -> String {
 }
 
 impl Deriver for Consolidator {
+    type Prepared = ();
+
     fn schema(&self) -> &'static str {
         SCHEMA
     }
 
+    fn prepare<'a>(&'a self, _event: &'a Envelope) -> BoxFuture<'a, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
     fn derive(
-        &mut self,
+        &self,
         tx: &Transaction<'_>,
         seq: u64,
         event: &Envelope,
-    ) -> rusqlite::Result<Vec<Envelope>> {
+        _: (),
+    ) -> rusqlite::Result<Derived> {
         if event.kind != EventKind::FactLearned {
-            return Ok(Vec::new());
+            return Ok(Derived::default());
         }
         let Some(subject) = event.payload.get("subject").and_then(Value::as_str) else {
-            return Ok(Vec::new()); // a fact about nothing in particular is never replaced
+            return Ok(Derived::default()); // a fact about nothing in particular is never replaced
         };
         let namespace = event.namespace_path();
         let new = event.event_id.as_str();
@@ -70,7 +79,7 @@ impl Deriver for Consolidator {
             )
             .optional()?;
         let superseded = match current {
-            Some((old, _)) if old == new => return Ok(Vec::new()),
+            Some((old, _)) if old == new => return Ok(Derived::default()),
             Some((old, digest)) if digest == says => Some((new.to_string(), old, "duplicate")),
             other => {
                 tx.execute(
@@ -83,21 +92,23 @@ impl Deriver for Consolidator {
                 other.map(|(old, _)| (old, new.to_string(), "replaced"))
             }
         };
-        Ok(superseded
-            .map(|(fact, by, reason)| {
-                let id = EventId::computed(&["fact_superseded", &fact, &by]);
-                Envelope::new(
-                    event.tenant.clone(),
-                    event.namespace.clone(),
-                    ACTOR,
-                    EventKind::FactSuperseded,
-                    json!({"fact": fact, "by": by, "reason": reason, "subject": subject}),
-                )
-                .with_id(id)
-                .with_cause(event.event_id.clone())
-            })
-            .into_iter()
-            .collect())
+        Ok(Derived::from(
+            superseded
+                .map(|(fact, by, reason)| {
+                    let id = EventId::computed(&["fact_superseded", &fact, &by]);
+                    Envelope::new(
+                        event.tenant.clone(),
+                        event.namespace.clone(),
+                        ACTOR,
+                        EventKind::FactSuperseded,
+                        json!({"fact": fact, "by": by, "reason": reason, "subject": subject}),
+                    )
+                    .with_id(id)
+                    .with_cause(event.event_id.clone())
+                })
+                .into_iter()
+                .collect::<Vec<_>>(),
+        ))
     }
 }
 
@@ -119,11 +130,15 @@ mod tests {
 
     fn run(conn: &mut Connection, events: &[Envelope]) -> Vec<Envelope> {
         let tx = conn.transaction().unwrap();
-        let mut c = Consolidator;
         let out = events
             .iter()
             .enumerate()
-            .flat_map(|(i, e)| c.derive(&tx, i as u64 + 1, e).unwrap())
+            .flat_map(|(i, e)| {
+                Consolidator
+                    .derive(&tx, i as u64 + 1, e, ())
+                    .unwrap()
+                    .events
+            })
             .collect();
         tx.commit().unwrap();
         out

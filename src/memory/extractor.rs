@@ -1,8 +1,10 @@
 //! The extractor (`/iron/memory/extractor`): derives candidate facts (`fact_learned`) from what
-//! experts did, with the event they came from as `cause`. It only restates structured records,
-//! never invents: a published bulletin's claims (each with its verification status and
-//! sources) and a tool's structured (JSON object) result. Free text (an answer, a source's
-//! item) gives no fact without a model, and the model-backed path is not built yet.
+//! experts did, with the event they came from as `cause`. Without a model it only restates
+//! structured records, never invents: a published bulletin's claims (each with its
+//! verification status and sources) and a tool's structured (JSON object) result. With a
+//! model configured it also asks the answering expert's own model which facts a finished
+//! task's answer states (`task_judged`, answered), through the [`FactReader`] port the models
+//! layer implements; a pipeline step (an `iron-task` block) is left to the structured path.
 //!
 //! Scope follows the declaration: facts from an expert's work go to the namespace of its
 //! narrowest writable `episodic` mount (`own` → `facts/<mesh>/<role>`), where every expert
@@ -10,11 +12,14 @@
 //! memory gives no facts: no declaration, no memory.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use rusqlite::Transaction;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::worker::Deriver;
+use super::worker::{Derived, Deriver};
 use crate::aem::{Access, Catalog, MemoryMount, Scope};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
@@ -24,15 +29,58 @@ use crate::core::ids::EventId;
 pub const ACTOR: &str = "memory/extractor";
 /// Longest statement kept (characters).
 const STATEMENT_CHARS: usize = 600;
+/// Longest subject kept (characters).
+const SUBJECT_CHARS: usize = 200;
+/// Most facts taken from one answer.
+const FACTS_PER_ANSWER: usize = 20;
 /// Largest structured value restated as a fact (bytes of JSON); larger results are left to
 /// the document store.
 const VALUE_BYTES: usize = 16 * 1024;
+/// How a structured task for a pipeline step starts; its answer is data, not prose to learn.
+const TASK_BLOCK: &str = "```iron-task";
+
+/// A fact a model read in an answer.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Candidate {
+    /// What it is about, as a short noun phrase ("harbour bridge").
+    pub subject: String,
+    /// The fact as one sentence.
+    pub statement: String,
+}
+
+/// Why a model could not read an answer.
+#[derive(Debug, thiserror::Error)]
+#[error("reading facts with a model: {0}")]
+pub struct ReadError(pub String);
+
+/// Asks a model which facts an answer states. The models layer implements it (memory sits
+/// below that layer and knows no model).
+pub trait FactReader: Send + Sync {
+    /// The facts `answer` — the expert `expert`'s answer to `question` — states.
+    fn read<'a>(
+        &'a self,
+        expert: &'a str,
+        question: &'a str,
+        answer: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Candidate>, ReadError>>;
+}
 
 /// The extractor's rules, with each expert's fact namespace from the catalog.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Extractor {
     /// Expert id → the namespace its facts go to.
     namespaces: BTreeMap<String, String>,
+    /// The model path, when a model is configured.
+    reader: Option<Arc<dyn FactReader>>,
+}
+
+impl std::fmt::Debug for Extractor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extractor")
+            .field("namespaces", &self.namespaces)
+            .field("reader", &self.reader.is_some())
+            .finish()
+    }
 }
 
 impl Extractor {
@@ -66,7 +114,16 @@ impl Extractor {
                     .map(|ns| (id.to_string(), ns.clone()))
             })
             .collect();
-        Self { namespaces }
+        Self {
+            namespaces,
+            reader: None,
+        }
+    }
+
+    /// Also reads finished tasks' answers with `reader`.
+    pub fn with_reader(mut self, reader: Arc<dyn FactReader>) -> Self {
+        self.reader = Some(reader);
+        self
     }
 
     /// Where facts from `expert`'s work go (`None`: it declares no writable episodic memory).
@@ -74,7 +131,7 @@ impl Extractor {
         self.namespaces.get(expert).map(String::as_str)
     }
 
-    /// The facts `event` gives.
+    /// The facts `event` gives by structure alone (no model).
     pub fn extract(&self, event: &Envelope) -> Vec<Envelope> {
         let Some(namespace) = self.namespace(&event.actor) else {
             return Vec::new();
@@ -86,48 +143,116 @@ impl Extractor {
         };
         facts
             .into_iter()
-            .map(|fact| {
-                let id =
-                    EventId::computed(&["fact_learned", event.event_id.as_str(), &fact.subject]);
-                let mut payload = fact.payload;
-                payload.insert("subject".into(), json!(fact.subject));
-                payload.insert(
-                    "statement".into(),
-                    json!(
-                        fact.statement
-                            .chars()
-                            .take(STATEMENT_CHARS)
-                            .collect::<String>()
-                    ),
-                );
-                payload.insert(
-                    "source".into(),
-                    json!({"kind": event.kind.as_str(), "event": event.event_id.as_str(),
-                           "actor": event.actor, "ts": event.ts}),
-                );
-                payload.insert("method".into(), json!("structured"));
-                Envelope::new(
-                    event.tenant.clone(),
-                    namespace.split('/'),
-                    ACTOR,
-                    EventKind::FactLearned,
-                    Value::Object(payload),
-                )
-                .with_id(id)
-                .with_cause(event.event_id.clone())
+            .map(|fact| envelope(event, namespace, fact, "structured"))
+            .collect()
+    }
+
+    /// A finished task the model path reads: (expert, question, answer).
+    fn answered<'a>(&self, event: &'a Envelope) -> Option<(&'a str, &'a str, &'a str)> {
+        if event.kind != EventKind::TaskJudged
+            || event.payload.get("answered").and_then(Value::as_bool) != Some(true)
+        {
+            return None;
+        }
+        let field = |k: &str| event.payload.get(k).and_then(Value::as_str);
+        let (expert, question, answer) =
+            (field("domain")?, field("instruction")?, field("answer")?);
+        (self.namespace(expert).is_some()
+            && !question.contains(TASK_BLOCK)
+            && !answer.trim().is_empty())
+        .then_some((expert, question, answer))
+    }
+
+    /// The facts a model read in a finished task's answer, in the answering expert's scope.
+    fn read_facts(&self, event: &Envelope, candidates: Vec<Candidate>) -> Vec<Envelope> {
+        let Some((expert, _, _)) = self.answered(event) else {
+            return Vec::new();
+        };
+        let Some(namespace) = self.namespace(expert) else {
+            return Vec::new();
+        };
+        candidates
+            .into_iter()
+            .filter(|c| !c.subject.trim().is_empty() && !c.statement.trim().is_empty())
+            .take(FACTS_PER_ANSWER)
+            .map(|c| {
+                let mut payload = Map::new();
+                payload.insert("expert".into(), json!(expert));
+                payload.insert("task_id".into(), event.payload["task_id"].clone());
+                let fact = Fact {
+                    subject: c
+                        .subject
+                        .trim()
+                        .to_lowercase()
+                        .chars()
+                        .take(SUBJECT_CHARS)
+                        .collect(),
+                    statement: c.statement.trim().to_string(),
+                    payload,
+                };
+                envelope(event, namespace, fact, "model")
             })
             .collect()
     }
 }
 
+/// `fact` learned from `event`, written to `namespace`, with a computed id.
+fn envelope(event: &Envelope, namespace: &str, fact: Fact, method: &str) -> Envelope {
+    let id = EventId::computed(&["fact_learned", event.event_id.as_str(), &fact.subject]);
+    let mut payload = fact.payload;
+    payload.insert("subject".into(), json!(fact.subject));
+    payload.insert(
+        "statement".into(),
+        json!(
+            fact.statement
+                .chars()
+                .take(STATEMENT_CHARS)
+                .collect::<String>()
+        ),
+    );
+    payload.insert(
+        "source".into(),
+        json!({"kind": event.kind.as_str(), "event": event.event_id.as_str(),
+               "actor": event.actor, "ts": event.ts}),
+    );
+    payload.insert("method".into(), json!(method));
+    Envelope::new(
+        event.tenant.clone(),
+        namespace.split('/'),
+        ACTOR,
+        EventKind::FactLearned,
+        Value::Object(payload),
+    )
+    .with_id(id)
+    .with_cause(event.event_id.clone())
+}
+
 impl Deriver for Extractor {
+    /// The model's reading of a finished task, when there is one to read.
+    type Prepared = Option<Result<Vec<Candidate>, ReadError>>;
+
+    fn prepare<'a>(&'a self, event: &'a Envelope) -> BoxFuture<'a, Self::Prepared> {
+        Box::pin(async move {
+            let reader = self.reader.as_ref()?;
+            let (expert, question, answer) = self.answered(event)?;
+            Some(reader.read(expert, question, answer).await)
+        })
+    }
+
     fn derive(
-        &mut self,
+        &self,
         _tx: &Transaction<'_>,
         _seq: u64,
         event: &Envelope,
-    ) -> rusqlite::Result<Vec<Envelope>> {
-        Ok(self.extract(event))
+        prepared: Self::Prepared,
+    ) -> rusqlite::Result<Derived> {
+        let mut derived = Derived::from(self.extract(event));
+        match prepared {
+            Some(Ok(candidates)) => derived.events.extend(self.read_facts(event, candidates)),
+            Some(Err(e)) => derived.problem = Some(e.to_string()),
+            None => {}
+        }
+        Ok(derived)
     }
 }
 
@@ -395,5 +520,80 @@ mod tests {
         ] {
             assert!(x.extract(&result(outcome)).is_empty());
         }
+    }
+
+    /// Answers every reading with `facts`, or fails when `None`.
+    struct Reads(Option<Vec<Candidate>>);
+
+    impl FactReader for Reads {
+        fn read<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: &'a str,
+        ) -> BoxFuture<'a, Result<Vec<Candidate>, ReadError>> {
+            let out = self.0.clone().ok_or_else(|| ReadError("down".into()));
+            Box::pin(std::future::ready(out))
+        }
+    }
+
+    fn judged(instruction: &str, answered: bool) -> Envelope {
+        Envelope::new(
+            "t",
+            ["sessions", "s"],
+            "engine",
+            EventKind::TaskJudged,
+            json!({"task_id": "t1", "domain": "n/w", "answered": answered,
+                   "instruction": instruction, "answer": "The bridge is closed."}),
+        )
+    }
+
+    async fn derive(x: &Extractor, e: &Envelope) -> Derived {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let mut conn = conn;
+        let tx = conn.transaction().unwrap();
+        let prepared = x.prepare(e).await;
+        x.derive(&tx, 1, e, prepared).unwrap()
+    }
+
+    #[tokio::test]
+    async fn with_a_reader_an_answered_task_gives_the_facts_its_answer_states() {
+        let writer = [(
+            "n/w",
+            vec![mount(
+                "episodic",
+                Scope::Own,
+                Access::ReadWrite,
+                "facts/n/w",
+            )],
+        )];
+        let bridge = Candidate {
+            subject: " Harbour Bridge ".into(),
+            statement: "The bridge is closed.".into(),
+        };
+        let blank = Candidate {
+            subject: "x".into(),
+            statement: " ".into(),
+        };
+        let x = extractor(&writer).with_reader(Arc::new(Reads(Some(vec![bridge, blank]))));
+        let e = judged("is the bridge closed?", true);
+        let out = derive(&x, &e).await;
+        assert_eq!(out.events.len(), 1, "{out:?}");
+        let f = &out.events[0];
+        assert_eq!(f.payload["subject"], "harbour bridge");
+        assert_eq!(f.payload["method"], "model");
+        assert_eq!(f.payload["expert"], "n/w");
+        assert_eq!(f.namespace_path(), "facts/n/w");
+        assert_eq!(f.cause.as_ref(), Some(&e.event_id));
+        // Unanswered, a pipeline step, or no reader: nothing is read.
+        assert!(derive(&x, &judged("is it?", false)).await.events.is_empty());
+        let step = judged("Group these.\n\n```iron-task\n{}\n```", true);
+        assert!(derive(&x, &step).await.events.is_empty());
+        assert!(derive(&extractor(&writer), &e).await.events.is_empty());
+        // A reader that fails is a problem the worker counts, not a fact.
+        let down = extractor(&writer).with_reader(Arc::new(Reads(None)));
+        let out = derive(&down, &e).await;
+        assert!(out.events.is_empty());
+        assert!(out.problem.unwrap().contains("down"));
     }
 }

@@ -3,6 +3,7 @@
 //! back to it; recall and replay read the projection read-only.
 
 pub mod bench;
+pub mod bench_memory;
 pub mod cli;
 pub mod consolidator;
 pub mod emit;

@@ -13,10 +13,11 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use super::consolidator::Consolidator;
-use super::extractor::Extractor;
+use super::extractor::{Extractor, FactReader, ReadError};
 use super::projector::{self, ProjectorDeps, ProjectorExit};
 use super::worker::{self, Deriver, WorkerDeps};
 use crate::{
+    aem::Catalog,
     core::config::Config,
     spine::{
         control::lifecycle::{CallbackError, ManagedNode, NodeContext},
@@ -111,9 +112,32 @@ impl std::str::FromStr for Worker {
     }
 }
 
+/// Builds the extractor's model path from the configuration and catalog (`None`: no model is
+/// configured). The models layer provides it (`llm::facts::from_config`); memory sits below.
+pub type ReaderFactory = fn(&Config, &Catalog) -> Result<Option<Arc<dyn FactReader>>, ReadError>;
+
 /// The node of one background worker (`/iron/memory/<worker>`).
 #[derive(Debug)]
-pub struct WorkerNode(pub Worker);
+pub struct WorkerNode {
+    worker: Worker,
+    reader: Option<ReaderFactory>,
+}
+
+impl WorkerNode {
+    /// The node of `worker`.
+    pub fn new(worker: Worker) -> Self {
+        Self {
+            worker,
+            reader: None,
+        }
+    }
+
+    /// The extractor also reads finished tasks' answers with the model `factory` builds.
+    pub fn with_reader(mut self, factory: ReaderFactory) -> Self {
+        self.reader = Some(factory);
+        self
+    }
+}
 
 /// What a worker's `configure` opened.
 pub struct WorkerRuntime {
@@ -130,14 +154,28 @@ impl ManagedNode for WorkerNode {
         let config = Config::load().map_err(|e| fail(&e))?;
         let log = AnyLog::open(&config).await.map_err(|e| fail(&e))?;
         // The extractor scopes facts by the experts' declarations: no catalog, no start.
-        let extractor = match self.0 {
-            Worker::Extractor => Some(Extractor::new(
-                &crate::aem::read_state_catalog(&config).map_err(|e| fail(&e))?,
-            )),
+        let extractor = match self.worker {
+            Worker::Extractor => {
+                let catalog = crate::aem::read_state_catalog(&config).map_err(|e| fail(&e))?;
+                let mut extractor = Extractor::new(&catalog);
+                match self
+                    .reader
+                    .map(|build| build(&config, &catalog))
+                    .transpose()
+                {
+                    Ok(Some(Some(reader))) => {
+                        info!("reading finished tasks' answers with the experts' models");
+                        extractor = extractor.with_reader(reader);
+                    }
+                    Ok(_) => info!("no model configured: facts from structured records only"),
+                    Err(e) => return Err(fail(&e)),
+                }
+                Some(extractor)
+            }
             Worker::Consolidator => None,
         };
-        let state = self.0.state(&config);
-        let schema = match self.0 {
+        let state = self.worker.state(&config);
+        let schema = match self.worker {
             Worker::Extractor => "",
             Worker::Consolidator => Consolidator.schema(),
         };
@@ -163,7 +201,7 @@ impl ManagedNode for WorkerNode {
         deps: Arc<WorkerRuntime>,
         shutdown: CancellationToken,
     ) -> Result<(), RunError> {
-        let name = self.0.name();
+        let name = self.worker.name();
         let frame = WorkerDeps::new(deps.log.clone(), name, deps.state.clone());
         let run = match &deps.extractor {
             Some(extractor) => worker::run(frame, extractor.clone(), shutdown).await,

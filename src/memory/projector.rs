@@ -332,6 +332,16 @@ fn apply(
     Ok((handled, stop, last))
 }
 
+/// Projects `batch` (contiguous from the projection's cursor) in one transaction, as the
+/// running projector does; for benchmarks that build a projection without a log.
+pub fn apply_batch(
+    conn: &mut Connection,
+    stream: &str,
+    batch: &[StoredMessage],
+) -> Result<u64, rusqlite::Error> {
+    apply(conn, stream, batch).map(|(_, _, last)| last)
+}
+
 /// Runs the projector until `shutdown` is cancelled or it must stop. Lifecycle nodes and tests
 /// drive this same function.
 pub async fn run<L: EventLog>(

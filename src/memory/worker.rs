@@ -14,13 +14,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use tokio_util::sync::CancellationToken;
 
 use super::emit::{EmitError, Emitter};
-use crate::core::durable::{
-    ConsumerSpec, DurableError, EventLog, LogConsumer, StartAt, StoredMessage,
-};
+use crate::core::durable::{ConsumerSpec, DurableError, EventLog, LogConsumer, StartAt};
 use crate::core::envelope::Envelope;
 
 const SCHEMA: &str = "
@@ -31,21 +30,48 @@ CREATE TABLE IF NOT EXISTS outbox(id INTEGER PRIMARY KEY AUTOINCREMENT, envelope
 ";
 
 /// What a worker does with each event of the log.
-pub trait Deriver: Send + 'static {
+pub trait Deriver: Send + Sync + 'static {
+    /// What [`Deriver::prepare`] found (a model's reading); `()` for a worker with no slow step.
+    type Prepared: Send + 'static;
+
     /// The worker's own tables, created with its state database.
     fn schema(&self) -> &'static str {
         ""
     }
 
-    /// The events `event` (stream sequence `seq`) derives, each with a computed id and
+    /// The slow part, done before and outside the transaction (a model call). It is done
+    /// again for an event whose batch did not commit.
+    fn prepare<'a>(&'a self, event: &'a Envelope) -> BoxFuture<'a, Self::Prepared>;
+
+    /// What `event` (stream sequence `seq`) derives, each event with a computed id and
     /// `cause` set. It may read and write the worker's own tables through `tx`; what it
     /// returns is emitted once `tx` has committed.
     fn derive(
-        &mut self,
+        &self,
         tx: &Transaction<'_>,
         seq: u64,
         event: &Envelope,
-    ) -> rusqlite::Result<Vec<Envelope>>;
+        prepared: Self::Prepared,
+    ) -> rusqlite::Result<Derived>;
+}
+
+/// What one event gave.
+#[derive(Debug, Default)]
+pub struct Derived {
+    /// Events to write.
+    pub events: Vec<Envelope>,
+    /// Why something could not be derived from it (counted as an error, and shown by
+    /// `iron memory status`).
+    pub problem: Option<String>,
+}
+
+impl From<Vec<Envelope>> for Derived {
+    fn from(events: Vec<Envelope>) -> Self {
+        Derived {
+            events,
+            problem: None,
+        }
+    }
 }
 
 /// Where a worker runs.
@@ -190,36 +216,46 @@ pub fn progress(path: &Path, stream: &str) -> Result<Option<Progress>, rusqlite:
     }))
 }
 
-/// One batch's commit: derives from `messages` (those past the cursor, in order) and puts what
+/// One event of a batch, parsed and prepared.
+struct Item<P> {
+    seq: u64,
+    /// `None` for a message that is not an envelope (the projector records those).
+    event: Option<(Envelope, P)>,
+}
+
+/// One batch's commit: derives from `items` (those past the cursor, in order) and puts what
 /// they derive in the outbox, all in one transaction.
 fn derive_batch<D: Deriver>(
     conn: &mut Connection,
-    deriver: &mut D,
+    deriver: &D,
     stream: &str,
-    messages: &[StoredMessage],
+    items: Vec<Item<D::Prepared>>,
 ) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     let mut last = cursor(&tx, stream)?;
     let (mut derived, mut errors, mut last_error) = (0i64, 0i64, None::<String>);
-    for message in messages {
-        if message.seq <= last {
+    for item in items {
+        if item.seq <= last {
             continue; // derived already (a redelivery)
         }
-        last = message.seq;
-        let event = match serde_json::from_slice::<Envelope>(&message.payload) {
-            Ok(e) => e,
-            // The projector records these; a worker has nothing to derive from them.
-            Err(_) => continue,
+        last = item.seq;
+        let Some((event, prepared)) = item.event else {
+            continue;
         };
-        for out in deriver.derive(&tx, message.seq, &event)? {
-            match serde_json::to_string(&out) {
+        let out = deriver.derive(&tx, item.seq, &event, prepared)?;
+        if let Some(problem) = out.problem {
+            errors += 1;
+            last_error = Some(format!("seq {}: {problem}", item.seq));
+        }
+        for e in out.events {
+            match serde_json::to_string(&e) {
                 Ok(text) => {
                     tx.execute("INSERT INTO outbox(envelope) VALUES (?1)", [text])?;
                     derived += 1;
                 }
                 Err(e) => {
                     errors += 1;
-                    last_error = Some(format!("seq {}: {e}", message.seq));
+                    last_error = Some(format!("seq {}: {e}", item.seq));
                 }
             }
         }
@@ -253,11 +289,8 @@ fn cursor(conn: &Connection, stream: &str) -> rusqlite::Result<u64> {
     .map(|s| s.unwrap_or(0) as u64)
 }
 
-/// The worker's database and deriver, shared with the blocking pool.
-struct Shared<D> {
-    conn: Connection,
-    deriver: D,
-}
+/// The worker's database, shared with the blocking pool.
+type Shared = Arc<Mutex<Connection>>;
 
 /// Runs `deriver` as the worker `deps.name` until `shutdown`. Lifecycle nodes and tests drive
 /// this same function.
@@ -269,13 +302,14 @@ pub async fn run<L: EventLog, D: Deriver>(
     let path = deps.state.clone();
     let schema = deriver.schema();
     let conn = blocking(&path, move |p| open_state(&p, schema)).await?;
-    let shared = Arc::new(Mutex::new(Shared { conn, deriver }));
+    let shared: Shared = Arc::new(Mutex::new(conn));
+    let deriver = Arc::new(deriver);
     let emitter = Emitter::new(deps.log.clone());
     flush(&shared, &path, &emitter).await?;
 
     let start = {
         let stream = deps.stream.clone();
-        with(&shared, &path, move |s| cursor(&s.conn, &stream)).await?
+        with(&shared, &path, move |conn| cursor(conn, &stream)).await?
     };
     // The cursor is the worker's own: an ephemeral consumer from just after it, and nothing
     // the server must remember for us.
@@ -326,14 +360,23 @@ pub async fn run<L: EventLog, D: Deriver>(
             fill.append(&mut messages);
             messages = fill;
         }
-        let stream = deps.stream.clone();
-        with(&shared, &path, move |s| {
-            let Shared { conn, deriver } = s;
-            derive_batch(conn, deriver, &stream, &messages)?;
+        let mut items = Vec::with_capacity(messages.len());
+        for m in messages.into_iter().filter(|m| m.seq > last) {
+            let event = match serde_json::from_slice::<Envelope>(&m.payload) {
+                Ok(e) => {
+                    let prepared = deriver.prepare(&e).await;
+                    Some((e, prepared))
+                }
+                Err(_) => None,
+            };
+            items.push(Item { seq: m.seq, event });
+        }
+        let (stream, d) = (deps.stream.clone(), deriver.clone());
+        last = with(&shared, &path, move |conn| {
+            derive_batch(conn, d.as_ref(), &stream, items)?;
             cursor(conn, &stream)
         })
-        .await
-        .map(|seq| last = seq)?;
+        .await?;
         flush(&shared, &path, &emitter).await?;
         consumer.ack(acks).await?;
     }
@@ -341,15 +384,13 @@ pub async fn run<L: EventLog, D: Deriver>(
 
 /// Writes the outbox to the log, oldest first, removing each event once the log has it. An
 /// event that can never be written (too large, invalid) is removed and counted as an error.
-async fn flush<L: EventLog, D: Deriver>(
-    shared: &Arc<Mutex<Shared<D>>>,
+async fn flush<L: EventLog>(
+    shared: &Shared,
     path: &Path,
     emitter: &Emitter<L>,
 ) -> Result<(), WorkerError> {
-    let pending = with(shared, path, |s| {
-        let mut stmt = s
-            .conn
-            .prepare("SELECT id, envelope FROM outbox ORDER BY id")?;
+    let pending = with(shared, path, |conn| {
+        let mut stmt = conn.prepare("SELECT id, envelope FROM outbox ORDER BY id")?;
         let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
     })
@@ -366,8 +407,8 @@ async fn flush<L: EventLog, D: Deriver>(
         if let Some(reason) = &problem {
             tracing::warn!(%reason, "memory worker: a derived event was dropped");
         }
-        with(shared, path, move |s| {
-            let tx = s.conn.transaction()?;
+        with(shared, path, move |conn| {
+            let tx = conn.transaction()?;
             tx.execute("DELETE FROM outbox WHERE id = ?1", [id])?;
             if let Some(reason) = problem {
                 tx.execute(
@@ -383,10 +424,10 @@ async fn flush<L: EventLog, D: Deriver>(
 }
 
 /// Runs `f` on the worker's state in the blocking pool.
-async fn with<D: Deriver, T: Send + 'static>(
-    shared: &Arc<Mutex<Shared<D>>>,
+async fn with<T: Send + 'static>(
+    shared: &Shared,
     path: &Path,
-    f: impl FnOnce(&mut Shared<D>) -> rusqlite::Result<T> + Send + 'static,
+    f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
 ) -> Result<T, WorkerError> {
     let shared = shared.clone();
     blocking(path, move |p| {

@@ -70,6 +70,8 @@ fn routing(config: &Config, catalog: &Catalog) -> Result<Box<dyn Router>, Callba
     Ok(Box::new(ModelRouter::new(model, catalog, offline)))
 }
 
+/// Characters of the instruction and of the answer a `task_judged` event keeps.
+const JUDGED_CHARS: usize = 8_000;
 /// Where work that matches no expert goes.
 const FALLBACK_EXPERT: &str = "core/assistant";
 
@@ -523,11 +525,14 @@ impl EngineDeps {
             )
             .await;
         let answered = status == GoalStatus::Succeeded && !text.trim().is_empty();
+        // What was asked and answered travels with the judgement: memory learns from it.
+        let clip = |t: &str, n: usize| t.chars().take(n).collect::<String>();
         let judged = self
             .record(
                 part,
                 EventKind::TaskJudged,
-                serde_json::json!({"task_id": part.task_id, "domain": domain, "answered": answered, "method": "status_and_nonempty_text"}),
+                serde_json::json!({"task_id": part.task_id, "domain": domain, "answered": answered, "method": "status_and_nonempty_text",
+                    "instruction": clip(&part.instruction, JUDGED_CHARS), "answer": if answered { clip(&text, JUDGED_CHARS) } else { String::new() }}),
                 delegated_id.as_ref(),
             )
             .await;

@@ -10,7 +10,7 @@ use super::offline::OfflineRouter;
 use super::{Assignment, Known, NOTHING_KNOWN, RouteError, RouteMethod, Router, RoutingDecision};
 use crate::aem::Catalog;
 use crate::llm::model::{BoxFuture, ChatModel};
-use crate::llm::types::{ChatRequest, Message};
+use crate::llm::types::{ChatRequest, Message, first_json};
 
 /// Most assignments accepted from one answer.
 const MAX_ASSIGNMENTS: usize = 8;
@@ -100,7 +100,7 @@ impl ModelRouter {
 
     /// Reads the model's answer; every domain must be a spawnable expert.
     fn validate(&self, text: &str) -> Result<Vec<Assignment>, Unusable> {
-        let value = extract_json(text).ok_or_else(|| Unusable::NoJson(short(text)))?;
+        let value = first_json(text).ok_or_else(|| Unusable::NoJson(short(text)))?;
         let items = match &value {
             Value::Array(items) => items,
             Value::Object(o) => o
@@ -171,32 +171,6 @@ impl Router for ModelRouter {
     }
 }
 
-/// The first JSON value in `text`, tolerating code fences and prose around it.
-fn extract_json(text: &str) -> Option<Value> {
-    for (i, c) in text.char_indices() {
-        if c == '{' || c == '[' {
-            let mut stream = serde_json::Deserializer::from_str(&text[i..]).into_iter::<Value>();
-            if let Some(Ok(v)) = stream.next() {
-                return Some(v);
-            }
-        }
-    }
-    None
-}
-
 fn short(text: &str) -> String {
     text.chars().take(120).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn json_is_found_inside_fences_and_prose() {
-        let v = extract_json("Sure!\n```json\n{\"routes\": []}\n```").unwrap();
-        assert!(v["routes"].is_array());
-        assert!(extract_json("no json here").is_none());
-        assert_eq!(extract_json("x [1, 2] y").unwrap()[1], 2);
-    }
 }

@@ -1,0 +1,493 @@
+//! `iron bench memory`: what memory costs at scale. Recall over a generated projection of
+//! many events (build time, database size, full-text p50/p99 for the CLI's every-word query
+//! and for the any-word query an expert's wake runs under a scope prefix); then, on a scratch
+//! embedded log, each background worker's events/s against the projector's on the same
+//! input, and how far each is behind after a burst and how long it takes to catch up.
+//! Prints lines `bench memory.<name> <value> <unit>`. Not a test: figures vary with the machine.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::bench::BenchError;
+use super::consolidator::Consolidator;
+use super::emit::Emitter;
+use super::extractor::Extractor;
+use super::projector::{self, ProjectorDeps};
+use super::recall::{Recall, RecallFilter};
+use super::worker::{self, WorkerDeps};
+use crate::aem::{Access, MemoryMount, Scope};
+use crate::core::durable::{EventLog, StoredMessage};
+use crate::core::envelope::Envelope;
+use crate::core::event_kind::EventKind;
+use crate::spine::durable::{Embedded, EmbeddedOptions, StreamSpec};
+
+/// Settings.
+#[derive(Debug, Clone)]
+pub struct MemoryBenchOptions {
+    /// Events in the recall corpus.
+    pub corpus: usize,
+    /// Events in each burst on the log.
+    pub burst: usize,
+    /// Recall queries timed per kind.
+    pub queries: usize,
+    /// Directory for the scratch databases (its files are replaced).
+    pub scratch_dir: PathBuf,
+}
+
+/// Words the corpus is written with: 36 common ones and a long tail of 5,000, so that queries
+/// match anything from a handful to many thousands of events.
+fn vocabulary() -> Vec<String> {
+    const STEMS: &[&str] = &[
+        "harbour",
+        "bridge",
+        "closed",
+        "flood",
+        "quay",
+        "street",
+        "ferry",
+        "council",
+        "water",
+        "main",
+        "burst",
+        "inspection",
+        "traffic",
+        "crew",
+        "engine",
+        "fault",
+        "storm",
+        "warning",
+        "school",
+        "power",
+        "outage",
+        "road",
+        "rail",
+        "strike",
+        "budget",
+        "election",
+        "fire",
+        "rescue",
+        "police",
+        "hospital",
+        "airport",
+        "delay",
+        "market",
+        "price",
+        "fuel",
+        "port",
+    ];
+    debug_assert_eq!(STEMS.len(), COMMON);
+    let mut words: Vec<String> = STEMS.iter().map(|s| s.to_string()).collect();
+    for i in 0..5_000 {
+        words.push(format!("{}{i}", STEMS[i % STEMS.len()]));
+    }
+    words
+}
+
+/// How many common words the vocabulary starts with.
+const COMMON: usize = 36;
+
+/// A small deterministic generator (xorshift), so runs are comparable.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// An index below `n`: half the time one of the first `common`, otherwise any.
+    fn word(&mut self, n: usize, common: usize) -> usize {
+        let pick = self.next();
+        if pick.is_multiple_of(2) {
+            (self.next() % common as u64) as usize
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+}
+
+/// Words of a sentence: half of them from the 36 common stems, half from the long tail.
+fn sentence(rng: &mut Rng, words: &[String], len: usize) -> String {
+    (0..len)
+        .map(|_| words[rng.word(words.len(), COMMON)].as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+const MESHES: usize = 10;
+const ROLES: usize = 5;
+
+/// The `i`th corpus event: a fact in one of 50 role scopes.
+fn corpus_event(i: usize, rng: &mut Rng, words: &[String]) -> Envelope {
+    let (mesh, role) = (i % MESHES, (i / MESHES) % ROLES);
+    Envelope::new(
+        "bench",
+        ["facts".to_string(), format!("m{mesh}"), format!("r{role}")],
+        "memory/extractor",
+        EventKind::FactLearned,
+        json!({"subject": format!("s{}", i % 10_000), "statement": sentence(rng, words, 14)}),
+    )
+}
+
+/// Runs everything and prints its lines to `out`.
+pub async fn memory(options: &MemoryBenchOptions, out: &mut impl Write) -> Result<(), BenchError> {
+    std::fs::create_dir_all(&options.scratch_dir)?;
+    recall_at_scale(options, out).await?;
+    workers(options, out).await
+}
+
+fn remove_db(path: &Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(p));
+    }
+}
+
+async fn recall_at_scale(
+    options: &MemoryBenchOptions,
+    out: &mut impl Write,
+) -> Result<(), BenchError> {
+    let db = options.scratch_dir.join("bench-recall.db");
+    remove_db(&db);
+    let (n, queries) = (options.corpus, options.queries);
+    let path = db.clone();
+    let built = tokio::task::spawn_blocking(move || -> Result<Duration, BenchError> {
+        let words = vocabulary();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut conn = projector::open_writer(&path)?;
+        let start = Instant::now();
+        let mut seq = 0u64;
+        while (seq as usize) < n {
+            let batch: Vec<StoredMessage> = (seq as usize..n.min(seq as usize + 10_000))
+                .map(|i| {
+                    let e = corpus_event(i, &mut rng, &words);
+                    StoredMessage {
+                        seq: i as u64 + 1,
+                        subject: "mem.bench".into(),
+                        msg_id: Some(e.event_id.to_string()),
+                        payload: serde_json::to_vec(&e).unwrap_or_default(),
+                    }
+                })
+                .collect();
+            seq += batch.len() as u64;
+            projector::apply_batch(&mut conn, "MEM", &batch)?;
+        }
+        Ok(start.elapsed())
+    })
+    .await
+    .map_err(|e| BenchError::Stalled(e.to_string()))??;
+    let size = std::fs::metadata(&db)?.len() + wal_size(&db);
+    writeln!(out, "bench memory.corpus_events {n} events")?;
+    writeln!(
+        out,
+        "bench memory.corpus_build {:.1} s",
+        built.as_secs_f64()
+    )?;
+    writeln!(
+        out,
+        "bench memory.corpus_build_throughput {:.0} events/s",
+        n as f64 / built.as_secs_f64().max(1e-9)
+    )?;
+    writeln!(
+        out,
+        "bench memory.corpus_db_size {:.1} MB",
+        size as f64 / 1e6
+    )?;
+
+    let path = db.clone();
+    let lines = tokio::task::spawn_blocking(move || -> Result<Vec<String>, BenchError> {
+        let words = vocabulary();
+        let mut rng = Rng(42);
+        let recall = Recall::open(&path)?;
+        let mut every = Vec::with_capacity(queries);
+        let mut any = Vec::with_capacity(queries);
+        let mut hits = 0usize;
+        for _ in 0..queries {
+            let query = sentence(&mut rng, &words, 2);
+            let t = Instant::now();
+            hits += recall.recall(&query, &RecallFilter::default())?.len();
+            every.push(t.elapsed());
+            // As a wake does: any word of the instruction, under one role's scope.
+            let prefix = format!(
+                "facts/m{}/r{}",
+                rng.next() % MESHES as u64,
+                rng.next() % ROLES as u64
+            );
+            let instruction = sentence(&mut rng, &words, 8);
+            let t = Instant::now();
+            recall.recall_any(
+                &instruction,
+                &RecallFilter {
+                    prefix: Some(prefix),
+                    limit: 8,
+                    ..RecallFilter::default()
+                },
+            )?;
+            any.push(t.elapsed());
+        }
+        Ok(vec![
+            percentiles("fulltext_every_word", every),
+            percentiles("fulltext_any_word_scoped", any),
+            format!(
+                "bench memory.fulltext_mean_hits {:.1} events",
+                hits as f64 / queries.max(1) as f64
+            ),
+        ])
+    })
+    .await
+    .map_err(|e| BenchError::Stalled(e.to_string()))??;
+    for line in lines {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+fn wal_size(db: &Path) -> u64 {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(PathBuf::from(wal)).map_or(0, |m| m.len())
+}
+
+fn percentiles(name: &str, mut latencies: Vec<Duration>) -> String {
+    latencies.sort();
+    let pick = |q: f64| {
+        let i = ((latencies.len() as f64 - 1.0) * q).round() as usize;
+        latencies.get(i).map_or(0.0, |d| d.as_secs_f64() * 1e3)
+    };
+    format!(
+        "bench memory.{name}_p50 {:.2} ms\nbench memory.{name}_p99 {:.2} ms",
+        pick(0.5),
+        pick(0.99)
+    )
+}
+
+/// The burst's events: deliveries of two-claim bulletins by an expert with writable episodic
+/// memory (each gives two facts, and every delivery after the first replaces the two beliefs
+/// of the one before), between chat turns that give nothing.
+fn burst(n: usize, round: usize) -> Vec<Envelope> {
+    (0..n)
+        .map(|i| {
+            if i % 2 == 0 {
+                let status = if (i / 2) % 2 == 0 { "confirmed" } else { "contradicted" };
+                let claims: Vec<_> = (0..2)
+                    .map(|c| json!({"claim": format!("c{c}"), "text": format!("claim {c} of {i}"),
+                                    "status": status, "sources": [{"outlet": "Wire", "owner": "w"}]}))
+                    .collect();
+                Envelope::new(
+                    "bench",
+                    ["sessions", "bench"],
+                    "bench/publisher",
+                    EventKind::ReplyDelivered,
+                    json!({"delivered": true, "text": format!("bulletin {round}.{i}"),
+                           "data": {"id": format!("b-{round}-{i}"), "claims": claims}}),
+                )
+            } else {
+                Envelope::new(
+                    "bench",
+                    ["sessions", "bench"],
+                    "bench/user",
+                    EventKind::ChatTurn,
+                    json!({"role": "user", "text": format!("turn {round}.{i}")}),
+                )
+            }
+        })
+        .collect()
+}
+
+/// The background consumers under measurement, each with its own database.
+struct Consumers {
+    projection: PathBuf,
+    extractor: PathBuf,
+    consolidator: PathBuf,
+}
+
+impl Consumers {
+    fn in_dir(dir: &Path) -> Self {
+        let c = Consumers {
+            projection: dir.join("bench-workers-projection.db"),
+            extractor: dir.join("bench-extractor.db"),
+            consolidator: dir.join("bench-consolidator.db"),
+        };
+        for p in [&c.projection, &c.extractor, &c.consolidator] {
+            remove_db(p);
+        }
+        c
+    }
+
+    /// Each one's cursor: (name, sequence handled).
+    fn cursors(&self) -> Vec<(&'static str, u64)> {
+        let projected = Recall::open(&self.projection)
+            .and_then(|r| r.projected_seq("MEM"))
+            .unwrap_or(0);
+        let worker = |p: &Path| {
+            worker::progress(p, "MEM")
+                .ok()
+                .flatten()
+                .map_or(0, |p| p.last_seq)
+        };
+        vec![
+            ("projector", projected),
+            ("extractor", worker(&self.extractor)),
+            ("consolidator", worker(&self.consolidator)),
+        ]
+    }
+
+    /// Starts the named consumers on `log`; each task ends once `shutdown` is cancelled and
+    /// what it derived is written.
+    fn start(
+        &self,
+        log: &Embedded,
+        which: &[&str],
+        shutdown: &CancellationToken,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
+        let mounts = vec![MemoryMount {
+            kind: "episodic".into(),
+            scope: Scope::Own,
+            access: Access::ReadWrite,
+            namespaces: vec!["facts/bench/publisher".into(), "facts/system".into()],
+        }];
+        which
+            .iter()
+            .map(|name| {
+                let (log, stop) = (log.clone(), shutdown.clone());
+                match *name {
+                    "projector" => {
+                        let deps = ProjectorDeps::new(log, &self.projection);
+                        tokio::spawn(async move { drop(projector::run(deps, stop).await) })
+                    }
+                    "extractor" => {
+                        let deps = WorkerDeps::new(log, "extractor", &self.extractor);
+                        let x = Extractor::from_mounts([("bench/publisher", mounts.as_slice())]);
+                        tokio::spawn(async move { drop(worker::run(deps, x, stop).await) })
+                    }
+                    _ => {
+                        let deps = WorkerDeps::new(log, "consolidator", &self.consolidator);
+                        tokio::spawn(
+                            async move { drop(worker::run(deps, Consolidator, stop).await) },
+                        )
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Waits until every consumer has handled `seq`; when each got there.
+    async fn reach(&self, seq: u64) -> Result<Vec<(&'static str, Duration)>, BenchError> {
+        let start = Instant::now();
+        let mut reached: Vec<(&'static str, Duration)> = Vec::new();
+        loop {
+            for (name, at) in self.cursors() {
+                if at >= seq && !reached.iter().any(|(n, _)| *n == name) {
+                    reached.push((name, start.elapsed()));
+                }
+            }
+            if reached.len() == 3 {
+                return Ok(reached);
+            }
+            if start.elapsed() > Duration::from_secs(600) {
+                return Err(BenchError::Stalled(format!(
+                    "not every consumer reached {seq}: {:?}",
+                    self.cursors()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Waits until `name` alone has handled `seq`; how long it took.
+    async fn reach_one(&self, name: &str, seq: u64) -> Result<Duration, BenchError> {
+        let start = Instant::now();
+        loop {
+            let at = self
+                .cursors()
+                .into_iter()
+                .find(|(n, _)| *n == name)
+                .map_or(0, |(_, s)| s);
+            if at >= seq {
+                return Ok(start.elapsed());
+            }
+            if start.elapsed() > Duration::from_secs(600) {
+                return Err(BenchError::Stalled(format!(
+                    "{name} stayed at {at}, short of {seq}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+async fn emit_all(log: &Embedded, events: &[Envelope]) -> Result<Duration, BenchError> {
+    let emitter = Emitter::new(log.clone());
+    let start = Instant::now();
+    for e in events {
+        emitter.emit(e).await?;
+    }
+    Ok(start.elapsed())
+}
+
+async fn workers(options: &MemoryBenchOptions, out: &mut impl Write) -> Result<(), BenchError> {
+    let dir = &options.scratch_dir;
+    let log_path = dir.join("bench-workers-log.db");
+    remove_db(&log_path);
+    let log = Embedded::open(&log_path, &[StreamSpec::mem()], EmbeddedOptions::default()).await?;
+    let consumers = Consumers::in_dir(dir);
+    let n = options.burst;
+
+    // Throughput: one backlog, each consumer alone from the start of the stream. The
+    // consolidator goes last, so its input holds the facts the extractor wrote.
+    emit_all(&log, &burst(n, 0)).await?;
+    for name in ["projector", "extractor", "consolidator"] {
+        let head = log.last_sequence("MEM").await?;
+        let shutdown = CancellationToken::new();
+        let tasks = consumers.start(&log, &[name], &shutdown);
+        let took = consumers.reach_one(name, head).await;
+        shutdown.cancel();
+        for t in tasks {
+            let _ = t.await;
+        }
+        writeln!(
+            out,
+            "bench memory.{name}_throughput {:.0} events/s ({head} events)",
+            head as f64 / took?.as_secs_f64().max(1e-9)
+        )?;
+    }
+
+    // Lag: all three running while a second burst is written as fast as emit() goes; how
+    // far behind each is when the burst ends, and how long until it has handled the burst.
+    let shutdown = CancellationToken::new();
+    let tasks = consumers.start(&log, &["projector", "extractor", "consolidator"], &shutdown);
+    let took = emit_all(&log, &burst(n, 1)).await?;
+    let head = log.last_sequence("MEM").await?;
+    let behind = consumers.cursors();
+    writeln!(
+        out,
+        "bench memory.burst {n} events in {:.1} s ({:.0} events/s through emit())",
+        took.as_secs_f64(),
+        n as f64 / took.as_secs_f64().max(1e-9)
+    )?;
+    let reached = consumers.reach(head).await;
+    shutdown.cancel();
+    for t in tasks {
+        let _ = t.await;
+    }
+    for (name, when) in reached? {
+        let at = behind
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0, |(_, s)| *s);
+        writeln!(
+            out,
+            "bench memory.{name}_lag_after_burst {} events, caught up {:.2} s after the burst",
+            head.saturating_sub(at),
+            when.as_secs_f64()
+        )?;
+    }
+    Ok(())
+}
