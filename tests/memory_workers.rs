@@ -256,9 +256,9 @@ fn delivery(actor: &str, n: usize, claims: usize, status: &str) -> Envelope {
 async fn workers_killed_mid_backlog_lose_and_duplicate_nothing() {
     let p = Project::offline().with_router();
     p.build_shipped_catalog();
-    // A backlog: 400 deliveries of 3 claims each, the status of every claim alternating, so
+    // A backlog: 1,000 deliveries of 3 claims each, the status of every claim alternating, so
     // each delivery after the first replaces the 3 beliefs of the one before.
-    const DELIVERIES: usize = 400;
+    const DELIVERIES: usize = 1_000;
     const CLAIMS: usize = 3;
     let log = p.log().await;
     for n in 0..DELIVERIES {

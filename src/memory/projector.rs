@@ -29,7 +29,7 @@ CREATE TABLE IF NOT EXISTS events(
     payload TEXT NOT NULL, result TEXT, cause TEXT);
 CREATE INDEX IF NOT EXISTS events_seq ON events(seq);
 CREATE INDEX IF NOT EXISTS events_namespace ON events(namespace, seq);
-CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(event_id UNINDEXED, body);
+CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(event_id UNINDEXED, ns, body);
 CREATE TABLE IF NOT EXISTS applied(seq INTEGER PRIMARY KEY, msg_id TEXT, event_id TEXT);
 CREATE TABLE IF NOT EXISTS skipped(seq INTEGER PRIMARY KEY, subject TEXT NOT NULL, reason TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS cursor(stream TEXT PRIMARY KEY, last_seq INTEGER NOT NULL);
@@ -175,8 +175,48 @@ fn prepare(path: &Path) -> Result<Connection, ProjectorError> {
         .map_err(db_err(path))?;
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(db_err(path))?;
+    reindex_namespaces(&conn).map_err(db_err(path))?;
     conn.execute_batch(SCHEMA).map_err(db_err(path))?;
     Ok(conn)
+}
+
+/// A projection made before the full-text index held each event's namespace (which lets a
+/// scoped search narrow by scope inside the index instead of ranking every match): rebuilds
+/// that index from the events, once.
+fn reindex_namespaces(conn: &Connection) -> rusqlite::Result<()> {
+    let old: bool = conn.query_row(
+        "SELECT count(*) = 1 FROM sqlite_master WHERE name = 'events_fts'
+           AND NOT EXISTS (SELECT 1 FROM pragma_table_info('events_fts') WHERE name = 'ns')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !old {
+        return Ok(());
+    }
+    tracing::info!("projection: rebuilding the full-text index with namespaces");
+    let tx = conn.unchecked_transaction()?;
+    tx.execute_batch(
+        "DROP TABLE events_fts;
+         CREATE VIRTUAL TABLE events_fts USING fts5(event_id UNINDEXED, ns, body);",
+    )?;
+    {
+        let mut read = tx.prepare("SELECT event_id, namespace, payload, result FROM events")?;
+        let mut write =
+            tx.prepare("INSERT INTO events_fts(event_id, ns, body) VALUES (?1, ?2, ?3)")?;
+        let mut rows = read.query([])?;
+        while let Some(row) = rows.next()? {
+            let mut body = String::new();
+            for column in [2, 3] {
+                if let Some(text) = row.get::<_, Option<String>>(column)?
+                    && let Ok(value) = serde_json::from_str::<Value>(&text)
+                {
+                    index_text(&value, &mut body);
+                }
+            }
+            write.execute(params![row.get::<_, String>(0)?, row.get::<_, String>(1)?, body])?;
+        }
+    }
+    tx.commit()
 }
 
 /// Makes a new projection with its schema, whole, so that a reader (`iron recall`, the
@@ -301,8 +341,8 @@ fn apply(
                         index_text(result, &mut body);
                     }
                     tx.execute(
-                        "INSERT INTO events_fts(event_id, body) VALUES (?1, ?2)",
-                        params![envelope.event_id.as_str(), body],
+                        "INSERT INTO events_fts(event_id, ns, body) VALUES (?1, ?2, ?3)",
+                        params![envelope.event_id.as_str(), envelope.namespace_path(), body],
                     )?;
                 }
                 event_id = Some(envelope.event_id.to_string());
@@ -501,4 +541,81 @@ async fn record_stop<L: EventLog>(deps: &ProjectorDeps<L>, stop: Stop) -> Projec
         tracing::error!(error = %e, "projector: could not record the projector_gap event");
     }
     error
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::recall::{Recall, RecallFilter};
+
+    fn stored(seq: u64, namespace: &[&str], text: &str) -> StoredMessage {
+        let e = Envelope::new(
+            "t",
+            namespace.iter().copied(),
+            "a",
+            EventKind::FactLearned,
+            json!({"statement": text}),
+        );
+        StoredMessage {
+            seq,
+            subject: "mem.t".into(),
+            msg_id: Some(e.event_id.to_string()),
+            payload: serde_json::to_vec(&e).unwrap(),
+        }
+    }
+
+    fn scoped(db: &Path, query: &str, prefix: &str) -> Vec<String> {
+        let filter = RecallFilter {
+            prefix: Some(prefix.into()),
+            ..RecallFilter::default()
+        };
+        let mut found: Vec<String> = Recall::open(db)
+            .unwrap()
+            .recall_any(query, &filter)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.namespace)
+            .collect();
+        found.sort();
+        found
+    }
+
+    #[test]
+    fn a_scope_matches_its_namespace_and_below_and_nothing_that_merely_contains_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("p.db");
+        let mut conn = open_writer(&db).unwrap();
+        let batch = [
+            stored(1, &["facts", "m1", "r2"], "harbour bridge"),
+            stored(2, &["facts", "m1", "r22"], "harbour bridge"),
+            stored(3, &["x", "facts", "m1", "r2"], "harbour bridge"),
+            stored(4, &["facts", "m1", "r2", "sub"], "harbour quay"),
+            stored(5, &["facts", "m1"], "the word facts itself"),
+        ];
+        apply_batch(&mut conn, "MEM", &batch).unwrap();
+        assert_eq!(
+            scoped(&db, "harbour", "facts/m1/r2"),
+            ["facts/m1/r2", "facts/m1/r2/sub"]
+        );
+        // A query word that is also a namespace token matches bodies only.
+        assert_eq!(scoped(&db, "facts", "facts"), ["facts/m1"]);
+        assert!(scoped(&db, "   ", "facts").is_empty());
+    }
+
+    #[test]
+    fn a_projection_made_before_namespaces_were_indexed_is_reindexed_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("p.db");
+        let mut conn = open_writer(&db).unwrap();
+        apply_batch(&mut conn, "MEM", &[stored(1, &["facts", "n"], "river rising")]).unwrap();
+        // The old index: no namespace column.
+        conn.execute_batch(
+            "DROP TABLE events_fts;
+             CREATE VIRTUAL TABLE events_fts USING fts5(event_id UNINDEXED, body);",
+        )
+        .unwrap();
+        drop(conn);
+        drop(open_writer(&db).unwrap());
+        assert_eq!(scoped(&db, "river", "facts/n"), ["facts/n"]);
+    }
 }

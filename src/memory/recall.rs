@@ -164,9 +164,23 @@ impl Recall {
         }
     }
 
-    /// Runs the FTS5 expression `matching` under `filter`, best match first.
+    /// Runs the FTS5 expression `matching` (over payloads and results) under `filter`, best
+    /// match first. A prefix narrows the search inside the index (the namespace column must
+    /// start with it) before anything is ranked; the exact prefix test follows in SQL.
     fn search(&self, matching: &str, filter: &RecallFilter) -> Result<Vec<Recalled>, RecallError> {
+        if matching.trim().is_empty() {
+            return Ok(Vec::new()); // no word to look for
+        }
         let limit = if filter.limit == 0 { 50 } else { filter.limit };
+        let prefix = filter
+            .prefix
+            .as_deref()
+            .map(|p| p.trim_end_matches('/'))
+            .filter(|p| !p.is_empty());
+        let matching = match prefix {
+            Some(p) => format!("ns : ^\"{}\" AND body : ({matching})", p.replace('"', "\"\"")),
+            None => format!("body : ({matching})"),
+        };
         let sql = format!(
             "SELECT {COLUMNS} FROM events_fts f JOIN events e ON e.event_id = f.event_id
              WHERE events_fts MATCH ?1
@@ -182,7 +196,7 @@ impl Recall {
             .query_map(
                 params![
                     matching,
-                    filter.prefix.as_deref().map(|p| p.trim_end_matches('/')),
+                    prefix,
                     filter.kind,
                     filter.tenant,
                     limit as i64,
