@@ -253,8 +253,16 @@ fn delivery(actor: &str, n: usize, claims: usize, status: &str) -> Envelope {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn workers_killed_mid_backlog_lose_and_duplicate_nothing() {
-    let p = Project::offline().with_router();
+async fn workers_killed_mid_backlog_lose_and_duplicate_nothing_on_the_embedded_log() {
+    killed_mid_backlog(Project::offline().with_router()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_killed_mid_backlog_lose_and_duplicate_nothing_on_jetstream() {
+    killed_mid_backlog(Project::offline().with_router().with_nats()).await;
+}
+
+async fn killed_mid_backlog(p: Project) {
     p.build_shipped_catalog();
     // A backlog: 1,000 deliveries of 3 claims each, the status of every claim alternating, so
     // each delivery after the first replaces the 3 beliefs of the one before.

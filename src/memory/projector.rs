@@ -213,7 +213,11 @@ fn reindex_namespaces(conn: &Connection) -> rusqlite::Result<()> {
                     index_text(&value, &mut body);
                 }
             }
-            write.execute(params![row.get::<_, String>(0)?, row.get::<_, String>(1)?, body])?;
+            write.execute(params![
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                body
+            ])?;
         }
     }
     tx.commit()
@@ -607,7 +611,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("p.db");
         let mut conn = open_writer(&db).unwrap();
-        apply_batch(&mut conn, "MEM", &[stored(1, &["facts", "n"], "river rising")]).unwrap();
+        apply_batch(
+            &mut conn,
+            "MEM",
+            &[stored(1, &["facts", "n"], "river rising")],
+        )
+        .unwrap();
         // The old index: no namespace column.
         conn.execute_batch(
             "DROP TABLE events_fts;

@@ -178,7 +178,10 @@ impl Recall {
             .map(|p| p.trim_end_matches('/'))
             .filter(|p| !p.is_empty());
         let matching = match prefix {
-            Some(p) => format!("ns : ^\"{}\" AND body : ({matching})", p.replace('"', "\"\"")),
+            Some(p) => format!(
+                "ns : ^\"{}\" AND body : ({matching})",
+                p.replace('"', "\"\"")
+            ),
             None => format!("body : ({matching})"),
         };
         let sql = format!(
