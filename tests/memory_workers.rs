@@ -67,6 +67,27 @@ async fn learns_from_the_newsroom(p: Project) {
     .await;
     assert!(block.starts_with("From your memory (facts/newsroom, facts/system):"));
     assert!(block.contains("Confirmed by"), "{block}");
+    // Words the facts do not hold, but near them: full-text search finds nothing, the hybrid
+    // recall of a wake (and of `--semantic`) finds the bridge through its vector.
+    let near = "harbor bridges shut?";
+    let exact = p.iron_ok(&["recall", near, "--scope", "facts/newsroom"]);
+    assert!(exact.is_empty(), "{exact}");
+    let hybrid = eventually("the bridge fact's vector", BOUND, || async {
+        let out = p.iron_ok(&["recall", "--semantic", near, "--scope", "facts/newsroom"]);
+        out.contains(bridge.event_id.as_str()).then_some(out)
+    })
+    .await;
+    assert!(
+        hybrid
+            .lines()
+            .next()
+            .unwrap()
+            .contains(bridge.event_id.as_str()),
+        "{hybrid}"
+    );
+    let woken = p.iron_ok(&["recall", "--as", "newsroom/analyst", near]);
+    assert!(woken.contains("Harbour bridge closed"), "{woken}");
+
     // Another mesh's expert, whose scopes are `facts/core` and `facts/system`, is given none.
     let none = p.iron(&[
         "recall",
@@ -134,7 +155,7 @@ async fn learns_from_the_newsroom(p: Project) {
     assert!(history.contains(quay.event_id.as_str()), "{history}");
 
     let status = p.iron_ok(&["memory", "status"]);
-    for worker in ["projector", "extractor", "consolidator"] {
+    for worker in ["projector", "extractor", "consolidator", "semantic"] {
         assert!(
             status
                 .lines()

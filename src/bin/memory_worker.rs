@@ -1,5 +1,6 @@
 //! A background memory worker node (`/iron/memory/<worker>`): derives facts from the MEM
-//! stream (extractor) or keeps one current belief per subject (consolidator).
+//! stream (extractor), keeps one current belief per subject (consolidator) or a vector per
+//! current fact (semantic).
 
 use std::process::ExitCode;
 
@@ -14,7 +15,8 @@ use iron::{
 #[command(name = "memory_worker")]
 struct Args {
     /// Which worker: extractor (facts from published bulletins, structured tool results and,
-    /// with a model configured, finished tasks' answers) or consolidator (one current belief per subject; marks the rest superseded).
+    /// with a model configured, finished tasks' answers), consolidator (one current belief per
+    /// subject; marks the rest superseded) or semantic (a vector per current fact).
     #[arg(long)]
     worker: Worker,
 }

@@ -133,12 +133,7 @@ async fn recall_as(expert: &str, instruction: &str) -> Result<(), CliError> {
         ))
     })?;
     let projection = config.state_path(&config.memory.projection);
-    let mounts = crate::cognition::expert::wake::Mounts::new(
-        entry,
-        &catalog,
-        projection.clone(),
-        &config.tenant,
-    );
+    let mounts = crate::cognition::expert::wake::Mounts::new(entry, &catalog, &config);
     if mounts.prefixes.is_empty() {
         eprintln!(
             "{expert} declares no readable recalled memory (episodic, semantic, procedural): it is given none"
@@ -199,15 +194,18 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             query,
             scope,
             history,
+            semantic,
             as_expert: None,
         } => {
             let config = Config::load()?;
             let db = config.state_path(&config.memory.projection);
+            let index = crate::memory::node::Worker::Semantic.state(&config);
             let n = crate::memory::cli::recall(
                 &db,
                 &query,
                 scope.as_deref(),
                 history,
+                semantic.then_some(index.as_path()),
                 &mut std::io::stdout(),
             )?;
             eprintln!("{n} event(s)");

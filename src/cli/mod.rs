@@ -121,6 +121,10 @@ pub enum Command {
         /// Also superseded facts, and the fact_superseded events that say by what and why.
         #[arg(long, conflicts_with = "as_expert")]
         history: bool,
+        /// Hybrid recall: events holding any of the words, fused with the facts whose vectors
+        /// (the semantic index, offline embedding) are nearest to the query.
+        #[arg(long, conflicts_with = "as_expert")]
+        semantic: bool,
         /// Print exactly the memory block the expert <mesh>/<role> would be given for this
         /// instruction at wake (its declared mounts and scope, from the built catalog).
         #[arg(long = "as", value_name = "MESH/ROLE")]

@@ -1,12 +1,14 @@
 //! `iron bench memory`: what memory costs at scale. Recall over a generated projection of
-//! many events (build time, database size, full-text p50/p99 for the CLI's every-word query
-//! and for the any-word query an expert's wake runs under a scope prefix); then, on a scratch
+//! many events and its semantic index (build times, sizes, p50/p99 of the CLI's every-word
+//! query, of the any-word query under a scope prefix, and of the hybrid recall an expert's
+//! wake runs); then, on a scratch
 //! embedded log, each background worker's events/s against the projector's on the same
 //! input, and how far each is behind after a burst and how long it takes to catch up.
 //! Prints lines `bench memory.<name> <value> <unit>`. Not a test: figures vary with the machine.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -18,11 +20,14 @@ use super::emit::Emitter;
 use super::extractor::Extractor;
 use super::projector::{self, ProjectorDeps};
 use super::recall::{Recall, RecallFilter};
+use super::semantic::{self, HashingEmbedder, SemanticIndex};
+use super::worker::Deriver;
 use super::worker::{self, WorkerDeps};
 use crate::aem::{Access, MemoryMount, Scope};
 use crate::core::durable::{EventLog, StoredMessage};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
+use crate::core::ids::EventId;
 use crate::spine::durable::{Embedded, EmbeddedOptions, StreamSpec};
 
 /// Settings.
@@ -133,6 +138,8 @@ fn corpus_event(i: usize, rng: &mut Rng, words: &[String]) -> Envelope {
         EventKind::FactLearned,
         json!({"subject": format!("s{}", i % 10_000), "statement": sentence(rng, words, 14)}),
     )
+    // The projection and the semantic index are built apart: the same id in both.
+    .with_id(EventId::computed(&["bench corpus", &i.to_string()]))
 }
 
 /// Runs everything and prints its lines to `out`.
@@ -163,9 +170,8 @@ async fn recall_at_scale(
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let mut conn = projector::open_writer(&path)?;
         let start = Instant::now();
-        let mut seq = 0u64;
-        while (seq as usize) < n {
-            let batch: Vec<StoredMessage> = (seq as usize..n.min(seq as usize + 10_000))
+        for from in (0..n).step_by(10_000) {
+            let batch: Vec<StoredMessage> = (from..n.min(from + 10_000))
                 .map(|i| {
                     let e = corpus_event(i, &mut rng, &words);
                     StoredMessage {
@@ -176,7 +182,6 @@ async fn recall_at_scale(
                     }
                 })
                 .collect();
-            seq += batch.len() as u64;
             projector::apply_batch(&mut conn, "MEM", &batch)?;
         }
         Ok(start.elapsed())
@@ -201,6 +206,42 @@ async fn recall_at_scale(
         size as f64 / 1e6
     )?;
 
+    // The semantic index of the same corpus, as the semantic worker writes it.
+    let index = options.scratch_dir.join("bench-semantic.db");
+    remove_db(&index);
+    let path = index.clone();
+    let indexed = tokio::task::spawn_blocking(move || -> Result<Duration, BenchError> {
+        let words = vocabulary();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let schema = SemanticIndex::new(Arc::new(HashingEmbedder)).schema();
+        let mut conn =
+            worker::open_state(&path, schema).map_err(|e| BenchError::Stalled(e.to_string()))?;
+        let start = Instant::now();
+        for from in (0..n).step_by(10_000) {
+            let tx = conn.transaction()?;
+            for i in from..n.min(from + 10_000) {
+                let e = corpus_event(i, &mut rng, &words);
+                let statement = e.payload["statement"].as_str().unwrap_or("");
+                let vector = HashingEmbedder::vector(statement);
+                semantic::store(&tx, &e, i as u64 + 1, HashingEmbedder::NAME, &vector)?;
+            }
+            tx.commit()?;
+        }
+        Ok(start.elapsed())
+    })
+    .await
+    .map_err(|e| BenchError::Stalled(e.to_string()))??;
+    writeln!(
+        out,
+        "bench memory.semantic_index_build {:.1} s",
+        indexed.as_secs_f64()
+    )?;
+    writeln!(
+        out,
+        "bench memory.semantic_index_size {:.1} MB",
+        (std::fs::metadata(&index)?.len() + wal_size(&index)) as f64 / 1e6
+    )?;
+
     let path = db.clone();
     let lines = tokio::task::spawn_blocking(move || -> Result<Vec<String>, BenchError> {
         let words = vocabulary();
@@ -208,6 +249,7 @@ async fn recall_at_scale(
         let recall = Recall::open(&path)?;
         let mut every = Vec::with_capacity(queries);
         let mut any = Vec::with_capacity(queries);
+        let mut hybrid = Vec::with_capacity(queries);
         let mut hits = 0usize;
         for _ in 0..queries {
             let query = sentence(&mut rng, &words, 2);
@@ -221,20 +263,22 @@ async fn recall_at_scale(
                 rng.next() % ROLES as u64
             );
             let instruction = sentence(&mut rng, &words, 8);
+            let filter = RecallFilter {
+                prefix: Some(prefix),
+                limit: 8,
+                ..RecallFilter::default()
+            };
             let t = Instant::now();
-            recall.recall_any(
-                &instruction,
-                &RecallFilter {
-                    prefix: Some(prefix),
-                    limit: 8,
-                    ..RecallFilter::default()
-                },
-            )?;
+            recall.recall_any(&instruction, &filter)?;
             any.push(t.elapsed());
+            let t = Instant::now();
+            semantic::hybrid(&recall, &index, &instruction, &filter)?;
+            hybrid.push(t.elapsed());
         }
         Ok(vec![
             percentiles("fulltext_every_word", every),
             percentiles("fulltext_any_word_scoped", any),
+            percentiles("hybrid_scoped", hybrid),
             format!(
                 "bench memory.fulltext_mean_hits {:.1} events",
                 hits as f64 / queries.max(1) as f64

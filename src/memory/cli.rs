@@ -101,12 +101,14 @@ pub fn log_replay(db: &Path, prefix: &str, out: &mut impl Write) -> Result<usize
 }
 
 /// Prints the events matching `query`, optionally limited to a namespace prefix (`scope`);
-/// with `history`, also facts no longer believed and what superseded them.
+/// with `history`, also facts no longer believed and what superseded them. With `semantic`
+/// (the semantic index), hybrid recall: any of the words, or near them, best first.
 pub fn recall(
     db: &Path,
     query: &str,
     scope: Option<&str>,
     history: bool,
+    semantic: Option<&Path>,
     out: &mut impl Write,
 ) -> Result<usize, CliError> {
     let filter = RecallFilter {
@@ -114,7 +116,11 @@ pub fn recall(
         history,
         ..Default::default()
     };
-    let events = Recall::open(db)?.recall(query, &filter)?;
+    let recall = Recall::open(db)?;
+    let events = match semantic {
+        Some(index) => super::semantic::hybrid(&recall, index, query, &filter)?,
+        None => recall.recall(query, &filter)?,
+    };
     for event in &events {
         line(out, event)?;
     }

@@ -11,6 +11,7 @@ pub mod extractor;
 pub mod node;
 pub mod projector;
 pub mod recall;
+pub mod semantic;
 pub mod worker;
 
 pub use emit::{EmitError, EmitPolicy, Emitted, Emitter, emit};

@@ -15,6 +15,7 @@ use tracing::info;
 use super::consolidator::Consolidator;
 use super::extractor::{Extractor, FactReader, ReadError};
 use super::projector::{self, ProjectorDeps, ProjectorExit};
+use super::semantic::{HashingEmbedder, SemanticIndex};
 use super::worker::{self, Deriver, WorkerDeps};
 use crate::{
     aem::Catalog,
@@ -81,17 +82,20 @@ pub enum Worker {
     Extractor,
     /// One current belief per subject.
     Consolidator,
+    /// A vector per current fact, for hybrid recall.
+    Semantic,
 }
 
 impl Worker {
     /// Every worker, in launch order.
-    pub const ALL: [Worker; 2] = [Worker::Extractor, Worker::Consolidator];
+    pub const ALL: [Worker; 3] = [Worker::Extractor, Worker::Consolidator, Worker::Semantic];
 
     /// Its name: node name and state file stem.
     pub fn name(self) -> &'static str {
         match self {
             Worker::Extractor => "extractor",
             Worker::Consolidator => "consolidator",
+            Worker::Semantic => "semantic",
         }
     }
 
@@ -108,7 +112,9 @@ impl std::str::FromStr for Worker {
         Worker::ALL
             .into_iter()
             .find(|w| w.name() == s)
-            .ok_or_else(|| format!("no memory worker `{s}`; one of: extractor, consolidator"))
+            .ok_or_else(|| {
+                format!("no memory worker `{s}`; one of: extractor, consolidator, semantic")
+            })
     }
 }
 
@@ -139,11 +145,29 @@ impl WorkerNode {
     }
 }
 
+/// The deriver a worker node runs.
+#[derive(Clone)]
+enum Job {
+    Extractor(Extractor),
+    Consolidator,
+    Semantic(SemanticIndex),
+}
+
+impl Job {
+    fn schema(&self) -> &'static str {
+        match self {
+            Job::Extractor(x) => x.schema(),
+            Job::Consolidator => Consolidator.schema(),
+            Job::Semantic(s) => s.schema(),
+        }
+    }
+}
+
 /// What a worker's `configure` opened.
 pub struct WorkerRuntime {
     log: AnyLog,
     state: PathBuf,
-    extractor: Option<Extractor>,
+    job: Job,
 }
 
 impl ManagedNode for WorkerNode {
@@ -153,8 +177,8 @@ impl ManagedNode for WorkerNode {
         let fail = |e: &dyn std::fmt::Display| CallbackError::Failure(e.to_string());
         let config = Config::load().map_err(|e| fail(&e))?;
         let log = AnyLog::open(&config).await.map_err(|e| fail(&e))?;
-        // The extractor scopes facts by the experts' declarations: no catalog, no start.
-        let extractor = match self.worker {
+        let job = match self.worker {
+            // The extractor scopes facts by the experts' declarations: no catalog, no start.
             Worker::Extractor => {
                 let catalog = crate::aem::read_state_catalog(&config).map_err(|e| fail(&e))?;
                 let mut extractor = Extractor::new(&catalog);
@@ -170,17 +194,17 @@ impl ManagedNode for WorkerNode {
                     Ok(_) => info!("no model configured: facts from structured records only"),
                     Err(e) => return Err(fail(&e)),
                 }
-                Some(extractor)
+                Job::Extractor(extractor)
             }
-            Worker::Consolidator => None,
+            Worker::Consolidator => Job::Consolidator,
+            Worker::Semantic => {
+                info!("embedding facts offline ({})", HashingEmbedder::NAME);
+                Job::Semantic(SemanticIndex::new(Arc::new(HashingEmbedder)))
+            }
         };
         let state = self.worker.state(&config);
-        let schema = match self.worker {
-            Worker::Extractor => "",
-            Worker::Consolidator => Consolidator.schema(),
-        };
         // Created here so that `iron memory status` finds it as soon as the node is active.
-        let path = state.clone();
+        let (path, schema) = (state.clone(), job.schema());
         tokio::task::spawn_blocking(move || worker::open_state(&path, schema).map(drop))
             .await
             .map_err(|e| fail(&e))?
@@ -189,11 +213,7 @@ impl ManagedNode for WorkerNode {
             "deriving memory from the MEM stream (state in {})",
             state.display()
         );
-        Ok(WorkerRuntime {
-            log,
-            state,
-            extractor,
-        })
+        Ok(WorkerRuntime { log, state, job })
     }
 
     async fn run(
@@ -203,9 +223,10 @@ impl ManagedNode for WorkerNode {
     ) -> Result<(), RunError> {
         let name = self.worker.name();
         let frame = WorkerDeps::new(deps.log.clone(), name, deps.state.clone());
-        let run = match &deps.extractor {
-            Some(extractor) => worker::run(frame, extractor.clone(), shutdown).await,
-            None => worker::run(frame, Consolidator, shutdown).await,
+        let run = match deps.job.clone() {
+            Job::Extractor(x) => worker::run(frame, x, shutdown).await,
+            Job::Consolidator => worker::run(frame, Consolidator, shutdown).await,
+            Job::Semantic(s) => worker::run(frame, s, shutdown).await,
         };
         match run {
             Ok(last_seq) => {

@@ -211,6 +211,39 @@ impl Recall {
         rows.collect::<Result<_, _>>().map_err(self.err())
     }
 
+    /// The events with these ids that `filter`'s prefix, kind, tenant and history allow, in
+    /// no particular order.
+    pub fn by_ids<'a>(
+        &self,
+        ids: impl IntoIterator<Item = &'a str>,
+        filter: &RecallFilter,
+    ) -> Result<Vec<Recalled>, RecallError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM events e
+             WHERE e.event_id = ?1
+               AND (?2 IS NULL OR e.namespace = ?2 OR substr(e.namespace, 1, length(?2) + 1) = ?2 || '/')
+               AND (?3 IS NULL OR e.kind = ?3)
+               AND (?4 IS NULL OR e.tenant = ?4)
+               AND (?5 OR (e.kind <> 'fact_superseded'
+                    AND NOT EXISTS (SELECT 1 FROM superseded s WHERE s.fact_id = e.event_id)))"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(self.err())?;
+        let prefix = filter.prefix.as_deref().map(|p| p.trim_end_matches('/'));
+        let mut found = Vec::new();
+        for id in ids {
+            let mut rows = stmt
+                .query_map(
+                    params![id, prefix, filter.kind, filter.tenant, filter.history],
+                    row,
+                )
+                .map_err(self.err())?;
+            if let Some(r) = rows.next() {
+                found.push(r.map_err(self.err())?);
+            }
+        }
+        Ok(found)
+    }
+
     /// The newest `limit` events of `kind` in exactly `namespace`, oldest first.
     pub fn latest(
         &self,

@@ -85,12 +85,7 @@ impl ManagedNode for ExpertNode {
             return Err(refuse(format!("{} belongs to a parked mesh", self.expert)));
         }
         let brief = ExpertBrief::from_catalog(&catalog, &self.expert).expect("the entry exists");
-        let mounts = Mounts::new(
-            &entry,
-            &catalog,
-            config.state_path(&config.memory.projection),
-            &config.tenant,
-        );
+        let mounts = Mounts::new(&entry, &catalog, &config);
         // No `models:` block: the offline backend. With one, the offline backend still
         // answers when every configured backend fails.
         let base = std::env::current_dir().map_err(refuse)?;

@@ -13,8 +13,12 @@ use tracing::debug;
 
 use crate::{
     aem::{Access, Catalog, ExpertEntry, MemoryMount},
-    core::event_kind::EventKind,
-    memory::recall::{Recall, RecallFilter, Recalled},
+    core::{config::Config, event_kind::EventKind},
+    memory::{
+        node::Worker,
+        recall::{Recall, RecallFilter, Recalled},
+        semantic,
+    },
     msp::reader::{self, Reading},
     spine::durable::AnyLog,
 };
@@ -102,6 +106,8 @@ pub struct InjectedItem {
 #[derive(Debug, Clone)]
 pub struct Mounts {
     projection: PathBuf,
+    /// The semantic index (hybrid recall when it exists).
+    semantic: PathBuf,
     tenant: String,
     mesh: String,
     /// Namespace prefixes it may recall from, sorted, without repeats.
@@ -112,8 +118,8 @@ pub struct Mounts {
 
 impl Mounts {
     /// The mounts of `entry`: recall prefixes from its memory declarations, sources from its
-    /// grants (described by its mesh's registry).
-    pub fn new(entry: &ExpertEntry, catalog: &Catalog, projection: PathBuf, tenant: &str) -> Self {
+    /// grants (described by its mesh's registry); the stores and tenant from `config`.
+    pub fn new(entry: &ExpertEntry, catalog: &Catalog, config: &Config) -> Self {
         let prefixes = recall_prefixes(&entry.memory);
         let registry = catalog.mesh(&entry.mesh).map(|m| &m.sources);
         let sources = entry
@@ -128,8 +134,9 @@ impl Mounts {
             })
             .collect();
         Self {
-            projection,
-            tenant: tenant.to_string(),
+            projection: config.state_path(&config.memory.projection),
+            semantic: Worker::Semantic.state(config),
+            tenant: config.tenant.clone(),
             mesh: entry.mesh.clone(),
             prefixes,
             sources,
@@ -142,8 +149,9 @@ impl Mounts {
         if self.prefixes.is_empty() || !self.projection.is_file() {
             return None;
         }
-        let (path, tenant, prefixes) = (
+        let (path, semantic, tenant, prefixes) = (
             self.projection.clone(),
+            self.semantic.clone(),
             self.tenant.clone(),
             self.prefixes.clone(),
         );
@@ -152,15 +160,13 @@ impl Mounts {
             let recall = Recall::open(&path)?;
             let mut hits = Vec::new();
             for prefix in &prefixes {
-                hits.extend(recall.recall_any(
-                    &instruction,
-                    &RecallFilter {
-                        prefix: Some(prefix.clone()),
-                        tenant: Some(tenant.clone()),
-                        limit: RECALLED,
-                        ..RecallFilter::default()
-                    },
-                )?);
+                let filter = RecallFilter {
+                    prefix: Some(prefix.clone()),
+                    tenant: Some(tenant.clone()),
+                    limit: RECALLED,
+                    ..RecallFilter::default()
+                };
+                hits.extend(semantic::hybrid(&recall, &semantic, &instruction, &filter)?);
             }
             Ok::<_, crate::memory::recall::RecallError>(hits)
         })

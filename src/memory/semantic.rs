@@ -1,0 +1,417 @@
+//! The semantic index (`/iron/memory/semantic`): a vector per current fact, in the worker's
+//! own database (`memory/semantic.db`), and hybrid recall — full-text and vector results fused
+//! by reciprocal rank — over it and the projection.
+//!
+//! Vectors come from an [`Embedder`]. The one built in, [`HashingEmbedder`], needs no model and
+//! no network: each lowercase word and each of its character trigrams is hashed (FNV-1a) to one
+//! of 256 signed dimensions, and the vector is normalised. It finds facts that share words or
+//! word stems with the query ("flooding" finds "floods", which full-text search, matching whole
+//! words, does not); it knows nothing of meaning, so it does not find synonyms ("car" does not
+//! find "vehicle"). The index records which embedder made it; a query is answered only with
+//! vectors of the same embedder.
+
+use std::path::Path;
+
+use futures_util::future::BoxFuture;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
+use serde_json::Value;
+
+use super::recall::{Recall, RecallError, RecallFilter, Recalled};
+use super::worker::{Derived, Deriver};
+use crate::core::envelope::Envelope;
+use crate::core::event_kind::EventKind;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS vectors(
+    event_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, namespace TEXT NOT NULL,
+    seq INTEGER NOT NULL, embedder TEXT NOT NULL, vector BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS vectors_scope ON vectors(embedder, namespace);
+";
+
+/// Why text could not be embedded.
+#[derive(Debug, thiserror::Error)]
+#[error("embedding: {0}")]
+pub struct EmbedError(pub String);
+
+/// Turns text into vectors.
+pub trait Embedder: Send + Sync {
+    /// Its name and version, recorded with every vector (`hashing-256-v1`).
+    fn name(&self) -> &str;
+
+    /// One vector per text, each of unit length.
+    fn embed<'a>(&'a self, texts: &'a [String])
+    -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>>;
+}
+
+/// The offline embedder: hashed word and character-trigram features (see the module docs).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HashingEmbedder;
+
+/// Dimensions of [`HashingEmbedder`]'s vectors.
+const DIMS: usize = 256;
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+impl HashingEmbedder {
+    /// The name recorded with its vectors.
+    pub const NAME: &'static str = "hashing-256-v1";
+
+    /// The vector of one text.
+    pub fn vector(text: &str) -> Vec<f32> {
+        let mut v = vec![0f32; DIMS];
+        let mut add = |feature: &str, weight: f32| {
+            let h = fnv1a(feature.as_bytes());
+            let sign = if h >> 63 == 0 { 1.0 } else { -1.0 };
+            v[(h % DIMS as u64) as usize] += sign * weight;
+        };
+        for word in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 2)
+        {
+            let word = word.to_lowercase();
+            add(&format!("w:{word}"), 1.0);
+            let padded: Vec<char> = format!("<{word}>").chars().collect();
+            for gram in padded.windows(3) {
+                add(&gram.iter().collect::<String>(), 0.5);
+            }
+        }
+        normalise(&mut v);
+        v
+    }
+}
+
+impl Embedder for HashingEmbedder {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
+        Box::pin(std::future::ready(Ok(texts
+            .iter()
+            .map(|t| Self::vector(t))
+            .collect())))
+    }
+}
+
+fn normalise(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+fn to_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn from_blob(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The semantic index worker: a vector for each fact learned, removed when it is superseded.
+#[derive(Clone)]
+pub struct SemanticIndex {
+    embedder: std::sync::Arc<dyn Embedder>,
+}
+
+impl SemanticIndex {
+    /// An index made with `embedder`.
+    pub fn new(embedder: std::sync::Arc<dyn Embedder>) -> Self {
+        Self { embedder }
+    }
+}
+
+/// The text a fact is indexed by: its statement (or, for a fact without one, its payload).
+fn fact_text(event: &Envelope) -> String {
+    event
+        .payload
+        .get("statement")
+        .and_then(Value::as_str)
+        .map_or_else(|| event.payload.to_string(), str::to_string)
+}
+
+impl Deriver for SemanticIndex {
+    type Prepared = Option<Result<Vec<f32>, EmbedError>>;
+
+    fn schema(&self) -> &'static str {
+        SCHEMA
+    }
+
+    fn prepare<'a>(&'a self, event: &'a Envelope) -> BoxFuture<'a, Self::Prepared> {
+        Box::pin(async move {
+            if event.kind != EventKind::FactLearned {
+                return None;
+            }
+            let text = [fact_text(event)];
+            Some(
+                self.embedder
+                    .embed(&text)
+                    .await
+                    .and_then(|mut v| v.pop().ok_or_else(|| EmbedError("no vector".into()))),
+            )
+        })
+    }
+
+    fn derive(
+        &self,
+        tx: &Transaction<'_>,
+        seq: u64,
+        event: &Envelope,
+        prepared: Self::Prepared,
+    ) -> rusqlite::Result<Derived> {
+        match (&event.kind, prepared) {
+            (EventKind::FactLearned, Some(Ok(vector))) => {
+                store(tx, event, seq, self.embedder.name(), &vector)?;
+                Ok(Derived::default())
+            }
+            (EventKind::FactLearned, Some(Err(e))) => Ok(Derived {
+                events: Vec::new(),
+                problem: Some(e.to_string()),
+            }),
+            (EventKind::FactSuperseded, _) => {
+                if let Some(fact) = event.payload.get("fact").and_then(Value::as_str) {
+                    tx.execute("DELETE FROM vectors WHERE event_id = ?1", [fact])?;
+                }
+                Ok(Derived::default())
+            }
+            _ => Ok(Derived::default()),
+        }
+    }
+}
+
+/// Stores the vector of the fact `event` (stream sequence `seq`) made by `embedder`.
+pub(super) fn store(
+    conn: &Connection,
+    event: &Envelope,
+    seq: u64,
+    embedder: &str,
+    vector: &[f32],
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO vectors(event_id, tenant, namespace, seq, embedder, vector)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        event.event_id.as_str(),
+        event.tenant,
+        event.namespace_path(),
+        seq as i64,
+        embedder,
+        to_blob(vector)
+    ])
+    .map(drop)
+}
+
+/// The facts nearest to `query` in the index at `path` (read-only), best first, with their
+/// cosine similarity: only vectors made by `embedder`, under `filter`'s prefix and tenant.
+pub fn nearest(
+    path: &Path,
+    embedder: &str,
+    query: &[f32],
+    filter: &RecallFilter,
+    k: usize,
+) -> Result<Vec<(String, f32)>, rusqlite::Error> {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    // The scope as a range of the (embedder, namespace) index — from `prefix` up to
+    // `prefix0` ('0' follows '/') — then exactly: the prefix itself or below it.
+    let prefix = filter
+        .prefix
+        .as_deref()
+        .map(|p| p.trim_end_matches('/'))
+        .unwrap_or("");
+    let scope = if prefix.is_empty() {
+        "?2 = ''"
+    } else {
+        "namespace >= ?2 AND namespace < ?2 || '0'
+         AND (namespace = ?2 OR substr(namespace, 1, length(?2) + 1) = ?2 || '/')"
+    };
+    let mut stmt = conn.prepare(&format!(
+        "SELECT event_id, vector FROM vectors
+         WHERE embedder = ?1 AND {scope} AND (?3 IS NULL OR tenant = ?3)"
+    ))?;
+    let mut scored: Vec<(String, f32)> = stmt
+        .query_map(params![embedder, prefix, filter.tenant], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+        })?
+        .map(|row| row.map(|(id, blob)| (id, dot(query, &from_blob(&blob)))))
+        .collect::<Result<_, _>>()?;
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    scored.truncate(k);
+    Ok(scored)
+}
+
+/// The embedder that made the index at `path` (`None`: it is empty or missing).
+pub fn index_embedder(path: &Path) -> Option<String> {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
+    conn.query_row("SELECT embedder FROM vectors LIMIT 1", [], |r| r.get(0))
+        .optional()
+        .ok()
+        .flatten()
+}
+
+/// Reciprocal-rank fusion constant: how much a lower rank still counts.
+const RRF_K: f32 = 60.0;
+
+/// Hybrid recall: full-text (any word) and vector results under `filter`, fused by
+/// reciprocal rank; the best `filter.limit` (0: 50) current events, read from the projection.
+/// The query is embedded offline, so only vectors of [`HashingEmbedder`] take part; without
+/// them (no index at `semantic`, or one made by another embedder) it is full-text recall.
+pub fn hybrid(
+    projection: &Recall,
+    semantic: &Path,
+    query: &str,
+    filter: &RecallFilter,
+) -> Result<Vec<Recalled>, RecallError> {
+    let limit = if filter.limit == 0 { 50 } else { filter.limit };
+    let wide = RecallFilter {
+        limit: limit * 4,
+        ..filter.clone()
+    };
+    let text = projection.recall_any(query, &wide)?;
+    let vectors = if semantic.is_file() {
+        nearest(
+            semantic,
+            HashingEmbedder::NAME,
+            &HashingEmbedder::vector(query),
+            &wide,
+            limit * 4,
+        )
+        .unwrap_or_else(|e| {
+            tracing::debug!("no vector recall from {}: {e}", semantic.display());
+            Vec::new()
+        })
+    } else {
+        Vec::new()
+    };
+    let mut score: std::collections::HashMap<String, f32> = std::collections::HashMap::new();
+    for (rank, r) in text.iter().enumerate() {
+        *score.entry(r.event_id.clone()).or_default() += 1.0 / (RRF_K + rank as f32 + 1.0);
+    }
+    for (rank, (id, _)) in vectors.iter().enumerate() {
+        *score.entry(id.clone()).or_default() += 1.0 / (RRF_K + rank as f32 + 1.0);
+    }
+    let mut ids: Vec<(String, f32)> = score.into_iter().collect();
+    ids.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut found = projection.by_ids(ids.iter().map(|(id, _)| id.as_str()), filter)?;
+    let rank: std::collections::HashMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, (id, _))| (id.as_str(), i))
+        .collect();
+    found.sort_by_key(|r| rank.get(r.event_id.as_str()).copied().unwrap_or(usize::MAX));
+    found.truncate(limit);
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cos(a: &str, b: &str) -> f32 {
+        dot(&HashingEmbedder::vector(a), &HashingEmbedder::vector(b))
+    }
+
+    #[test]
+    fn the_offline_embedding_is_near_for_shared_stems_and_far_otherwise() {
+        let v = HashingEmbedder::vector("Basements flooded on Quay Street");
+        assert!((dot(&v, &v) - 1.0).abs() < 1e-5, "unit length");
+        assert_eq!(
+            v,
+            HashingEmbedder::vector("Basements flooded on Quay Street")
+        );
+        let near = cos(
+            "flooding on quay street",
+            "Basements flooded on Quay Street",
+        );
+        let far = cos("ferry engine fault", "Basements flooded on Quay Street");
+        assert!(near > 0.4 && far < 0.2, "near {near}, far {far}");
+        assert!(HashingEmbedder::vector("").iter().all(|x| *x == 0.0));
+        assert_eq!(from_blob(&to_blob(&v)), v);
+    }
+
+    #[test]
+    fn hybrid_recall_finds_near_words_within_the_scope_and_only_current_facts() {
+        use crate::core::durable::StoredMessage;
+        use crate::memory::projector;
+        let dir = tempfile::tempdir().unwrap();
+        let (db, index) = (dir.path().join("p.db"), dir.path().join("s.db"));
+        let fact = |ns: &[&str], text: &str| {
+            Envelope::new(
+                "t",
+                ns.iter().copied(),
+                "x",
+                EventKind::FactLearned,
+                serde_json::json!({"statement": text}),
+            )
+        };
+        let bridge = fact(&["facts", "n", "a"], "Harbour bridge closed to traffic");
+        let nested = fact(&["facts", "n", "a", "sub"], "Harbour bridge reopens");
+        let sibling = fact(&["facts", "n", "ab"], "Harbour bridge closed to traffic");
+        let old = fact(&["facts", "n", "a"], "Harbour bridge open");
+        let gone = Envelope::new(
+            "t",
+            ["facts", "n", "a"],
+            "memory/consolidator",
+            EventKind::FactSuperseded,
+            serde_json::json!({"fact": old.event_id.as_str(), "by": bridge.event_id.as_str(),
+                               "reason": "replaced"}),
+        );
+        let events = [&bridge, &nested, &sibling, &old, &gone];
+        let mut conn = projector::open_writer(&db).unwrap();
+        let batch: Vec<StoredMessage> = events
+            .iter()
+            .zip(1..)
+            .map(|(e, seq)| StoredMessage {
+                seq,
+                subject: "mem.t".into(),
+                msg_id: Some(e.event_id.to_string()),
+                payload: serde_json::to_vec(e).unwrap(),
+            })
+            .collect();
+        projector::apply_batch(&mut conn, "MEM", &batch).unwrap();
+        let state = crate::memory::worker::open_state(&index, SCHEMA).unwrap();
+        for (e, seq) in events[..4].iter().zip(1..) {
+            let v = HashingEmbedder::vector(e.payload["statement"].as_str().unwrap());
+            store(&state, e, seq, HashingEmbedder::NAME, &v).unwrap();
+        }
+        let recall = Recall::open(&db).unwrap();
+        let filter = RecallFilter {
+            prefix: Some("facts/n/a".into()),
+            ..RecallFilter::default()
+        };
+        assert!(
+            recall
+                .recall_any("harbor bridges", &filter)
+                .unwrap()
+                .is_empty()
+        );
+        let found: Vec<String> = hybrid(&recall, &index, "harbor bridges", &filter)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.namespace)
+            .collect();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found
+                .iter()
+                .all(|ns| ns == "facts/n/a" || ns == "facts/n/a/sub")
+        );
+        // Without an index it is full-text recall.
+        let none = hybrid(&recall, &dir.path().join("missing.db"), "harbour", &filter).unwrap();
+        assert_eq!(none.len(), 2, "the current fact and the nested one");
+    }
+}
