@@ -371,6 +371,19 @@ mod tests {
         }
     }
 
+    /// The expert `n/w`, whose own episodic memory is writable.
+    fn writer() -> [(&'static str, Vec<MemoryMount>); 1] {
+        [(
+            "n/w",
+            vec![mount(
+                "episodic",
+                Scope::Own,
+                Access::ReadWrite,
+                "facts/n/w",
+            )],
+        )]
+    }
+
     fn bulletin() -> Value {
         json!({"delivered": true, "task_id": "t1", "channel": "bulletins", "text": "[b-1] ...",
                "data": {"id": "b-1", "claims": [
@@ -483,15 +496,7 @@ mod tests {
 
     #[test]
     fn a_structured_tool_result_is_a_fact_about_that_call() {
-        let x = extractor(&[(
-            "n/w",
-            vec![mount(
-                "episodic",
-                Scope::Own,
-                Access::ReadWrite,
-                "facts/n/w",
-            )],
-        )]);
+        let x = extractor(&writer());
         let result = |outcome: Value| {
             Envelope::new(
                 "t",
@@ -558,15 +563,7 @@ mod tests {
 
     #[tokio::test]
     async fn with_a_reader_an_answered_task_gives_the_facts_its_answer_states() {
-        let writer = [(
-            "n/w",
-            vec![mount(
-                "episodic",
-                Scope::Own,
-                Access::ReadWrite,
-                "facts/n/w",
-            )],
-        )];
+        let writer = writer();
         let bridge = Candidate {
             subject: " Harbour Bridge ".into(),
             statement: "The bridge is closed.".into(),

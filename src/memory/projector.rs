@@ -166,15 +166,19 @@ pub fn open_writer(path: &Path) -> Result<Connection, ProjectorError> {
     prepare(path)
 }
 
+/// Opens the SQLite database at `path` as its one writer: WAL (readers never wait for it),
+/// every commit synced, a 10 s wait on a lock. The projector's and the workers' databases.
+pub(super) fn open_wal(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    Ok(conn)
+}
+
 /// Opens `path` for writing, WAL and full sync, with the schema.
 fn prepare(path: &Path) -> Result<Connection, ProjectorError> {
-    let conn = Connection::open(path).map_err(db_err(path))?;
-    conn.busy_timeout(Duration::from_secs(10))
-        .map_err(db_err(path))?;
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(db_err(path))?;
-    conn.pragma_update(None, "synchronous", "FULL")
-        .map_err(db_err(path))?;
+    let conn = open_wal(path).map_err(db_err(path))?;
     reindex_namespaces(&conn).map_err(db_err(path))?;
     conn.execute_batch(SCHEMA).map_err(db_err(path))?;
     Ok(conn)

@@ -1,6 +1,7 @@
-//! The frame every derived-memory worker runs in (extractor, consolidator): it follows the MEM
-//! stream from its own cursor, hands each envelope to the worker's [`Deriver`], and writes what
-//! that derives through `emit()`. It may run behind the log; it never holds anything up.
+//! The frame every derived-memory worker runs in (extractor, consolidator, semantic index): it
+//! follows the MEM stream from its own cursor, hands each envelope to the worker's [`Deriver`],
+//! and writes the events that derives through `emit()`. It may run behind the log; it never
+//! holds anything up.
 //!
 //! Crash safety comes from one SQLite database per worker (`memory/<worker>.db`): the cursor,
 //! the worker's own tables and the events it derived (an outbox) change in one transaction,
@@ -165,13 +166,7 @@ fn state_err(path: &Path) -> impl Fn(rusqlite::Error) -> WorkerError + '_ {
 /// Opens (creating, whole) a worker's state database with the frame's tables and `extra`.
 pub fn open_state(path: &Path, extra: &str) -> Result<Connection, WorkerError> {
     let prepare = |p: &Path| -> Result<Connection, WorkerError> {
-        let conn = Connection::open(p).map_err(state_err(p))?;
-        conn.busy_timeout(Duration::from_secs(10))
-            .map_err(state_err(p))?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(state_err(p))?;
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(state_err(p))?;
+        let conn = super::projector::open_wal(p).map_err(state_err(p))?;
         conn.execute_batch(SCHEMA).map_err(state_err(p))?;
         conn.execute_batch(extra).map_err(state_err(p))?;
         Ok(conn)
@@ -305,7 +300,7 @@ pub async fn run<L: EventLog, D: Deriver>(
     let shared: Shared = Arc::new(Mutex::new(conn));
     let deriver = Arc::new(deriver);
     let emitter = Emitter::new(deps.log.clone());
-    flush(&shared, &path, &emitter).await?;
+    flush(&shared, &path, &emitter, &deps.name).await?;
 
     let start = {
         let stream = deps.stream.clone();
@@ -377,7 +372,7 @@ pub async fn run<L: EventLog, D: Deriver>(
             cursor(conn, &stream)
         })
         .await?;
-        flush(&shared, &path, &emitter).await?;
+        flush(&shared, &path, &emitter, &deps.name).await?;
         consumer.ack(acks).await?;
     }
 }
@@ -388,6 +383,7 @@ async fn flush<L: EventLog>(
     shared: &Shared,
     path: &Path,
     emitter: &Emitter<L>,
+    worker: &str,
 ) -> Result<(), WorkerError> {
     let pending = with(shared, path, |conn| {
         let mut stmt = conn.prepare("SELECT id, envelope FROM outbox ORDER BY id")?;
@@ -405,7 +401,7 @@ async fn flush<L: EventLog>(
             Err(e) => Some(format!("outbox row {id} is not an envelope: {e}")),
         };
         if let Some(reason) = &problem {
-            tracing::warn!(%reason, "memory worker: a derived event was dropped");
+            tracing::warn!(%reason, "{worker}: a derived event was dropped");
         }
         with(shared, path, move |conn| {
             let tx = conn.transaction()?;
