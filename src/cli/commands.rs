@@ -119,8 +119,8 @@ async fn up(
 /// `instruction`, from its declared mounts in the built catalog.
 async fn recall_as(expert: &str, instruction: &str) -> Result<(), CliError> {
     let config = Config::load()?;
-    let catalog = crate::aem::read_state_catalog(&config)
-        .map_err(|e| CliError::Failed(format!("{e}; run `iron catalog build` or `iron up`")))?;
+    let catalog =
+        crate::aem::read_state_catalog(&config).map_err(|e| CliError::Failed(e.to_string()))?;
     let entry = catalog.expert(expert).ok_or_else(|| {
         CliError::Failed(format!(
             "no expert `{expert}` in the catalog; known: {}",

@@ -608,6 +608,9 @@ mod tests {
         // A query word that is also a namespace token matches bodies only.
         assert_eq!(scoped(&db, "facts", "facts"), ["facts/m1"]);
         assert!(scoped(&db, "   ", "facts").is_empty());
+        // A prefix is data, never query syntax.
+        assert!(scoped(&db, "harbour", "facts/\"m1 OR x").is_empty());
+        assert!(scoped(&db, "harbour", "facts/m1/r2\" OR \"").is_empty());
     }
 
     #[test]
