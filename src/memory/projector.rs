@@ -634,4 +634,60 @@ mod tests {
         drop(open_writer(&db).unwrap());
         assert_eq!(scoped(&db, "river", "facts/n"), ["facts/n"]);
     }
+
+    #[test]
+    fn when_the_best_matches_are_filtered_out_the_search_still_finds_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("p.db");
+        let mut conn = open_writer(&db).unwrap();
+        // Twenty facts that match best, all superseded, and one plain current one.
+        let mut batch: Vec<StoredMessage> = (1..=20)
+            .map(|i| stored(i, &["facts", "a"], "harbour harbour harbour harbour"))
+            .collect();
+        let gone: Vec<String> = batch
+            .iter()
+            .map(|m| {
+                serde_json::from_slice::<Envelope>(&m.payload)
+                    .unwrap()
+                    .event_id
+                    .to_string()
+            })
+            .collect();
+        batch.push(stored(
+            21,
+            &["facts", "a"],
+            "harbour and a great many other words here",
+        ));
+        for (i, fact) in gone.iter().enumerate() {
+            let e = Envelope::new(
+                "t",
+                ["facts", "a"],
+                "memory/consolidator",
+                EventKind::FactSuperseded,
+                json!({"fact": fact, "by": "x", "reason": "replaced"}),
+            );
+            batch.push(StoredMessage {
+                seq: 22 + i as u64,
+                subject: "mem.t".into(),
+                msg_id: Some(e.event_id.to_string()),
+                payload: serde_json::to_vec(&e).unwrap(),
+            });
+        }
+        apply_batch(&mut conn, "MEM", &batch).unwrap();
+        let recall = Recall::open(&db).unwrap();
+        let filter = RecallFilter {
+            prefix: Some("facts/a".into()),
+            limit: 2,
+            ..RecallFilter::default()
+        };
+        let found = recall.recall("harbour", &filter).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].payload.contains("many other words"));
+        let all = RecallFilter {
+            history: true,
+            limit: 50,
+            ..filter
+        };
+        assert_eq!(recall.recall("harbour", &all).unwrap().len(), 21);
+    }
 }
