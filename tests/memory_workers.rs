@@ -163,6 +163,12 @@ async fn learns_from_the_newsroom(p: Project) {
             "{status}"
         );
     }
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("semantic") && l.contains(" vectors ")),
+        "{status}"
+    );
     drop(up);
 }
 

@@ -180,6 +180,10 @@ pub async fn status<L: EventLog>(
                 if p.pending > 0 {
                     write!(out, " unwritten {}", p.pending)?;
                 }
+                // The semantic index writes vectors, not events.
+                if let Some(n) = super::semantic::indexed(state) {
+                    write!(out, " vectors {n}")?;
+                }
                 if let Some(e) = &p.last_error {
                     write!(out, " (last error: {e})")?;
                 }

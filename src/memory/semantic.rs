@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use futures_util::future::BoxFuture;
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OpenFlags, Transaction, params};
 use serde_json::Value;
 
 use super::recall::{Recall, RecallError, RecallFilter, Recalled};
@@ -254,13 +254,12 @@ pub fn nearest(
     Ok(scored)
 }
 
-/// The embedder that made the index at `path` (`None`: it is empty or missing).
-pub fn index_embedder(path: &Path) -> Option<String> {
+/// How many vectors the index at `path` holds (`None`: it is not a semantic index).
+pub fn indexed(path: &Path) -> Option<u64> {
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
-    conn.query_row("SELECT embedder FROM vectors LIMIT 1", [], |r| r.get(0))
-        .optional()
+    conn.query_row("SELECT count(*) FROM vectors", [], |r| r.get::<_, i64>(0))
         .ok()
-        .flatten()
+        .map(|n| n as u64)
 }
 
 /// Reciprocal-rank fusion constant: how much a lower rank still counts.
