@@ -76,7 +76,7 @@ pub struct Series {
     pub p99_us: f64,
 }
 
-fn series(mut latencies: Vec<Duration>, total: Duration) -> Series {
+pub(super) fn series(mut latencies: Vec<Duration>, total: Duration) -> Series {
     latencies.sort();
     let pick = |q: f64| {
         let i = ((latencies.len() as f64 - 1.0) * q).round() as usize;
@@ -141,6 +141,15 @@ where
         latencies.push(t.elapsed());
     }
     Ok(series(latencies, start.elapsed()))
+}
+
+/// Removes the SQLite database at `path` with its WAL and shared-memory files.
+pub(super) fn remove_db(path: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(p));
+    }
 }
 
 fn raw_sqlite(path: &std::path::Path) -> Result<Connection, rusqlite::Error> {
@@ -221,9 +230,7 @@ pub async fn log(
         "bench-batched.db",
         "bench-projection.db",
     ] {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(dir.join(format!("{file}{suffix}")));
-        }
+        remove_db(&dir.join(file));
     }
     let embedded = Embedded::open(
         dir.join("bench-embedded.db"),

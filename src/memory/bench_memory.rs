@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::bench::BenchError;
+use super::bench::{BenchError, remove_db, series};
 use super::consolidator::Consolidator;
 use super::emit::Emitter;
 use super::extractor::Extractor;
@@ -147,14 +147,6 @@ pub async fn memory(options: &MemoryBenchOptions, out: &mut impl Write) -> Resul
     std::fs::create_dir_all(&options.scratch_dir)?;
     recall_at_scale(options, out).await?;
     workers(options, out).await
-}
-
-fn remove_db(path: &Path) {
-    for suffix in ["", "-wal", "-shm"] {
-        let mut p = path.as_os_str().to_owned();
-        p.push(suffix);
-        let _ = std::fs::remove_file(PathBuf::from(p));
-    }
 }
 
 async fn recall_at_scale(
@@ -299,16 +291,12 @@ fn wal_size(db: &Path) -> u64 {
     std::fs::metadata(PathBuf::from(wal)).map_or(0, |m| m.len())
 }
 
-fn percentiles(name: &str, mut latencies: Vec<Duration>) -> String {
-    latencies.sort();
-    let pick = |q: f64| {
-        let i = ((latencies.len() as f64 - 1.0) * q).round() as usize;
-        latencies.get(i).map_or(0.0, |d| d.as_secs_f64() * 1e3)
-    };
+fn percentiles(name: &str, latencies: Vec<Duration>) -> String {
+    let s = series(latencies, Duration::ZERO);
     format!(
         "bench memory.{name}_p50 {:.2} ms\nbench memory.{name}_p99 {:.2} ms",
-        pick(0.5),
-        pick(0.99)
+        s.p50_us / 1e3,
+        s.p99_us / 1e3
     )
 }
 
@@ -344,6 +332,10 @@ fn burst(n: usize, round: usize) -> Vec<Envelope> {
         })
         .collect()
 }
+
+/// The consumers measured, in the order the throughput runs take them (the consolidator last,
+/// so that its input holds the extractor's facts).
+const CONSUMERS: [&str; 3] = ["projector", "extractor", "consolidator"];
 
 /// The background consumers under measurement, each with its own database.
 struct Consumers {
@@ -422,44 +414,27 @@ impl Consumers {
             .collect()
     }
 
-    /// Waits until every consumer has handled `seq`; when each got there.
-    async fn reach(&self, seq: u64) -> Result<Vec<(&'static str, Duration)>, BenchError> {
+    /// Waits until each of `names` has handled `seq`; when each got there.
+    async fn reach(
+        &self,
+        names: &[&'static str],
+        seq: u64,
+    ) -> Result<Vec<(&'static str, Duration)>, BenchError> {
         let start = Instant::now();
         let mut reached: Vec<(&'static str, Duration)> = Vec::new();
         loop {
             for (name, at) in self.cursors() {
-                if at >= seq && !reached.iter().any(|(n, _)| *n == name) {
+                if names.contains(&name) && at >= seq && !reached.iter().any(|(n, _)| *n == name) {
                     reached.push((name, start.elapsed()));
                 }
             }
-            if reached.len() == 3 {
+            if reached.len() == names.len() {
                 return Ok(reached);
             }
             if start.elapsed() > Duration::from_secs(600) {
                 return Err(BenchError::Stalled(format!(
-                    "not every consumer reached {seq}: {:?}",
+                    "not every one of {names:?} reached {seq}: {:?}",
                     self.cursors()
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    }
-
-    /// Waits until `name` alone has handled `seq`; how long it took.
-    async fn reach_one(&self, name: &str, seq: u64) -> Result<Duration, BenchError> {
-        let start = Instant::now();
-        loop {
-            let at = self
-                .cursors()
-                .into_iter()
-                .find(|(n, _)| *n == name)
-                .map_or(0, |(_, s)| s);
-            if at >= seq {
-                return Ok(start.elapsed());
-            }
-            if start.elapsed() > Duration::from_secs(600) {
-                return Err(BenchError::Stalled(format!(
-                    "{name} stayed at {at}, short of {seq}"
                 )));
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -487,11 +462,11 @@ async fn workers(options: &MemoryBenchOptions, out: &mut impl Write) -> Result<(
     // Throughput: one backlog, each consumer alone from the start of the stream. The
     // consolidator goes last, so its input holds the facts the extractor wrote.
     emit_all(&log, &burst(n, 0)).await?;
-    for name in ["projector", "extractor", "consolidator"] {
+    for name in CONSUMERS {
         let head = log.last_sequence("MEM").await?;
         let shutdown = CancellationToken::new();
         let tasks = consumers.start(&log, &[name], &shutdown);
-        let took = consumers.reach_one(name, head).await;
+        let took = consumers.reach(&[name], head).await;
         shutdown.cancel();
         for t in tasks {
             let _ = t.await;
@@ -499,14 +474,14 @@ async fn workers(options: &MemoryBenchOptions, out: &mut impl Write) -> Result<(
         writeln!(
             out,
             "bench memory.{name}_throughput {:.0} events/s ({head} events)",
-            head as f64 / took?.as_secs_f64().max(1e-9)
+            head as f64 / took?[0].1.as_secs_f64().max(1e-9)
         )?;
     }
 
     // Lag: all three running while a second burst is written as fast as emit() goes; how
     // far behind each is when the burst ends, and how long until it has handled the burst.
     let shutdown = CancellationToken::new();
-    let tasks = consumers.start(&log, &["projector", "extractor", "consolidator"], &shutdown);
+    let tasks = consumers.start(&log, &CONSUMERS, &shutdown);
     let took = emit_all(&log, &burst(n, 1)).await?;
     let head = log.last_sequence("MEM").await?;
     let behind = consumers.cursors();
@@ -516,7 +491,7 @@ async fn workers(options: &MemoryBenchOptions, out: &mut impl Write) -> Result<(
         took.as_secs_f64(),
         n as f64 / took.as_secs_f64().max(1e-9)
     )?;
-    let reached = consumers.reach(head).await;
+    let reached = consumers.reach(&CONSUMERS, head).await;
     shutdown.cancel();
     for t in tasks {
         let _ = t.await;
