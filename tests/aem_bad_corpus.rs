@@ -105,7 +105,6 @@ macro_rules! corpus {
 
 corpus! {
     unknown_memory_kind => [wl(SKILL, "memory[0].kind", "unknown memory kind `epsiodic` (expected one of: working, episodic, semantic, procedural, identity)", 6)];
-    memory_kind_not_implemented => [wl(SKILL, "memory[0].kind", "memory kind `procedural` is not implemented yet", 6)];
     unknown_scope => [wl(SKILL, "memory[0].scope", "unknown memory scope `team` (expected one of: own, mesh, system)", 7)];
     unknown_access => [wl(SKILL, "memory[0].access", "unknown memory access `rw`", 8)];
     derived_memory_written => [w(SKILL, "memory[0].access", "memory kind `semantic` cannot be mounted with access `read-write`")];

@@ -16,7 +16,7 @@ use iron::core::event_kind::EventKind;
 use iron::memory::emit;
 use serde_json::{Value, json};
 use support::{eventually, project::Project};
-use support_llm::{FakeServer, Recorded, Reply, openai_text};
+use support_llm::{FakeServer, Recorded, Reply, openai_text, openai_tools};
 
 const BOUND: Duration = Duration::from_secs(90);
 
@@ -372,4 +372,102 @@ async fn killed_mid_backlog(p: Project) {
             .any(|l| l.starts_with(worker) && l.contains("lag 0 "))
     };
     assert!(lag0("extractor") && lag0("consolidator"), "{status}");
+}
+
+/// The processes `iron task send` needs, and the projector and the procedural reviewer.
+const TASKS_AND_REVIEW: &str = "nodes:
+  - {name: delivery, namespace: /iron/tools, executable: delivery_node, autostart: true}
+  - {name: projector, namespace: /iron/memory, executable: projector_node, autostart: true}
+  - {name: reviewer, namespace: /iron/memory, executable: memory_worker, args: [--worker, reviewer], autostart: true}
+  - {name: engine, namespace: /iron, executable: engine_node, autostart: true}
+";
+
+/// Why the role's tasks fail: its expert's model keeps asking for a tool until its budget of
+/// model calls is spent.
+const REASON: &str = "max_iterations: the budget of 24 model calls is spent";
+
+/// A model that asks for a tool at every turn until the request holds a lesson, then answers.
+fn failing_until_taught(request: &Recorded) -> Reply {
+    if request.body.to_string().contains("Lessons for your role") {
+        return Reply::ok(openai_text("Summarised, in three lines this time."));
+    }
+    Reply::ok(openai_tools(&[("call_1", "harbour_archive", json!({}))]))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_failures_become_a_lesson_the_next_expert_is_shown() {
+    let fake = FakeServer::respond(failing_until_taught).await;
+    let p = Project::openai(&fake.url());
+    let _up = p.up(TASKS_AND_REVIEW, &[]);
+    let send = |n: u32| {
+        p.iron(&[
+            "task",
+            "send",
+            "--domain",
+            "core/assistant",
+            "--wait",
+            "90",
+            &format!("Summarise the harbour report number {n}"),
+        ])
+    };
+    // Two tasks of core/assistant (which declares procedural memory) fail for one reason.
+    for n in 1..=2 {
+        let out = send(n);
+        assert!(!out.status.success(), "task {n} failed: {out:?}");
+    }
+    let judged = p.events("task_judged").await;
+    assert_eq!(judged.len(), 2, "{judged:#?}");
+    for j in &judged {
+        assert_eq!(j.payload["answered"], false);
+        assert!(
+            j.payload["reason"].as_str().unwrap().contains(REASON),
+            "the judgement says why: {j:?}"
+        );
+    }
+    let lesson = eventually("a lesson", BOUND, || async {
+        p.events("lesson_learned").await.into_iter().next()
+    })
+    .await;
+    assert_eq!(lesson.actor, "memory/reviewer");
+    assert_eq!(lesson.namespace_path(), "facts/core/assistant");
+    assert_eq!(lesson.payload["failures"], 2);
+    assert_eq!(lesson.cause.as_ref(), Some(&judged[1].event_id));
+    assert!(
+        lesson.payload["statement"]
+            .as_str()
+            .unwrap()
+            .contains(REASON),
+        "{lesson:?}"
+    );
+    // What the role's next expert would be given, whatever the task.
+    let shown = eventually("the lesson projected", BOUND, || async {
+        let out = p.iron_ok(&["recall", "--as", "core/assistant", "anything at all"]);
+        out.contains("Lessons for your role").then_some(out)
+    })
+    .await;
+    assert!(shown.contains(REASON), "{shown}");
+    // Another role, which declares no procedural memory, is not shown it.
+    let other = p.iron(&["recall", "--as", "core/writer", "anything at all"]);
+    assert!(
+        !String::from_utf8_lossy(&other.stdout).contains("Lessons"),
+        "{other:?}"
+    );
+    // The next task of the role is given it, and so succeeds.
+    let out = send(3);
+    assert!(out.status.success(), "{out:?}");
+    let injected = eventually("memory_injected", BOUND, || async {
+        p.events("memory_injected").await.into_iter().find(|e| {
+            e.payload["items"]
+                .as_array()
+                .is_some_and(|items| items.iter().any(|i| i["kind"] == "lesson_learned"))
+        })
+    })
+    .await;
+    assert_eq!(injected.actor, "core/assistant");
+    let taught = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.body.to_string().contains("Lessons for your role"))
+        .expect("the model was shown the lesson");
+    assert!(taught.body.to_string().contains(REASON));
 }

@@ -54,9 +54,6 @@ pub enum AemError {
     /// A memory kind outside the menu.
     #[error("unknown memory kind `{0}`")]
     UnknownMemoryKind(String),
-    /// A memory kind on the menu that the runtime does not provide yet.
-    #[error("memory kind `{0}` is not implemented yet")]
-    MemoryKindNotImplemented(String),
     /// A memory scope other than own/mesh/system.
     #[error("unknown memory scope `{0}`")]
     UnknownScope(String),

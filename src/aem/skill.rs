@@ -3,8 +3,7 @@
 use super::error::{AemError, Sink};
 use super::frontmatter::Document;
 use super::memory::{
-    ACCESSES, MEMORY_IMPLEMENTED, MEMORY_MENU, READ_ONLY_KINDS, SCOPES, one_of, parse_access,
-    parse_scope,
+    ACCESSES, MEMORY_MENU, READ_ONLY_KINDS, SCOPES, one_of, parse_access, parse_scope,
 };
 use super::mesh::name_rule;
 use super::model::{Access, FileRecord, Scope};
@@ -178,18 +177,6 @@ fn memory_of(declared: &[RawMemory], skill: &Document, sink: &mut Sink) -> Vec<M
                 format!("{field}.kind"),
                 AemError::UnknownMemoryKind(m.kind.clone()),
                 Some(one_of(MEMORY_MENU)),
-            );
-        } else if !MEMORY_IMPLEMENTED.contains(&m.kind.as_str()) {
-            ok = false;
-            sink.push(
-                path,
-                skill.line_at(&["memory", &i.to_string(), "kind"]),
-                format!("{field}.kind"),
-                AemError::MemoryKindNotImplemented(m.kind.clone()),
-                Some(format!(
-                    "an implemented kind, {}",
-                    one_of(MEMORY_IMPLEMENTED)
-                )),
             );
         }
         let scope = parse_scope(&m.scope);

@@ -1,6 +1,6 @@
 //! A background memory worker node (`/iron/memory/<worker>`): derives facts from the MEM
-//! stream (extractor), keeps one current belief per subject (consolidator) or a vector per
-//! current fact (semantic).
+//! stream (extractor), keeps one current belief per subject (consolidator), a vector per
+//! current fact (semantic) or lessons from a role's repeated failures (reviewer).
 
 use std::process::ExitCode;
 
@@ -16,7 +16,8 @@ use iron::{
 struct Args {
     /// Which worker: extractor (facts from published bulletins, structured tool results and,
     /// with a model configured, finished tasks' answers), consolidator (one current belief per
-    /// subject; marks the rest superseded) or semantic (a vector per current fact).
+    /// subject; marks the rest superseded), semantic (a vector per current fact) or reviewer
+    /// (a lesson for a role from tasks that failed for the same reason).
     #[arg(long)]
     worker: Worker,
 }

@@ -134,7 +134,7 @@ async fn recall_as(expert: &str, instruction: &str) -> Result<(), CliError> {
     })?;
     let projection = config.state_path(&config.memory.projection);
     let mounts = crate::cognition::expert::wake::Mounts::new(entry, &catalog, &config);
-    if mounts.prefixes.is_empty() {
+    if mounts.prefixes.is_empty() && mounts.lessons.is_empty() {
         eprintln!(
             "{expert} declares no readable recalled memory (episodic, semantic, procedural): it is given none"
         );
@@ -151,7 +151,7 @@ async fn recall_as(expert: &str, instruction: &str) -> Result<(), CliError> {
         ),
         None => eprintln!(
             "nothing: {expert}'s mounts reach {} and hold nothing about this",
-            mounts.prefixes.join(", ")
+            [mounts.prefixes, mounts.lessons].concat().join(", ")
         ),
     }
     Ok(())

@@ -59,6 +59,9 @@ event_kinds! {
     /// A fact is no longer the current belief: a newer one replaced it, or it repeated one
     /// already held (`fact`, `by`, `reason`: `replaced` | `duplicate`).
     FactSuperseded => "fact_superseded",
+    /// The procedural reviewer wrote a lesson for a role from its repeated failures
+    /// (`statement`, `role`, `reason`, `failures`, `tasks`).
+    LessonLearned => "lesson_learned",
     /// A decision was taken.
     Decision => "decision",
     /// The engine routed an instruction to an expert.

@@ -1,6 +1,7 @@
 //! Memory: `emit()` writes envelopes to the log; the projector derives `projection.db` from it;
-//! the background workers (extractor, consolidator) derive facts from the log and write them
-//! back to it; recall and replay read the projection read-only.
+//! the background workers (extractor, consolidator, semantic index, procedural
+//! reviewer) derive facts, vectors, entities and lessons from the log; recall and replay read
+//! the projection read-only.
 
 pub mod bench;
 pub mod bench_memory;
@@ -11,6 +12,7 @@ pub mod extractor;
 pub mod node;
 pub mod projector;
 pub mod recall;
+pub mod reviewer;
 pub mod semantic;
 pub mod worker;
 

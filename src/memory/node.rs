@@ -15,6 +15,7 @@ use tracing::info;
 use super::consolidator::Consolidator;
 use super::extractor::{Extractor, FactReader, ReadError};
 use super::projector::{self, ProjectorDeps, ProjectorExit};
+use super::reviewer::Reviewer;
 use super::semantic::{HashingEmbedder, SemanticIndex};
 use super::worker::{self, Deriver, WorkerDeps};
 use crate::{
@@ -84,11 +85,18 @@ pub enum Worker {
     Consolidator,
     /// A vector per current fact, for hybrid recall.
     Semantic,
+    /// Lessons from a role's repeated failures.
+    Reviewer,
 }
 
 impl Worker {
     /// Every worker, in launch order.
-    pub const ALL: [Worker; 3] = [Worker::Extractor, Worker::Consolidator, Worker::Semantic];
+    pub const ALL: [Worker; 4] = [
+        Worker::Extractor,
+        Worker::Consolidator,
+        Worker::Semantic,
+        Worker::Reviewer,
+    ];
 
     /// Its name: node name and state file stem.
     pub fn name(self) -> &'static str {
@@ -96,6 +104,7 @@ impl Worker {
             Worker::Extractor => "extractor",
             Worker::Consolidator => "consolidator",
             Worker::Semantic => "semantic",
+            Worker::Reviewer => "reviewer",
         }
     }
 
@@ -113,7 +122,8 @@ impl std::str::FromStr for Worker {
             .into_iter()
             .find(|w| w.name() == s)
             .ok_or_else(|| {
-                format!("no memory worker `{s}`; one of: extractor, consolidator, semantic")
+                let names: Vec<&str> = Worker::ALL.iter().map(|w| w.name()).collect();
+                format!("no memory worker `{s}`; one of: {}", names.join(", "))
             })
     }
 }
@@ -151,6 +161,7 @@ enum Job {
     Extractor(Extractor),
     Consolidator,
     Semantic(SemanticIndex),
+    Reviewer(Reviewer),
 }
 
 impl Job {
@@ -159,6 +170,7 @@ impl Job {
             Job::Extractor(x) => x.schema(),
             Job::Consolidator => Consolidator.schema(),
             Job::Semantic(s) => s.schema(),
+            Job::Reviewer(r) => r.schema(),
         }
     }
 }
@@ -201,6 +213,11 @@ impl ManagedNode for WorkerNode {
                 info!("embedding facts offline ({})", HashingEmbedder::NAME);
                 Job::Semantic(SemanticIndex::new(Arc::new(HashingEmbedder)))
             }
+            // Only roles that declare procedural memory are reviewed.
+            Worker::Reviewer => {
+                let catalog = crate::aem::read_state_catalog(&config).map_err(|e| fail(&e))?;
+                Job::Reviewer(Reviewer::new(&catalog))
+            }
         };
         let state = self.worker.state(&config);
         // Created here so that `iron memory status` finds it as soon as the node is active.
@@ -227,6 +244,7 @@ impl ManagedNode for WorkerNode {
             Job::Extractor(x) => worker::run(frame, x, shutdown).await,
             Job::Consolidator => worker::run(frame, Consolidator, shutdown).await,
             Job::Semantic(s) => worker::run(frame, s, shutdown).await,
+            Job::Reviewer(r) => worker::run(frame, r, shutdown).await,
         };
         match run {
             Ok(last_seq) => {

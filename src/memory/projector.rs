@@ -29,6 +29,8 @@ CREATE TABLE IF NOT EXISTS events(
     payload TEXT NOT NULL, result TEXT, cause TEXT);
 CREATE INDEX IF NOT EXISTS events_seq ON events(seq);
 CREATE INDEX IF NOT EXISTS events_namespace ON events(namespace, seq);
+-- Lessons are few among many events; a role's are read at every wake.
+CREATE INDEX IF NOT EXISTS events_lessons ON events(namespace, seq) WHERE kind = 'lesson_learned';
 CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(event_id UNINDEXED, ns, body);
 CREATE TABLE IF NOT EXISTS applied(seq INTEGER PRIMARY KEY, msg_id TEXT, event_id TEXT);
 CREATE TABLE IF NOT EXISTS skipped(seq INTEGER PRIMARY KEY, subject TEXT NOT NULL, reason TEXT NOT NULL);

@@ -287,6 +287,28 @@ impl Recall {
         rows.collect::<Result<_, _>>().map_err(self.err())
     }
 
+    /// The newest `limit` lessons (`lesson_learned`) of `tenant` in namespace `prefix` or below
+    /// it, newest first.
+    pub fn lessons(
+        &self,
+        prefix: &str,
+        tenant: &str,
+        limit: usize,
+    ) -> Result<Vec<Recalled>, RecallError> {
+        let prefix = prefix.trim_end_matches('/');
+        let sql = format!(
+            "SELECT {COLUMNS} FROM events e
+             WHERE e.kind = 'lesson_learned' AND e.tenant = ?2
+               AND (e.namespace = ?1 OR substr(e.namespace, 1, length(?1) + 1) = ?1 || '/')
+             ORDER BY e.seq DESC LIMIT ?3"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
+        let rows = stmt
+            .query_map(params![prefix, tenant, limit as i64], row)
+            .map_err(self.err())?;
+        rows.collect::<Result<_, _>>().map_err(self.err())
+    }
+
     /// Every event whose namespace is `prefix` or below it (empty prefix: all), in log order.
     pub fn replay(&self, prefix: &str) -> Result<Vec<Recalled>, RecallError> {
         let prefix = prefix.trim_end_matches('/');

@@ -524,18 +524,6 @@ impl EngineDeps {
                 routed.as_ref(),
             )
             .await;
-        let answered = status == GoalStatus::Succeeded && !text.trim().is_empty();
-        // What was asked and answered travels with the judgement: memory learns from it.
-        let clip = |t: &str, n: usize| t.chars().take(n).collect::<String>();
-        let judged = self
-            .record(
-                part,
-                EventKind::TaskJudged,
-                serde_json::json!({"task_id": part.task_id, "domain": domain, "answered": answered, "method": "status_and_nonempty_text",
-                    "instruction": clip(&part.instruction, JUDGED_CHARS), "answer": if answered { clip(&text, JUDGED_CHARS) } else { String::new() }}),
-                delegated_id.as_ref(),
-            )
-            .await;
         let result_status = match (&delegated, status) {
             (Err(_), _) => "failed".into(),
             (Ok(_), GoalStatus::Succeeded) => "succeeded".into(),
@@ -543,6 +531,28 @@ impl EngineDeps {
             (Ok(d), _) if d.result.status.is_empty() => "failed".into(),
             (Ok(d), _) => d.result.status.clone(),
         };
+        let answered = status == GoalStatus::Succeeded && !text.trim().is_empty();
+        // Why it was not answered, for the procedural reviewer (repeated reasons become lessons).
+        let reason = if answered {
+            String::new()
+        } else if !error.is_empty() {
+            error.clone()
+        } else if !text.trim().is_empty() {
+            format!("{result_status}: {}", text.trim())
+        } else {
+            format!("ended {result_status} with no answer")
+        };
+        // What was asked and answered travels with the judgement: memory learns from it.
+        let clip = |t: &str, n: usize| t.chars().take(n).collect::<String>();
+        let judged = self
+            .record(
+                part,
+                EventKind::TaskJudged,
+                serde_json::json!({"task_id": part.task_id, "domain": domain, "answered": answered, "method": "status_and_nonempty_text",
+                    "instruction": clip(&part.instruction, JUDGED_CHARS), "answer": if answered { clip(&text, JUDGED_CHARS) } else { String::new() }, "reason": clip(&reason, JUDGED_CHARS)}),
+                delegated_id.as_ref(),
+            )
+            .await;
         Step {
             domain,
             status,

@@ -180,11 +180,12 @@ impl ManagedNode for ExpertNode {
             ActionServer::<AolTask>::new(&ctx.node, &action, ActionOptions::default())
                 .map_err(|e| CallbackError::Error(e.to_string()))?;
         info!(
-            "expert {} ready: model {}, {} tool(s), memory {:?}, sources {:?}",
+            "expert {} ready: model {}, {} tool(s), memory {:?}, lessons {:?}, sources {:?}",
             self.expert,
             model.name(),
             tools.model_tools().len(),
             mounts.prefixes,
+            mounts.lessons,
             entry.sources,
         );
         let desk = OperatorDesk::new(&ctx.node, &config.operators)

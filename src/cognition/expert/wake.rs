@@ -2,9 +2,10 @@
 //! sources. Both are read per task, from where they live (the projection, the sources
 //! themselves); nothing of them is kept in the process between tasks.
 //!
-//! Memory follows the declaration: each mount of a kind that is recalled (episodic, semantic,
-//! procedural) with read access reaches the namespace prefixes of its scope
-//! (`own` → `facts/<mesh>/<role>` + `facts/system`, …); no declaration, no memory. Perception
+//! Memory follows the declaration: each mount of a kind that is recalled (episodic, semantic)
+//! with read access reaches the namespace prefixes of its scope (`own` → `facts/<mesh>/<role>`
+//! + `facts/system`, …), searched by the task's words; a readable `procedural` mount gives the
+//! newest lessons under its prefixes, whatever the task. No declaration, no memory. Perception
 //! follows the grants: only the sources `capabilities.md` names are read.
 
 use std::{path::PathBuf, time::Duration};
@@ -23,10 +24,12 @@ use crate::{
     spine::durable::AnyLog,
 };
 
-/// Memory kinds an expert recalls from the projection.
-const RECALLED_KINDS: &[&str] = &["episodic", "semantic", "procedural"];
+/// Memory kinds an expert recalls from the projection by the task's words.
+const RECALLED_KINDS: &[&str] = &["episodic", "semantic"];
 /// Recalled items kept per task.
 const RECALLED: usize = 8;
+/// Lessons shown per task.
+const LESSONS: usize = 3;
 /// Characters kept of each.
 const ITEM_CHARS: usize = 300;
 /// How long each source may take to answer.
@@ -35,9 +38,20 @@ pub const SOURCE_WAIT: Duration = Duration::from_secs(5);
 /// The namespace prefixes `mounts` let an expert recall from: readable mounts of recalled
 /// kinds, sorted, without repeats or prefixes nested in another.
 pub fn recall_prefixes(mounts: &[MemoryMount]) -> Vec<String> {
+    readable_prefixes(mounts, RECALLED_KINDS)
+}
+
+/// The namespace prefixes whose lessons an expert is shown: its readable `procedural` mounts.
+pub fn lesson_prefixes(mounts: &[MemoryMount]) -> Vec<String> {
+    readable_prefixes(mounts, &["procedural"])
+}
+
+/// The prefixes of `mounts` of `kinds` with read access, sorted, without repeats or prefixes
+/// nested in another.
+fn readable_prefixes(mounts: &[MemoryMount], kinds: &[&str]) -> Vec<String> {
     let mut prefixes: Vec<String> = mounts
         .iter()
-        .filter(|m| RECALLED_KINDS.contains(&m.kind.as_str()))
+        .filter(|m| kinds.contains(&m.kind.as_str()))
         .filter(|m| matches!(m.access, Access::Read | Access::ReadWrite))
         .flat_map(|m| m.namespaces.iter().cloned())
         .collect();
@@ -66,10 +80,11 @@ pub fn recall_query(instruction: &str) -> String {
         .join(" ")
 }
 
-/// How a recalled event reads in a memory block: a fact as its statement, anything else as
-/// its payload.
+/// How a recalled event reads in a memory block: a fact or a lesson as its statement,
+/// anything else as its payload.
 fn readable(event: &Recalled) -> String {
-    if event.kind == EventKind::FactLearned.as_str()
+    if (event.kind == EventKind::FactLearned.as_str()
+        || event.kind == EventKind::LessonLearned.as_str())
         && let Ok(payload) = serde_json::from_str::<serde_json::Value>(&event.payload)
         && let Some(statement) = payload.get("statement").and_then(|s| s.as_str())
     {
@@ -112,6 +127,8 @@ pub struct Mounts {
     mesh: String,
     /// Namespace prefixes it may recall from, sorted, without repeats.
     pub prefixes: Vec<String>,
+    /// Namespace prefixes whose lessons it is shown.
+    pub lessons: Vec<String>,
     /// Granted sources: (name, description).
     pub sources: Vec<(String, String)>,
 }
@@ -121,6 +138,7 @@ impl Mounts {
     /// grants (described by its mesh's registry); the stores and tenant from `config`.
     pub fn new(entry: &ExpertEntry, catalog: &Catalog, config: &Config) -> Self {
         let prefixes = recall_prefixes(&entry.memory);
+        let lessons = lesson_prefixes(&entry.memory);
         let registry = catalog.mesh(&entry.mesh).map(|m| &m.sources);
         let sources = entry
             .sources
@@ -139,21 +157,24 @@ impl Mounts {
             tenant: config.tenant.clone(),
             mesh: entry.mesh.clone(),
             prefixes,
+            lessons,
             sources,
         }
     }
 
-    /// What the expert's memory holds that bears on `instruction` (`None`: nothing, or no
-    /// projection yet): the current beliefs only, never a superseded fact.
+    /// What the expert's memory holds that bears on `instruction`, and the lessons for its
+    /// role (`None`: nothing, or no projection yet): the current beliefs only, never a
+    /// superseded fact.
     pub async fn recall(&self, instruction: &str) -> Option<Injected> {
-        if self.prefixes.is_empty() || !self.projection.is_file() {
+        if (self.prefixes.is_empty() && self.lessons.is_empty()) || !self.projection.is_file() {
             return None;
         }
-        let (path, semantic, tenant, prefixes) = (
+        let (path, semantic, tenant, prefixes, lessons) = (
             self.projection.clone(),
             self.semantic.clone(),
             self.tenant.clone(),
             self.prefixes.clone(),
+            self.lessons.clone(),
         );
         let instruction = recall_query(instruction);
         let found = tokio::task::spawn_blocking(move || {
@@ -168,10 +189,16 @@ impl Mounts {
                 };
                 hits.extend(semantic::hybrid(&recall, &semantic, &instruction, &filter)?);
             }
-            Ok::<_, crate::memory::recall::RecallError>(hits)
+            // Lessons come through procedural mounts only.
+            hits.retain(|h| h.kind != EventKind::LessonLearned.as_str());
+            let mut taught = Vec::new();
+            for prefix in &lessons {
+                taught.extend(recall.lessons(prefix, &tenant, LESSONS)?);
+            }
+            Ok::<_, crate::memory::recall::RecallError>((hits, taught))
         })
         .await;
-        let mut hits = match found {
+        let (mut hits, mut taught) = match found {
             Ok(Ok(h)) => h,
             Ok(Err(e)) => {
                 debug!("no recall from {}: {e}", self.projection.display());
@@ -179,19 +206,33 @@ impl Mounts {
             }
             Err(_) => return None,
         };
-        hits.sort_by_key(|h| std::cmp::Reverse(h.seq));
-        hits.dedup_by(|a, b| a.event_id == b.event_id);
+        for list in [&mut hits, &mut taught] {
+            list.sort_by_key(|h| std::cmp::Reverse(h.seq));
+            list.dedup_by(|a, b| a.event_id == b.event_id);
+        }
         hits.truncate(RECALLED);
-        if hits.is_empty() {
+        taught.truncate(LESSONS);
+        if hits.is_empty() && taught.is_empty() {
             return None;
         }
-        let mut text = format!("From your memory ({}):\n", self.prefixes.join(", "));
-        for h in &hits {
-            let item: String = readable(h).chars().take(ITEM_CHARS).collect();
-            text.push_str(&format!("- [{}] {item}\n", h.namespace));
+        let mut text = String::new();
+        for (items, heading, searched) in [
+            (&hits, "From your memory", &self.prefixes),
+            (&taught, "Lessons for your role", &self.lessons),
+        ] {
+            if items.is_empty() {
+                continue;
+            }
+            text.push_str(&format!("{heading} ({}):\n", searched.join(", ")));
+            for h in items {
+                let item: String = readable(h).chars().take(ITEM_CHARS).collect();
+                text.push_str(&format!("- [{}] {item}\n", h.namespace));
+            }
         }
+        let prefixes = [self.prefixes.clone(), self.lessons.clone()].concat();
         let items = hits
             .into_iter()
+            .chain(taught)
             .map(|h| InjectedItem {
                 event_id: h.event_id,
                 namespace: h.namespace,
@@ -200,7 +241,7 @@ impl Mounts {
             .collect();
         Some(Injected {
             text,
-            prefixes: self.prefixes.clone(),
+            prefixes,
             items,
         })
     }
