@@ -155,7 +155,14 @@ async fn learns_from_the_newsroom(p: Project) {
     assert!(history.contains(quay.event_id.as_str()), "{history}");
 
     let status = p.iron_ok(&["memory", "status"]);
-    for worker in ["projector", "extractor", "consolidator", "semantic"] {
+    for worker in [
+        "projector",
+        "extractor",
+        "consolidator",
+        "semantic",
+        "graph",
+        "reviewer",
+    ] {
         assert!(
             status
                 .lines()
@@ -415,7 +422,11 @@ async fn repeated_failures_become_a_lesson_the_next_expert_is_shown() {
         let out = send(n);
         assert!(!out.status.success(), "task {n} failed: {out:?}");
     }
-    let judged = p.events("task_judged").await;
+    let judged = eventually("both judgements", BOUND, || async {
+        let judged = p.events("task_judged").await;
+        (judged.len() >= 2).then_some(judged)
+    })
+    .await;
     assert_eq!(judged.len(), 2, "{judged:#?}");
     for j in &judged {
         assert_eq!(j.payload["answered"], false);
@@ -470,4 +481,129 @@ async fn repeated_failures_become_a_lesson_the_next_expert_is_shown() {
         .find(|r| r.body.to_string().contains("Lessons for your role"))
         .expect("the model was shown the lesson");
     assert!(taught.body.to_string().contains(REASON));
+}
+
+/// The processes that turn a delivered bulletin into facts with vectors and entities.
+const LEARN_AND_EMBED: &str = "nodes:
+  - {name: projector, namespace: /iron/memory, executable: projector_node, autostart: true}
+  - {name: extractor, namespace: /iron/memory, executable: memory_worker, args: [--worker, extractor], autostart: true}
+  - {name: semantic, namespace: /iron/memory, executable: memory_worker, args: [--worker, semantic], autostart: true}
+  - {name: graph, namespace: /iron/memory, executable: memory_worker, args: [--worker, graph], autostart: true}
+";
+
+/// An embedding server that knows two meanings: closure (closed, shut, blocked) and flooding
+/// (flooded, water, inundated). Texts of one meaning are near each other whatever their words.
+fn embedding_server(request: &Recorded) -> Reply {
+    if !request.path.ends_with("/embeddings") {
+        return Reply::status(404, json!({"error": {"message": "not here"}}));
+    }
+    let meaning = |text: &str, words: &[&str]| {
+        let text = text.to_lowercase();
+        if words.iter().any(|w| text.contains(w)) {
+            1.0
+        } else {
+            0.0
+        }
+    };
+    let data: Vec<Value> = request.body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let text = text.as_str().unwrap();
+            json!({"index": i, "embedding": [
+                meaning(text, &["closed", "shut", "blocked"]),
+                meaning(text, &["flooded", "water", "inundated"]),
+                0.1,
+            ]})
+        })
+        .collect();
+    Reply::ok(json!({"object": "list", "data": data, "model": request.body["model"]}))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_embeddings_endpoint_finds_facts_by_meaning() {
+    let fake = FakeServer::respond(embedding_server).await;
+    let url = fake.url();
+    let p = Project::configured(&format!(
+        "models:\n  backends:\n    chat:\n      kind: openai\n      base_url: {url}/v1\n      model: fake-gpt\n    embed:\n      kind: openai\n      base_url: {url}/v1\n      model: fake-embed\n  logical:\n    fast: [chat]\n    standard: [chat]\n    strong: [chat]\n  retry: {{max_attempts: 1}}\n  embeddings: embed\n"
+    ));
+    p.build_shipped_catalog();
+    let _up = p.up(LEARN_AND_EMBED, &[]);
+    let log = p.log().await;
+    let mut bulletin = delivery("newsroom/publisher", 1, 0, "confirmed");
+    bulletin.payload["data"]["claims"] = json!([
+        {"claim": "c-bridge", "text": "The harbour bridge is closed.", "status": "confirmed",
+         "sources": [{"outlet": "Harbour Authority", "owner": "city"}]},
+        {"claim": "c-quay", "text": "Quay Street basements flooded.", "status": "single_source",
+         "sources": [{"outlet": "Portside", "owner": "portside"}]},
+    ]);
+    emit(&log, &bulletin).await.unwrap();
+    let status = eventually("both facts embedded by the server", BOUND, || async {
+        let out = p.iron_ok(&["memory", "status"]);
+        out.contains("vectors 2 (openai/fake-embed)").then_some(out)
+    })
+    .await;
+    assert!(!status.contains("hashing"), "{status}");
+    let embedded = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/v1/embeddings")
+        .count();
+    assert!(embedded >= 2, "one call per fact");
+
+    // No word of the question is in the fact; its meaning is.
+    let question = "is the crossing shut?";
+    let words = p.iron_ok(&["recall", question, "--scope", "facts/newsroom"]);
+    assert!(words.is_empty(), "{words}");
+    let found = p.iron_ok(&[
+        "recall",
+        "--semantic",
+        question,
+        "--scope",
+        "facts/newsroom",
+    ]);
+    let first = found.lines().next().unwrap_or_default();
+    assert!(first.contains("harbour bridge is closed"), "{found}");
+    // A wake embeds the task with the same server.
+    let woken = p.iron_ok(&["recall", "--as", "newsroom/analyst", question]);
+    assert!(woken.contains("harbour bridge is closed"), "{woken}");
+
+    // The knowledge graph: who said what, and where.
+    let authority = eventually("the graph", BOUND, || async {
+        let out = p.iron_ok(&["recall", "--graph", "harbour authority"]);
+        (!out.is_empty()).then_some(out)
+    })
+    .await;
+    let lines: Vec<&str> = authority.lines().collect();
+    assert_eq!(lines[0], "Harbour Authority", "{authority}");
+    assert_eq!(lines.len(), 2, "one fact names it: {authority}");
+    assert!(lines[1].starts_with("source "), "{authority}");
+    assert!(lines[1].contains("harbour bridge is closed"), "{authority}");
+    let quay = p.iron_ok(&[
+        "recall",
+        "--graph",
+        "Quay Street",
+        "--scope",
+        "facts/newsroom",
+    ]);
+    assert!(
+        quay.lines().nth(1).unwrap().starts_with("mentioned "),
+        "{quay}"
+    );
+    assert!(
+        quay.lines()
+            .any(|l| l == "related Portside (1 fact(s), as source)"),
+        "{quay}"
+    );
+    let elsewhere = p.iron_ok(&["recall", "--graph", "Quay Street", "--scope", "facts/core"]);
+    assert!(elsewhere.is_empty(), "{elsewhere}");
+    let status = p.iron_ok(&["memory", "status"]);
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("graph") && l.contains(" entities ")),
+        "{status}"
+    );
 }

@@ -117,6 +117,23 @@ async fn up(
 
 /// `iron recall --as <mesh>/<role>`: the memory block that expert would be given at wake for
 /// `instruction`, from its declared mounts in the built catalog.
+/// `query` embedded by the configured embedder (a bad configuration is an error; an embedder
+/// that does not answer leaves recall to full text, and says so).
+async fn query_vector(
+    config: &Config,
+    query: &str,
+) -> Result<Option<crate::memory::semantic::QueryVector>, CliError> {
+    let embedder =
+        crate::llm::embeddings::from_config(config).map_err(|e| CliError::Failed(e.to_string()))?;
+    match crate::memory::semantic::embed_query(&*embedder, query).await {
+        Ok(q) => Ok(Some(q)),
+        Err(e) => {
+            eprintln!("{e}: recalling by words only");
+            Ok(None)
+        }
+    }
+}
+
 async fn recall_as(expert: &str, instruction: &str) -> Result<(), CliError> {
     let config = Config::load()?;
     let catalog =
@@ -133,7 +150,10 @@ async fn recall_as(expert: &str, instruction: &str) -> Result<(), CliError> {
         ))
     })?;
     let projection = config.state_path(&config.memory.projection);
-    let mounts = crate::cognition::expert::wake::Mounts::new(entry, &catalog, &config);
+    let embedder = crate::llm::embeddings::from_config(&config)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let mounts = crate::cognition::expert::wake::Mounts::new(entry, &catalog, &config)
+        .with_embedder(embedder);
     if mounts.prefixes.is_empty() && mounts.lessons.is_empty() {
         eprintln!(
             "{expert} declares no readable recalled memory (episodic, semantic, procedural): it is given none"
@@ -195,20 +215,44 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             scope,
             history,
             semantic,
+            graph: false,
             as_expert: None,
         } => {
             let config = Config::load()?;
             let db = config.state_path(&config.memory.projection);
             let index = crate::memory::node::Worker::Semantic.state(&config);
+            let vector = if semantic {
+                query_vector(&config, &query).await?
+            } else {
+                None
+            };
             let n = crate::memory::cli::recall(
                 &db,
                 &query,
                 scope.as_deref(),
                 history,
-                semantic.then_some(index.as_path()),
+                semantic.then_some((index.as_path(), vector.as_ref())),
                 &mut std::io::stdout(),
             )?;
             eprintln!("{n} event(s)");
+            Ok(())
+        }
+        Command::Recall {
+            query,
+            scope,
+            graph: true,
+            ..
+        } => {
+            let config = Config::load()?;
+            let db = config.state_path(&config.memory.projection);
+            let graph = crate::memory::node::Worker::Graph.state(&config);
+            let out = &mut std::io::stdout();
+            let n = crate::memory::cli::graph(&graph, &db, &query, scope.as_deref(), out)?;
+            if n == 0 {
+                eprintln!("nothing in scope names {query:?}");
+            } else {
+                eprintln!("{n} fact(s)");
+            }
             Ok(())
         }
         Command::Recall {

@@ -125,6 +125,11 @@ pub enum Command {
         /// (the semantic index, offline embedding) are nearest to the query.
         #[arg(long, conflicts_with = "as_expert")]
         semantic: bool,
+        /// The query is a name (an organisation, place, person): the current facts that name
+        /// it — as their source, their subject or in passing — and the names that come up with
+        /// it (the knowledge graph worker's tables).
+        #[arg(long, conflicts_with_all = ["as_expert", "semantic", "history"])]
+        graph: bool,
         /// Print exactly the memory block the expert <mesh>/<role> would be given for this
         /// instruction at wake (its declared mounts and scope, from the built catalog).
         #[arg(long = "as", value_name = "MESH/ROLE")]

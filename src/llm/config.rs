@@ -25,6 +25,8 @@
 //!   scripted: [demo]
 //! retry: {max_attempts: 3, initial_backoff_ms: 500, max_backoff_ms: 8000, jitter: true}
 //! router: fast                           # logical model of the router; absent: offline router
+//! embeddings: local_embed                # an openai backend whose model embeds (`/embeddings`)
+//!                                        # absent: the offline hashing embedding
 //! ```
 //!
 //! An expert's model comes from the catalog (`defaults.model` / `defaults.models` in
@@ -38,6 +40,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::anthropic::AnthropicBackend;
+use super::embeddings::OpenAiEmbedder;
 use super::failover::{Failover, RetryPolicy, Sleeper, TokioSleeper};
 use super::http::HttpSettings;
 use super::model::{ChatModel, Prices};
@@ -67,6 +70,10 @@ pub struct ModelsConfig {
     /// Logical model of the router; `None` routes offline.
     #[serde(default)]
     pub router: Option<String>,
+    /// The `openai` backend whose `model` embeds memory (its `/embeddings` endpoint); `None`:
+    /// the offline hashing embedding.
+    #[serde(default)]
+    pub embeddings: Option<String>,
 }
 
 /// Which protocol a backend speaks.
@@ -108,6 +115,24 @@ pub struct BackendConfig {
     /// Script file (scripted).
     #[serde(default)]
     pub script: Option<PathBuf>,
+}
+
+impl BackendConfig {
+    /// What a networked backend of this configuration, named `name`, is built from.
+    fn http_settings(&self, name: &str) -> HttpSettings {
+        HttpSettings {
+            name: name.to_string(),
+            base_url: self
+                .base_url
+                .clone()
+                .unwrap_or_else(|| ANTHROPIC_BASE_URL.to_string()),
+            model: self.model.clone().unwrap_or_default(),
+            api_key: self.api_key.clone(),
+            timeout: Duration::from_secs(self.timeout_secs),
+            max_tokens: self.max_tokens,
+            prices: self.prices,
+        }
+    }
 }
 
 fn default_timeout() -> u64 {
@@ -207,6 +232,25 @@ impl ModelsConfig {
         }
         if let Some(router) = &self.router {
             self.require_logical(router)?;
+        }
+        if let Some(name) = &self.embeddings {
+            let message = match self.backends.get(name) {
+                None => Some(format!(
+                    "embeddings names no configured backend; configured: {}",
+                    known()
+                )),
+                Some(b) if b.kind != BackendKind::Openai => Some(
+                    "embeddings needs an `openai` backend (an OpenAI-compatible /embeddings)"
+                        .to_string(),
+                ),
+                Some(_) => None,
+            };
+            if let Some(message) = message {
+                return Err(ConfigError::Backend {
+                    backend: name.clone(),
+                    message,
+                });
+            }
         }
         if self.retry.max_attempts == 0 {
             return Err(ConfigError::Yaml(
@@ -353,6 +397,22 @@ impl ModelRegistry {
         )))
     }
 
+    /// The embedder of memory, if `embeddings` names one (validated: an `openai` backend).
+    pub fn embedder(&self) -> Result<Option<Arc<OpenAiEmbedder>>, ConfigError> {
+        let Some(name) = &self.config.embeddings else {
+            return Ok(None);
+        };
+        let b = self
+            .config
+            .backends
+            .get(name)
+            .ok_or_else(|| ConfigError::Backend {
+                backend: name.clone(),
+                message: "not configured".into(),
+            })?;
+        OpenAiEmbedder::new(b.http_settings(name), self.secrets.clone()).map(|e| Some(Arc::new(e)))
+    }
+
     /// The router's model, if one is configured.
     pub fn router_model(&self) -> Result<Option<Arc<dyn ChatModel>>, ConfigError> {
         self.config
@@ -372,18 +432,7 @@ impl ModelRegistry {
                 backend: name.to_string(),
                 message: "not configured".into(),
             })?;
-        let http = || HttpSettings {
-            name: name.to_string(),
-            base_url: b
-                .base_url
-                .clone()
-                .unwrap_or_else(|| ANTHROPIC_BASE_URL.to_string()),
-            model: b.model.clone().unwrap_or_default(),
-            api_key: b.api_key.clone(),
-            timeout: Duration::from_secs(b.timeout_secs),
-            max_tokens: b.max_tokens,
-            prices: b.prices,
-        };
+        let http = || b.http_settings(name);
         Ok(match b.kind {
             BackendKind::Openai => Arc::new(OpenAiBackend::new(http(), self.secrets.clone())?),
             BackendKind::Anthropic => {

@@ -6,10 +6,12 @@
 //!
 //! Keys are held by reference (`${VAR}`), looked up at call time through a [`SecretSource`],
 //! and never appear in `Debug` output, errors or logs. This layer uses `crate::core`,
-//! `crate::aem`, and `crate::memory` for the port its fact reader implements ([`facts`]).
+//! `crate::aem`, and `crate::memory` for the ports its fact reader ([`facts`]) and embedder
+//! ([`embeddings`]) implement.
 
 mod anthropic;
 mod config;
+pub mod embeddings;
 mod error;
 pub mod facts;
 mod failover;

@@ -11,7 +11,7 @@ use super::config::ConfigError;
 use super::error::LlmError;
 use super::http::{self, HttpSettings};
 use super::model::{BoxFuture, ChatModel};
-use super::secret::SecretSource;
+use super::secret::{Secret, SecretSource};
 use super::types::{ChatRequest, ChatResponse, FinishReason, Message, ToolCall, Usage};
 
 /// A backend speaking the OpenAI chat-completions protocol.
@@ -51,22 +51,7 @@ impl OpenAiBackend {
 
     async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let name = &self.settings.name;
-        let secret = http::resolve_key(name, self.settings.api_key.as_ref(), &*self.secrets)?;
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &secret {
-            let mut value =
-                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
-                    LlmError::MissingKey {
-                        backend: name.clone(),
-                        variable: format!(
-                            "{} (its value is not a valid header)",
-                            self.settings.api_key.as_ref().map_or("", |k| k.variable())
-                        ),
-                    }
-                })?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
+        let (headers, secret) = bearer(&self.settings, &*self.secrets)?;
         let body = request_body(&self.settings, request);
         tracing::debug!(backend = %name, url = %self.url, messages = request.messages.len(), "chat completion");
         let answer = http::post_json(
@@ -101,6 +86,31 @@ impl ChatModel for OpenAiBackend {
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         Box::pin(self.call(request))
     }
+}
+
+/// The `Authorization: Bearer` header of `settings`' key, resolved now (none without a key),
+/// and the key, to scrub from errors.
+pub(crate) fn bearer(
+    settings: &HttpSettings,
+    secrets: &dyn SecretSource,
+) -> Result<(HeaderMap, Option<Secret>), LlmError> {
+    let secret = http::resolve_key(&settings.name, settings.api_key.as_ref(), secrets)?;
+    let mut headers = HeaderMap::new();
+    if let Some(key) = &secret {
+        let mut value =
+            HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                LlmError::MissingKey {
+                    backend: settings.name.clone(),
+                    variable: format!(
+                        "{} (its value is not a valid header)",
+                        settings.api_key.as_ref().map_or("", |k| k.variable())
+                    ),
+                }
+            })?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    Ok((headers, secret))
 }
 
 /// The JSON body of one chat-completions request.

@@ -264,7 +264,8 @@ async fn recall_at_scale(
             recall.recall_any(&instruction, &filter)?;
             any.push(t.elapsed());
             let t = Instant::now();
-            semantic::hybrid(&recall, &index, &instruction, &filter)?;
+            let q = HashingEmbedder::query(&instruction);
+            semantic::hybrid(&recall, &index, &instruction, Some(&q), &filter)?;
             hybrid.push(t.elapsed());
         }
         Ok(vec![

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::recall::{Recall, RecallError, RecallFilter, Recalled};
+use super::semantic::QueryVector;
 use crate::core::durable::{ConsumerSpec, DurableError, EventLog, LogConsumer, StartAt};
 use crate::core::envelope::Envelope;
 
@@ -21,6 +22,9 @@ pub enum CliError {
     /// The projection failed.
     #[error(transparent)]
     Recall(#[from] RecallError),
+    /// The knowledge graph failed.
+    #[error(transparent)]
+    Graph(#[from] super::graph::GraphError),
     /// Writing the output failed.
     #[error("cannot write output: {0}")]
     Io(#[from] std::io::Error),
@@ -102,13 +106,14 @@ pub fn log_replay(db: &Path, prefix: &str, out: &mut impl Write) -> Result<usize
 
 /// Prints the events matching `query`, optionally limited to a namespace prefix (`scope`);
 /// with `history`, also facts no longer believed and what superseded them. With `semantic`
-/// (the semantic index), hybrid recall: any of the words, or near them, best first.
+/// (the semantic index and the query's vector, if it could be made), hybrid recall: any of the
+/// words, or near them, best first.
 pub fn recall(
     db: &Path,
     query: &str,
     scope: Option<&str>,
     history: bool,
-    semantic: Option<&Path>,
+    semantic: Option<(&Path, Option<&QueryVector>)>,
     out: &mut impl Write,
 ) -> Result<usize, CliError> {
     let filter = RecallFilter {
@@ -118,13 +123,49 @@ pub fn recall(
     };
     let recall = Recall::open(db)?;
     let events = match semantic {
-        Some(index) => super::semantic::hybrid(&recall, index, query, &filter)?,
+        Some((index, vector)) => super::semantic::hybrid(&recall, index, query, vector, &filter)?,
         None => recall.recall(query, &filter)?,
     };
     for event in &events {
         line(out, event)?;
     }
     Ok(events.len())
+}
+
+/// Prints what the knowledge graph at `graph` knows about `name` under the namespace prefix
+/// `scope`: the current facts naming it (how each names it, then the fact as `recall` prints
+/// it) and the names that come up with it. Returns how many facts it printed.
+pub fn graph(
+    graph: &Path,
+    db: &Path,
+    name: &str,
+    scope: Option<&str>,
+    out: &mut impl Write,
+) -> Result<usize, CliError> {
+    let filter = RecallFilter {
+        prefix: scope.map(str::to_owned),
+        ..Default::default()
+    };
+    let recall = Recall::open(db)?;
+    let Some(node) = super::graph::about(graph, &recall, name, &filter)? else {
+        return Ok(0);
+    };
+    writeln!(out, "{}", node.name)?;
+    for (role, fact) in &node.facts {
+        write!(out, "{:<9} ", role.as_str())?;
+        line(out, fact)?;
+    }
+    for r in &node.related {
+        let roles: Vec<&str> = r.roles.iter().map(|r| r.as_str()).collect();
+        writeln!(
+            out,
+            "related {} ({} fact(s), as {})",
+            r.name,
+            r.shared,
+            roles.join(", ")
+        )?;
+    }
+    Ok(node.facts.len())
 }
 
 /// Prints where the projector and each background worker are in the MEM stream: the sequence
@@ -181,8 +222,12 @@ pub async fn status<L: EventLog>(
                     write!(out, " unwritten {}", p.pending)?;
                 }
                 // The semantic index writes vectors, not events.
-                if let Some(n) = super::semantic::indexed(state) {
-                    write!(out, " vectors {n}")?;
+                // The semantic index and the graph write their own tables, not events.
+                for (embedder, n) in super::semantic::indexed(state).unwrap_or_default() {
+                    write!(out, " vectors {n} ({embedder})")?;
+                }
+                if let Some(n) = super::graph::entities_count(state) {
+                    write!(out, " entities {n}")?;
                 }
                 if let Some(e) = &p.last_error {
                     write!(out, " (last error: {e})")?;

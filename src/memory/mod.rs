@@ -1,5 +1,5 @@
 //! Memory: `emit()` writes envelopes to the log; the projector derives `projection.db` from it;
-//! the background workers (extractor, consolidator, semantic index, procedural
+//! the background workers (extractor, consolidator, semantic index, knowledge graph, procedural
 //! reviewer) derive facts, vectors, entities and lessons from the log; recall and replay read
 //! the projection read-only.
 
@@ -9,6 +9,7 @@ pub mod cli;
 pub mod consolidator;
 pub mod emit;
 pub mod extractor;
+pub mod graph;
 pub mod node;
 pub mod projector;
 pub mod recall;

@@ -14,9 +14,10 @@ use tracing::info;
 
 use super::consolidator::Consolidator;
 use super::extractor::{Extractor, FactReader, ReadError};
+use super::graph::KnowledgeGraph;
 use super::projector::{self, ProjectorDeps, ProjectorExit};
 use super::reviewer::Reviewer;
-use super::semantic::{HashingEmbedder, SemanticIndex};
+use super::semantic::{EmbedError, Embedder, HashingEmbedder, SemanticIndex};
 use super::worker::{self, Deriver, WorkerDeps};
 use crate::{
     aem::Catalog,
@@ -85,16 +86,19 @@ pub enum Worker {
     Consolidator,
     /// A vector per current fact, for hybrid recall.
     Semantic,
+    /// Who and what the facts name.
+    Graph,
     /// Lessons from a role's repeated failures.
     Reviewer,
 }
 
 impl Worker {
     /// Every worker, in launch order.
-    pub const ALL: [Worker; 4] = [
+    pub const ALL: [Worker; 5] = [
         Worker::Extractor,
         Worker::Consolidator,
         Worker::Semantic,
+        Worker::Graph,
         Worker::Reviewer,
     ];
 
@@ -104,6 +108,7 @@ impl Worker {
             Worker::Extractor => "extractor",
             Worker::Consolidator => "consolidator",
             Worker::Semantic => "semantic",
+            Worker::Graph => "graph",
             Worker::Reviewer => "reviewer",
         }
     }
@@ -132,11 +137,16 @@ impl std::str::FromStr for Worker {
 /// configured). The models layer provides it (`llm::facts::from_config`); memory sits below.
 pub type ReaderFactory = fn(&Config, &Catalog) -> Result<Option<Arc<dyn FactReader>>, ReadError>;
 
+/// Builds the semantic index's embedder from the configuration (the configured `/embeddings`
+/// backend, or the offline one). The models layer provides it (`llm::embeddings::from_config`).
+pub type EmbedderFactory = fn(&Config) -> Result<Arc<dyn Embedder>, EmbedError>;
+
 /// The node of one background worker (`/iron/memory/<worker>`).
 #[derive(Debug)]
 pub struct WorkerNode {
     worker: Worker,
     reader: Option<ReaderFactory>,
+    embedder: Option<EmbedderFactory>,
 }
 
 impl WorkerNode {
@@ -145,7 +155,14 @@ impl WorkerNode {
         Self {
             worker,
             reader: None,
+            embedder: None,
         }
+    }
+
+    /// The semantic index embeds with what `factory` builds (without it, offline).
+    pub fn with_embedder(mut self, factory: EmbedderFactory) -> Self {
+        self.embedder = Some(factory);
+        self
     }
 
     /// The extractor also reads finished tasks' answers with the model `factory` builds.
@@ -161,6 +178,7 @@ enum Job {
     Extractor(Extractor),
     Consolidator,
     Semantic(SemanticIndex),
+    Graph,
     Reviewer(Reviewer),
 }
 
@@ -170,6 +188,7 @@ impl Job {
             Job::Extractor(x) => x.schema(),
             Job::Consolidator => Consolidator.schema(),
             Job::Semantic(s) => s.schema(),
+            Job::Graph => KnowledgeGraph.schema(),
             Job::Reviewer(r) => r.schema(),
         }
     }
@@ -210,9 +229,14 @@ impl ManagedNode for WorkerNode {
             }
             Worker::Consolidator => Job::Consolidator,
             Worker::Semantic => {
-                info!("embedding facts offline ({})", HashingEmbedder::NAME);
-                Job::Semantic(SemanticIndex::new(Arc::new(HashingEmbedder)))
+                let embedder: Arc<dyn Embedder> = match self.embedder {
+                    Some(build) => build(&config).map_err(|e| fail(&e))?,
+                    None => Arc::new(HashingEmbedder),
+                };
+                info!("embedding facts with {}", embedder.name());
+                Job::Semantic(SemanticIndex::new(embedder))
             }
+            Worker::Graph => Job::Graph,
             // Only roles that declare procedural memory are reviewed.
             Worker::Reviewer => {
                 let catalog = crate::aem::read_state_catalog(&config).map_err(|e| fail(&e))?;
@@ -244,6 +268,7 @@ impl ManagedNode for WorkerNode {
             Job::Extractor(x) => worker::run(frame, x, shutdown).await,
             Job::Consolidator => worker::run(frame, Consolidator, shutdown).await,
             Job::Semantic(s) => worker::run(frame, s, shutdown).await,
+            Job::Graph => worker::run(frame, KnowledgeGraph, shutdown).await,
             Job::Reviewer(r) => worker::run(frame, r, shutdown).await,
         };
         match run {

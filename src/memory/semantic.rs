@@ -82,6 +82,14 @@ impl HashingEmbedder {
         normalise(&mut v);
         v
     }
+
+    /// `text` as a query for [`hybrid`] (no waiting: this embedder is local).
+    pub fn query(text: &str) -> QueryVector {
+        QueryVector {
+            embedder: Self::NAME.to_string(),
+            vector: Self::vector(text),
+        }
+    }
 }
 
 impl Embedder for HashingEmbedder {
@@ -254,12 +262,41 @@ pub fn nearest(
     Ok(scored)
 }
 
-/// How many vectors the index at `path` holds (`None`: it is not a semantic index).
-pub fn indexed(path: &Path) -> Option<u64> {
+/// How many vectors the index at `path` holds, by embedder (`None`: it is not a semantic
+/// index).
+pub fn indexed(path: &Path) -> Option<Vec<(String, u64)>> {
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
-    conn.query_row("SELECT count(*) FROM vectors", [], |r| r.get::<_, i64>(0))
-        .ok()
-        .map(|n| n as u64)
+    let mut stmt = conn
+        .prepare("SELECT embedder, count(*) FROM vectors GROUP BY embedder ORDER BY embedder")
+        .ok()?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))
+        .ok()?;
+    rows.collect::<Result<_, _>>().ok()
+}
+
+/// A query embedded, with the name of the embedder that made it: only vectors of that
+/// embedder are compared with it.
+#[derive(Debug, Clone)]
+pub struct QueryVector {
+    /// The embedder's name (`hashing-256-v1`, `openai/<model>`).
+    pub embedder: String,
+    /// The query's vector.
+    pub vector: Vec<f32>,
+}
+
+/// Embeds `query` with `embedder` for [`hybrid`].
+pub async fn embed_query(embedder: &dyn Embedder, query: &str) -> Result<QueryVector, EmbedError> {
+    let text = [query.to_string()];
+    let vector = embedder
+        .embed(&text)
+        .await?
+        .pop()
+        .ok_or_else(|| EmbedError("no vector".into()))?;
+    Ok(QueryVector {
+        embedder: embedder.name().to_string(),
+        vector,
+    })
 }
 
 /// Reciprocal-rank fusion constant: how much a lower rank still counts.
@@ -267,12 +304,13 @@ const RRF_K: f32 = 60.0;
 
 /// Hybrid recall: full-text (any word) and vector results under `filter`, fused by
 /// reciprocal rank; the best `filter.limit` (0: 50) current events, read from the projection.
-/// The query is embedded offline, so only vectors of [`HashingEmbedder`] take part; without
-/// them (no index at `semantic`, or one made by another embedder) it is full-text recall.
+/// Only vectors of the embedder that made `vector` take part; without them (no index at
+/// `semantic`, one made by another embedder, or no query vector) it is full-text recall.
 pub fn hybrid(
     projection: &Recall,
     semantic: &Path,
     query: &str,
+    vector: Option<&QueryVector>,
     filter: &RecallFilter,
 ) -> Result<Vec<Recalled>, RecallError> {
     let limit = if filter.limit == 0 { 50 } else { filter.limit };
@@ -281,15 +319,8 @@ pub fn hybrid(
         ..filter.clone()
     };
     let text = projection.recall_any(query, &wide)?;
-    let vectors = if semantic.is_file() {
-        nearest(
-            semantic,
-            HashingEmbedder::NAME,
-            &HashingEmbedder::vector(query),
-            &wide,
-            limit * 4,
-        )
-        .unwrap_or_else(|e| {
+    let vectors = if let Some(q) = vector.filter(|_| semantic.is_file()) {
+        nearest(semantic, &q.embedder, &q.vector, &wide, limit * 4).unwrap_or_else(|e| {
             tracing::debug!("no vector recall from {}: {e}", semantic.display());
             Vec::new()
         })
@@ -398,7 +429,8 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
-        let found: Vec<String> = hybrid(&recall, &index, "harbor bridges", &filter)
+        let q = HashingEmbedder::query("harbor bridges");
+        let found: Vec<String> = hybrid(&recall, &index, "harbor bridges", Some(&q), &filter)
             .unwrap()
             .into_iter()
             .map(|r| r.namespace)
@@ -409,8 +441,25 @@ mod tests {
                 .iter()
                 .all(|ns| ns == "facts/n/a" || ns == "facts/n/a/sub")
         );
-        // Without an index it is full-text recall.
-        let none = hybrid(&recall, &dir.path().join("missing.db"), "harbour", &filter).unwrap();
-        assert_eq!(none.len(), 2, "the current fact and the nested one");
+        // Without an index, or with vectors of another embedder, it is full-text recall.
+        let q = HashingEmbedder::query("harbour");
+        let none = hybrid(
+            &recall,
+            &dir.path().join("missing.db"),
+            "harbour",
+            Some(&q),
+            &filter,
+        );
+        assert_eq!(
+            none.unwrap().len(),
+            2,
+            "the current fact and the nested one"
+        );
+        let other = QueryVector {
+            embedder: "openai/other".into(),
+            ..HashingEmbedder::query("harbor bridges")
+        };
+        let text_only = hybrid(&recall, &index, "harbor bridges", Some(&other), &filter);
+        assert!(text_only.unwrap().is_empty());
     }
 }

@@ -85,7 +85,8 @@ impl ManagedNode for ExpertNode {
             return Err(refuse(format!("{} belongs to a parked mesh", self.expert)));
         }
         let brief = ExpertBrief::from_catalog(&catalog, &self.expert).expect("the entry exists");
-        let mounts = Mounts::new(&entry, &catalog, &config);
+        let embedder = crate::llm::embeddings::from_config(&config).map_err(refuse)?;
+        let mounts = Mounts::new(&entry, &catalog, &config).with_embedder(embedder);
         // No `models:` block: the offline backend. With one, the offline backend still
         // answers when every configured backend fails.
         let base = std::env::current_dir().map_err(refuse)?;

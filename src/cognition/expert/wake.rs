@@ -4,11 +4,11 @@
 //!
 //! Memory follows the declaration: each mount of a kind that is recalled (episodic, semantic)
 //! with read access reaches the namespace prefixes of its scope (`own` → `facts/<mesh>/<role>`
-//! + `facts/system`, …), searched by the task's words; a readable `procedural` mount gives the
+//! and `facts/system`, …), searched by the task's words; a readable `procedural` mount gives the
 //! newest lessons under its prefixes, whatever the task. No declaration, no memory. Perception
 //! follows the grants: only the sources `capabilities.md` names are read.
 
-use std::{path::PathBuf, time::Duration};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use tracing::debug;
 
@@ -18,7 +18,7 @@ use crate::{
     memory::{
         node::Worker,
         recall::{Recall, RecallFilter, Recalled},
-        semantic,
+        semantic::{self, Embedder},
     },
     msp::reader::{self, Reading},
     spine::durable::AnyLog,
@@ -118,8 +118,10 @@ pub struct InjectedItem {
 }
 
 /// An expert's mounts, resolved at `configure`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Mounts {
+    /// Embeds the task for hybrid recall (the one the semantic index uses).
+    embedder: Arc<dyn Embedder>,
     projection: PathBuf,
     /// The semantic index (hybrid recall when it exists).
     semantic: PathBuf,
@@ -152,6 +154,7 @@ impl Mounts {
             })
             .collect();
         Self {
+            embedder: Arc::new(semantic::HashingEmbedder),
             projection: config.state_path(&config.memory.projection),
             semantic: Worker::Semantic.state(config),
             tenant: config.tenant.clone(),
@@ -160,6 +163,12 @@ impl Mounts {
             lessons,
             sources,
         }
+    }
+
+    /// Embeds tasks with `embedder` (the configured one; the offline one by default).
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = embedder;
+        self
     }
 
     /// What the expert's memory holds that bears on `instruction`, and the lessons for its
@@ -177,6 +186,14 @@ impl Mounts {
             self.lessons.clone(),
         );
         let instruction = recall_query(instruction);
+        // A task the embedder cannot embed (its server down) is recalled by its words.
+        let vector = match self.prefixes.is_empty() {
+            true => None,
+            false => semantic::embed_query(&*self.embedder, &instruction)
+                .await
+                .map_err(|e| debug!("recall by words only: {e}"))
+                .ok(),
+        };
         let found = tokio::task::spawn_blocking(move || {
             let recall = Recall::open(&path)?;
             let mut hits = Vec::new();
@@ -187,7 +204,14 @@ impl Mounts {
                     limit: RECALLED,
                     ..RecallFilter::default()
                 };
-                hits.extend(semantic::hybrid(&recall, &semantic, &instruction, &filter)?);
+                let vector = vector.as_ref();
+                hits.extend(semantic::hybrid(
+                    &recall,
+                    &semantic,
+                    &instruction,
+                    vector,
+                    &filter,
+                )?);
             }
             // Lessons come through procedural mounts only.
             hits.retain(|h| h.kind != EventKind::LessonLearned.as_str());
