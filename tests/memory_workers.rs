@@ -405,7 +405,10 @@ fn failing_until_taught(request: &Recorded) -> Reply {
 async fn repeated_failures_become_a_lesson_the_next_expert_is_shown() {
     let fake = FakeServer::respond(failing_until_taught).await;
     let p = Project::openai(&fake.url());
-    let _up = p.up(TASKS_AND_REVIEW, &[]);
+    let up = p.up(TASKS_AND_REVIEW, &[]);
+    for node in ["/iron/engine", "/iron/memory/reviewer"] {
+        up.wait_for(&format!("{node}: active"), BOUND);
+    }
     let send = |n: u32| {
         p.iron(&[
             "task",
@@ -420,7 +423,11 @@ async fn repeated_failures_become_a_lesson_the_next_expert_is_shown() {
     // Two tasks of core/assistant (which declares procedural memory) fail for one reason.
     for n in 1..=2 {
         let out = send(n);
-        assert!(!out.status.success(), "task {n} failed: {out:?}");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !out.status.success() && said.contains("max_iterations"),
+            "task {n} spent its budget: {out:?}"
+        );
     }
     let judged = eventually("both judgements", BOUND, || async {
         let judged = p.events("task_judged").await;

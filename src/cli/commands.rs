@@ -125,7 +125,8 @@ async fn query_vector(
 ) -> Result<Option<crate::memory::semantic::QueryVector>, CliError> {
     let embedder =
         crate::llm::embeddings::from_config(config).map_err(|e| CliError::Failed(e.to_string()))?;
-    match crate::memory::semantic::embed_query(&*embedder, query).await {
+    let limit = std::time::Duration::from_secs(30);
+    match crate::memory::semantic::embed_query(&*embedder, query, limit).await {
         Ok(q) => Ok(Some(q)),
         Err(e) => {
             eprintln!("{e}: recalling by words only");

@@ -285,12 +285,22 @@ pub struct QueryVector {
     pub vector: Vec<f32>,
 }
 
-/// Embeds `query` with `embedder` for [`hybrid`].
-pub async fn embed_query(embedder: &dyn Embedder, query: &str) -> Result<QueryVector, EmbedError> {
+/// Embeds `query` with `embedder` for [`hybrid`], waiting at most `limit` (an embedding server
+/// that hangs must not hold up a wake for its whole retry schedule).
+pub async fn embed_query(
+    embedder: &dyn Embedder,
+    query: &str,
+    limit: std::time::Duration,
+) -> Result<QueryVector, EmbedError> {
     let text = [query.to_string()];
-    let vector = embedder
-        .embed(&text)
-        .await?
+    let vector = tokio::time::timeout(limit, embedder.embed(&text))
+        .await
+        .map_err(|_| {
+            EmbedError(format!(
+                "{} gave no vector within {limit:?}",
+                embedder.name()
+            ))
+        })??
         .pop()
         .ok_or_else(|| EmbedError("no vector".into()))?;
     Ok(QueryVector {

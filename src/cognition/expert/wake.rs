@@ -32,6 +32,8 @@ const RECALLED: usize = 8;
 const LESSONS: usize = 3;
 /// Characters kept of each.
 const ITEM_CHARS: usize = 300;
+/// How long the embedder may take to embed a task (beyond it, recall is by words).
+const EMBED_WAIT: Duration = Duration::from_secs(10);
 /// How long each source may take to answer.
 pub const SOURCE_WAIT: Duration = Duration::from_secs(5);
 
@@ -187,12 +189,13 @@ impl Mounts {
         );
         let instruction = recall_query(instruction);
         // A task the embedder cannot embed (its server down) is recalled by its words.
-        let vector = match self.prefixes.is_empty() {
-            true => None,
-            false => semantic::embed_query(&*self.embedder, &instruction)
+        let vector = if self.prefixes.is_empty() {
+            None
+        } else {
+            semantic::embed_query(&*self.embedder, &instruction, EMBED_WAIT)
                 .await
                 .map_err(|e| debug!("recall by words only: {e}"))
-                .ok(),
+                .ok()
         };
         let found = tokio::task::spawn_blocking(move || {
             let recall = Recall::open(&path)?;
