@@ -217,6 +217,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             history,
             semantic,
             graph: false,
+            documents: false,
             as_expert: None,
         } => {
             let config = Config::load()?;
@@ -236,6 +237,19 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 &mut std::io::stdout(),
             )?;
             eprintln!("{n} event(s)");
+            Ok(())
+        }
+        Command::Recall {
+            query,
+            scope,
+            documents: true,
+            ..
+        } => {
+            let config = Config::load()?;
+            let index = crate::memory::node::Worker::Documents.state(&config);
+            let out = &mut std::io::stdout();
+            let n = crate::memory::cli::documents(&index, &query, scope.as_deref(), out)?;
+            eprintln!("{n} passage(s)");
             Ok(())
         }
         Command::Recall {
@@ -261,6 +275,12 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             as_expert: Some(expert),
             ..
         } => recall_as(&expert, &query).await,
+        Command::Memory(MemoryCommand::Save {
+            source,
+            scope,
+            title,
+            kind,
+        }) => super::memory::save(&source, &scope, &title, kind.as_deref(), timeout).await,
         Command::Memory(MemoryCommand::Status) => {
             let config = Config::load()?;
             let log = AnyLog::open(&config).await?;

@@ -9,6 +9,7 @@ mod bench_stats;
 mod commands;
 mod jobs;
 mod lifecycle;
+mod memory;
 mod msp;
 pub mod node;
 mod operator;
@@ -130,6 +131,10 @@ pub enum Command {
         /// it (the knowledge graph worker's tables).
         #[arg(long, conflicts_with_all = ["as_expert", "semantic", "history"])]
         graph: bool,
+        /// Search the passages of saved documents (`iron memory save`): each with its
+        /// document, page and position.
+        #[arg(long, conflicts_with_all = ["as_expert", "semantic", "history", "graph"])]
+        documents: bool,
         /// Print exactly the memory block the expert <mesh>/<role> would be given for this
         /// instruction at wake (its declared mounts and scope, from the built catalog).
         #[arg(long = "as", value_name = "MESH/ROLE")]
@@ -200,6 +205,23 @@ pub enum MemoryCommand {
     /// Where the projector and each worker are in the MEM stream: sequence handled, lag
     /// behind the log, events written, errors.
     Status,
+    /// Save a file or a web page to memory: its bytes go to the object store and
+    /// `document_saved` to the log; the documents worker indexes its text (plain, Markdown,
+    /// HTML, PDF) by passage, and `iron recall --documents` finds them.
+    Save {
+        /// A file's path, or an http(s) URL.
+        source: String,
+        /// The namespace it is saved to, under facts/ (facts/newsroom reaches every newsroom
+        /// role whose scope is mesh).
+        #[arg(long)]
+        scope: String,
+        /// A title (default: the path or URL).
+        #[arg(long, default_value = "")]
+        title: String,
+        /// Its kind when neither its content nor its name says: text, html or pdf.
+        #[arg(long = "type", value_name = "KIND")]
+        kind: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -62,6 +62,9 @@ event_kinds! {
     /// The procedural reviewer wrote a lesson for a role from its repeated failures
     /// (`statement`, `role`, `reason`, `failures`, `tasks`).
     LessonLearned => "lesson_learned",
+    /// A document was saved to memory: its bytes are in the object store (`bucket`, named by
+    /// `digest`), with `name`, `title`, `media_type`, `size` and `pages`.
+    DocumentSaved => "document_saved",
     /// A decision was taken.
     Decision => "decision",
     /// The engine routed an instruction to an expert.

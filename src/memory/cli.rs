@@ -132,6 +132,33 @@ pub fn recall(
     Ok(events.len())
 }
 
+/// Prints the passages of saved documents in the index at `index` that hold every word of
+/// `query`, under the namespace prefix `scope`, best first: where each is (document, page,
+/// passage, offset) and its text. Returns how many it printed.
+pub fn documents(
+    index: &Path,
+    query: &str,
+    scope: Option<&str>,
+    out: &mut impl Write,
+) -> Result<usize, CliError> {
+    let found = super::documents::search(index, query, scope.unwrap_or(""), None, 20).map_err(
+        |source| {
+            CliError::Recall(RecallError::Database {
+                path: index.to_path_buf(),
+                source,
+            })
+        },
+    )?;
+    for f in &found {
+        writeln!(
+            out,
+            "{} p.{} #{} @{} [{}] {}: {}",
+            f.name, f.page, f.ordinal, f.offset, f.namespace, f.title, f.text
+        )?;
+    }
+    Ok(found.len())
+}
+
 /// Prints what the knowledge graph at `graph` knows about `name` under the namespace prefix
 /// `scope`: the current facts naming it (how each names it, then the fact as `recall` prints
 /// it) and the names that come up with it. Returns how many facts it printed.
@@ -228,6 +255,9 @@ pub async fn status<L: EventLog>(
                 }
                 if let Some(n) = super::graph::entities_count(state) {
                     write!(out, " entities {n}")?;
+                }
+                if let Some((documents, passages)) = super::documents::indexed(state) {
+                    write!(out, " documents {documents} passages {passages}")?;
                 }
                 if let Some(e) = &p.last_error {
                     write!(out, " (last error: {e})")?;

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod bench_memory;
 pub mod cli;
 pub mod consolidator;
+pub mod documents;
 pub mod emit;
 pub mod extractor;
 pub mod graph;
@@ -15,6 +16,7 @@ pub mod projector;
 pub mod recall;
 pub mod reviewer;
 pub mod semantic;
+pub mod text;
 pub mod worker;
 
 pub use emit::{EmitError, EmitPolicy, Emitted, Emitter, emit};

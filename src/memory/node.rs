@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use super::consolidator::Consolidator;
+use super::documents::DocumentIndex;
 use super::extractor::{Extractor, FactReader, ReadError};
 use super::graph::KnowledgeGraph;
 use super::projector::{self, ProjectorDeps, ProjectorExit};
@@ -88,17 +89,20 @@ pub enum Worker {
     Semantic,
     /// Who and what the facts name.
     Graph,
+    /// The passages of saved documents.
+    Documents,
     /// Lessons from a role's repeated failures.
     Reviewer,
 }
 
 impl Worker {
     /// Every worker, in launch order.
-    pub const ALL: [Worker; 5] = [
+    pub const ALL: [Worker; 6] = [
         Worker::Extractor,
         Worker::Consolidator,
         Worker::Semantic,
         Worker::Graph,
+        Worker::Documents,
         Worker::Reviewer,
     ];
 
@@ -109,6 +113,7 @@ impl Worker {
             Worker::Consolidator => "consolidator",
             Worker::Semantic => "semantic",
             Worker::Graph => "graph",
+            Worker::Documents => "documents",
             Worker::Reviewer => "reviewer",
         }
     }
@@ -179,6 +184,7 @@ enum Job {
     Consolidator,
     Semantic(SemanticIndex),
     Graph,
+    Documents(DocumentIndex<AnyLog>),
     Reviewer(Reviewer),
 }
 
@@ -189,6 +195,7 @@ impl Job {
             Job::Consolidator => Consolidator.schema(),
             Job::Semantic(s) => s.schema(),
             Job::Graph => KnowledgeGraph.schema(),
+            Job::Documents(d) => d.schema(),
             Job::Reviewer(r) => r.schema(),
         }
     }
@@ -237,6 +244,7 @@ impl ManagedNode for WorkerNode {
                 Job::Semantic(SemanticIndex::new(embedder))
             }
             Worker::Graph => Job::Graph,
+            Worker::Documents => Job::Documents(DocumentIndex::new(log.clone())),
             // Only roles that declare procedural memory are reviewed.
             Worker::Reviewer => {
                 let catalog = crate::aem::read_state_catalog(&config).map_err(|e| fail(&e))?;
@@ -269,6 +277,7 @@ impl ManagedNode for WorkerNode {
             Job::Consolidator => worker::run(frame, Consolidator, shutdown).await,
             Job::Semantic(s) => worker::run(frame, s, shutdown).await,
             Job::Graph => worker::run(frame, KnowledgeGraph, shutdown).await,
+            Job::Documents(d) => worker::run(frame, d, shutdown).await,
             Job::Reviewer(r) => worker::run(frame, r, shutdown).await,
         };
         match run {

@@ -32,6 +32,9 @@ CREATE INDEX IF NOT EXISTS events_namespace ON events(namespace, seq);
 -- Lessons are few among many events; a role's are read at every wake.
 CREATE INDEX IF NOT EXISTS events_lessons ON events(namespace, seq) WHERE kind = 'lesson_learned';
 CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(event_id UNINDEXED, ns, body);
+-- How many events hold each word (no storage of its own: read from the index), so that an
+-- any-word recall can leave out words most events hold.
+CREATE VIRTUAL TABLE IF NOT EXISTS events_vocab USING fts5vocab(events_fts, 'row');
 CREATE TABLE IF NOT EXISTS applied(seq INTEGER PRIMARY KEY, msg_id TEXT, event_id TEXT);
 CREATE TABLE IF NOT EXISTS skipped(seq INTEGER PRIMARY KEY, subject TEXT NOT NULL, reason TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS cursor(stream TEXT PRIMARY KEY, last_seq INTEGER NOT NULL);

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, OpenFlags, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 /// Why a read failed.
 #[derive(Debug, thiserror::Error)]
@@ -91,17 +91,32 @@ fn fts_query(text: &str) -> String {
         .join(" ")
 }
 
-/// Free text as an FTS5 query that matches any of its words of four letters or more
-/// (`None` when there is none): for "what is relevant to this", where [`fts_query`]'s
-/// every-word match finds nothing.
-fn fts_any(text: &str) -> Option<String> {
-    let words: Vec<String> = text
+/// The words of free text an any-word search looks for: those of four letters or more,
+/// lowercase, each once.
+fn any_words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 4)
-        .map(|w| format!("\"{}\"", w.to_lowercase()))
+        .map(str::to_lowercase)
         .collect();
-    (!words.is_empty()).then(|| words.join(" OR "))
+    words.sort();
+    words.dedup();
+    words
 }
+
+/// `words` as an FTS5 query that matches any of them (`None` when there is none).
+fn fts_any(words: &[String]) -> Option<String> {
+    let quoted: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
+    (!quoted.is_empty()).then(|| quoted.join(" OR "))
+}
+
+/// A word held by more events than this share of the projection (and than [`COMMON_FLOOR`])
+/// tells an any-word search little and costs it most: it is left out.
+const COMMON_SHARE: u64 = 20;
+/// Below this many events no word is left out (a small memory ranks every word).
+const COMMON_FLOOR: u64 = 1_000;
+/// Words kept when every word is common: the rarest.
+const RAREST_KEPT: usize = 2;
 
 /// How often an expert's tasks were judged answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,10 +173,44 @@ impl Recall {
         query: &str,
         filter: &RecallFilter,
     ) -> Result<Vec<Recalled>, RecallError> {
-        match fts_any(query) {
+        let words = self.informative(any_words(query))?;
+        match fts_any(&words) {
             Some(any) => self.search(&any, filter),
             None => Ok(Vec::new()),
         }
+    }
+
+    /// `words` without those most events hold (see [`COMMON_SHARE`]), and without those no
+    /// event holds; the rarest [`RAREST_KEPT`] when every word is common. Unchanged when the
+    /// projection has no word counts (one made before them, until the projector opens it).
+    fn informative(&self, words: Vec<String>) -> Result<Vec<String>, RecallError> {
+        let counted = self
+            .conn
+            .prepare_cached("SELECT doc FROM events_vocab WHERE term = ?1");
+        let Ok(mut count) = counted else {
+            return Ok(words);
+        };
+        let total: u64 = self
+            .conn
+            .query_row("SELECT coalesce(max(rowid), 0) FROM events_fts", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map_err(self.err())? as u64;
+        let common = (total / COMMON_SHARE).max(COMMON_FLOOR);
+        let mut held: Vec<(u64, String)> = Vec::with_capacity(words.len());
+        for word in words {
+            let docs: Option<i64> = count
+                .query_row([&word], |r| r.get(0))
+                .optional()
+                .map_err(self.err())?;
+            if let Some(docs) = docs.filter(|d| *d > 0) {
+                held.push((docs as u64, word));
+            }
+        }
+        held.sort();
+        let rare = held.iter().take_while(|(docs, _)| *docs <= common).count();
+        held.truncate(if rare == 0 { RAREST_KEPT } else { rare });
+        Ok(held.into_iter().map(|(_, w)| w).collect())
     }
 
     /// Runs the FTS5 expression `matching` (over payloads and results) under `filter`, best
@@ -324,7 +373,6 @@ impl Recall {
 
     /// The last stream sequence projected (0 before the first).
     pub fn projected_seq(&self, stream: &str) -> Result<u64, RecallError> {
-        use rusqlite::OptionalExtension;
         self.conn
             .query_row(
                 "SELECT last_seq FROM cursor WHERE stream = ?1",
@@ -361,15 +409,63 @@ impl Recall {
 
 #[cfg(test)]
 mod tests {
-    use super::{fts_any, fts_query};
+    use super::*;
+    use crate::core::durable::StoredMessage;
+    use crate::core::envelope::Envelope;
+    use crate::core::event_kind::EventKind;
+    use crate::memory::projector;
 
     #[test]
     fn relevance_queries_match_any_real_word() {
+        let words = any_words("Is the bridge closed? The BRIDGE is.");
+        assert_eq!(words, ["bridge", "closed"]);
+        assert_eq!(fts_any(&words).as_deref(), Some("\"bridge\" OR \"closed\""));
+        assert_eq!(fts_any(&any_words("a b ?")), None);
+    }
+
+    #[test]
+    fn any_word_recall_leaves_out_words_most_events_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("projection.db");
+        // 1,200 events: every one says "harbour", every third "closed", one "drawbridge".
+        let batch: Vec<StoredMessage> = (0..1_200u64)
+            .map(|i| {
+                let text = match i {
+                    7 => "harbour drawbridge".to_string(),
+                    _ if i % 3 == 0 => format!("harbour closed {i}"),
+                    _ => format!("harbour open {i}"),
+                };
+                let e = Envelope::new(
+                    "t",
+                    ["facts", "n"],
+                    "a",
+                    EventKind::FactLearned,
+                    serde_json::json!({ "statement": text }),
+                );
+                StoredMessage {
+                    seq: i + 1,
+                    subject: "mem.t".into(),
+                    msg_id: Some(e.event_id.to_string()),
+                    payload: serde_json::to_vec(&e).unwrap(),
+                }
+            })
+            .collect();
+        let mut conn = projector::open_writer(&db).unwrap();
+        projector::apply_batch(&mut conn, "MEM", &batch).unwrap();
+        let recall = Recall::open(&db).unwrap();
+        let words = |q: &str| recall.informative(any_words(q)).unwrap();
+        // "harbour" (all 1,200) is past both the share and the floor; "closed" (400) is not
+        // past the floor; "drawbridge" is rare; "nowhere" is in no event.
         assert_eq!(
-            fts_any("Is the bridge closed?").as_deref(),
-            Some("\"bridge\" OR \"closed\"")
+            words("harbour drawbridge closed nowhere"),
+            ["drawbridge", "closed"]
         );
-        assert_eq!(fts_any("a b ?"), None);
+        assert_eq!(words("harbour"), ["harbour"], "the rarest kept");
+        assert_eq!(words("harbour drawbridge"), ["drawbridge"]);
+        let found = recall
+            .recall_any("harbour drawbridge", &RecallFilter::default())
+            .unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
     }
 
     #[test]

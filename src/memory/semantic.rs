@@ -119,14 +119,17 @@ fn to_blob(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-fn from_blob(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
+#[cfg(test)]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// [`dot`] of `a` and a vector as stored (little-endian `f32`s), read in place.
+fn dot_blob(a: &[f32], blob: &[u8]) -> f32 {
+    a.iter()
+        .zip(blob.chunks_exact(4))
+        .map(|(x, c)| x * f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .sum()
 }
 
 /// The semantic index worker: a vector for each fact learned, removed when it is superseded.
@@ -248,18 +251,28 @@ pub fn nearest(
          AND (namespace = ?2 OR substr(namespace, 1, length(?2) + 1) = ?2 || '/')"
     };
     let mut stmt = conn.prepare(&format!(
-        "SELECT event_id, vector FROM vectors
+        "SELECT vector, rowid FROM vectors
          WHERE embedder = ?1 AND {scope} AND (?3 IS NULL OR tenant = ?3)"
     ))?;
-    let mut scored: Vec<(String, f32)> = stmt
-        .query_map(params![embedder, prefix, filter.tenant], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
-        })?
-        .map(|row| row.map(|(id, blob)| (id, dot(query, &from_blob(&blob)))))
-        .collect::<Result<_, _>>()?;
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-    scored.truncate(k);
-    Ok(scored)
+    // Scored in place, from the row's own bytes: no copy of a vector per row.
+    let mut scored: Vec<(f32, i64)> = Vec::new();
+    let mut rows = stmt.query(params![embedder, prefix, filter.tenant])?;
+    while let Some(r) = rows.next()? {
+        let blob = r.get_ref(0)?.as_blob()?;
+        scored.push((dot_blob(query, blob), r.get(1)?));
+    }
+    let best = |a: &(f32, i64), b: &(f32, i64)| b.0.total_cmp(&a.0);
+    if scored.len() > k {
+        scored.select_nth_unstable_by(k, best);
+        scored.truncate(k);
+    }
+    scored.sort_by(best);
+    // Only the winners' ids are read.
+    let mut id = conn.prepare_cached("SELECT event_id FROM vectors WHERE rowid = ?1")?;
+    scored
+        .into_iter()
+        .map(|(score, rowid)| Ok((id.query_row([rowid], |r| r.get(0))?, score)))
+        .collect()
 }
 
 /// How many vectors the index at `path` holds, by embedder (`None`: it is not a semantic
@@ -380,7 +393,7 @@ mod tests {
         let far = cos("ferry engine fault", "Basements flooded on Quay Street");
         assert!(near > 0.4 && far < 0.2, "near {near}, far {far}");
         assert!(HashingEmbedder::vector("").iter().all(|x| *x == 0.0));
-        assert_eq!(from_blob(&to_blob(&v)), v);
+        assert!((dot_blob(&v, &to_blob(&v)) - dot(&v, &v)).abs() < 1e-6);
     }
 
     #[test]
