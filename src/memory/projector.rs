@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::emit::Emitter;
@@ -189,20 +190,45 @@ fn prepare(path: &Path) -> Result<Connection, ProjectorError> {
     Ok(conn)
 }
 
-/// A projection made before the full-text index held each event's namespace (which lets a
-/// scoped search narrow by scope inside the index instead of ranking every match): rebuilds
-/// that index from the events, once.
+/// The layout of the full-text index (`PRAGMA user_version`): 2 since its `ns` column holds
+/// one token per namespace prefix (see [`scope_tokens`]).
+const FTS_LAYOUT: i64 = 2;
+
+/// The token that stands for the namespace prefix `prefix` in the full-text index: a scoped
+/// search asks the index for this one token instead of a phrase of the namespace's words, so
+/// the index narrows to the scope before it reads any word's matches. Letters and digits only
+/// (one token to the tokenizer).
+pub(crate) fn scope_token(prefix: &str) -> String {
+    let digest = Sha256::digest(prefix.trim_end_matches('/').as_bytes());
+    format!("ns{}", hex::encode(&digest[..8]))
+}
+
+/// The `ns` column of an event in `namespace`: the token of every prefix of it
+/// (`facts`, `facts/newsroom`, `facts/newsroom/editor`).
+fn scope_tokens(namespace: &str) -> String {
+    let parts: Vec<&str> = namespace.split('/').collect();
+    (1..=parts.len())
+        .map(|n| scope_token(&parts[..n].join("/")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A projection whose full-text index is of an earlier layout (no namespace column, or the
+/// namespace as words): rebuilds that index from the events, once.
 fn reindex_namespaces(conn: &Connection) -> rusqlite::Result<()> {
+    let layout: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if layout >= FTS_LAYOUT {
+        return Ok(());
+    }
     let old: bool = conn.query_row(
-        "SELECT count(*) = 1 FROM sqlite_master WHERE name = 'events_fts'
-           AND NOT EXISTS (SELECT 1 FROM pragma_table_info('events_fts') WHERE name = 'ns')",
+        "SELECT count(*) = 1 FROM sqlite_master WHERE name = 'events_fts'",
         [],
         |r| r.get(0),
     )?;
     if !old {
-        return Ok(());
+        return conn.pragma_update(None, "user_version", FTS_LAYOUT);
     }
-    tracing::info!("projection: rebuilding the full-text index with namespaces");
+    tracing::info!("projection: rebuilding the full-text index with scope tokens");
     let tx = conn.unchecked_transaction()?;
     tx.execute_batch(
         "DROP TABLE events_fts;
@@ -224,11 +250,12 @@ fn reindex_namespaces(conn: &Connection) -> rusqlite::Result<()> {
             }
             write.execute(params![
                 row.get::<_, String>(0)?,
-                row.get::<_, String>(1)?,
+                scope_tokens(&row.get::<_, String>(1)?),
                 body
             ])?;
         }
     }
+    tx.pragma_update(None, "user_version", FTS_LAYOUT)?;
     tx.commit()
 }
 
@@ -355,7 +382,11 @@ fn apply(
                     }
                     tx.execute(
                         "INSERT INTO events_fts(event_id, ns, body) VALUES (?1, ?2, ?3)",
-                        params![envelope.event_id.as_str(), envelope.namespace_path(), body],
+                        params![
+                            envelope.event_id.as_str(),
+                            scope_tokens(&envelope.namespace_path()),
+                            body
+                        ],
                     )?;
                 }
                 event_id = Some(envelope.event_id.to_string());
@@ -629,10 +660,11 @@ mod tests {
             &[stored(1, &["facts", "n"], "river rising")],
         )
         .unwrap();
-        // The old index: no namespace column.
+        // The first layout: no namespace column.
         conn.execute_batch(
             "DROP TABLE events_fts;
-             CREATE VIRTUAL TABLE events_fts USING fts5(event_id UNINDEXED, body);",
+             CREATE VIRTUAL TABLE events_fts USING fts5(event_id UNINDEXED, body);
+             PRAGMA user_version = 0;",
         )
         .unwrap();
         drop(conn);

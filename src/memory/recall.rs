@@ -214,8 +214,9 @@ impl Recall {
     }
 
     /// Runs the FTS5 expression `matching` (over payloads and results) under `filter`, best
-    /// match first. A prefix narrows the search inside the index (the namespace column must
-    /// start with it) before anything is ranked; the exact prefix test follows in SQL.
+    /// match first. A prefix narrows the search inside the index (its scope token, which every
+    /// event at or below it holds) before anything is ranked; the exact prefix test follows in
+    /// SQL.
     fn search(&self, matching: &str, filter: &RecallFilter) -> Result<Vec<Recalled>, RecallError> {
         if matching.trim().is_empty() {
             return Ok(Vec::new()); // no word to look for
@@ -228,8 +229,8 @@ impl Recall {
             .filter(|p| !p.is_empty());
         let matching = match prefix {
             Some(p) => format!(
-                "ns : ^\"{}\" AND body : ({matching})",
-                p.replace('"', "\"\"")
+                "ns : {} AND body : ({matching})",
+                super::projector::scope_token(p)
             ),
             None => format!("body : ({matching})"),
         };

@@ -21,11 +21,19 @@ use super::worker::{Derived, Deriver};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 
+/// Vectors are kept as one signed byte per dimension with a scale per vector (a quarter of
+/// the bytes of `f32`s, and the ranking barely moves), clustered by embedder and namespace so
+/// that a scope's vectors are read as one contiguous range. An index in the first layout
+/// (`vectors`, `f32`s by event id) is dropped and its cursor reset: the worker rebuilds it
+/// from the log.
 const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS vectors(
-    event_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, namespace TEXT NOT NULL,
-    seq INTEGER NOT NULL, embedder TEXT NOT NULL, vector BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS vectors_scope ON vectors(embedder, namespace);
+DELETE FROM cursor WHERE EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vectors');
+DROP TABLE IF EXISTS vectors;
+CREATE TABLE IF NOT EXISTS vectors8(
+    embedder TEXT NOT NULL, namespace TEXT NOT NULL, event_id TEXT NOT NULL,
+    tenant TEXT NOT NULL, seq INTEGER NOT NULL, scale REAL NOT NULL, vector BLOB NOT NULL,
+    PRIMARY KEY(embedder, namespace, event_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS vectors8_event ON vectors8(event_id);
 ";
 
 /// Why text could not be embedded.
@@ -115,8 +123,18 @@ fn normalise(v: &mut [f32]) {
     }
 }
 
-fn to_blob(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+/// `v` as one signed byte per dimension and the scale that turns them back (`x ≈ scale × b`).
+fn quantise(v: &[f32]) -> (f32, Vec<u8>) {
+    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 || !max.is_finite() {
+        return (0.0, vec![0; v.len()]);
+    }
+    let scale = max / 127.0;
+    let bytes = v
+        .iter()
+        .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8 as u8)
+        .collect();
+    (scale, bytes)
 }
 
 #[cfg(test)]
@@ -124,11 +142,12 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// [`dot`] of `a` and a vector as stored (little-endian `f32`s), read in place.
-fn dot_blob(a: &[f32], blob: &[u8]) -> f32 {
+/// The dot product of `a` and a quantised vector's bytes (times its scale, it is the dot
+/// product with the vector).
+fn dot_q8(a: &[f32], bytes: &[u8]) -> f32 {
     a.iter()
-        .zip(blob.chunks_exact(4))
-        .map(|(x, c)| x * f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .zip(bytes)
+        .map(|(x, b)| x * f32::from(*b as i8))
         .sum()
 }
 
@@ -194,7 +213,7 @@ impl Deriver for SemanticIndex {
             }),
             (EventKind::FactSuperseded, _) => {
                 if let Some(fact) = event.payload.get("fact").and_then(Value::as_str) {
-                    tx.execute("DELETE FROM vectors WHERE event_id = ?1", [fact])?;
+                    tx.execute("DELETE FROM vectors8 WHERE event_id = ?1", [fact])?;
                 }
                 Ok(Derived::default())
             }
@@ -211,17 +230,19 @@ pub(super) fn store(
     embedder: &str,
     vector: &[f32],
 ) -> rusqlite::Result<()> {
+    let (scale, bytes) = quantise(vector);
     conn.prepare_cached(
-        "INSERT OR REPLACE INTO vectors(event_id, tenant, namespace, seq, embedder, vector)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT OR REPLACE INTO vectors8(embedder, namespace, event_id, tenant, seq, scale, vector)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![
+        embedder,
+        event.namespace_path(),
         event.event_id.as_str(),
         event.tenant,
-        event.namespace_path(),
         seq as i64,
-        embedder,
-        to_blob(vector)
+        f64::from(scale),
+        bytes
     ])
     .map(drop)
 }
@@ -251,28 +272,34 @@ pub fn nearest(
          AND (namespace = ?2 OR substr(namespace, 1, length(?2) + 1) = ?2 || '/')"
     };
     let mut stmt = conn.prepare(&format!(
-        "SELECT vector, rowid FROM vectors
+        "SELECT scale, vector, event_id FROM vectors8
          WHERE embedder = ?1 AND {scope} AND (?3 IS NULL OR tenant = ?3)"
     ))?;
-    // Scored in place, from the row's own bytes: no copy of a vector per row.
-    let mut scored: Vec<(f32, i64)> = Vec::new();
+    // Scored in place, from the row's own bytes; only a vector that enters the best `k` has
+    // its id copied.
+    let mut best: Vec<(f32, String)> = Vec::with_capacity(k + 1);
+    let mut worst = f32::NEG_INFINITY;
     let mut rows = stmt.query(params![embedder, prefix, filter.tenant])?;
     while let Some(r) = rows.next()? {
-        let blob = r.get_ref(0)?.as_blob()?;
-        scored.push((dot_blob(query, blob), r.get(1)?));
+        let score = r.get::<_, f64>(0)? as f32 * dot_q8(query, r.get_ref(1)?.as_blob()?);
+        if best.len() == k && score <= worst {
+            continue;
+        }
+        best.push((score, r.get_ref(2)?.as_str()?.to_string()));
+        if best.len() > k {
+            let (at, _) = best
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1.0.total_cmp(&b.1.0))
+                .expect("not empty");
+            best.swap_remove(at);
+        }
+        if best.len() == k {
+            worst = best.iter().map(|b| b.0).fold(f32::INFINITY, f32::min);
+        }
     }
-    let best = |a: &(f32, i64), b: &(f32, i64)| b.0.total_cmp(&a.0);
-    if scored.len() > k {
-        scored.select_nth_unstable_by(k, best);
-        scored.truncate(k);
-    }
-    scored.sort_by(best);
-    // Only the winners' ids are read.
-    let mut id = conn.prepare_cached("SELECT event_id FROM vectors WHERE rowid = ?1")?;
-    scored
-        .into_iter()
-        .map(|(score, rowid)| Ok((id.query_row([rowid], |r| r.get(0))?, score)))
-        .collect()
+    best.sort_by(|a, b| b.0.total_cmp(&a.0));
+    Ok(best.into_iter().map(|(score, id)| (id, score)).collect())
 }
 
 /// How many vectors the index at `path` holds, by embedder (`None`: it is not a semantic
@@ -280,7 +307,7 @@ pub fn nearest(
 pub fn indexed(path: &Path) -> Option<Vec<(String, u64)>> {
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
     let mut stmt = conn
-        .prepare("SELECT embedder, count(*) FROM vectors GROUP BY embedder ORDER BY embedder")
+        .prepare("SELECT embedder, count(*) FROM vectors8 GROUP BY embedder ORDER BY embedder")
         .ok()?;
     let rows = stmt
         .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))
@@ -393,7 +420,11 @@ mod tests {
         let far = cos("ferry engine fault", "Basements flooded on Quay Street");
         assert!(near > 0.4 && far < 0.2, "near {near}, far {far}");
         assert!(HashingEmbedder::vector("").iter().all(|x| *x == 0.0));
-        assert!((dot_blob(&v, &to_blob(&v)) - dot(&v, &v)).abs() < 1e-6);
+        let (scale, bytes) = quantise(&v);
+        assert!(
+            (scale * dot_q8(&v, &bytes) - dot(&v, &v)).abs() < 0.01,
+            "close to 1"
+        );
     }
 
     #[test]
@@ -484,5 +515,45 @@ mod tests {
         };
         let text_only = hybrid(&recall, &index, "harbor bridges", Some(&other), &filter);
         assert!(text_only.unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_index_of_the_first_layout_is_dropped_and_rebuilt_from_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("semantic.db");
+        {
+            let conn = crate::memory::worker::open_state(&path, "").unwrap();
+            conn.execute_batch(
+                "CREATE TABLE vectors(event_id TEXT PRIMARY KEY, tenant TEXT NOT NULL,
+                   namespace TEXT NOT NULL, seq INTEGER NOT NULL, embedder TEXT NOT NULL,
+                   vector BLOB NOT NULL);
+                 INSERT INTO cursor(stream, last_seq) VALUES ('MEM', 42);",
+            )
+            .unwrap();
+        }
+        let conn = crate::memory::worker::open_state(&path, SCHEMA).unwrap();
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE name LIKE 'vectors%' AND type = 'table'")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(tables, ["vectors8"]);
+        let cursor: i64 = conn
+            .query_row("SELECT count(*) FROM cursor", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(cursor, 0, "read again from the start of the log");
+        // Opened again, the new index is kept.
+        drop(conn);
+        let conn = crate::memory::worker::open_state(&path, SCHEMA).unwrap();
+        conn.execute("INSERT INTO cursor(stream, last_seq) VALUES ('MEM', 7)", [])
+            .unwrap();
+        drop(conn);
+        let conn = crate::memory::worker::open_state(&path, SCHEMA).unwrap();
+        let kept: i64 = conn
+            .query_row("SELECT last_seq FROM cursor", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(kept, 7);
     }
 }
