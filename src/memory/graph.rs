@@ -442,7 +442,6 @@ pub fn entities_count(path: &Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::durable::StoredMessage;
     use crate::memory::{projector, worker};
     use serde_json::json;
 
@@ -576,16 +575,7 @@ mod tests {
                           "reason": "replaced"});
         let gone = Envelope::new("t", editor, "c", EventKind::FactSuperseded, gone);
         let events = [&old, &bridge, &inspection, &core, &gone];
-        let batch: Vec<StoredMessage> = (events.iter().zip(1..))
-            .map(|(e, seq)| StoredMessage {
-                seq,
-                subject: "mem.t".into(),
-                msg_id: Some(e.event_id.to_string()),
-                payload: serde_json::to_vec(e).unwrap(),
-            })
-            .collect();
-        let mut conn = projector::open_writer(&db).unwrap();
-        projector::apply_batch(&mut conn, "MEM", &batch).unwrap();
+        projector::project_for_test(&db, &events);
         derive_all(&mut worker::open_state(&graph, SCHEMA).unwrap(), &events);
         let recall = Recall::open(&db).unwrap();
         let ask = |name: &str, prefix: &str, limit: usize| {

@@ -269,6 +269,24 @@ fn create_projection(path: &Path) -> Result<(), ProjectorError> {
     crate::core::fs::create_whole(path, io, |tmp| prepare(tmp).map(drop))
 }
 
+/// A new projection at `path` holding `events` as stream sequences 1, 2, … (for tests of
+/// its readers).
+#[cfg(test)]
+pub(crate) fn project_for_test(path: &Path, events: &[&Envelope]) {
+    let batch: Vec<StoredMessage> = events
+        .iter()
+        .zip(1..)
+        .map(|(e, seq)| StoredMessage {
+            seq,
+            subject: "mem.t".into(),
+            msg_id: Some(e.event_id.to_string()),
+            payload: serde_json::to_vec(e).expect("an envelope serialises"),
+        })
+        .collect();
+    let mut conn = open_writer(path).expect("a new projection");
+    apply_batch(&mut conn, "MEM", &batch).expect("the batch applies");
+}
+
 /// Text indexed for full-text search: every string and number in payload and result.
 fn index_text(value: &Value, out: &mut String) {
     match value {

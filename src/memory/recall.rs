@@ -411,7 +411,6 @@ impl Recall {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::durable::StoredMessage;
     use crate::core::envelope::Envelope;
     use crate::core::event_kind::EventKind;
     use crate::memory::projector;
@@ -429,30 +428,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("projection.db");
         // 1,200 events: every one says "harbour", every third "closed", one "drawbridge".
-        let batch: Vec<StoredMessage> = (0..1_200u64)
+        let events: Vec<Envelope> = (0..1_200u64)
             .map(|i| {
                 let text = match i {
                     7 => "harbour drawbridge".to_string(),
                     _ if i % 3 == 0 => format!("harbour closed {i}"),
                     _ => format!("harbour open {i}"),
                 };
-                let e = Envelope::new(
+                Envelope::new(
                     "t",
                     ["facts", "n"],
                     "a",
                     EventKind::FactLearned,
                     serde_json::json!({ "statement": text }),
-                );
-                StoredMessage {
-                    seq: i + 1,
-                    subject: "mem.t".into(),
-                    msg_id: Some(e.event_id.to_string()),
-                    payload: serde_json::to_vec(&e).unwrap(),
-                }
+                )
             })
             .collect();
-        let mut conn = projector::open_writer(&db).unwrap();
-        projector::apply_batch(&mut conn, "MEM", &batch).unwrap();
+        projector::project_for_test(&db, &events.iter().collect::<Vec<_>>());
         let recall = Recall::open(&db).unwrap();
         let words = |q: &str| recall.informative(any_words(q)).unwrap();
         // "harbour" (all 1,200) is past both the share and the floor; "closed" (400) is not

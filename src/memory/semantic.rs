@@ -429,7 +429,6 @@ mod tests {
 
     #[test]
     fn hybrid_recall_finds_near_words_within_the_scope_and_only_current_facts() {
-        use crate::core::durable::StoredMessage;
         use crate::memory::projector;
         let dir = tempfile::tempdir().unwrap();
         let (db, index) = (dir.path().join("p.db"), dir.path().join("s.db"));
@@ -455,18 +454,7 @@ mod tests {
                                "reason": "replaced"}),
         );
         let events = [&bridge, &nested, &sibling, &old, &gone];
-        let mut conn = projector::open_writer(&db).unwrap();
-        let batch: Vec<StoredMessage> = events
-            .iter()
-            .zip(1..)
-            .map(|(e, seq)| StoredMessage {
-                seq,
-                subject: "mem.t".into(),
-                msg_id: Some(e.event_id.to_string()),
-                payload: serde_json::to_vec(e).unwrap(),
-            })
-            .collect();
-        projector::apply_batch(&mut conn, "MEM", &batch).unwrap();
+        projector::project_for_test(&db, &events);
         let state = crate::memory::worker::open_state(&index, SCHEMA).unwrap();
         for (e, seq) in events[..4].iter().zip(1..) {
             let v = HashingEmbedder::vector(e.payload["statement"].as_str().unwrap());
