@@ -2,7 +2,8 @@
 //! puts a text file, an HTML page fetched over HTTP and a two-page PDF in the object store and
 //! `document_saved` on the log; the documents worker indexes their passages; `iron recall
 //! --documents` finds a passage with its document, page and position, within a scope, and
-//! never the content of a page's scripts. Bad input is refused with why, and saves nothing.
+//! never the content of a page's scripts; an expert whose scope reaches a document is given its
+//! passages at wake. Bad input is refused with why, and saves nothing.
 
 mod support;
 mod support_llm;
@@ -27,6 +28,7 @@ const PAGE: &str = "<!DOCTYPE html><html><head><title>Port notice</title>\
 <p>The swing bridge on Quay Street is closed &amp; guarded until Friday.</p></body></html>";
 
 async fn documents_are_saved_and_found(p: Project) {
+    p.build_shipped_catalog();
     let _up = p.up(LIST, &[]);
     let page = PAGE.to_string();
     let site = FakeServer::respond(move |_| Reply::Raw(200, page.clone())).await;
@@ -136,6 +138,27 @@ async fn documents_are_saved_and_found(p: Project) {
     assert!(
         hidden.is_empty(),
         "a script's text is not a document's: {hidden}"
+    );
+    // An expert whose scope reaches a document is given its passages at wake; another mesh's
+    // expert is given its own mesh's only.
+    let woken = p.iron_ok(&[
+        "recall",
+        "--as",
+        "newsroom/analyst",
+        "is the drawbridge still up?",
+    ]);
+    assert!(woken.contains("From saved documents:"), "{woken}");
+    assert!(woken.contains("(p. 2): The drawbridge stays up"), "{woken}");
+    assert!(!woken.contains("another mesh"), "{woken}");
+    let core = p.iron_ok(&[
+        "recall",
+        "--as",
+        "core/assistant",
+        "is the drawbridge still up?",
+    ]);
+    assert!(
+        core.contains("another mesh") && !core.contains("repairs"),
+        "{core}"
     );
     let status = eventually("every document indexed", BOUND, || async {
         let out = p.iron_ok(&["memory", "status"]);

@@ -141,14 +141,14 @@ pub fn documents(
     scope: Option<&str>,
     out: &mut impl Write,
 ) -> Result<usize, CliError> {
-    let found = super::documents::search(index, query, scope.unwrap_or(""), None, 20).map_err(
-        |source| {
+    let every = super::documents::Matching::Every;
+    let found = super::documents::search(index, query, every, scope.unwrap_or(""), None, 20)
+        .map_err(|source| {
             CliError::Recall(RecallError::Database {
                 path: index.to_path_buf(),
                 source,
             })
-        },
-    )?;
+        })?;
     for f in &found {
         writeln!(
             out,

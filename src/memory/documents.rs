@@ -242,12 +242,22 @@ pub struct Found {
     pub text: String,
 }
 
-/// The passages in the index at `path` (read-only) that hold every word of `query`, best
-/// first: under the namespace `prefix` (empty: all), of `tenant` (`None`: any), at most
-/// `limit`. Empty when there is no index yet.
+/// Which passages a search matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Matching {
+    /// Those holding every word of the query (`iron recall --documents`).
+    Every,
+    /// Those holding any of its words of four letters or more (a wake).
+    Any,
+}
+
+/// The passages in the index at `path` (read-only) that match `query`, best first: under the
+/// namespace `prefix` (empty: all), of `tenant` (`None`: any), at most `limit`. Empty when
+/// there is no index yet.
 pub fn search(
     path: &Path,
     query: &str,
+    matching: Matching,
     prefix: &str,
     tenant: Option<&str>,
     limit: usize,
@@ -255,13 +265,21 @@ pub fn search(
     if !path.is_file() {
         return Ok(Vec::new());
     }
-    let words: Vec<String> = query
-        .split_whitespace()
+    let words: Vec<String> = match matching {
+        Matching::Every => query.split_whitespace().map(str::to_string).collect(),
+        Matching::Any => super::recall::any_words(query),
+    };
+    let words: Vec<String> = words
+        .iter()
         .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
         .collect();
     if words.is_empty() {
         return Ok(Vec::new());
     }
+    let joined = words.join(match matching {
+        Matching::Every => " ",
+        Matching::Any => " OR ",
+    });
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     let prefix = prefix.trim_end_matches('/');
@@ -273,21 +291,18 @@ pub fn search(
            AND (?3 IS NULL OR p.tenant = ?3)
          ORDER BY f.rank LIMIT ?4",
     )?;
-    let rows = stmt.query_map(
-        params![words.join(" "), prefix, tenant, limit as i64],
-        |r| {
-            Ok(Found {
-                document: r.get(0)?,
-                name: r.get(1)?,
-                title: r.get(2)?,
-                namespace: r.get(3)?,
-                ordinal: r.get::<_, i64>(4)? as u64,
-                page: r.get::<_, i64>(5)? as u64,
-                offset: r.get::<_, i64>(6)? as u64,
-                text: r.get(7)?,
-            })
-        },
-    )?;
+    let rows = stmt.query_map(params![joined, prefix, tenant, limit as i64], |r| {
+        Ok(Found {
+            document: r.get(0)?,
+            name: r.get(1)?,
+            title: r.get(2)?,
+            namespace: r.get(3)?,
+            ordinal: r.get::<_, i64>(4)? as u64,
+            page: r.get::<_, i64>(5)? as u64,
+            offset: r.get::<_, i64>(6)? as u64,
+            text: r.get(7)?,
+        })
+    })?;
     rows.collect()
 }
 

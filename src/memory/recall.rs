@@ -93,7 +93,7 @@ fn fts_query(text: &str) -> String {
 
 /// The words of free text an any-word search looks for: those of four letters or more,
 /// lowercase, each once.
-fn any_words(text: &str) -> Vec<String> {
+pub(crate) fn any_words(text: &str) -> Vec<String> {
     let mut words: Vec<String> = text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 4)

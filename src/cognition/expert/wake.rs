@@ -16,6 +16,7 @@ use crate::{
     aem::{Access, Catalog, ExpertEntry, MemoryMount},
     core::{config::Config, event_kind::EventKind},
     memory::{
+        documents,
         node::Worker,
         recall::{Recall, RecallFilter, Recalled},
         semantic::{self, Embedder},
@@ -30,6 +31,8 @@ const RECALLED_KINDS: &[&str] = &["episodic", "semantic"];
 const RECALLED: usize = 8;
 /// Lessons shown per task.
 const LESSONS: usize = 3;
+/// Passages of saved documents shown per task.
+const PASSAGES: usize = 3;
 /// Characters kept of each.
 const ITEM_CHARS: usize = 300;
 /// How long the embedder may take to embed a task (beyond it, recall is by words).
@@ -117,6 +120,9 @@ pub struct InjectedItem {
     pub namespace: String,
     /// Its kind.
     pub kind: String,
+    /// For a saved document (`document_saved`): which of its passages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passage: Option<u64>,
 }
 
 /// An expert's mounts, resolved at `configure`.
@@ -127,6 +133,8 @@ pub struct Mounts {
     projection: PathBuf,
     /// The semantic index (hybrid recall when it exists).
     semantic: PathBuf,
+    /// The passages of saved documents.
+    documents: PathBuf,
     tenant: String,
     mesh: String,
     /// Namespace prefixes it may recall from, sorted, without repeats.
@@ -159,6 +167,7 @@ impl Mounts {
             embedder: Arc::new(semantic::HashingEmbedder),
             projection: config.state_path(&config.memory.projection),
             semantic: Worker::Semantic.state(config),
+            documents: Worker::Documents.state(config),
             tenant: config.tenant.clone(),
             mesh: entry.mesh.clone(),
             prefixes,
@@ -180,9 +189,10 @@ impl Mounts {
         if (self.prefixes.is_empty() && self.lessons.is_empty()) || !self.projection.is_file() {
             return None;
         }
-        let (path, semantic, tenant, prefixes, lessons) = (
+        let (path, semantic, documents, tenant, prefixes, lessons) = (
             self.projection.clone(),
             self.semantic.clone(),
+            self.documents.clone(),
             self.tenant.clone(),
             self.prefixes.clone(),
             self.lessons.clone(),
@@ -222,10 +232,27 @@ impl Mounts {
             for prefix in &lessons {
                 taught.extend(recall.lessons(prefix, &tenant, LESSONS)?);
             }
-            Ok::<_, crate::memory::recall::RecallError>((hits, taught))
+            // Saved documents under the same prefixes as the facts (no index yet: none).
+            let mut passages = Vec::new();
+            for prefix in &prefixes {
+                let any = documents::Matching::Any;
+                match documents::search(
+                    &documents,
+                    &instruction,
+                    any,
+                    prefix,
+                    Some(&tenant),
+                    PASSAGES,
+                ) {
+                    Ok(found) => passages.extend(found),
+                    Err(e) => debug!("no passages from {}: {e}", documents.display()),
+                }
+            }
+            passages.truncate(PASSAGES);
+            Ok::<_, crate::memory::recall::RecallError>((hits, taught, passages))
         })
         .await;
-        let (mut hits, mut taught) = match found {
+        let (mut hits, mut taught, passages) = match found {
             Ok(Ok(h)) => h,
             Ok(Err(e)) => {
                 debug!("no recall from {}: {e}", self.projection.display());
@@ -239,7 +266,7 @@ impl Mounts {
         }
         hits.truncate(RECALLED);
         taught.truncate(LESSONS);
-        if hits.is_empty() && taught.is_empty() {
+        if hits.is_empty() && taught.is_empty() && passages.is_empty() {
             return None;
         }
         let mut text = String::new();
@@ -256,6 +283,16 @@ impl Mounts {
                 text.push_str(&format!("- [{}] {item}\n", h.namespace));
             }
         }
+        if !passages.is_empty() {
+            text.push_str("From saved documents:\n");
+            for p in &passages {
+                let item: String = p.text.chars().take(ITEM_CHARS).collect();
+                text.push_str(&format!(
+                    "- [{}] {} (p. {}): {item}\n",
+                    p.namespace, p.title, p.page
+                ));
+            }
+        }
         let prefixes = [self.prefixes.clone(), self.lessons.clone()].concat();
         let items = hits
             .into_iter()
@@ -264,7 +301,14 @@ impl Mounts {
                 event_id: h.event_id,
                 namespace: h.namespace,
                 kind: h.kind,
+                passage: None,
             })
+            .chain(passages.into_iter().map(|p| InjectedItem {
+                event_id: p.document,
+                namespace: p.namespace,
+                kind: EventKind::DocumentSaved.as_str().to_string(),
+                passage: Some(p.ordinal),
+            }))
             .collect();
         Some(Injected {
             text,
