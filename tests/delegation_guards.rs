@@ -23,6 +23,9 @@ use support::{
 };
 
 const T: Duration = Duration::from_secs(60);
+/// Bound on five experts starting and reaching their hanging tool call: seconds alone, over a
+/// minute once on a 2-core machine running the whole suite.
+const FILL: Duration = Duration::from_secs(180);
 
 fn goal(domain: &str, instruction: &str, depth: u8) -> AolTaskGoal {
     AolTaskGoal {
@@ -174,7 +177,7 @@ async fn fill_the_slots(lab: &Lab) -> Vec<std::process::Child> {
     let tasks: Vec<_> = (0..MAX_CONCURRENT)
         .map(|i| lab.send("lab/sleeper", &format!("wait {i}")))
         .collect();
-    eventually("every slot held by a hanging expert", T, || async {
+    eventually("every slot held by a hanging expert", FILL, || async {
         let hanging = lab.events_where("tool_call", "tool", "faulty/hang").await;
         (hanging.len() == MAX_CONCURRENT).then_some(())
     })

@@ -141,21 +141,20 @@ async fn documents_are_saved_and_found(p: Project) {
     );
     // An expert whose scope reaches a document is given its passages at wake; another mesh's
     // expert is given its own mesh's only.
-    let woken = p.iron_ok(&[
-        "recall",
-        "--as",
-        "newsroom/analyst",
-        "is the drawbridge still up?",
-    ]);
+    let asked = "is the drawbridge still up?";
+    let woken = eventually(
+        "the projection, which a wake reads first",
+        BOUND,
+        || async {
+            let out = p.iron_ok(&["recall", "--as", "newsroom/analyst", asked]);
+            (!out.is_empty()).then_some(out)
+        },
+    )
+    .await;
     assert!(woken.contains("From saved documents:"), "{woken}");
     assert!(woken.contains("(p. 2): The drawbridge stays up"), "{woken}");
     assert!(!woken.contains("another mesh"), "{woken}");
-    let core = p.iron_ok(&[
-        "recall",
-        "--as",
-        "core/assistant",
-        "is the drawbridge still up?",
-    ]);
+    let core = p.iron_ok(&["recall", "--as", "core/assistant", asked]);
     assert!(
         core.contains("another mesh") && !core.contains("repairs"),
         "{core}"

@@ -16,10 +16,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::bench::{BenchError, remove_db, series};
 use super::consolidator::Consolidator;
+use super::documents::DocumentIndex;
 use super::emit::Emitter;
 use super::extractor::Extractor;
+use super::graph::KnowledgeGraph;
 use super::projector::{self, ProjectorDeps};
 use super::recall::{Recall, RecallFilter};
+use super::reviewer::Reviewer;
 use super::semantic::{self, HashingEmbedder, SemanticIndex};
 use super::worker::Deriver;
 use super::worker::{self, WorkerDeps};
@@ -303,8 +306,10 @@ fn percentiles(name: &str, latencies: Vec<Duration>) -> String {
 
 /// The burst's events: deliveries of two-claim bulletins by an expert with writable episodic
 /// memory (each gives two facts, and every delivery after the first replaces the two beliefs
-/// of the one before), between chat turns that give nothing.
+/// of the one before), between chat turns that give nothing and, one in five of those, a task
+/// of that expert judged unanswered for one of three reasons (the reviewer's input).
 fn burst(n: usize, round: usize) -> Vec<Envelope> {
+    const REASONS: [&str; 3] = ["timed out", "the archive tool was refused", "rate limited"];
     (0..n)
         .map(|i| {
             if i % 2 == 0 {
@@ -321,6 +326,16 @@ fn burst(n: usize, round: usize) -> Vec<Envelope> {
                     json!({"delivered": true, "text": format!("bulletin {round}.{i}"),
                            "data": {"id": format!("b-{round}-{i}"), "claims": claims}}),
                 )
+            } else if i % 10 == 1 {
+                Envelope::new(
+                    "bench",
+                    ["tasks", "bench"],
+                    "engine",
+                    EventKind::TaskJudged,
+                    json!({"task_id": format!("t-{round}-{i}"), "domain": "bench/publisher",
+                           "answered": false, "instruction": format!("task {round}.{i}"),
+                           "reason": REASONS[(i / 10) % REASONS.len()]}),
+                )
             } else {
                 Envelope::new(
                     "bench",
@@ -334,46 +349,60 @@ fn burst(n: usize, round: usize) -> Vec<Envelope> {
         .collect()
 }
 
-/// The consumers measured, in the order the throughput runs take them (the consolidator last,
-/// so that its input holds the extractor's facts).
-const CONSUMERS: [&str; 3] = ["projector", "extractor", "consolidator"];
+/// The consumers measured, in the order the throughput runs take them (the extractor before
+/// the workers that follow facts, so that their input holds the extractor's facts).
+const CONSUMERS: [&str; 7] = [
+    "projector",
+    "extractor",
+    "consolidator",
+    "semantic",
+    "graph",
+    "documents",
+    "reviewer",
+];
 
-/// The background consumers under measurement, each with its own database.
+/// The background consumers under measurement, each with its own database in one directory.
 struct Consumers {
-    projection: PathBuf,
-    extractor: PathBuf,
-    consolidator: PathBuf,
+    dir: PathBuf,
 }
 
 impl Consumers {
     fn in_dir(dir: &Path) -> Self {
         let c = Consumers {
-            projection: dir.join("bench-workers-projection.db"),
-            extractor: dir.join("bench-extractor.db"),
-            consolidator: dir.join("bench-consolidator.db"),
+            dir: dir.to_path_buf(),
         };
-        for p in [&c.projection, &c.extractor, &c.consolidator] {
-            remove_db(p);
+        for name in CONSUMERS {
+            remove_db(&c.path(name));
         }
         c
     }
 
+    /// The database of the consumer `name`.
+    fn path(&self, name: &str) -> PathBuf {
+        match name {
+            "projector" => self.dir.join("bench-workers-projection.db"),
+            worker => self.dir.join(format!("bench-{worker}.db")),
+        }
+    }
+
     /// Each one's cursor: (name, sequence handled).
     fn cursors(&self) -> Vec<(&'static str, u64)> {
-        let projected = Recall::open(&self.projection)
-            .and_then(|r| r.projected_seq("MEM"))
-            .unwrap_or(0);
-        let worker = |p: &Path| {
-            worker::progress(p, "MEM")
-                .ok()
-                .flatten()
-                .map_or(0, |p| p.last_seq)
-        };
-        vec![
-            ("projector", projected),
-            ("extractor", worker(&self.extractor)),
-            ("consolidator", worker(&self.consolidator)),
-        ]
+        CONSUMERS
+            .iter()
+            .map(|&name| {
+                let at = if name == "projector" {
+                    Recall::open(self.path(name))
+                        .and_then(|r| r.projected_seq("MEM"))
+                        .unwrap_or(0)
+                } else {
+                    worker::progress(&self.path(name), "MEM")
+                        .ok()
+                        .flatten()
+                        .map_or(0, |p| p.last_seq)
+                };
+                (name, at)
+            })
+            .collect()
     }
 
     /// Starts the named consumers on `log`; each task ends once `shutdown` is cancelled and
@@ -392,23 +421,39 @@ impl Consumers {
         }];
         which
             .iter()
-            .map(|name| {
+            .map(|&name| {
                 let (log, stop) = (log.clone(), shutdown.clone());
-                match *name {
+                let deps = WorkerDeps::new(log.clone(), name, self.path(name));
+                match name {
                     "projector" => {
-                        let deps = ProjectorDeps::new(log, &self.projection);
+                        let deps = ProjectorDeps::new(log, self.path(name));
                         tokio::spawn(async move { drop(projector::run(deps, stop).await) })
                     }
                     "extractor" => {
-                        let deps = WorkerDeps::new(log, "extractor", &self.extractor);
                         let x = Extractor::from_mounts([("bench/publisher", mounts.as_slice())]);
                         tokio::spawn(async move { drop(worker::run(deps, x, stop).await) })
                     }
-                    _ => {
-                        let deps = WorkerDeps::new(log, "consolidator", &self.consolidator);
+                    "consolidator" => {
                         tokio::spawn(
                             async move { drop(worker::run(deps, Consolidator, stop).await) },
                         )
+                    }
+                    "semantic" => {
+                        let s = SemanticIndex::new(Arc::new(HashingEmbedder));
+                        tokio::spawn(async move { drop(worker::run(deps, s, stop).await) })
+                    }
+                    "graph" => {
+                        tokio::spawn(
+                            async move { drop(worker::run(deps, KnowledgeGraph, stop).await) },
+                        )
+                    }
+                    "documents" => {
+                        let d = DocumentIndex::new(log);
+                        tokio::spawn(async move { drop(worker::run(deps, d, stop).await) })
+                    }
+                    _ => {
+                        let r = Reviewer::for_roles(["bench/publisher"]);
+                        tokio::spawn(async move { drop(worker::run(deps, r, stop).await) })
                     }
                 }
             })
@@ -461,7 +506,7 @@ async fn workers(options: &MemoryBenchOptions, out: &mut impl Write) -> Result<(
     let n = options.burst;
 
     // Throughput: one backlog, each consumer alone from the start of the stream. The
-    // consolidator goes last, so its input holds the facts the extractor wrote.
+    // extractor goes before the workers that follow facts, so their input holds its facts.
     emit_all(&log, &burst(n, 0)).await?;
     for name in CONSUMERS {
         let head = log.last_sequence("MEM").await?;
@@ -479,7 +524,7 @@ async fn workers(options: &MemoryBenchOptions, out: &mut impl Write) -> Result<(
         )?;
     }
 
-    // Lag: all three running while a second burst is written as fast as emit() goes; how
+    // Lag: all of them running while a second burst is written as fast as emit() goes; how
     // far behind each is when the burst ends, and how long until it has handled the burst.
     let shutdown = CancellationToken::new();
     let tasks = consumers.start(&log, &CONSUMERS, &shutdown);
