@@ -81,11 +81,31 @@ impl NatsServer {
             monitor_port: free_port(),
             dir: dir.unwrap_or_else(|| tempfile::tempdir().expect("temp dir")),
         };
-        server.spawn();
+        // A free port can be taken by another process between being found and being bound:
+        // a first start that loses that race tries other ports (a restart keeps its own).
+        for attempt in 1.. {
+            server.spawn_child();
+            match server.wait_healthy() {
+                Ok(()) => break,
+                Err(e) if attempt < 4 && e.contains("address already in use") => {
+                    server.port = free_port();
+                    server.monitor_port = free_port();
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
         server
     }
 
+    /// Starts the server and waits until JetStream is healthy.
     fn spawn(&mut self) {
+        self.spawn_child();
+        if let Err(e) = self.wait_healthy() {
+            panic!("{e}");
+        }
+    }
+
+    fn spawn_child(&mut self) {
         let store = self.dir.path().join("store");
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -109,19 +129,23 @@ impl NatsServer {
                 )
             });
         self.child = Some(child);
-        self.wait_healthy();
     }
 
-    fn wait_healthy(&mut self) {
+    /// Waits until JetStream is healthy; `Err` with the log when the server exited first.
+    fn wait_healthy(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(child) = self.child.as_mut()
                 && let Ok(Some(status)) = child.try_wait()
             {
-                panic!("nats-server exited with {status}; log:\n{}", self.log());
+                self.child = None;
+                return Err(format!(
+                    "nats-server exited with {status}; log:\n{}",
+                    self.log()
+                ));
             }
             if self.healthz() {
-                return;
+                return Ok(());
             }
             assert!(
                 Instant::now() < deadline,
