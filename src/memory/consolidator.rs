@@ -10,8 +10,6 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use futures_util::future::BoxFuture;
-
 use super::worker::{Derived, Deriver};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
@@ -48,10 +46,6 @@ impl Deriver for Consolidator {
 
     fn schema(&self) -> &'static str {
         SCHEMA
-    }
-
-    fn prepare<'a>(&'a self, _event: &'a Envelope) -> BoxFuture<'a, ()> {
-        Box::pin(std::future::ready(()))
     }
 
     fn derive(

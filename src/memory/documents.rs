@@ -283,14 +283,15 @@ pub fn search(
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     let prefix = prefix.trim_end_matches('/');
-    let mut stmt = conn.prepare(
+    let scope = super::recall::under("p.namespace", "?2");
+    let mut stmt = conn.prepare(&format!(
         "SELECT p.document, p.name, p.title, p.namespace, p.ordinal, p.page, p.offset, p.text
          FROM passages_fts f JOIN passages p ON p.id = f.rowid
          WHERE passages_fts MATCH ?1
-           AND (?2 = '' OR p.namespace = ?2 OR substr(p.namespace, 1, length(?2) + 1) = ?2 || '/')
+           AND (?2 = '' OR {scope})
            AND (?3 IS NULL OR p.tenant = ?3)
-         ORDER BY f.rank LIMIT ?4",
-    )?;
+         ORDER BY f.rank LIMIT ?4"
+    ))?;
     let rows = stmt.query_map(params![joined, prefix, tenant, limit as i64], |r| {
         Ok(Found {
             document: r.get(0)?,

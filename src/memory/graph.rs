@@ -17,7 +17,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use futures_util::future::BoxFuture;
 use rusqlite::{Connection, OpenFlags, Transaction, params};
 use serde_json::Value;
 
@@ -239,10 +238,6 @@ impl Deriver for KnowledgeGraph {
         SCHEMA
     }
 
-    fn prepare<'a>(&'a self, _event: &'a Envelope) -> BoxFuture<'a, ()> {
-        Box::pin(std::future::ready(()))
-    }
-
     fn derive(
         &self,
         tx: &Transaction<'_>,
@@ -278,7 +273,7 @@ impl Deriver for KnowledgeGraph {
 
 /// `filter`'s prefix as SQL over the column `col`, bound to `?2` ('' for everywhere).
 fn scope(col: &str) -> String {
-    format!("(?2 = '' OR {col} = ?2 OR substr({col}, 1, length(?2) + 1) = ?2 || '/')")
+    format!("(?2 = '' OR {})", super::recall::under(col, "?2"))
 }
 
 fn prefix(filter: &RecallFilter) -> &str {

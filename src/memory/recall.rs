@@ -129,6 +129,12 @@ pub struct Score {
     pub judged: u64,
 }
 
+/// SQL that holds when the namespace column `col` is the prefix bound to `param` or below it
+/// (`facts/n` covers `facts/n` and `facts/n/a`, never `facts/nx`).
+pub(crate) fn under(col: &str, param: &str) -> String {
+    format!("({col} = {param} OR substr({col}, 1, length({param}) + 1) = {param} || '/')")
+}
+
 const COLUMNS: &str = "e.seq, e.event_id, e.ts, e.tenant, e.namespace, e.actor, e.kind, e.payload";
 
 fn row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Recalled> {
@@ -234,10 +240,11 @@ impl Recall {
             ),
             None => format!("body : ({matching})"),
         };
+        let scope = under("e.namespace", "?2");
         let sql = format!(
             "SELECT {COLUMNS} FROM events_fts f JOIN events e ON e.event_id = f.event_id
              WHERE events_fts MATCH ?1
-               AND (?2 IS NULL OR e.namespace = ?2 OR substr(e.namespace, 1, length(?2) + 1) = ?2 || '/')
+               AND (?2 IS NULL OR {scope})
                AND (?3 IS NULL OR e.kind = ?3)
                AND (?4 IS NULL OR e.tenant = ?4)
                AND (?6 OR (e.kind <> 'fact_superseded'
@@ -268,10 +275,11 @@ impl Recall {
         ids: impl IntoIterator<Item = &'a str>,
         filter: &RecallFilter,
     ) -> Result<Vec<Recalled>, RecallError> {
+        let scope = under("e.namespace", "?2");
         let sql = format!(
             "SELECT {COLUMNS} FROM events e
              WHERE e.event_id = ?1
-               AND (?2 IS NULL OR e.namespace = ?2 OR substr(e.namespace, 1, length(?2) + 1) = ?2 || '/')
+               AND (?2 IS NULL OR {scope})
                AND (?3 IS NULL OR e.kind = ?3)
                AND (?4 IS NULL OR e.tenant = ?4)
                AND (?5 OR (e.kind <> 'fact_superseded'
@@ -346,10 +354,11 @@ impl Recall {
         limit: usize,
     ) -> Result<Vec<Recalled>, RecallError> {
         let prefix = prefix.trim_end_matches('/');
+        let scope = under("e.namespace", "?1");
         let sql = format!(
             "SELECT {COLUMNS} FROM events e
              WHERE e.kind = 'lesson_learned' AND e.tenant = ?2
-               AND (e.namespace = ?1 OR substr(e.namespace, 1, length(?1) + 1) = ?1 || '/')
+               AND {scope}
              ORDER BY e.seq DESC LIMIT ?3"
         );
         let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
@@ -362,9 +371,10 @@ impl Recall {
     /// Every event whose namespace is `prefix` or below it (empty prefix: all), in log order.
     pub fn replay(&self, prefix: &str) -> Result<Vec<Recalled>, RecallError> {
         let prefix = prefix.trim_end_matches('/');
+        let scope = under("e.namespace", "?1");
         let sql = format!(
             "SELECT {COLUMNS} FROM events e
-             WHERE ?1 = '' OR e.namespace = ?1 OR substr(e.namespace, 1, length(?1) + 1) = ?1 || '/'
+             WHERE ?1 = '' OR {scope}
              ORDER BY e.seq"
         );
         let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;

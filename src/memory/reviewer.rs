@@ -13,7 +13,6 @@
 
 use std::collections::BTreeMap;
 
-use futures_util::future::BoxFuture;
 use rusqlite::{Transaction, params};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -111,10 +110,6 @@ impl Deriver for Reviewer {
 
     fn schema(&self) -> &'static str {
         SCHEMA
-    }
-
-    fn prepare<'a>(&'a self, _event: &'a Envelope) -> BoxFuture<'a, ()> {
-        Box::pin(std::future::ready(()))
     }
 
     fn derive(

@@ -185,13 +185,7 @@ impl Deriver for SemanticIndex {
             if event.kind != EventKind::FactLearned {
                 return None;
             }
-            let text = [fact_text(event)];
-            Some(
-                self.embedder
-                    .embed(&text)
-                    .await
-                    .and_then(|mut v| v.pop().ok_or_else(|| EmbedError("no vector".into()))),
-            )
+            Some(embed_one(&*self.embedder, fact_text(event)).await)
         })
     }
 
@@ -266,10 +260,12 @@ pub fn nearest(
         .map(|p| p.trim_end_matches('/'))
         .unwrap_or("");
     let scope = if prefix.is_empty() {
-        "?2 = ''"
+        "?2 = ''".to_string()
     } else {
-        "namespace >= ?2 AND namespace < ?2 || '0'
-         AND (namespace = ?2 OR substr(namespace, 1, length(?2) + 1) = ?2 || '/')"
+        format!(
+            "namespace >= ?2 AND namespace < ?2 || '0' AND {}",
+            super::recall::under("namespace", "?2")
+        )
     };
     let mut stmt = conn.prepare(&format!(
         "SELECT scale, vector, event_id FROM vectors8
@@ -325,6 +321,15 @@ pub struct QueryVector {
     pub vector: Vec<f32>,
 }
 
+/// The vector of one text.
+async fn embed_one(embedder: &dyn Embedder, text: String) -> Result<Vec<f32>, EmbedError> {
+    embedder
+        .embed(&[text])
+        .await?
+        .pop()
+        .ok_or_else(|| EmbedError("no vector".into()))
+}
+
 /// Embeds `query` with `embedder` for [`hybrid`], waiting at most `limit` (an embedding server
 /// that hangs must not hold up a wake for its whole retry schedule).
 pub async fn embed_query(
@@ -332,17 +337,14 @@ pub async fn embed_query(
     query: &str,
     limit: std::time::Duration,
 ) -> Result<QueryVector, EmbedError> {
-    let text = [query.to_string()];
-    let vector = tokio::time::timeout(limit, embedder.embed(&text))
+    let vector = tokio::time::timeout(limit, embed_one(embedder, query.to_string()))
         .await
         .map_err(|_| {
             EmbedError(format!(
                 "{} gave no vector within {limit:?}",
                 embedder.name()
             ))
-        })??
-        .pop()
-        .ok_or_else(|| EmbedError("no vector".into()))?;
+        })??;
     Ok(QueryVector {
         embedder: embedder.name().to_string(),
         vector,

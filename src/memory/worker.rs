@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS outbox(id INTEGER PRIMARY KEY AUTOINCREMENT, envelope
 /// What a worker does with each event of the log.
 pub trait Deriver: Send + Sync + 'static {
     /// What [`Deriver::prepare`] found (a model's reading); `()` for a worker with no slow step.
-    type Prepared: Send + 'static;
+    type Prepared: Default + Send + 'static;
 
     /// The worker's own tables, created with its state database.
     fn schema(&self) -> &'static str {
@@ -41,8 +41,11 @@ pub trait Deriver: Send + Sync + 'static {
     }
 
     /// The slow part, done before and outside the transaction (a model call). It is done
-    /// again for an event whose batch did not commit.
-    fn prepare<'a>(&'a self, event: &'a Envelope) -> BoxFuture<'a, Self::Prepared>;
+    /// again for an event whose batch did not commit. A worker with no slow step leaves it
+    /// out: its `Prepared` is `()`.
+    fn prepare<'a>(&'a self, _event: &'a Envelope) -> BoxFuture<'a, Self::Prepared> {
+        Box::pin(std::future::ready(Self::Prepared::default()))
+    }
 
     /// What `event` (stream sequence `seq`) derives, each event with a computed id and
     /// `cause` set. It may read and write the worker's own tables through `tx`; what it
