@@ -43,10 +43,7 @@ impl AnthropicBackend {
         settings: HttpSettings,
         secrets: Arc<dyn SecretSource>,
     ) -> Result<Self, ConfigError> {
-        let client = http::client(settings.timeout).map_err(|source| ConfigError::HttpClient {
-            backend: settings.name.clone(),
-            source,
-        })?;
+        let client = http::client(&settings)?;
         Ok(Self {
             url: http::join_url(&settings.base_url, "v1/messages"),
             settings,

@@ -56,10 +56,7 @@ impl OpenAiEmbedder {
                 message: "an embeddings backend needs `model` (the embedding model)".into(),
             });
         }
-        let client = http::client(settings.timeout).map_err(|source| ConfigError::HttpClient {
-            backend: settings.name.clone(),
-            source,
-        })?;
+        let client = http::client(&settings)?;
         Ok(Self {
             url: http::join_url(&settings.base_url, "embeddings"),
             name: format!("openai/{}", settings.model),

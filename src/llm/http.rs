@@ -6,19 +6,24 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde_json::Value;
 
+use super::config::ConfigError;
 use super::error::{LlmError, truncate};
 use super::secret::{KeyRef, Secret, SecretSource};
 
 /// Longest stretch of a bad body quoted in an error.
 const BODY_SNIPPET: usize = 200;
 
-/// Builds the client a backend keeps for its lifetime: every request is bounded by `timeout`,
-/// connecting by the smaller of `timeout` and 10 s.
-pub(crate) fn client(timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
+/// Builds the client the backend of `settings` keeps for its lifetime: every request is
+/// bounded by its timeout, connecting by the smaller of that and 10 s.
+pub(crate) fn client(settings: &HttpSettings) -> Result<reqwest::Client, ConfigError> {
     reqwest::Client::builder()
-        .timeout(timeout)
-        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        .timeout(settings.timeout)
+        .connect_timeout(settings.timeout.min(Duration::from_secs(10)))
         .build()
+        .map_err(|source| ConfigError::HttpClient {
+            backend: settings.name.clone(),
+            source,
+        })
 }
 
 /// Resolves an optional key reference now.

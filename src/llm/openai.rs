@@ -37,10 +37,7 @@ impl OpenAiBackend {
         settings: HttpSettings,
         secrets: Arc<dyn SecretSource>,
     ) -> Result<Self, ConfigError> {
-        let client = http::client(settings.timeout).map_err(|source| ConfigError::HttpClient {
-            backend: settings.name.clone(),
-            source,
-        })?;
+        let client = http::client(&settings)?;
         Ok(Self {
             url: http::join_url(&settings.base_url, "chat/completions"),
             settings,
