@@ -280,7 +280,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             scope,
             title,
             kind,
-        }) => super::memory::save(&source, &scope, &title, kind.as_deref(), timeout).await,
+            user,
+        }) => super::memory::save(&source, &scope, &title, kind.as_deref(), &user, timeout).await,
         Command::Memory(MemoryCommand::Status) => {
             let config = Config::load()?;
             let log = AnyLog::open(&config).await?;

@@ -13,12 +13,13 @@ use crate::{
 };
 
 /// Reads `source` (a path, or an http(s) URL fetched within `timeout`), tells its kind and
-/// saves it to `scope`; prints the `document_saved` event's id and what was saved.
+/// saves it to `scope` as `user`; prints the `document_saved` event's id and what was saved.
 pub async fn save(
     source: &str,
     scope: &str,
     title: &str,
     kind: Option<&str>,
+    user: &str,
     timeout: Duration,
 ) -> Result<(), CliError> {
     let forced = kind.map(parse_kind).transpose()?;
@@ -53,7 +54,7 @@ pub async fn save(
         kind,
         bytes,
     };
-    let actor = format!("operator/{}", whoami());
+    let actor = format!("operator/{user}");
     let event = documents::save(&log, &config.tenant, scope, &actor, saving)
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
@@ -90,11 +91,6 @@ fn too_large(source: &str, size: u64) -> CliError {
     CliError::Failed(format!(
         "{source}: {size} bytes is more than the {MAX_BYTES} a saved document may hold"
     ))
-}
-
-/// The user saving, for the event's actor.
-fn whoami() -> String {
-    std::env::var("USER").unwrap_or_else(|_| "terminal".into())
 }
 
 /// The body of `url` and the kind its `Content-Type` names, within `timeout` and

@@ -221,6 +221,9 @@ pub enum MemoryCommand {
         /// Its kind when neither its content nor its name says: text, html or pdf.
         #[arg(long = "type", value_name = "KIND")]
         kind: Option<String>,
+        /// Who saves it (the event's actor is `operator/<user>`).
+        #[arg(long, env = "USER", default_value = "terminal")]
+        user: String,
     },
 }
 
