@@ -3,7 +3,8 @@
 //! `mesh` scope reaches them is given them at wake (`memory_injected`, `iron recall --as`);
 //! a correction supersedes the fact it corrects (consolidator) so recall returns the current
 //! belief, and `--history` the one it replaced. And `kill -9` of both workers in the middle of
-//! a backlog loses and duplicates nothing.
+//! a backlog loses and duplicates nothing. What the publisher learned does not leave with its
+//! exported folder.
 
 mod support;
 mod support_llm;
@@ -177,6 +178,75 @@ async fn learns_from_the_newsroom(p: Project) {
         "{status}"
     );
     drop(up);
+    learning_stays_when_the_folder_travels(&p, &learned);
+}
+
+/// The publisher's folder, exported after it learned, holds its portable files and none of
+/// what it learned; imported into another deployment, its expert knows nothing there.
+fn learning_stays_when_the_folder_travels(p: &Project, learned: &[Envelope]) {
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("aem");
+    let out = p.path("export");
+    let said = p.iron_ok(&[
+        "catalog",
+        "export",
+        "newsroom/publisher",
+        "--aem",
+        shipped.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(said.contains("memory stay here"), "{said}");
+    let folder = out.join("publisher");
+    let files: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(files, ["SKILL.md"], "no capabilities.md, no state");
+    let skill = std::fs::read_to_string(folder.join("SKILL.md")).unwrap();
+    assert_eq!(
+        skill,
+        std::fs::read_to_string(shipped.join("newsroom/skills/publisher/SKILL.md")).unwrap()
+    );
+    for fact in learned {
+        let statement = fact.payload["statement"].as_str().unwrap();
+        assert!(!skill.contains(statement), "{statement} left with SKILL.md");
+        assert!(!skill.contains(fact.event_id.as_str()));
+    }
+
+    // Another deployment: the newsroom without its publisher, which the import brings back.
+    let other = Project::offline();
+    let aem = other.path("aem");
+    copy_tree(&shipped.join("newsroom"), &aem.join("newsroom"));
+    std::fs::remove_dir_all(aem.join("newsroom/skills/publisher")).unwrap();
+    let said = other.iron_ok(&[
+        "catalog",
+        "import",
+        folder.to_str().unwrap(),
+        "--mesh",
+        "newsroom",
+        "--aem",
+        aem.to_str().unwrap(),
+    ]);
+    assert!(said.contains("mesh defaults"), "{said}");
+    other.build_catalog();
+    let asked = learned[0].payload["statement"].as_str().unwrap();
+    let knows = other.iron(&["recall", "--as", "newsroom/publisher", asked]);
+    assert!(
+        knows.status.success() && knows.stdout.is_empty(),
+        "{knows:?}"
+    );
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,6 +21,7 @@ mod raw;
 pub mod roots;
 mod servers;
 mod skill;
+pub mod transfer;
 pub mod triggers;
 
 pub use error::{AemError, CatalogErrors, Diagnostic};

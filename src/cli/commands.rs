@@ -323,6 +323,25 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             );
             Ok(())
         }
+        Command::Catalog(CatalogCommand::Export { expert, out, aem }) => {
+            let done = crate::aem::transfer::export_skill(&aem, &expert, &out)?;
+            println!(
+                "exported {expert} -> {} ({}); its capabilities.md and memory stay here",
+                done.dir.display(),
+                done.files.join(", ")
+            );
+            Ok(())
+        }
+        Command::Catalog(CatalogCommand::Import { folder, mesh, aem }) => {
+            let done = crate::aem::transfer::import_skill(&aem, &mesh, &folder)?;
+            println!(
+                "imported {} -> {} ({}); it has the mesh defaults until you write its capabilities.md",
+                folder.display(),
+                done.dir.display(),
+                done.files.join(", ")
+            );
+            Ok(())
+        }
         Command::Tools(ToolsCommand::Import { file, discover }) => {
             tools_import(&file, discover, timeout).await
         }

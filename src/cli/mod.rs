@@ -37,6 +37,8 @@ pub enum CliError {
     #[error("{0}")]
     Catalog(#[from] crate::aem::CatalogErrors),
     #[error(transparent)]
+    Transfer(#[from] crate::aem::transfer::TransferError),
+    #[error(transparent)]
     Config(#[from] crate::core::config::ConfigError),
     #[error(transparent)]
     Open(#[from] crate::spine::durable::OpenError),
@@ -277,6 +279,34 @@ pub enum CatalogCommand {
     },
     /// Validate only; writes nothing.
     Check {
+        /// The agent folders.
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
+    },
+    /// Write an expert's portable folder (SKILL.md and the flows/ and tests/ files the
+    /// catalog records) to `--out <dir>/<folder>`, for another deployment to import. Its
+    /// capabilities.md (this deployment's grants) and everything it learned (memory lives in
+    /// the state directory) stay here. The tree must compile.
+    Export {
+        /// The expert, `<mesh>/<role>`.
+        expert: String,
+        /// Where the folder goes (created if missing; an existing folder is never overwritten).
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// The agent folders.
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
+    },
+    /// Copy an exported skill folder into `aem/<mesh>/skills/` and check that the tree
+    /// compiles with it (otherwise nothing is kept). A folder holding anything but SKILL.md,
+    /// flows/ and tests/ (a capabilities.md, data, links, hidden files) is refused. The
+    /// imported expert gets the mesh defaults; write its capabilities.md to grant more.
+    Import {
+        /// The exported skill folder.
+        folder: std::path::PathBuf,
+        /// The mesh it joins (an existing `aem/<mesh>/` folder).
+        #[arg(long)]
+        mesh: String,
         /// The agent folders.
         #[arg(long, default_value = "aem")]
         aem: std::path::PathBuf,
