@@ -214,3 +214,94 @@ async fn documents_are_saved_and_found_on_the_embedded_log() {
 async fn documents_are_saved_and_found_on_jetstream() {
     documents_are_saved_and_found(Project::offline().with_nats()).await;
 }
+
+/// An expert saves documents itself: the newsroom editor, granted `memory/save_document`, asks
+/// (scripted) to save a file of its archive, a page at an allowed URL, a page at a URL the
+/// deployment does not allow and a governance file. Exactly the first two are saved, in its
+/// own memory, as itself; the disallowed URL is never fetched; gate 2 stops the governance
+/// file before the bridge; and the saved notice is then found by recall.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expert_saves_documents_within_its_grants() {
+    let site = FakeServer::respond(|_| Reply::Raw(200, PAGE.to_string())).await;
+    let allowed = format!("{}/allowed/notice.html", site.url());
+    let private = format!("{}/private/notice.html", site.url());
+    let script = format!(
+        r#"turns:
+  - expect: "harbour notice"
+    tool_calls:
+      - name: memory__save_document
+        arguments: {{path: "workspace/newsroom/notice.txt", title: "Harbour notice"}}
+      - name: memory__save_document
+        arguments: {{url: "{allowed}"}}
+      - name: memory__save_document
+        arguments: {{url: "{private}"}}
+      - name: memory__save_document
+        arguments: {{path: "config/iron.yaml"}}
+  - expect: "gate 2"
+    text: "Saved the harbour notice and the port page."
+"#
+    );
+    let p =
+        Project::scripted(&script).env("IRON_DOCUMENT_URLS", &format!("{}/allowed", site.url()));
+    p.build_shipped_catalog();
+    p.write(
+        "workspace/newsroom/notice.txt",
+        "The ferry terminal reopened on Monday after the storm.",
+    );
+    p.write("config/iron.yaml", "tenant: acme\n");
+    let up = p.up_inside(
+        "nodes:
+  - {name: memory, namespace: /iron/tools, executable: memory_tools, autostart: true}
+  - {name: projector, namespace: /iron/memory, executable: projector_node, autostart: true}
+  - {name: documents, namespace: /iron/memory, executable: memory_worker, args: [--worker, documents], autostart: true}
+  - {name: engine, namespace: /iron, executable: engine_node, autostart: true}
+",
+        &[],
+    );
+    for node in ["/iron/tools/memory", "/iron/engine"] {
+        up.wait_for(&format!("{node}: active"), BOUND);
+    }
+    let said = p.iron_ok(&[
+        "task",
+        "send",
+        "--domain",
+        "newsroom/editor",
+        "--timeout",
+        "90",
+        "save the harbour notice and the port page",
+    ]);
+    assert!(said.contains("Saved the harbour notice"), "{said}");
+
+    let saved = p.events("document_saved").await;
+    assert_eq!(saved.len(), 2, "{saved:#?}");
+    for e in &saved {
+        assert_eq!(e.actor, "newsroom/editor");
+        assert_eq!(e.namespace_path(), "facts/newsroom/editor");
+    }
+    assert_eq!(saved[0].payload["title"], "Harbour notice");
+    assert_eq!(saved[1].payload["name"], allowed.as_str());
+    let fetched: Vec<String> = site.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(
+        fetched,
+        ["/allowed/notice.html"],
+        "the other URL is never fetched"
+    );
+    let results = p.events("tool_result").await;
+    assert!(
+        results
+            .iter()
+            .any(|r| r.payload.to_string().contains("IRON_DOCUMENT_URLS")),
+        "{results:#?}"
+    );
+    let denied = p.events("gate_denied").await;
+    assert_eq!(denied.len(), 1, "{denied:#?}");
+    assert!(denied[0].payload.to_string().contains("config/iron.yaml"));
+
+    let found = eventually("the notice's passage", BOUND, || async {
+        let out = p.iron_ok(&["recall", "--documents", "ferry terminal"]);
+        (!out.is_empty()).then_some(out)
+    })
+    .await;
+    assert!(found.contains("[facts/newsroom/editor]"), "{found}");
+    assert!(found.contains("reopened on Monday"), "{found}");
+}

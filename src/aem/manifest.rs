@@ -33,7 +33,8 @@ pub struct ManifestServer {
     /// How it is reached.
     pub descriptor: ServerDescriptor,
     /// Where the tool list came from: `probed` when a current probe record is attached,
-    /// else `declared` (AEM.md).
+    /// `native` for a bridge Iron ships (the binary describes its tools), else `declared`
+    /// (AEM.md).
     pub origin: String,
     /// Declared tools by name, with effects.
     pub tools: BTreeMap<String, DeclaredTool>,
@@ -109,9 +110,12 @@ impl ManifestServer {
 impl ToolManifest {
     /// Carries every probe record of `previous` over to the same `<mesh>/<server>` here.
     /// Records made with another descriptor are kept (and reported stale) until a new
-    /// probe replaces them.
+    /// probe replaces them. A native server keeps what this binary says of its tools.
     pub fn carry_probes(&mut self, previous: &ToolManifest) {
         for (key, server) in &mut self.servers {
+            if server.descriptor == ServerDescriptor::Native {
+                continue;
+            }
             if let Some(record) = previous.servers.get(key).and_then(|s| s.probe.clone()) {
                 server.set_probe(record);
             }
@@ -141,6 +145,12 @@ impl Catalog {
         let mut servers = BTreeMap::new();
         for (mesh_name, mesh) in &self.meshes {
             for (name, s) in &mesh.servers {
+                let native = match s.descriptor {
+                    ServerDescriptor::Native => {
+                        super::native::native_probe(name, &s.descriptor_hash)
+                    }
+                    _ => None,
+                };
                 servers.insert(
                     format!("{mesh_name}/{name}"),
                     ManifestServer {
@@ -148,9 +158,14 @@ impl Catalog {
                         server: name.clone(),
                         descriptor_hash: s.descriptor_hash.clone(),
                         descriptor: s.descriptor.clone(),
-                        origin: "declared".to_string(),
+                        origin: if native.is_some() {
+                            "native"
+                        } else {
+                            "declared"
+                        }
+                        .to_string(),
                         tools: s.tools.clone(),
-                        probe: None,
+                        probe: native,
                     },
                 );
             }

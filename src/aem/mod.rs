@@ -15,6 +15,7 @@ mod manifest;
 pub mod memory;
 mod mesh;
 mod model;
+pub mod native;
 mod portable;
 mod positions;
 mod raw;
@@ -36,7 +37,8 @@ pub use model::{
     FORMAT_VERSION, FileRecord, MemoryMount, MeshEntry, MeshStatus, Scope, ServerDescriptor,
     ServerEntry, SourceEntry, Startup, TaskBudget, Timeouts, ToolGrant, TriggerEntry, TriggerOn,
 };
-pub use servers::{descriptor_hash, native_tools};
+pub use native::native_tools;
+pub use servers::descriptor_hash;
 
 use sha2::{Digest, Sha256};
 use std::fs;

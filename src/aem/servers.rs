@@ -6,23 +6,11 @@ use super::frontmatter::Document;
 use super::memory::one_of;
 use super::mesh::{effect_words, name_rule};
 use super::model::{DeclaredTool, ServerDescriptor, ServerEntry};
+use super::native::{native_servers, native_tools};
 use super::raw::RawServer;
 use super::{sha256_hex, valid_name, valid_tool_name};
 use crate::core::effect::{Effect, classify_tool_name, raise_by_annotation};
 use std::collections::BTreeMap;
-
-/// The native servers Iron ships (each is the node `/iron/tools/<name>`) and the tools each
-/// offers. A native server not listed here, or a tool its bridge does not offer, is refused
-/// at compile time: nothing would answer the call.
-pub const NATIVE_SERVERS: &[(&str, &[&str])] = &[("delivery", &["send_message"])];
-
-/// The tools the native server `name` offers, if Iron ships it.
-pub fn native_tools(name: &str) -> Option<&'static [&'static str]> {
-    NATIVE_SERVERS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, tools)| *tools)
-}
 
 /// `${VAR}` or `${VAR:-default}`, nothing else.
 pub(crate) fn is_env_reference(value: &str) -> bool {
@@ -177,7 +165,7 @@ fn descriptor_of(
                 }
             }
             if native_tools(name).is_none() {
-                let shipped: Vec<&str> = NATIVE_SERVERS.iter().map(|(n, _)| *n).collect();
+                let shipped = native_servers();
                 sink.push(
                     &doc.path,
                     doc.line_at(&["servers", name, "transport"]).or(line),
@@ -296,7 +284,7 @@ fn declared_tools(
                 tline,
                 &tfield,
                 AemError::NotImplemented(format!("tool `{tname}` of the native server `{name}`")),
-                Some(one_of(offered)),
+                Some(one_of(&offered)),
             );
         }
         let c = classify_tool_name(tname);

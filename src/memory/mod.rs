@@ -5,11 +5,13 @@
 
 pub mod bench;
 pub mod bench_memory;
+pub mod bridge;
 pub mod cli;
 pub mod consolidator;
 pub mod documents;
 pub mod emit;
 pub mod extractor;
+pub mod fetch;
 pub mod graph;
 pub mod node;
 pub mod projector;

@@ -29,6 +29,16 @@ impl MediaType {
         }
     }
 
+    /// From the word a person or a model gives: `text`, `html` or `pdf`.
+    pub fn from_word(word: &str) -> Option<Self> {
+        match word {
+            "text" => Some(MediaType::Text),
+            "html" => Some(MediaType::Html),
+            "pdf" => Some(MediaType::Pdf),
+            _ => None,
+        }
+    }
+
     /// From a MIME type (parameters ignored), `None` when it is none of these.
     pub fn from_mime(mime: &str) -> Option<Self> {
         let essence = mime.split(';').next().unwrap_or("").trim().to_lowercase();

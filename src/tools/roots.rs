@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 use super::env::{EnvError, EnvMap, expand};
-use super::paths::resolve_path;
+use super::paths::{PathPolicy, resolve_path};
 use crate::aem::roots::{Root, SCRATCH_VAR, WORKSPACE_DIR, writable_roots, write_tools};
 use crate::aem::{Catalog, ExpertEntry, ServerDescriptor};
 
@@ -66,6 +66,15 @@ pub enum RootError {
         dir: PathBuf,
         /// The project's workspace directory.
         workspace: PathBuf,
+    },
+    /// The project or state directory could not be resolved.
+    #[error("gate 2 cannot protect {}: {source}", dir.display())]
+    Project {
+        /// The directory.
+        dir: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
     },
     /// The root could not be resolved or created.
     #[error("server `{server}`: root {}: {source}", dir.display())]
@@ -139,6 +148,33 @@ pub fn granted_roots(
         }
     }
     Ok(granted)
+}
+
+/// Gate 2 of `expert`: the governance of `project` and the compiled catalog in `state_dir`
+/// protected, writes allowed only in its [`granted_roots`] (returned too, for the servers'
+/// working roots). The expert process and every bridge acting for it build the same one.
+pub fn expert_policy(
+    expert: &ExpertEntry,
+    catalog: &Catalog,
+    project: &Path,
+    state_dir: &Path,
+    env: &EnvMap,
+) -> Result<(PathPolicy, Vec<GrantedRoot>), RootError> {
+    let granted = granted_roots(expert, catalog, project, env)?;
+    let mut policy = PathPolicy::new(project, state_dir).map_err(|source| RootError::Project {
+        dir: project.to_path_buf(),
+        source,
+    })?;
+    for root in &granted {
+        policy = policy
+            .grant_root(&root.dir)
+            .map_err(|source| RootError::Io {
+                server: root.server.clone(),
+                dir: root.dir.clone(),
+                source,
+            })?;
+    }
+    Ok((policy, granted))
 }
 
 /// The environment a tool server may see: without `IRON_SCRATCH`, which only the workspace

@@ -28,7 +28,7 @@ use crate::{
         },
         durable::AnyLog,
     },
-    tools::{ManagerSetup, PathPolicy, RosTools, ToolManager, roots},
+    tools::{ManagerSetup, RosTools, ToolManager, roots},
 };
 
 /// An expert process for `<mesh>/<role>`.
@@ -116,11 +116,9 @@ impl ManagedNode for ExpertNode {
             .unwrap_or_else(|_| catalog.tool_manifest());
         let env = roots::scrub_env(std::env::vars().collect());
         // Gate 2 lets the expert write only in the workspace roots of its write-capable servers.
-        let granted = roots::granted_roots(&entry, &catalog, &base, &env).map_err(refuse)?;
-        let mut policy = PathPolicy::new(&base, &config.state_dir).map_err(refuse)?;
-        for root in &granted {
-            policy = policy.grant_root(&root.dir).map_err(refuse)?;
-        }
+        let (policy, granted) =
+            roots::expert_policy(&entry, &catalog, &base, &config.state_dir, &env)
+                .map_err(refuse)?;
         // `native`/`remote` servers are reached over ROS; the manager bounds each call with the
         // expert's own tool timeout, so the bridge's is only a backstop.
         let key = CallerKey::open(&config.state_dir)

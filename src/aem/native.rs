@@ -1,0 +1,119 @@
+//! The native tool servers Iron ships: each is the node `/iron/tools/<server>`, and the
+//! binary describes its tools (description and input schema), so the manifest carries them
+//! without a probe and the model and gate 2 read the same schema the bridge answers to. A
+//! native server not listed here, or a tool its bridge does not offer, is refused at compile
+//! time: nothing would answer the call.
+
+use super::manifest::{ProbeRecord, ProbedTool};
+
+/// One tool of a native server.
+#[derive(Debug, Clone, Copy)]
+pub struct NativeTool {
+    /// Server name (the node is `/iron/tools/<server>`).
+    pub server: &'static str,
+    /// Tool name.
+    pub tool: &'static str,
+    /// What it does, for the model.
+    pub description: &'static str,
+    /// JSON schema of its arguments (JSON text). `"x-iron-path": false` marks an argument
+    /// gate 2 must not take for a path.
+    pub input_schema: &'static str,
+}
+
+/// Every native tool Iron ships.
+pub const NATIVE_TOOLS: &[NativeTool] = &[
+    NativeTool {
+        server: "delivery",
+        tool: "send_message",
+        description: "Sends text to a destination: the terminal, or a webhook URL the deployment allows.",
+        input_schema: r#"{"type": "object", "properties": {
+            "dest": {"type": "string", "x-iron-path": false, "description": "`terminal`, a chat handle, or an allowed http(s) URL"},
+            "text": {"type": "string", "description": "What to send"},
+            "delivery_id": {"type": "string", "x-iron-path": false, "description": "The sender's id for this delivery; a second send with the same id sends nothing"},
+            "bulletin": {"type": "object", "x-iron-path": false, "description": "A bulletin recorded with the send"}
+        }, "required": ["text"]}"#,
+    },
+    NativeTool {
+        server: "memory",
+        tool: "save_document",
+        description: "Saves a document to memory so that you and the experts who share the scope can recall its passages later: a file in your workspace (`path`) or a web page or PDF at a URL the deployment allows (`url`). Plain text, HTML and PDF.",
+        input_schema: r#"{"type": "object", "properties": {
+            "path": {"type": "string", "format": "path", "description": "A file inside your workspace"},
+            "url": {"type": "string", "x-iron-path": false, "description": "An http(s) URL (instead of `path`)"},
+            "scope": {"type": "string", "x-iron-path": false, "description": "The memory namespace to save it in, under one your memory may write (default: your own)"},
+            "title": {"type": "string", "description": "A title for it (default: the path or URL)"},
+            "media_type": {"type": "string", "enum": ["text", "html", "pdf"], "x-iron-path": false, "description": "Its kind, when it cannot be told from its content"}
+        }, "additionalProperties": false}"#,
+    },
+];
+
+/// The tools the native server `name` offers, if Iron ships it.
+pub fn native_tools(name: &str) -> Option<Vec<&'static str>> {
+    let tools: Vec<&str> = NATIVE_TOOLS
+        .iter()
+        .filter(|t| t.server == name)
+        .map(|t| t.tool)
+        .collect();
+    (!tools.is_empty()).then_some(tools)
+}
+
+/// The native servers Iron ships, sorted.
+pub fn native_servers() -> Vec<&'static str> {
+    let mut servers: Vec<&str> = NATIVE_TOOLS.iter().map(|t| t.server).collect();
+    servers.sort_unstable();
+    servers.dedup();
+    servers
+}
+
+/// The input schema of native tool `server/tool` (`Value::Null` when Iron ships none).
+pub fn native_schema(server: &str, tool: &str) -> serde_json::Value {
+    NATIVE_TOOLS
+        .iter()
+        .find(|t| t.server == server && t.tool == tool)
+        .map(|t| serde_json::from_str(t.input_schema).expect("a native tool's schema is JSON"))
+        .unwrap_or_default()
+}
+
+/// What the binary says about native server `name`'s tools, as a probe record made with
+/// `descriptor_hash` (`None` when Iron ships no such server).
+pub(crate) fn native_probe(name: &str, descriptor_hash: &str) -> Option<ProbeRecord> {
+    let tools: std::collections::BTreeMap<String, ProbedTool> = NATIVE_TOOLS
+        .iter()
+        .filter(|t| t.server == name)
+        .map(|t| {
+            (
+                t.tool.to_string(),
+                ProbedTool {
+                    description: Some(t.description.to_string()),
+                    input_schema: native_schema(t.server, t.tool),
+                    read_only_hint: None,
+                    destructive_hint: None,
+                    idempotent_hint: None,
+                    open_world_hint: None,
+                    annotation: None,
+                },
+            )
+        })
+        .collect();
+    (!tools.is_empty()).then(|| ProbeRecord {
+        descriptor_hash: descriptor_hash.to_string(),
+        tools,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_schema_is_an_object_schema() {
+        for t in NATIVE_TOOLS {
+            let probe = native_probe(t.server, "h").unwrap();
+            let schema = &probe.tools[t.tool].input_schema;
+            assert_eq!(schema["type"], "object", "{}/{}", t.server, t.tool);
+            assert!(schema["properties"].is_object(), "{}/{}", t.server, t.tool);
+        }
+        assert_eq!(native_servers(), ["delivery", "memory"]);
+        assert!(native_tools("nothing").is_none());
+    }
+}
