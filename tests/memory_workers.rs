@@ -2,7 +2,7 @@
 //! bulletin becomes facts (extractor) in the publisher's declared scope; another role whose
 //! `mesh` scope reaches them is given them at wake (`memory_injected`, `iron recall --as`);
 //! a correction supersedes the fact it corrects (consolidator) so recall returns the current
-//! belief, and `--history` the one it replaced. And `kill -9` of both workers in the middle of
+//! belief, and `--history` the one it replaced. And `kill -9` of every worker in the middle of
 //! a backlog loses and duplicates nothing. What the publisher learned does not leave with its
 //! exported folder.
 
@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use iron::core::envelope::Envelope;
 use iron::core::event_kind::EventKind;
+use iron::memory::documents::{Saving, save};
 use iron::memory::emit;
+use iron::memory::text::MediaType;
 use serde_json::{Value, json};
 use support::{eventually, project::Project};
 use support_llm::{FakeServer, Recorded, Reply, openai_text, openai_tools};
@@ -370,12 +372,52 @@ async fn workers_killed_mid_backlog_lose_and_duplicate_nothing_on_jetstream() {
     killed_mid_backlog(Project::offline().with_router().with_nats()).await;
 }
 
+/// Every background worker: the three that write events, and the three that write only their
+/// own tables.
+const WORKERS: [&str; 6] = [
+    "extractor",
+    "consolidator",
+    "reviewer",
+    "semantic",
+    "graph",
+    "documents",
+];
+
+/// A role's task judged unanswered for `reason`.
+fn judged(task: usize, reason: &str) -> Envelope {
+    Envelope::new(
+        "default",
+        ["sessions", "s"],
+        "cognition/engine",
+        EventKind::TaskJudged,
+        json!({"task_id": format!("t-{task}"), "domain": "core/assistant", "answered": false,
+               "instruction": "Summarise the harbour report", "answer": "", "reason": reason}),
+    )
+}
+
+/// What `iron memory status` says a worker holds in its own tables (vectors, entities,
+/// documents and passages), without its cursor and counters.
+fn holdings(status: &str, worker: &str) -> String {
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(worker))
+        .unwrap_or_else(|| panic!("{worker} in {status}"));
+    let after = line.split(" errors ").nth(1).unwrap_or("");
+    after
+        .split_once(' ')
+        .map_or("", |(_, rest)| rest)
+        .to_string()
+}
+
 async fn killed_mid_backlog(p: Project) {
     p.build_shipped_catalog();
     // A backlog: 1,000 deliveries of 3 claims each, the status of every claim alternating, so
-    // each delivery after the first replaces the 3 beliefs of the one before.
+    // each delivery after the first replaces the 3 beliefs of the one before; 40 reasons for
+    // which two tasks of core/assistant each failed; 100 saved documents.
     const DELIVERIES: usize = 1_000;
     const CLAIMS: usize = 3;
+    const REASONS: usize = 40;
+    const DOCUMENTS: usize = 100;
     let log = p.log().await;
     for n in 0..DELIVERIES {
         let status = if n % 2 == 0 {
@@ -386,6 +428,27 @@ async fn killed_mid_backlog(p: Project) {
         emit(&log, &delivery("newsroom/publisher", n, CLAIMS, status))
             .await
             .unwrap();
+        if n % 25 == 0 {
+            // Reasons differ in words, not numbers (the reviewer folds numbers).
+            let word: String = [b'a' + (n / 25 / 26) as u8, b'a' + (n / 25 % 26) as u8]
+                .map(char::from)
+                .iter()
+                .collect();
+            let reason = format!("error: the {word} archive refused the request");
+            emit(&log, &judged(2 * n, &reason)).await.unwrap();
+            emit(&log, &judged(2 * n + 1, &reason)).await.unwrap();
+        }
+        if n % 10 == 0 {
+            let doc = Saving {
+                name: format!("note-{n}.txt"),
+                title: String::new(),
+                kind: MediaType::Text,
+                bytes: format!("Harbour note {n}: the quay was inspected.").into_bytes(),
+            };
+            save(&log, "default", "facts/newsroom", "operator/test", doc)
+                .await
+                .unwrap();
+        }
     }
     let spawn = |worker: &str| {
         p.start_active(
@@ -394,30 +457,29 @@ async fn killed_mid_backlog(p: Project) {
             &["--worker", worker],
         )
     };
-    let extractor = spawn("extractor");
-    let consolidator = spawn("consolidator");
-    // Kill both as soon as the extractor has written part of its facts.
+    let running: Vec<_> = WORKERS.iter().map(|w| spawn(w)).collect();
+    // Kill all of them as soon as the extractor has written part of its facts (the index and
+    // graph follow those facts, so they are mid-stream too).
     let at_kill = eventually("some facts", BOUND, || async {
         let n = p.events("fact_learned").await.len();
         (n > 0).then_some(n)
     })
     .await;
-    extractor.signal(libc::SIGKILL);
-    consolidator.signal(libc::SIGKILL);
+    for worker in &running {
+        worker.signal(libc::SIGKILL);
+    }
     assert!(
         at_kill < DELIVERIES * CLAIMS,
         "the extractor finished before it was killed ({at_kill} facts); the test missed its window"
     );
-    let _extractor = spawn("extractor");
-    let _consolidator = spawn("consolidator");
+    let mut running: Vec<_> = WORKERS.iter().map(|w| spawn(w)).collect();
     let expected_superseded = (DELIVERIES - 1) * CLAIMS;
-    let events = eventually("every fact and every supersession", BOUND, || async {
+    let events = eventually("every fact, supersession and lesson", BOUND, || async {
         let all = p.all_events().await;
-        let superseded = all
-            .iter()
-            .filter(|e| e.kind == EventKind::FactSuperseded)
-            .count();
-        (superseded >= expected_superseded).then_some(all)
+        let count = |kind| all.iter().filter(|e| e.kind == kind).count();
+        (count(EventKind::FactSuperseded) >= expected_superseded
+            && count(EventKind::LessonLearned) >= REASONS)
+            .then_some(all)
     })
     .await;
     // Let anything still in flight land, then count exactly.
@@ -441,18 +503,57 @@ async fn killed_mid_backlog(p: Project) {
         expected_superseded,
         "every replacement, once"
     );
+    assert_eq!(
+        of(EventKind::LessonLearned).len(),
+        REASONS,
+        "every lesson, once"
+    );
     let unique: BTreeSet<_> = events.iter().map(|e| e.event_id.as_str()).collect();
     assert_eq!(unique.len(), events.len(), "no event id twice in the log");
     for s in &superseded {
         assert_eq!(s.payload["reason"], "replaced");
     }
-    let status = p.iron_ok(&["memory", "status"]);
-    let lag0 = |worker: &str| {
-        status
-            .lines()
-            .any(|l| l.starts_with(worker) && l.contains("lag 0 "))
+    let caught_up = || async {
+        let status = p.iron_ok(&["memory", "status"]);
+        WORKERS
+            .iter()
+            .all(|w| {
+                status
+                    .lines()
+                    .any(|l| l.starts_with(w) && l.contains("lag 0 "))
+            })
+            .then_some(status)
     };
-    assert!(lag0("extractor") && lag0("consolidator"), "{status}");
+    let status = eventually("every worker caught up", BOUND, caught_up).await;
+    assert!(!status.contains("last error"), "{status}");
+
+    // The workers that keep only their own tables hold what a worker that never died holds:
+    // rebuilt from the log after their state is deleted, they end with the same.
+    let survivors: Vec<(&str, String)> = ["semantic", "graph", "documents"]
+        .into_iter()
+        .map(|w| (w, holdings(&status, w)))
+        .collect();
+    assert!(
+        survivors[0].1.contains("vectors ")
+            && survivors[1].1.contains("entities ")
+            && survivors[2]
+                .1
+                .starts_with(&format!("documents {DOCUMENTS} passages {DOCUMENTS}")),
+        "{status}"
+    );
+    for (worker, _) in &survivors {
+        let i = WORKERS.iter().position(|w| w == worker).unwrap();
+        running[i].signal(libc::SIGKILL);
+        running[i].wait_exit(BOUND);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(p.path(&format!("memory/{worker}.db{suffix}")));
+        }
+        running[i] = spawn(worker);
+    }
+    let rebuilt = eventually("the rebuilt workers caught up", BOUND, caught_up).await;
+    for (worker, held) in &survivors {
+        assert_eq!(&holdings(&rebuilt, worker), held, "{worker}: {rebuilt}");
+    }
 }
 
 /// The processes `iron task send` needs, and the projector and the procedural reviewer.

@@ -248,7 +248,6 @@ pub async fn status<L: EventLog>(
                 if p.pending > 0 {
                     write!(out, " unwritten {}", p.pending)?;
                 }
-                // The semantic index writes vectors, not events.
                 // The semantic index and the graph write their own tables, not events.
                 for (embedder, n) in super::semantic::indexed(state).unwrap_or_default() {
                     write!(out, " vectors {n} ({embedder})")?;
