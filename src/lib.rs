@@ -16,6 +16,8 @@ pub mod memory;
 
 pub mod jobs;
 
+pub mod workspace;
+
 pub mod llm;
 
 pub mod cognition;

@@ -1,0 +1,325 @@
+//! Scratch workspaces: a disposable working directory per task, holding a copy of the target
+//! repository at a known base, so that an expert's changes can be read back as a diff and the
+//! real tree is never touched. Two providers behind one trait:
+//!
+//! - [`GitWorktree`] (the default): a linked `git worktree` of the repository's `HEAD` on a
+//!   fresh branch `iron/scratch/<task>`. Uncommitted changes of the real tree are not in it.
+//! - [`PlainCopy`]: a copy of the tree's files (without `.git`) made into a repository of its
+//!   own with one commit, for a target that is not a git repository.
+//!
+//! Either way the scratch is a git working tree whose base commit is known, so
+//! [`Scratch::diff`] is the same for both. Scratches live under a root outside the target
+//! (by default `<state_dir>/scratch/<task>`), and are removed when the task ends unless kept
+//! for review.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::process::Command;
+
+/// How long one git command may take.
+const GIT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Why a scratch could not be made, read or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum ScratchError {
+    /// A task id that cannot name a directory and a branch.
+    #[error("task id {0:?} cannot name a scratch (letters, digits, `-` and `_`, at most 64)")]
+    BadTask(String),
+    /// The scratch exists already.
+    #[error("{} already exists", .0.display())]
+    Exists(PathBuf),
+    /// A git command failed.
+    #[error("git {args} in {}: {detail}", dir.display())]
+    Git {
+        /// Its arguments.
+        args: String,
+        /// Where it ran.
+        dir: PathBuf,
+        /// What it said, or why it did not run.
+        detail: String,
+    },
+    /// A file operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A task's scratch: where it is and what it started from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scratch {
+    /// The task.
+    pub task: String,
+    /// The working directory.
+    pub dir: PathBuf,
+    /// The commit the scratch started from (in the scratch's repository).
+    pub base: String,
+}
+
+impl Scratch {
+    /// Everything that changed since the base, new and deleted files included, as a unified
+    /// diff (`--no-renames`: a rename is a deletion and an addition).
+    pub async fn diff(&self) -> Result<String, ScratchError> {
+        git(&self.dir, &["add", "--all"]).await?;
+        git(
+            &self.dir,
+            &[
+                "diff",
+                "--cached",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-renames",
+                "--unified=3",
+                &self.base,
+            ],
+        )
+        .await
+    }
+}
+
+/// Makes and removes scratches.
+pub trait ScratchProvider: Send + Sync {
+    /// A new scratch for `task`.
+    fn create<'a>(
+        &'a self,
+        task: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Result<Scratch, ScratchError>>;
+    /// Removes `scratch` and whatever it left behind in the target (a branch).
+    fn remove<'a>(
+        &'a self,
+        scratch: &'a Scratch,
+    ) -> futures_util::future::BoxFuture<'a, Result<(), ScratchError>>;
+}
+
+/// Linked git worktrees of the repository `repo`, under `root`.
+#[derive(Debug, Clone)]
+pub struct GitWorktree {
+    /// The target repository.
+    pub repo: PathBuf,
+    /// Where scratches go.
+    pub root: PathBuf,
+}
+
+/// The branch of `task`'s worktree.
+pub fn branch_of(task: &str) -> String {
+    format!("iron/scratch/{task}")
+}
+
+impl ScratchProvider for GitWorktree {
+    fn create<'a>(
+        &'a self,
+        task: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Result<Scratch, ScratchError>> {
+        Box::pin(async move {
+            let dir = prepare(&self.root, task)?;
+            let base = git(&self.repo, &["rev-parse", "--verify", "HEAD^{commit}"])
+                .await?
+                .trim()
+                .to_string();
+            let dir_text = dir.display().to_string();
+            git(
+                &self.repo,
+                &[
+                    "worktree",
+                    "add",
+                    "--quiet",
+                    "-b",
+                    &branch_of(task),
+                    &dir_text,
+                    &base,
+                ],
+            )
+            .await?;
+            Ok(Scratch {
+                task: task.to_string(),
+                dir,
+                base,
+            })
+        })
+    }
+
+    fn remove<'a>(
+        &'a self,
+        scratch: &'a Scratch,
+    ) -> futures_util::future::BoxFuture<'a, Result<(), ScratchError>> {
+        Box::pin(async move {
+            let dir_text = scratch.dir.display().to_string();
+            git(&self.repo, &["worktree", "remove", "--force", &dir_text]).await?;
+            git(&self.repo, &["branch", "-D", &branch_of(&scratch.task)]).await?;
+            Ok(())
+        })
+    }
+}
+
+/// Plain copies of the tree `source` (without `.git`), under `root`.
+#[derive(Debug, Clone)]
+pub struct PlainCopy {
+    /// The target tree.
+    pub source: PathBuf,
+    /// Where scratches go.
+    pub root: PathBuf,
+}
+
+impl ScratchProvider for PlainCopy {
+    fn create<'a>(
+        &'a self,
+        task: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Result<Scratch, ScratchError>> {
+        Box::pin(async move {
+            let dir = prepare(&self.root, task)?;
+            let (from, to) = (self.source.clone(), dir.clone());
+            tokio::task::spawn_blocking(move || copy_tree(&from, &to))
+                .await
+                .map_err(|e| ScratchError::Io {
+                    what: "copying the tree".into(),
+                    source: std::io::Error::other(e),
+                })??;
+            git(&dir, &["init", "--quiet"]).await?;
+            git(&dir, &["add", "--all"]).await?;
+            git(
+                &dir,
+                &[
+                    "-c",
+                    "user.name=iron",
+                    "-c",
+                    "user.email=iron@localhost",
+                    "commit",
+                    "--quiet",
+                    "--allow-empty",
+                    "--no-verify",
+                    "-m",
+                    "scratch base",
+                ],
+            )
+            .await?;
+            let base = git(&dir, &["rev-parse", "HEAD"]).await?.trim().to_string();
+            Ok(Scratch {
+                task: task.to_string(),
+                dir,
+                base,
+            })
+        })
+    }
+
+    fn remove<'a>(
+        &'a self,
+        scratch: &'a Scratch,
+    ) -> futures_util::future::BoxFuture<'a, Result<(), ScratchError>> {
+        Box::pin(async move {
+            tokio::fs::remove_dir_all(&scratch.dir)
+                .await
+                .map_err(|source| ScratchError::Io {
+                    what: format!("removing {}", scratch.dir.display()),
+                    source,
+                })
+        })
+    }
+}
+
+/// Checks `task` and returns `root/task`, which must not exist yet (its parent is created).
+fn prepare(root: &Path, task: &str) -> Result<PathBuf, ScratchError> {
+    let ok = !task.is_empty()
+        && task.len() <= 64
+        && task
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !ok {
+        return Err(ScratchError::BadTask(task.to_string()));
+    }
+    std::fs::create_dir_all(root).map_err(|source| ScratchError::Io {
+        what: format!("creating {}", root.display()),
+        source,
+    })?;
+    let root = root.canonicalize().map_err(|source| ScratchError::Io {
+        what: format!("resolving {}", root.display()),
+        source,
+    })?;
+    let dir = root.join(task);
+    if dir.exists() {
+        return Err(ScratchError::Exists(dir));
+    }
+    Ok(dir)
+}
+
+/// Copies the files of `from` into `to` (created), without `.git`; symbolic links are copied
+/// as links, never followed.
+fn copy_tree(from: &Path, to: &Path) -> Result<(), ScratchError> {
+    let io = |what: String| move |source| ScratchError::Io { what, source };
+    std::fs::create_dir_all(to).map_err(io(format!("creating {}", to.display())))?;
+    for item in std::fs::read_dir(from).map_err(io(format!("reading {}", from.display())))? {
+        let item = item.map_err(io(format!("reading {}", from.display())))?;
+        if item.file_name() == ".git" {
+            continue;
+        }
+        let (src, dst) = (item.path(), to.join(item.file_name()));
+        let kind = item
+            .file_type()
+            .map_err(io(format!("reading {}", src.display())))?;
+        if kind.is_symlink() {
+            let target =
+                std::fs::read_link(&src).map_err(io(format!("reading {}", src.display())))?;
+            std::os::unix::fs::symlink(target, &dst)
+                .map_err(io(format!("writing {}", dst.display())))?;
+        } else if kind.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if kind.is_file() {
+            std::fs::copy(&src, &dst).map_err(io(format!("writing {}", dst.display())))?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `git args…` in `dir` within [`GIT_TIMEOUT`]; its stdout, or why it failed.
+pub(crate) async fn git(dir: &Path, args: &[&str]) -> Result<String, ScratchError> {
+    git_with_input(dir, args, None).await
+}
+
+/// [`git`] with `input` on its stdin.
+pub(crate) async fn git_with_input(
+    dir: &Path,
+    args: &[&str],
+    input: Option<&str>,
+) -> Result<String, ScratchError> {
+    use tokio::io::AsyncWriteExt;
+    let failed = |detail: String| ScratchError::Git {
+        args: args.join(" "),
+        dir: dir.to_path_buf(),
+        detail,
+    };
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(if input.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| failed(e.to_string()))?;
+    if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+        stdin
+            .write_all(text.as_bytes())
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+    }
+    let out = tokio::time::timeout(GIT_TIMEOUT, child.wait_with_output())
+        .await
+        .map_err(|_| failed(format!("no answer in {} s", GIT_TIMEOUT.as_secs())))?
+        .map_err(|e| failed(e.to_string()))?;
+    if !out.status.success() {
+        return Err(failed(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ));
+    }
+    String::from_utf8(out.stdout).map_err(|_| failed("its output is not UTF-8".into()))
+}
