@@ -174,6 +174,9 @@ pub enum AemError {
         /// Why it is refused.
         why: String,
     },
+    /// `workspace:` is malformed, or a server needs a scratch the mesh does not declare.
+    #[error("{0}")]
+    BadWorkspace(String),
     /// An effect declaration for a tool the expert is not granted.
     #[error("effect declared for `{0}`, which this expert is not granted")]
     StrayEffectDeclaration(String),

@@ -208,6 +208,8 @@ pub(crate) fn validate_mesh(folder: &str, doc: Document, sink: &mut Sink) -> Opt
     tools.sort();
     tools.dedup();
 
+    let workspace =
+        super::workspace::validate_workspace(raw.workspace.as_ref(), &servers, &doc, sink);
     let entry = MeshEntry {
         name: folder.to_string(),
         status,
@@ -218,6 +220,7 @@ pub(crate) fn validate_mesh(folder: &str, doc: Document, sink: &mut Sink) -> Opt
         delivery,
         sources,
         triggers: BTreeMap::new(),
+        workspace,
         sha256: doc.sha256.clone(),
     };
     let draft = MeshDraft {

@@ -24,6 +24,7 @@ mod servers;
 mod skill;
 pub mod transfer;
 pub mod triggers;
+pub mod workspace;
 
 pub use error::{AemError, CatalogErrors, Diagnostic};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_COST_USD, MAX_ITERATIONS, MAX_SECS, MAX_TOKENS};
@@ -36,6 +37,7 @@ pub use model::{
     Access, Catalog, DeclaredTool, DelegationScope, DeliveryChannel, ExpertEntry, ExpertHashes,
     FORMAT_VERSION, FileRecord, MemoryMount, MeshEntry, MeshStatus, Scope, ServerDescriptor,
     ServerEntry, SourceEntry, Startup, TaskBudget, Timeouts, ToolGrant, TriggerEntry, TriggerOn,
+    WorkspaceEntry, WorkspaceProvider,
 };
 pub use native::native_tools;
 pub use servers::descriptor_hash;

@@ -115,8 +115,36 @@ pub struct MeshEntry {
     /// What starts the mesh's flows without a person, by trigger name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub triggers: BTreeMap<String, TriggerEntry>,
+    /// The tree its experts change through a scratch, if it declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<WorkspaceEntry>,
     /// SHA-256 of AEM.md.
     pub sha256: String,
+}
+
+/// `workspace:` of a mesh (see [`crate::aem::workspace`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceEntry {
+    /// The tree changed, relative to the project.
+    pub target: String,
+    /// How a scratch is made.
+    pub provider: WorkspaceProvider,
+    /// The command run confined on a copy of the result after hunks are applied (empty: none).
+    pub verify: Vec<String>,
+    /// Its time limit.
+    pub verify_secs: u64,
+    /// Whether confined commands may use the network.
+    pub network: bool,
+}
+
+/// How a scratch is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkspaceProvider {
+    /// A linked git worktree of the target's `HEAD`.
+    GitWorktree,
+    /// A plain copy of the target's files.
+    Copy,
 }
 
 /// How a tool server is reached.

@@ -26,6 +26,18 @@ pub(crate) struct RawMesh {
     pub(crate) msp: Option<RawMsp>,
     #[serde(default)]
     pub(crate) triggers: BTreeMap<String, RawTrigger>,
+    pub(crate) workspace: Option<RawWorkspace>,
+}
+
+/// `workspace:` in AEM.md.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWorkspace {
+    pub(crate) target: Option<String>,
+    pub(crate) provider: Option<String>,
+    pub(crate) verify: Option<Vec<String>>,
+    pub(crate) verify_secs: Option<u64>,
+    pub(crate) network: Option<bool>,
 }
 
 /// One entry of `triggers:` in AEM.md: the flow to start and exactly one of `sources`,

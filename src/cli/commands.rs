@@ -427,6 +427,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             super::ask::run(ask, &cli.router, timeout).await
         }
         Command::Jobs(command) => super::jobs::run(command).await,
+        Command::Hunks(command) => super::hunks::run(command).await,
         Command::Msp(command) => super::msp::run(command, &cli.router, timeout).await,
         Command::Bench(BenchCommand::Jobs {
             steps,

@@ -7,6 +7,7 @@ mod bench_cognition;
 mod bench_newsroom;
 mod bench_stats;
 mod commands;
+mod hunks;
 mod jobs;
 mod lifecycle;
 mod memory;
@@ -194,6 +195,17 @@ pub enum Command {
     /// failed, or the flow's code changed under it) waits for `resume` or `cancel`.
     #[command(subcommand)]
     Jobs(jobs::JobsCommand),
+    /// Review what experts changed in their scratches: list, show, approve or reject each
+    /// hunk, then apply a task's approved hunks to the real tree (and run the mesh's verify
+    /// command confined on the result).
+    ///
+    /// An expert whose mesh declares `workspace:` works in a scratch copy of the target tree;
+    /// when its task ends, what it changed is proposed on the log one hunk at a time. Nothing
+    /// reaches the real tree until a person approves it here; a hunk that no longer applies
+    /// is named and nothing is applied; changes to governance (`aem/`, `config/`, `.git`) can
+    /// only be rejected.
+    #[command(subcommand)]
+    Hunks(hunks::HunksCommand),
     /// Perception (MSP) sources: the feeds source program, and reading a running source.
     #[command(subcommand)]
     Msp(msp::MspCommand),

@@ -119,6 +119,16 @@ event_kinds! {
     TimerDue => "timer_due",
     /// The projector found a gap or a backwards step in the log and stopped.
     ProjectorGap => "projector_gap",
+    /// A hunk of what an expert changed in its scratch, waiting for a person's decision.
+    HunkProposed => "hunk_proposed",
+    /// A changed file that cannot be reviewed by hunk (binary, mode only): never applied.
+    ChangeUnreviewable => "change_unreviewable",
+    /// A person approved or rejected a proposed hunk.
+    HunkDecided => "hunk_decided",
+    /// An approved hunk was applied to the real tree.
+    HunkApplied => "hunk_applied",
+    /// The mesh's verify command ran on the tree after hunks were applied.
+    VerifyFinished => "verify_finished",
 }
 
 impl EventKind {

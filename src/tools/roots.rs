@@ -4,9 +4,10 @@
 //! environment, checked to resolve inside `<project>/workspace/`, and created. Gate 2 is
 //! granted exactly these.
 //!
-//! A `${IRON_SCRATCH}` root is the task's scratch workspace, which the workspace layer
-//! provides; until it does, no scratch root is granted and [`scrub_env`] keeps an inherited
-//! `IRON_SCRATCH` from reaching the server, so such a server does not start.
+//! A `${IRON_SCRATCH}` root is the task's scratch workspace, which the expert makes when its
+//! mesh declares a `workspace:` (see `crate::cognition::expert::scratch`) and names in the
+//! environment it gives its servers; [`scrub_env`] keeps an inherited `IRON_SCRATCH` from
+//! reaching a server, so without a scratch such a server does not start.
 
 use std::path::{Path, PathBuf};
 
@@ -122,7 +123,22 @@ pub fn granted_roots(
             why: o.why,
         })?;
         for root in roots {
-            let Root::Workspace(arg) = root else { continue };
+            let arg = match root {
+                Root::Workspace(arg) => arg,
+                // The task's scratch, when the workspace layer made one.
+                Root::Scratch => {
+                    let Some(dir) = env.get(SCRATCH_VAR) else {
+                        continue;
+                    };
+                    let dir = resolve_path(project, Path::new(dir))
+                        .map_err(io(server, Path::new(dir)))?;
+                    granted.push(GrantedRoot {
+                        server: server.to_string(),
+                        dir,
+                    });
+                    continue;
+                }
+            };
             let expanded = expand(&arg, env).map_err(|source| RootError::Expand {
                 server: server.to_string(),
                 arg: arg.clone(),

@@ -245,6 +245,21 @@ pub async fn apply(
     Ok(())
 }
 
+/// Whether the approved hunks of `files` are in the tree `target` now (their patch reverses
+/// cleanly): an observation of an apply, not an assumption.
+pub async fn are_applied(target: &Path, files: &[FileChange], approved: &BTreeSet<String>) -> bool {
+    match patch_of(files, approved) {
+        Ok(patch) if !patch.is_empty() => git_with_input(
+            target,
+            &["apply", "--reverse", "--check", "-"],
+            Some(&patch),
+        )
+        .await
+        .is_ok(),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

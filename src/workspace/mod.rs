@@ -4,5 +4,6 @@
 //! approves one at a time, and only approved hunks reach the real tree.
 
 pub mod hunks;
+pub mod review;
 pub mod sandbox;
 pub mod scratch;

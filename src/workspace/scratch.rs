@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
+use crate::aem::WorkspaceProvider;
+
 /// How long one git command may take.
 const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -94,6 +96,20 @@ pub trait ScratchProvider: Send + Sync {
         &'a self,
         scratch: &'a Scratch,
     ) -> futures_util::future::BoxFuture<'a, Result<(), ScratchError>>;
+}
+
+/// The provider `kind` for the tree `target`, keeping scratches under `root`.
+pub fn provider(kind: WorkspaceProvider, target: &Path, root: &Path) -> Box<dyn ScratchProvider> {
+    match kind {
+        WorkspaceProvider::GitWorktree => Box::new(GitWorktree {
+            repo: target.to_path_buf(),
+            root: root.to_path_buf(),
+        }),
+        WorkspaceProvider::Copy => Box::new(PlainCopy {
+            source: target.to_path_buf(),
+            root: root.to_path_buf(),
+        }),
+    }
 }
 
 /// Linked git worktrees of the repository `repo`, under `root`.

@@ -9,6 +9,7 @@ pub mod delegate;
 mod deliver;
 mod node;
 pub mod operator;
+pub(crate) mod scratch;
 pub mod wake;
 
 pub use node::{ExpertDeps, ExpertNode};

@@ -13,10 +13,11 @@ use super::{
     delegate::{Delegation, ExpertTools},
     deliver::Deliveries,
     operator::{OperatorDesk, Refused},
+    scratch::ExpertScratch,
     wake::Mounts,
 };
 use crate::{
-    aem::{Catalog, ExpertEntry},
+    aem::{Catalog, ExpertEntry, roots::SCRATCH_VAR},
     cognition::agent::{AgentLoop, ExpertBrief, Limits, TaskInput, TaskStatus},
     core::{config::Config, event_kind::EventKind, ids::EventId},
     interfaces::{AolTask, AolTaskFeedback, AolTaskResult},
@@ -60,6 +61,8 @@ pub struct ExpertDeps {
     bridges: Arc<RosTools>,
     /// On-demand sources this expert started (stopped at shutdown).
     started: Mutex<crate::msp::demand::Started>,
+    /// Its scratch, when its mesh declares a workspace its servers work in.
+    scratch: Option<ExpertScratch>,
     ctx: NodeContext,
 }
 
@@ -114,7 +117,16 @@ impl ManagedNode for ExpertNode {
         let manifest_path = config.state_path(Path::new(crate::aem::TOOL_MANIFEST_FILE));
         let manifest = crate::aem::read_tool_manifest(&manifest_path)
             .unwrap_or_else(|_| catalog.tool_manifest());
-        let env = roots::scrub_env(std::env::vars().collect());
+        let mut env = roots::scrub_env(std::env::vars().collect());
+        // A scratch, when its mesh declares a workspace its servers work in: named to them by
+        // IRON_SCRATCH (which no inherited environment may set) and granted by gate 2.
+        let scratch =
+            ExpertScratch::open(&entry, &catalog, &config.state_dir, &base, ctx.node.name())
+                .await
+                .map_err(refuse)?;
+        if let Some(s) = &scratch {
+            env.insert(SCRATCH_VAR.to_string(), s.dir().display().to_string());
+        }
         // Gate 2 lets the expert write only in the workspace roots of its write-capable servers.
         let (policy, granted) =
             roots::expert_policy(&entry, &catalog, &base, &config.state_dir, &env)
@@ -209,6 +221,7 @@ impl ManagedNode for ExpertNode {
                 key,
             )),
             started: Mutex::new(started),
+            scratch,
             ctx: ctx.clone(),
         })
     }
@@ -244,6 +257,9 @@ impl ManagedNode for ExpertNode {
     async fn shutdown(&self, deps: Option<Arc<ExpertDeps>>) -> Result<(), CallbackError> {
         if let Some(d) = deps {
             d.tools.shutdown().await;
+            if let Some(s) = &d.scratch {
+                s.close().await;
+            }
             d.started
                 .lock()
                 .await
@@ -495,6 +511,17 @@ impl ExpertDeps {
                 ),
                 other => (other.code().to_string(), format!("{other:?}")),
             },
+        };
+        // What it changed in its scratch goes to review, whatever the ending.
+        let text = match &self.scratch {
+            Some(s) => match s.propose(&goal.task_id, &self.entry.id, &recorder).await {
+                0 => text,
+                n => format!(
+                    "{text}\n\n[{n} change(s) proposed for review: iron hunks list --task {}]",
+                    goal.task_id
+                ),
+            },
+            None => text,
         };
         let result = AolTaskResult {
             status: status.clone(),

@@ -1,0 +1,397 @@
+//! `iron hunks …`: review what experts changed in their scratches. Every command reads the
+//! review from the log (`crate::workspace::review`), so a review can be taken up days later
+//! from any terminal; decisions and applications are written back to it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Subcommand;
+use serde_json::{Value, json};
+
+use super::CliError;
+use crate::core::config::Config;
+use crate::core::durable::EventLog;
+use crate::core::envelope::Envelope;
+use crate::core::event_kind::EventKind;
+use crate::memory::emit;
+use crate::spine::durable::AnyLog;
+use crate::workspace::hunks::{self, HunkError};
+use crate::workspace::review::{Decision, Proposed, REVIEW_KINDS, Review};
+use crate::workspace::sandbox::{Confined, Sandbox};
+use crate::workspace::scratch::{Scratch, provider};
+
+/// Review of experts' changes, hunk by hunk.
+#[derive(Debug, Subcommand)]
+pub enum HunksCommand {
+    /// List proposed hunks (pending and approved; `--all` adds rejected and applied).
+    List {
+        /// Only this task's.
+        #[arg(long)]
+        task: Option<String>,
+        /// Rejected and applied ones too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Print one hunk as a patch.
+    Show {
+        /// The hunk id (from `list`).
+        hunk: String,
+    },
+    /// Approve hunks; they are applied by `apply`.
+    Approve {
+        /// Hunk ids.
+        #[arg(required = true)]
+        hunks: Vec<String>,
+        /// Who decides.
+        #[arg(long, env = "USER", default_value = "operator")]
+        user: String,
+    },
+    /// Reject hunks: they never reach the real tree.
+    Reject {
+        /// Hunk ids.
+        #[arg(required = true)]
+        hunks: Vec<String>,
+        /// Who decides.
+        #[arg(long, env = "USER", default_value = "operator")]
+        user: String,
+    },
+    /// Apply a task's approved hunks to the real tree (all or none: a hunk that no longer
+    /// applies is named and nothing is applied), then run the mesh's verify command confined
+    /// on a copy of the result. Once every hunk of the task is decided, its scratch is removed.
+    Apply {
+        /// The task.
+        #[arg(long)]
+        task: String,
+        /// Who applies.
+        #[arg(long, env = "USER", default_value = "operator")]
+        user: String,
+    },
+}
+
+/// Runs `command`.
+pub async fn run(command: HunksCommand) -> Result<(), CliError> {
+    let config = Config::load()?;
+    let log = AnyLog::open(&config).await?;
+    let review = read_review(&log).await?;
+    match command {
+        HunksCommand::List { task, all } => {
+            let mut shown = 0;
+            for p in review.hunks() {
+                if task.as_ref().is_some_and(|t| *t != p.task)
+                    || (!all && matches!(p.decision, Decision::Rejected(_) | Decision::Applied))
+                {
+                    continue;
+                }
+                let (added, removed) = p.hunk.counts();
+                let note = if p.hunk.governance {
+                    " (governance: never applied)"
+                } else {
+                    ""
+                };
+                println!(
+                    "{} {:<8} {} {} +{added} -{removed} task {} by {}{note}",
+                    p.hunk.id,
+                    p.decision.word(),
+                    p.hunk.path,
+                    p.hunk.range,
+                    p.task,
+                    p.expert
+                );
+                shown += 1;
+            }
+            if shown == 0 {
+                eprintln!(
+                    "no hunks{}",
+                    if all {
+                        ""
+                    } else {
+                        " waiting (--all for decided ones)"
+                    }
+                );
+            }
+            Ok(())
+        }
+        HunksCommand::Show { hunk } => {
+            let p = find(&review, &hunk)?;
+            let files = review.files_of(&p.task);
+            let patch = hunks::patch_of(&files, &BTreeSet::from([hunk.clone()]))
+                .or_else(|_| Ok::<_, HunkError>(raw_patch(p)))
+                .map_err(|e| CliError::Failed(e.to_string()))?;
+            print!("{patch}");
+            Ok(())
+        }
+        HunksCommand::Approve { hunks, user } => {
+            decide(&log, &config, &review, &hunks, &user, true).await
+        }
+        HunksCommand::Reject { hunks, user } => {
+            decide(&log, &config, &review, &hunks, &user, false).await
+        }
+        HunksCommand::Apply { task, user } => apply(&log, &config, &review, &task, &user).await,
+    }
+}
+
+/// The patch of one hunk, governance or not (for reading only).
+fn raw_patch(p: &Proposed) -> String {
+    let mut out = p.header.join("\n");
+    out.push('\n');
+    out.push_str(&p.hunk.range);
+    out.push('\n');
+    for l in &p.hunk.lines {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
+fn find<'a>(review: &'a Review, id: &str) -> Result<&'a Proposed, CliError> {
+    review.get(id).ok_or_else(|| {
+        CliError::Failed(format!("no hunk {id} on the log (`iron hunks list --all`)"))
+    })
+}
+
+/// Every review event of the log, in order.
+async fn read_review(log: &AnyLog) -> Result<Review, CliError> {
+    let failed = |e: &dyn std::fmt::Display| CliError::Failed(format!("reading the log: {e}"));
+    let mut events: Vec<Envelope> = Vec::new();
+    let mut from = 1;
+    loop {
+        let page = log
+            .read("MEM", "mem.>", from, 10_000)
+            .await
+            .map_err(|e| failed(&e))?;
+        let Some(last) = page.last() else { break };
+        from = last.seq + 1;
+        events.extend(
+            page.iter()
+                .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
+                .filter(|e| REVIEW_KINDS.contains(&e.kind)),
+        );
+    }
+    Ok(Review::fold(&events))
+}
+
+async fn record(
+    log: &AnyLog,
+    config: &Config,
+    task: &str,
+    user: &str,
+    kind: EventKind,
+    payload: Value,
+) -> Result<(), CliError> {
+    let event = Envelope::new(
+        config.tenant.clone(),
+        ["tasks", task],
+        format!("operator/{user}"),
+        kind,
+        payload,
+    );
+    emit(log, &event)
+        .await
+        .map(drop)
+        .map_err(|e| CliError::Failed(format!("recording {}: {e}", event.kind)))
+}
+
+async fn decide(
+    log: &AnyLog,
+    config: &Config,
+    review: &Review,
+    ids: &[String],
+    user: &str,
+    approve: bool,
+) -> Result<(), CliError> {
+    // Every id is checked before anything is written.
+    let mut chosen = Vec::new();
+    for id in ids {
+        let p = find(review, id)?;
+        if p.decision == Decision::Applied {
+            return Err(CliError::Failed(format!("hunk {id} is applied already")));
+        }
+        if approve && p.hunk.governance {
+            return Err(CliError::Failed(format!(
+                "hunk {id} changes {}, which is governance; it can only be rejected",
+                p.hunk.path
+            )));
+        }
+        chosen.push(p);
+    }
+    let decision = if approve { "approved" } else { "rejected" };
+    for p in chosen {
+        let payload = json!({"hunk": p.hunk.id, "task_id": p.task, "decision": decision,
+                             "operator": user, "path": p.hunk.path});
+        record(log, config, &p.task, user, EventKind::HunkDecided, payload).await?;
+        println!("{} {decision} ({})", p.hunk.id, p.hunk.path);
+    }
+    Ok(())
+}
+
+async fn apply(
+    log: &AnyLog,
+    config: &Config,
+    review: &Review,
+    task: &str,
+    user: &str,
+) -> Result<(), CliError> {
+    let of_task: Vec<&Proposed> = review.of_task(task).collect();
+    let Some(first) = of_task.first() else {
+        return Err(CliError::Failed(format!(
+            "no hunks of task {task} on the log"
+        )));
+    };
+    let approved: BTreeSet<String> = of_task
+        .iter()
+        .filter(|p| matches!(p.decision, Decision::Approved(_)))
+        .map(|p| p.hunk.id.clone())
+        .collect();
+    let pending = of_task
+        .iter()
+        .filter(|p| p.decision == Decision::Pending)
+        .count();
+    let target = first.target.clone();
+    if !approved.is_empty() {
+        let ids: Vec<&String> = approved.iter().collect();
+        record(
+            log,
+            config,
+            task,
+            user,
+            EventKind::EffectIntent,
+            json!({"task_id": task, "what": "apply approved hunks", "hunks": ids, "target": target}),
+        )
+        .await?;
+        let files = review.files_of(task);
+        hunks::apply(&target, &files, &approved)
+            .await
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        for id in &approved {
+            record(
+                log,
+                config,
+                task,
+                user,
+                EventKind::HunkApplied,
+                json!({"hunk": id, "task_id": task, "target": target}),
+            )
+            .await?;
+        }
+        // Observed, not assumed: the applied patch now reverses cleanly on the tree.
+        if hunks::are_applied(&target, &files, &approved).await {
+            record(
+                log,
+                config,
+                task,
+                user,
+                EventKind::EffectConfirmed,
+                json!({"task_id": task, "hunks": ids, "target": target,
+                       "observed": "every applied hunk reverses cleanly on the tree"}),
+            )
+            .await?;
+        }
+        println!("applied {} hunk(s) to {}", approved.len(), target.display());
+        verify(log, config, task, user, &first.expert, &target).await?;
+    } else {
+        println!("no approved hunk of task {task} to apply");
+    }
+    if pending == 0 {
+        remove_scratch(&target, &first.scratch).await;
+    } else {
+        println!("{pending} hunk(s) of task {task} still pending; its scratch is kept");
+    }
+    Ok(())
+}
+
+/// Runs the mesh's verify command confined on a copy of `target` and records the outcome.
+async fn verify(
+    log: &AnyLog,
+    config: &Config,
+    task: &str,
+    user: &str,
+    expert: &str,
+    target: &Path,
+) -> Result<(), CliError> {
+    let catalog =
+        crate::aem::read_state_catalog(config).map_err(|e| CliError::Failed(e.to_string()))?;
+    let mesh = expert.split('/').next().unwrap_or_default();
+    let Some(ws) = catalog.mesh(mesh).and_then(|m| m.workspace.clone()) else {
+        return Ok(());
+    };
+    if ws.verify.is_empty() {
+        return Ok(());
+    }
+    let outcome = async {
+        let sandbox = Sandbox::locate().await.map_err(|e| e.to_string())?;
+        let copies = provider(
+            crate::aem::WorkspaceProvider::Copy,
+            target,
+            &config.state_dir.join("scratch"),
+        );
+        let id = format!(
+            "verify-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..12]
+        );
+        let copy = copies.create(&id).await.map_err(|e| e.to_string())?;
+        let args: Vec<&str> = ws.verify[1..].iter().map(String::as_str).collect();
+        let mut run = Confined::new(&ws.verify[0], &args, &copy.dir);
+        run.timeout = Duration::from_secs(ws.verify_secs);
+        run.network = ws.network;
+        run.mask = vec![config.state_dir.clone()];
+        let out = sandbox.run(&run).await.map_err(|e| e.to_string());
+        let _ = copies.remove(&copy).await;
+        out
+    }
+    .await;
+    let tail = |b: &[u8]| {
+        let text = String::from_utf8_lossy(b);
+        let start = text.len().saturating_sub(4000);
+        text[text.floor_char_boundary(start)..].to_string()
+    };
+    let (ok, payload) = match &outcome {
+        Ok(out) => (
+            out.success(),
+            json!({"task_id": task, "command": ws.verify, "ok": out.success(),
+                   "ended": format!("{:?}", out.ended), "secs": out.elapsed.as_secs_f64(),
+                   "stdout_tail": tail(&out.stdout), "stderr_tail": tail(&out.stderr)}),
+        ),
+        Err(why) => (
+            false,
+            json!({"task_id": task, "command": ws.verify, "ok": false, "error": why}),
+        ),
+    };
+    record(log, config, task, user, EventKind::VerifyFinished, payload).await?;
+    match outcome {
+        Ok(_) if ok => println!("verify `{}` passed", ws.verify.join(" ")),
+        Ok(out) => println!(
+            "verify `{}` FAILED ({:?}):\n{}",
+            ws.verify.join(" "),
+            out.ended,
+            tail(&out.stderr)
+        ),
+        Err(why) => println!("verify `{}` did not run: {why}", ws.verify.join(" ")),
+    }
+    Ok(())
+}
+
+/// Removes a scratch whose review is over (a linked worktree through its repository).
+async fn remove_scratch(target: &Path, dir: &Path) {
+    if !dir.exists() {
+        return;
+    }
+    let kind = if dir.join(".git").is_file() {
+        crate::aem::WorkspaceProvider::GitWorktree
+    } else {
+        crate::aem::WorkspaceProvider::Copy
+    };
+    let root = dir.parent().map(PathBuf::from).unwrap_or_default();
+    let scratch = Scratch {
+        task: dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        dir: dir.to_path_buf(),
+        base: String::new(),
+    };
+    match provider(kind, target, &root).remove(&scratch).await {
+        Ok(()) => println!("removed the scratch {}", dir.display()),
+        Err(e) => eprintln!("could not remove the scratch {}: {e}", dir.display()),
+    }
+}

@@ -1,0 +1,133 @@
+//! The scratch of an expert process: made at `configure` when its mesh declares a
+//! `workspace:` and a server it may use works in `${IRON_SCRATCH}`; that variable (which no
+//! inherited environment may set) then names it for those servers, and gate 2 grants it as
+//! their root. When a task ends, what changed is proposed on the log hunk by hunk for a
+//! person to decide (see `crate::workspace::review`). A scratch with nothing proposed is
+//! removed at shutdown; one with proposals is kept for review (`iron hunks apply` removes it
+//! once every hunk is decided).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tracing::{info, warn};
+
+use super::adapters::Recorder;
+use crate::aem::roots::SCRATCH_VAR;
+use crate::aem::{Catalog, ExpertEntry, ServerDescriptor};
+use crate::workspace::hunks;
+use crate::workspace::review::proposals;
+use crate::workspace::scratch::{Scratch, ScratchProvider, provider};
+
+/// An expert's scratch and how it was made.
+pub(super) struct ExpertScratch {
+    scratch: Scratch,
+    target: PathBuf,
+    provider: Box<dyn ScratchProvider>,
+    proposed: AtomicBool,
+}
+
+/// Whether a server `entry` may use works in the scratch.
+fn uses_scratch(entry: &ExpertEntry, catalog: &Catalog) -> bool {
+    let Some(mesh) = catalog.mesh(&entry.mesh) else {
+        return false;
+    };
+    entry.servers.iter().any(|s| {
+        matches!(
+            mesh.servers.get(s).map(|e| &e.descriptor),
+            Some(ServerDescriptor::Local { args, .. })
+                if args.iter().any(|a| a.contains(&format!("${{{SCRATCH_VAR}")))
+        )
+    })
+}
+
+impl ExpertScratch {
+    /// Makes the scratch of `entry`'s process (named `name`, unique per process) under
+    /// `<state_dir>/scratch`, if it needs one; the target is the mesh's `workspace.target`
+    /// taken against `project`.
+    pub(super) async fn open(
+        entry: &ExpertEntry,
+        catalog: &Catalog,
+        state_dir: &Path,
+        project: &Path,
+        name: &str,
+    ) -> Result<Option<ExpertScratch>, String> {
+        let Some(ws) = catalog.mesh(&entry.mesh).and_then(|m| m.workspace.as_ref()) else {
+            return Ok(None);
+        };
+        if !uses_scratch(entry, catalog) {
+            return Ok(None);
+        }
+        let target = project.join(&ws.target).canonicalize().map_err(|e| {
+            format!(
+                "workspace target {}: {e}",
+                project.join(&ws.target).display()
+            )
+        })?;
+        let provider = provider(ws.provider, &target, &state_dir.join("scratch"));
+        let id = format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+        let scratch = provider
+            .create(&id)
+            .await
+            .map_err(|e| format!("making the scratch of {}: {e}", entry.id))?;
+        info!(scratch = %scratch.dir.display(), "working in a scratch of {}", target.display());
+        Ok(Some(ExpertScratch {
+            scratch,
+            target,
+            provider,
+            proposed: AtomicBool::new(false),
+        }))
+    }
+
+    /// The scratch directory.
+    pub(super) fn dir(&self) -> &Path {
+        &self.scratch.dir
+    }
+
+    /// Proposes what changed in the scratch, as `expert` for `task`; returns how many hunks.
+    pub(super) async fn propose(&self, task: &str, expert: &str, recorder: &Recorder) -> usize {
+        let diff = match self.scratch.diff().await {
+            Ok(d) => d,
+            Err(e) => {
+                warn!(task, "could not read what changed in the scratch: {e}");
+                return 0;
+            }
+        };
+        let files = match hunks::parse(&diff) {
+            Ok(f) => f,
+            Err(e) => {
+                warn!(task, "could not split the scratch's diff: {e}");
+                return 0;
+            }
+        };
+        let mut proposed = 0;
+        for (kind, payload) in proposals(task, expert, &self.target, &self.scratch, &files) {
+            let hunk = kind == crate::core::event_kind::EventKind::HunkProposed;
+            match recorder.write(kind, payload, None).await {
+                Ok(_) if hunk => proposed += 1,
+                Ok(_) => {}
+                Err(e) => warn!(task, "a proposal is not on the log: {e}"),
+            }
+        }
+        if proposed > 0 {
+            self.proposed.store(true, Ordering::SeqCst);
+            info!(
+                task,
+                proposed, "changes proposed for review (`iron hunks list --task {task}`)"
+            );
+        }
+        proposed
+    }
+
+    /// Removes the scratch unless it holds proposals.
+    pub(super) async fn close(&self) {
+        if self.proposed.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Err(e) = self.provider.remove(&self.scratch).await {
+            warn!(
+                "could not remove the scratch {}: {e}",
+                self.scratch.dir.display()
+            );
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! Review on the log: what an expert changed is proposed hunk by hunk (`hunk_proposed`, and
+//! `change_unreviewable` for a file that has no hunks to read), a person decides each
+//! (`hunk_decided`), approved hunks are applied (`effect_intent`, `hunk_applied`,
+//! `effect_confirmed`) and the mesh's verify command runs on the result (`verify_finished`).
+//! Every proposal carries what applying it needs (its file's header and its lines, the target
+//! tree and the scratch), so a review can be decided days later, from any process, after any
+//! restart: the state of a review is a fold over these events ([`Review::fold`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::hunks::{FileChange, Hunk};
+use super::scratch::Scratch;
+use crate::core::envelope::Envelope;
+use crate::core::event_kind::EventKind;
+
+/// The kinds of event a review is made of.
+pub const REVIEW_KINDS: &[EventKind] = &[
+    EventKind::HunkProposed,
+    EventKind::ChangeUnreviewable,
+    EventKind::HunkDecided,
+    EventKind::HunkApplied,
+    EventKind::VerifyFinished,
+];
+
+/// Where a hunk stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Waiting for a person.
+    Pending,
+    /// Approved (by whom), not applied yet.
+    Approved(String),
+    /// Rejected (by whom): never applied.
+    Rejected(String),
+    /// Applied to the real tree.
+    Applied,
+}
+
+impl Decision {
+    /// One word for it.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Decision::Pending => "pending",
+            Decision::Approved(_) => "approved",
+            Decision::Rejected(_) => "rejected",
+            Decision::Applied => "applied",
+        }
+    }
+}
+
+/// A proposed hunk with what applying it needs and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposed {
+    /// The hunk.
+    pub hunk: Hunk,
+    /// Its file's header lines.
+    pub header: Vec<String>,
+    /// The task whose expert changed it.
+    pub task: String,
+    /// The expert, `<mesh>/<role>`.
+    pub expert: String,
+    /// The real tree it would be applied to.
+    pub target: PathBuf,
+    /// The scratch it was made in.
+    pub scratch: PathBuf,
+    /// Where it stands.
+    pub decision: Decision,
+}
+
+/// The events that propose what `scratch` holds: one `hunk_proposed` per hunk, one
+/// `change_unreviewable` per file without hunks, as (kind, payload).
+pub fn proposals(
+    task: &str,
+    expert: &str,
+    target: &Path,
+    scratch: &Scratch,
+    files: &[FileChange],
+) -> Vec<(EventKind, Value)> {
+    let mut out = Vec::new();
+    for file in files {
+        if let Some(why) = &file.unreadable {
+            out.push((
+                EventKind::ChangeUnreviewable,
+                json!({"task_id": task, "expert": expert, "path": file.path, "why": why,
+                       "target": target, "scratch": scratch.dir}),
+            ));
+        }
+        for hunk in &file.hunks {
+            out.push((
+                EventKind::HunkProposed,
+                json!({"hunk": hunk.id, "task_id": task, "expert": expert, "path": hunk.path,
+                       "range": hunk.range, "lines": hunk.lines, "header": file.header,
+                       "governance": hunk.governance, "target": target,
+                       "scratch": scratch.dir, "base": scratch.base}),
+            ));
+        }
+    }
+    out
+}
+
+/// Every hunk of the log's review events, in the order they were proposed.
+#[derive(Debug, Clone, Default)]
+pub struct Review {
+    order: Vec<String>,
+    hunks: BTreeMap<String, Proposed>,
+}
+
+impl Review {
+    /// Folds review events (others are ignored) in log order. A decision or application of
+    /// a hunk never proposed is ignored; a later decision replaces an earlier one, except
+    /// that an applied hunk stays applied.
+    pub fn fold<'a>(events: impl IntoIterator<Item = &'a Envelope>) -> Review {
+        let mut review = Review::default();
+        for e in events {
+            let text = |k: &str| e.payload.get(k).and_then(Value::as_str).unwrap_or("");
+            let id = text("hunk").to_string();
+            match e.kind {
+                EventKind::HunkProposed if !id.is_empty() => {
+                    let lines = |k: &str| -> Vec<String> {
+                        e.payload
+                            .get(k)
+                            .and_then(Value::as_array)
+                            .map(|a| {
+                                a.iter()
+                                    .filter_map(|l| l.as_str().map(str::to_string))
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    };
+                    let proposed = Proposed {
+                        hunk: Hunk {
+                            id: id.clone(),
+                            path: text("path").to_string(),
+                            range: text("range").to_string(),
+                            lines: lines("lines"),
+                            governance: e.payload["governance"].as_bool().unwrap_or(true),
+                        },
+                        header: lines("header"),
+                        task: text("task_id").to_string(),
+                        expert: text("expert").to_string(),
+                        target: PathBuf::from(text("target")),
+                        scratch: PathBuf::from(text("scratch")),
+                        decision: Decision::Pending,
+                    };
+                    if review.hunks.insert(id.clone(), proposed).is_none() {
+                        review.order.push(id);
+                    }
+                }
+                EventKind::HunkDecided => {
+                    if let Some(p) = review.hunks.get_mut(&id)
+                        && p.decision != Decision::Applied
+                    {
+                        let by = text("operator").to_string();
+                        p.decision = match text("decision") {
+                            "approved" => Decision::Approved(by),
+                            _ => Decision::Rejected(by),
+                        };
+                    }
+                }
+                EventKind::HunkApplied => {
+                    if let Some(p) = review.hunks.get_mut(&id) {
+                        p.decision = Decision::Applied;
+                    }
+                }
+                _ => {}
+            }
+        }
+        review
+    }
+
+    /// The hunks, in the order they were proposed.
+    pub fn hunks(&self) -> impl Iterator<Item = &Proposed> {
+        self.order.iter().filter_map(|id| self.hunks.get(id))
+    }
+
+    /// One hunk.
+    pub fn get(&self, id: &str) -> Option<&Proposed> {
+        self.hunks.get(id)
+    }
+
+    /// The hunks of `task`.
+    pub fn of_task<'a>(&'a self, task: &'a str) -> impl Iterator<Item = &'a Proposed> {
+        self.hunks().filter(move |p| p.task == task)
+    }
+
+    /// The hunks of `task` as file changes (headers with their hunks), for
+    /// [`super::hunks::apply`].
+    pub fn files_of(&self, task: &str) -> Vec<FileChange> {
+        let mut files: Vec<FileChange> = Vec::new();
+        for p in self.of_task(task) {
+            match files.iter_mut().find(|f| f.path == p.hunk.path) {
+                Some(f) => f.hunks.push(p.hunk.clone()),
+                None => files.push(FileChange {
+                    path: p.hunk.path.clone(),
+                    header: p.header.clone(),
+                    hunks: vec![p.hunk.clone()],
+                    unreadable: None,
+                }),
+            }
+        }
+        files
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::hunks::parse;
+
+    const DIFF: &str = "diff --git a/a.txt b/a.txt
+index 1..2 100644
+--- a/a.txt
++++ b/a.txt
+@@ -1 +1 @@
+-x
++y
+@@ -9 +9 @@
+-p
++q
+";
+
+    fn event(kind: EventKind, payload: Value) -> Envelope {
+        Envelope::new("t", ["tasks", "t1"], "test", kind, payload)
+    }
+
+    #[test]
+    fn a_review_is_a_fold_of_its_events() {
+        let files = parse(DIFF).unwrap();
+        let scratch = Scratch {
+            task: "s".into(),
+            dir: "/s".into(),
+            base: "abc".into(),
+        };
+        let mut events: Vec<Envelope> =
+            proposals("t1", "dev/engineer", Path::new("/r"), &scratch, &files)
+                .into_iter()
+                .map(|(k, p)| event(k, p))
+                .collect();
+        let (a, b) = (files[0].hunks[0].id.clone(), files[0].hunks[1].id.clone());
+        events.push(event(
+            EventKind::HunkDecided,
+            json!({"hunk": a, "decision": "approved", "operator": "ana"}),
+        ));
+        events.push(event(
+            EventKind::HunkDecided,
+            json!({"hunk": b, "decision": "rejected", "operator": "ana"}),
+        ));
+        events.push(event(EventKind::HunkApplied, json!({"hunk": a})));
+        // A late decision does not undo an application; an unknown hunk is ignored.
+        events.push(event(
+            EventKind::HunkDecided,
+            json!({"hunk": a, "decision": "rejected", "operator": "bo"}),
+        ));
+        events.push(event(EventKind::HunkApplied, json!({"hunk": "nope"})));
+        let review = Review::fold(&events);
+        let states: Vec<&str> = review.hunks().map(|p| p.decision.word()).collect();
+        assert_eq!(states, ["applied", "rejected"]);
+        let files_again = review.files_of("t1");
+        assert_eq!(files_again.len(), 1);
+        assert_eq!(files_again[0].header, files[0].header);
+        assert_eq!(files_again[0].hunks, files[0].hunks);
+        assert_eq!(review.get(&a).unwrap().target, PathBuf::from("/r"));
+    }
+}

@@ -1,0 +1,179 @@
+//! The dev mesh end to end: the engineer (scripted model, real filesystem MCP server) is asked
+//! to add a `--json` flag to a fixture repository. It works in a scratch worktree, so the
+//! fixture is untouched while its changes are proposed hunk by hunk on the log; gate 2 stops
+//! its write to the scratch's governance. A person approves one hunk and rejects the other
+//! with `iron hunks`; `apply` lands exactly the approved one (with `effect_intent`,
+//! `hunk_applied`, `effect_confirmed`), the mesh's verify command passes confined on the
+//! result, and the scratch and its branch are gone.
+
+mod support;
+mod support_tools;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use support::{copy_dir, project::Project};
+
+const BOUND: Duration = Duration::from_secs(90);
+
+const SCRIPT: &str = r#"turns:
+  - expect: "--json"
+    tool_calls:
+      - name: workspace__edit_file
+        arguments: {path: "src/cli.txt", edits: [{oldText: "flags: verbose", newText: "flags: verbose, json"}]}
+      - name: workspace__write_file
+        arguments: {path: "JSON.md", content: "Use --json for machine-readable output.\n"}
+      - name: workspace__write_file
+        arguments: {path: "aem/dev/AEM.md", content: "status: parked\n"}
+  - expect: "gate 2"
+    text: "Added the --json flag to the CLI and documented it."
+"#;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=test", "-c", "user.email=test@localhost"])
+        .args(args)
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_engineer_proposes_and_only_approved_hunks_land() {
+    let p = Project::scripted(SCRIPT);
+    // The shipped agent folders, with the filesystem server run from node_modules and the
+    // workspace pointed at the fixture, with a verify command.
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("aem"),
+        &p.path("aem"),
+    );
+    let aem_md = p.path("aem/dev/AEM.md");
+    let text = std::fs::read_to_string(&aem_md).unwrap();
+    let fs_js = support_tools::fs_server_js();
+    support_tools::node();
+    let text = text
+        .replace(
+            "command: npx\n    args: [\"-y\", \"@modelcontextprotocol/server-filesystem\", \"${IRON_SCRATCH}\"]",
+            &format!("command: node\n    args: [{:?}, \"${{IRON_SCRATCH}}\"]", fs_js.display().to_string()),
+        )
+        .replace(
+            "  target: .\n  provider: git_worktree\n",
+            "  target: repo\n  provider: git_worktree\n  verify: [sh, -c, \"grep -q json src/cli.txt\"]\n  verify_secs: 60\n",
+        );
+    assert!(
+        text.contains("command: node") && text.contains("target: repo"),
+        "the shipped dev mesh changed"
+    );
+    std::fs::write(&aem_md, text).unwrap();
+    p.build_catalog();
+
+    // The fixture repository: the real tree.
+    let repo = p.path("repo");
+    p.write("repo/src/cli.txt", "usage: tool [flags]\nflags: verbose\n");
+    p.write("repo/aem/dev/AEM.md", "status: active\n");
+    git(&repo, &["init", "--quiet", "-b", "main"]);
+    git(&repo, &["add", "--all"]);
+    git(&repo, &["commit", "--quiet", "-m", "fixture"]);
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+
+    let up = p.up_inside(
+        "nodes:\n  - {name: engine, namespace: /iron, executable: engine_node, autostart: true}\n",
+        &[],
+    );
+    up.wait_for("/iron/engine: active", BOUND);
+    let said = p.iron_ok(&[
+        "task",
+        "send",
+        "--domain",
+        "dev/engineer",
+        "--timeout",
+        "90",
+        "add a --json flag to the CLI",
+    ]);
+    assert!(said.contains("change(s) proposed for review"), "{said}");
+
+    // Nothing touched the fixture.
+    assert!(git(&repo, &["status", "--porcelain"]).is_empty());
+    assert_eq!(git(&repo, &["rev-parse", "HEAD"]), head);
+    let proposed = p.events("hunk_proposed").await;
+    assert_eq!(proposed.len(), 2, "{proposed:#?}");
+    let task = proposed[0].payload["task_id"].as_str().unwrap().to_string();
+    let scratch = proposed[0].payload["scratch"].as_str().unwrap().to_string();
+    assert!(Path::new(&scratch).join("JSON.md").exists());
+    let id_of = |path: &str| {
+        proposed
+            .iter()
+            .find(|e| e.payload["path"] == path)
+            .unwrap_or_else(|| panic!("a hunk of {path}: {proposed:#?}"))
+            .payload["hunk"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (cli, docs) = (id_of("src/cli.txt"), id_of("JSON.md"));
+    let denied = p.events("gate_denied").await;
+    assert_eq!(denied.len(), 1, "{denied:#?}");
+    assert!(denied[0].payload.to_string().contains("aem/dev/AEM.md"));
+
+    let listed = p.iron_ok(&["hunks", "list", "--task", &task]);
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    assert!(
+        listed.contains(&format!("{cli} pending  src/cli.txt")),
+        "{listed}"
+    );
+    let shown = p.iron_ok(&["hunks", "show", &cli]);
+    assert!(shown.contains("+flags: verbose, json"), "{shown}");
+
+    p.iron_ok(&["hunks", "approve", &cli, "--user", "ana"]);
+    p.iron_ok(&["hunks", "reject", &docs, "--user", "ana"]);
+    let applied = p.iron_ok(&["hunks", "apply", "--task", &task, "--user", "ana"]);
+    assert!(applied.contains("applied 1 hunk(s)"), "{applied}");
+    assert!(
+        applied.contains("verify `sh -c grep -q json src/cli.txt` passed"),
+        "{applied}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("src/cli.txt")).unwrap(),
+        "usage: tool [flags]\nflags: verbose, json\n"
+    );
+    assert!(
+        !repo.join("JSON.md").exists(),
+        "the rejected hunk left no trace"
+    );
+    assert_eq!(
+        git(&repo, &["status", "--porcelain"]).trim(),
+        "M src/cli.txt"
+    );
+    for kind in [
+        "effect_intent",
+        "hunk_applied",
+        "effect_confirmed",
+        "verify_finished",
+    ] {
+        let events = p.events(kind).await;
+        assert_eq!(events.len(), 1, "{kind}: {events:#?}");
+        assert_eq!(events[0].actor, "operator/ana");
+    }
+    assert_eq!(p.events("verify_finished").await[0].payload["ok"], true);
+    assert!(
+        !Path::new(&scratch).exists(),
+        "the scratch is removed once all is decided"
+    );
+    let branches = git(&repo, &["branch", "--list", "iron/scratch/*"]);
+    assert!(branches.trim().is_empty(), "{branches}");
+
+    // Bad input is refused with why.
+    for args in [
+        vec!["hunks", "approve", "nope"],
+        vec!["hunks", "approve", cli.as_str()],
+        vec!["hunks", "apply", "--task", "no-such-task"],
+    ] {
+        let out = p.iron(&args);
+        assert!(!out.status.success(), "{args:?}: {out:?}");
+        assert!(!out.stderr.is_empty());
+    }
+}
