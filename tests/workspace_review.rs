@@ -1,7 +1,8 @@
 //! The dev mesh end to end: the engineer (scripted model, real filesystem MCP server) is asked
 //! to add a `--json` flag to a fixture repository. It works in a scratch worktree, so the
-//! fixture is untouched while its changes are proposed hunk by hunk on the log; gate 2 stops
-//! its write to the scratch's governance. A person approves one hunk and rejects the other
+//! fixture is untouched while its changes are proposed hunk by hunk on the log; a command it
+//! runs with `run_confined` sees its edit and cannot write outside the scratch; gate 2 stops
+//! its write to the scratch's governance and a command run outside the scratch. A person approves one hunk and rejects the other
 //! with `iron hunks`; `apply` lands exactly the approved one (with `effect_intent`,
 //! `hunk_applied`, `effect_confirmed`), the mesh's verify command passes confined on the
 //! result, and the scratch and its branch are gone.
@@ -24,6 +25,10 @@ const SCRIPT: &str = r#"turns:
         arguments: {path: "src/cli.txt", edits: [{oldText: "flags: verbose", newText: "flags: verbose, json"}]}
       - name: workspace__write_file
         arguments: {path: "JSON.md", content: "Use --json for machine-readable output.\n"}
+      - name: sandbox__run_confined
+        arguments: {command: sh, args: ["-c", "grep -c json src/cli.txt; echo x > /etc/escaped"]}
+      - name: sandbox__run_confined
+        arguments: {command: "true", cwd: "/"}
       - name: workspace__write_file
         arguments: {path: "aem/dev/AEM.md", content: "status: parked\n"}
   - expect: "gate 2"
@@ -115,22 +120,59 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
             .to_string()
     };
     let (cli, docs) = (id_of("src/cli.txt"), id_of("JSON.md"));
+    // Gate 2 stopped the write to the scratch's governance and a command run outside it.
     let denied = p.events("gate_denied").await;
-    assert_eq!(denied.len(), 1, "{denied:#?}");
-    assert!(denied[0].payload.to_string().contains("aem/dev/AEM.md"));
+    assert_eq!(denied.len(), 2, "{denied:#?}");
+    assert!(
+        denied
+            .iter()
+            .any(|d| d.payload.to_string().contains("aem/dev/AEM.md"))
+    );
+    assert!(
+        denied
+            .iter()
+            .any(|d| d.payload["tool"] == "sandbox/run_confined"),
+        "{denied:#?}"
+    );
+    // The confined command saw the edit and could not write outside the scratch.
+    let ran = p
+        .events("tool_result")
+        .await
+        .into_iter()
+        .find(|r| r.payload.to_string().contains("exit_code"))
+        .expect("the confined command's result");
+    let result = &ran.payload["outcome"]["result"];
+    assert_eq!(result["stdout"], "1\n", "{result}");
+    assert_eq!(result["exit_code"], 2, "{result}");
+    assert!(
+        result["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("Read-only file system"),
+        "{result}"
+    );
+    assert!(!Path::new("/etc/escaped").exists());
 
-    let listed = p.iron_ok(&["hunks", "list", "--task", &task]);
+    let listed = p.iron_ok_inside(&["hunks", "list", "--task", &task]);
     assert_eq!(listed.lines().count(), 2, "{listed}");
     assert!(
         listed.contains(&format!("{cli} pending  src/cli.txt")),
         "{listed}"
     );
-    let shown = p.iron_ok(&["hunks", "show", &cli]);
+    let shown = p.iron_ok_inside(&["hunks", "show", &cli]);
     assert!(shown.contains("+flags: verbose, json"), "{shown}");
 
-    p.iron_ok(&["hunks", "approve", &cli, "--user", "ana"]);
-    p.iron_ok(&["hunks", "reject", &docs, "--user", "ana"]);
-    let applied = p.iron_ok(&["hunks", "apply", "--task", &task, "--user", "ana"]);
+    p.iron_ok_inside(&["hunks", "approve", &cli, "--user", "ana"]);
+    p.iron_ok_inside(&["hunks", "reject", &docs, "--user", "ana"]);
+    // From anywhere but the project, the workspace target differs: refused, nothing applied.
+    let elsewhere = p.iron(&["hunks", "apply", "--task", &task]);
+    assert!(!elsewhere.status.success(), "{elsewhere:?}");
+    assert!(
+        String::from_utf8_lossy(&elsewhere.stderr).contains("from the project directory"),
+        "{elsewhere:?}"
+    );
+    assert!(git(&repo, &["status", "--porcelain"]).is_empty());
+    let applied = p.iron_ok_inside(&["hunks", "apply", "--task", &task, "--user", "ana"]);
     assert!(applied.contains("applied 1 hunk(s)"), "{applied}");
     assert!(
         applied.contains("verify `sh -c grep -q json src/cli.txt` passed"),
@@ -172,7 +214,7 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
         vec!["hunks", "approve", cli.as_str()],
         vec!["hunks", "apply", "--task", "no-such-task"],
     ] {
-        let out = p.iron(&args);
+        let out = p.iron_inside(&args);
         assert!(!out.status.success(), "{args:?}: {out:?}");
         assert!(!out.stderr.is_empty());
     }

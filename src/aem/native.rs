@@ -45,6 +45,17 @@ pub const NATIVE_TOOLS: &[NativeTool] = &[
             "media_type": {"type": "string", "enum": ["text", "html", "pdf"], "x-iron-path": false, "description": "Its kind, when it cannot be told from its content"}
         }, "additionalProperties": false}"#,
     },
+    NativeTool {
+        server: "sandbox",
+        tool: "run_confined",
+        description: "Runs a program in your scratch copy of the repository, confined by bubblewrap: it can change nothing outside the scratch (and not its aem/, config/ or .git), has no network unless the workspace allows it, and is stopped at its time limit. Returns how it ended, its exit code and its output. Served by the expert process itself, which alone knows its scratch.",
+        input_schema: r#"{"type": "object", "properties": {
+            "command": {"type": "string", "x-iron-path": false, "description": "The program, e.g. `cargo` or `sh`"},
+            "args": {"type": "array", "items": {"type": "string"}, "x-iron-path": false, "description": "Its arguments"},
+            "cwd": {"type": "string", "format": "path", "description": "A directory inside the scratch (default: its root)"},
+            "timeout_secs": {"type": "integer", "minimum": 1, "maximum": 600, "x-iron-path": false, "description": "Time limit (default 60)"}
+        }, "required": ["command"], "additionalProperties": false}"#,
+    },
 ];
 
 /// The tools the native server `name` offers, if Iron ships it.
@@ -113,7 +124,7 @@ mod tests {
             assert_eq!(schema["type"], "object", "{}/{}", t.server, t.tool);
             assert!(schema["properties"].is_object(), "{}/{}", t.server, t.tool);
         }
-        assert_eq!(native_servers(), ["delivery", "memory"]);
+        assert_eq!(native_servers(), ["delivery", "memory", "sandbox"]);
         assert!(native_tools("nothing").is_none());
     }
 }

@@ -10,9 +10,9 @@
 //!   network: false            # whether confined commands may use the network
 //! ```
 //!
-//! A local server whose arguments name `${IRON_SCRATCH}` works in that scratch; a mesh that
-//! registers one without declaring `workspace:` is refused, because nothing would make the
-//! scratch and the server would never start.
+//! A local server whose arguments name `${IRON_SCRATCH}` works in that scratch, and so does the
+//! native `sandbox` (`run_confined`); a mesh that registers one without declaring `workspace:`
+//! is refused, because nothing would make the scratch and the server could never work.
 
 use super::error::{AemError, Sink};
 use super::frontmatter::Document;
@@ -45,15 +45,18 @@ pub(crate) fn validate_workspace(
     };
     let Some(raw) = raw else {
         for (name, s) in servers {
-            if let ServerDescriptor::Local { args, .. } = &s.descriptor
-                && args
+            let in_scratch = match &s.descriptor {
+                ServerDescriptor::Local { args, .. } => args
                     .iter()
-                    .any(|a| a.contains(&format!("${{{SCRATCH_VAR}")))
-            {
+                    .any(|a| a.contains(&format!("${{{SCRATCH_VAR}"))),
+                ServerDescriptor::Native => name == "sandbox",
+                ServerDescriptor::Remote { .. } => false,
+            };
+            if in_scratch {
                 bad(
                     &["servers", name, "args"],
                     format!(
-                        "server `{name}` works in the scratch (`${{{SCRATCH_VAR}}}`), but the mesh declares no `workspace:`, so nothing would make one"
+                        "server `{name}` works in the scratch, but the mesh declares no `workspace:`, so nothing would make one"
                     ),
                     "a `workspace:` block naming the target tree",
                 );

@@ -448,6 +448,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             super::bench_newsroom::newsroom(feeds, items, new).await
         }
         Command::Bench(BenchCommand::Log { events, nats }) => bench::log(events, nats).await,
+        Command::Bench(BenchCommand::Workspace {
+            files,
+            scratches,
+            runs,
+        }) => super::bench_workspace::workspace(files, scratches, runs).await,
         Command::Bench(BenchCommand::Memory {
             corpus,
             burst,

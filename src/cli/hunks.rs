@@ -247,7 +247,7 @@ async fn apply(
         .iter()
         .filter(|p| p.decision == Decision::Pending)
         .count();
-    let target = first.target.clone();
+    let target = checked_target(config, first)?;
     if !approved.is_empty() {
         let ids: Vec<&String> = approved.iter().collect();
         record(
@@ -298,6 +298,39 @@ async fn apply(
         println!("{pending} hunk(s) of task {task} still pending; its scratch is kept");
     }
     Ok(())
+}
+
+/// The tree `p` is applied to: the one its proposal names, which must be the workspace
+/// target its mesh declares, taken against this directory (run `iron hunks` where `iron up`
+/// runs). A proposal naming any other tree is refused, whoever wrote it.
+fn checked_target(config: &Config, p: &Proposed) -> Result<PathBuf, CliError> {
+    let catalog =
+        crate::aem::read_state_catalog(config).map_err(|e| CliError::Failed(e.to_string()))?;
+    let mesh = p.expert.split('/').next().unwrap_or_default();
+    let ws = catalog
+        .mesh(mesh)
+        .and_then(|m| m.workspace.as_ref())
+        .ok_or_else(|| CliError::Failed(format!("mesh {mesh} declares no workspace")))?;
+    let declared = std::env::current_dir()
+        .map(|d| d.join(&ws.target))
+        .and_then(|t| t.canonicalize())
+        .map_err(|source| CliError::Io {
+            what: format!(
+                "resolving the workspace target `{}` of {mesh} (run `iron hunks` from the project directory)",
+                ws.target
+            ),
+            source,
+        })?;
+    if p.target != declared {
+        return Err(CliError::Failed(format!(
+            "the review of task {} names the tree {}, but the workspace of {mesh} is {}; run \
+             `iron hunks` from the project directory",
+            p.task,
+            p.target.display(),
+            declared.display()
+        )));
+    }
+    Ok(declared)
 }
 
 /// Runs the mesh's verify command confined on a copy of `target` and records the outcome.

@@ -6,6 +6,7 @@ mod bench;
 mod bench_cognition;
 mod bench_newsroom;
 mod bench_stats;
+mod bench_workspace;
 mod commands;
 mod hunks;
 mod jobs;
@@ -476,6 +477,20 @@ pub enum BenchCommand {
         /// Cold starts of each kind.
         #[arg(long, default_value_t = 30)]
         starts: usize,
+    },
+    /// The workspace: making and removing a scratch of a repository of `--files` files (a git
+    /// worktree and a plain copy), and a confined `true` under bubblewrap against a plain
+    /// spawn of `true`, interleaved (p50, p99, ratio). Needs bubblewrap.
+    Workspace {
+        /// Files in the generated repository.
+        #[arg(long, default_value_t = 10_000)]
+        files: usize,
+        /// Scratches made and removed per provider.
+        #[arg(long, default_value_t = 10)]
+        scratches: usize,
+        /// Runs of `true`, confined and plain each.
+        #[arg(long, default_value_t = 200)]
+        runs: usize,
     },
     /// Memory at scale: full-text recall over a generated projection (build time, size, p50
     /// and p99), then each background worker's events/s against the projector's on one

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::hunks::{FileChange, Hunk};
+use super::hunks::{FileChange, Hunk, is_governance};
 use super::scratch::Scratch;
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
@@ -135,7 +135,8 @@ impl Review {
                             path: text("path").to_string(),
                             range: text("range").to_string(),
                             lines: lines("lines"),
-                            governance: e.payload["governance"].as_bool().unwrap_or(true),
+                            // Judged here, never taken from the event.
+                            governance: is_governance(text("path")),
                         },
                         header: lines("header"),
                         task: text("task_id").to_string(),

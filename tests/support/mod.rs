@@ -300,8 +300,24 @@ where
     K: AsRef<std::ffi::OsStr>,
     V: AsRef<std::ffi::OsStr>,
 {
-    Command::new(bin("iron"))
-        .args(args)
+    run_iron_in(None, args, envs)
+}
+
+/// [`run_iron`] with `cwd` as the working directory (the test's own when `None`).
+pub fn run_iron_in<K, V>(
+    cwd: Option<&std::path::Path>,
+    args: &[&str],
+    envs: impl IntoIterator<Item = (K, V)>,
+) -> Output
+where
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    let mut cmd = Command::new(bin("iron"));
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    cmd.args(args)
         .envs(envs)
         .env("NO_COLOR", "1")
         .output()
@@ -315,7 +331,20 @@ where
     K: AsRef<std::ffi::OsStr>,
     V: AsRef<std::ffi::OsStr>,
 {
-    let out = run_iron(args, envs);
+    run_iron_ok_in(None, args, envs)
+}
+
+/// [`run_iron_ok`] with `cwd` as the working directory.
+pub fn run_iron_ok_in<K, V>(
+    cwd: Option<&std::path::Path>,
+    args: &[&str],
+    envs: impl IntoIterator<Item = (K, V)>,
+) -> String
+where
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    let out = run_iron_in(cwd, args, envs);
     assert!(
         out.status.success(),
         "iron {args:?} failed: {}\nstdout: {}\nstderr: {}",

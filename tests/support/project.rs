@@ -234,6 +234,16 @@ impl Project {
         super::run_iron_ok(args, self.envs())
     }
 
+    /// Runs `iron args…` in the project directory, as a person working in it would.
+    pub fn iron_inside(&self, args: &[&str]) -> Output {
+        super::run_iron_in(Some(self.dir.path()), args, self.envs())
+    }
+
+    /// [`Project::iron_inside`], failing the test unless it succeeds; returns its stdout.
+    pub fn iron_ok_inside(&self, args: &[&str]) -> String {
+        super::run_iron_ok_in(Some(self.dir.path()), args, self.envs())
+    }
+
     /// The project's event log: JetStream with [`Project::with_nats`], else the embedded one.
     pub async fn log(&self) -> AnyLog {
         match &self.nats {

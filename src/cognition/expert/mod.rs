@@ -5,6 +5,7 @@
 //! afresh ([`wake`]), and every step goes to the log.
 
 mod adapters;
+mod confined;
 pub mod delegate;
 mod deliver;
 mod node;

@@ -10,6 +10,7 @@ use tracing::{info, warn};
 
 use super::{
     adapters::{ManagedTools, Recorder},
+    confined,
     delegate::{Delegation, ExpertTools},
     deliver::Deliveries,
     operator::{OperatorDesk, Refused},
@@ -127,17 +128,32 @@ impl ManagedNode for ExpertNode {
         if let Some(s) = &scratch {
             env.insert(SCRATCH_VAR.to_string(), s.dir().display().to_string());
         }
-        // Gate 2 lets the expert write only in the workspace roots of its write-capable servers.
-        let (policy, granted) =
+        // Gate 2 lets the expert write only in the workspace roots of its write-capable servers,
+        // and in its scratch, which is also the root of the confined commands it runs.
+        let (mut policy, mut granted) =
             roots::expert_policy(&entry, &catalog, &base, &config.state_dir, &env)
                 .map_err(refuse)?;
+        if let Some(s) = &scratch {
+            policy = policy.grant_root(s.dir()).map_err(refuse)?;
+            granted.push(roots::GrantedRoot {
+                server: confined::SERVER.to_string(),
+                dir: s.dir().to_path_buf(),
+            });
+        }
         // `native`/`remote` servers are reached over ROS; the manager bounds each call with the
         // expert's own tool timeout, so the bridge's is only a backstop.
         let key = CallerKey::open(&config.state_dir)
             .map_err(|e| CallbackError::Failure(e.to_string()))?;
         let bridge = RosTools::new(ctx.node.clone(), Duration::from_secs(600), key.clone());
+        let network = mesh_workspace(&catalog, &entry).is_some_and(|w| w.network);
+        let remote = confined::ConfinedTools::new(
+            Arc::new(bridge),
+            scratch.as_ref().map(|s| s.dir().to_path_buf()),
+            network,
+            vec![config.state_dir.clone()],
+        );
         let setup = granted.into_iter().fold(
-            ManagerSetup::new(Arc::new(recorder), policy, &base, env).with_remote(Arc::new(bridge)),
+            ManagerSetup::new(Arc::new(recorder), policy, &base, env).with_remote(Arc::new(remote)),
             |setup, root| setup.with_server_root(&root.server, root.dir),
         );
         let tools = ToolManager::new(&catalog, &manifest, &self.expert, setup).map_err(refuse)?;
@@ -535,6 +551,14 @@ impl ExpertDeps {
             handle.abort(result).await;
         }
     }
+}
+
+/// The `workspace:` of `entry`'s mesh, if it declares one.
+fn mesh_workspace<'a>(
+    catalog: &'a Catalog,
+    entry: &ExpertEntry,
+) -> Option<&'a crate::aem::WorkspaceEntry> {
+    catalog.mesh(&entry.mesh).and_then(|m| m.workspace.as_ref())
 }
 
 /// The limits `entry` declares, as reported in a task's result (unbounded axes are `null`).

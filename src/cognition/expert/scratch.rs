@@ -26,7 +26,8 @@ pub(super) struct ExpertScratch {
     proposed: AtomicBool,
 }
 
-/// Whether a server `entry` may use works in the scratch.
+/// Whether a server `entry` may use works in the scratch (a local server naming
+/// `${IRON_SCRATCH}`, or the native sandbox).
 fn uses_scratch(entry: &ExpertEntry, catalog: &Catalog) -> bool {
     let Some(mesh) = catalog.mesh(&entry.mesh) else {
         return false;
@@ -34,9 +35,13 @@ fn uses_scratch(entry: &ExpertEntry, catalog: &Catalog) -> bool {
     entry.servers.iter().any(|s| {
         matches!(
             mesh.servers.get(s).map(|e| &e.descriptor),
-            Some(ServerDescriptor::Local { args, .. })
-                if args.iter().any(|a| a.contains(&format!("${{{SCRATCH_VAR}")))
-        )
+            Some(ServerDescriptor::Native)
+        ) && s == super::confined::SERVER
+            || matches!(
+                mesh.servers.get(s).map(|e| &e.descriptor),
+                Some(ServerDescriptor::Local { args, .. })
+                    if args.iter().any(|a| a.contains(&format!("${{{SCRATCH_VAR}")))
+            )
     })
 }
 

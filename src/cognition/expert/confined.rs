@@ -1,0 +1,131 @@
+//! `sandbox/run_confined`: a command run under bubblewrap in the expert's scratch. The native
+//! server `sandbox` is served by each expert process for itself, not by a node of its own:
+//! only the process knows its scratch, and a bridge would have to take a caller's word for
+//! which scratch is its. Both gates run before (the manager's: `run` is destructive unless
+//! `capabilities.md` lowers it, and `cwd` must be inside the scratch, whose governance stays
+//! unwritable); the sandbox then confines what the command itself may do (see
+//! `crate::workspace::sandbox`). Without a usable `bwrap` the call is refused with why;
+//! nothing ever runs unconfined. Every other server goes to `inner` (over ROS).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+
+use crate::tools::{
+    RemoteCaller, RemoteServer, RemoteTools, remote::RemoteError, remote::RemoteFuture,
+};
+use crate::workspace::sandbox::{Confined, Sandbox};
+
+/// The native server name.
+pub const SERVER: &str = "sandbox";
+/// Its one tool.
+pub const RUN_CONFINED: &str = "run_confined";
+/// Longest time limit a call may ask for.
+const MAX_SECS: u64 = 600;
+/// Output kept of stdout and of stderr each.
+const MAX_OUTPUT: usize = 256 * 1024;
+
+/// Remote tools with `sandbox/run_confined` answered here.
+pub(super) struct ConfinedTools {
+    inner: std::sync::Arc<dyn RemoteTools>,
+    scratch: Option<PathBuf>,
+    network: bool,
+    mask: Vec<PathBuf>,
+    sandbox: OnceCell<Result<Sandbox, String>>,
+}
+
+impl ConfinedTools {
+    /// `inner` for every other server; commands run in `scratch` (none: refused), with the
+    /// network when `network`, never seeing `mask` (the state directory).
+    pub(super) fn new(
+        inner: std::sync::Arc<dyn RemoteTools>,
+        scratch: Option<PathBuf>,
+        network: bool,
+        mask: Vec<PathBuf>,
+    ) -> Self {
+        Self {
+            inner,
+            scratch,
+            network,
+            mask,
+            sandbox: OnceCell::new(),
+        }
+    }
+
+    async fn run(&self, tool: &str, arguments: &Value) -> Result<Value, RemoteError> {
+        let refuse = |message: String| RemoteError::Refused { message };
+        if tool != RUN_CONFINED {
+            return Err(refuse(format!(
+                "no tool {tool:?} here; the sandbox offers {RUN_CONFINED}"
+            )));
+        }
+        let scratch = self.scratch.as_ref().ok_or_else(|| {
+            refuse("this expert has no scratch (its mesh declares no `workspace:`)".into())
+        })?;
+        let command = arguments
+            .get("command")
+            .and_then(Value::as_str)
+            .filter(|c| !c.trim().is_empty())
+            .ok_or_else(|| refuse("`command` (a program name) is required".into()))?;
+        let args: Vec<&str> = match arguments.get("args") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|a| {
+                    a.as_str()
+                        .ok_or_else(|| refuse("`args` must be strings".into()))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(refuse("`args` must be a list of strings".into())),
+        };
+        let secs = match arguments.get("timeout_secs") {
+            None | Some(Value::Null) => 60,
+            Some(v) => v
+                .as_u64()
+                .filter(|s| (1..=MAX_SECS).contains(s))
+                .ok_or_else(|| refuse(format!("`timeout_secs` is 1 to {MAX_SECS}")))?,
+        };
+        let cwd = arguments.get("cwd").and_then(Value::as_str).unwrap_or(".");
+        let sandbox = self
+            .sandbox
+            .get_or_init(|| async { Sandbox::locate().await.map_err(|e| e.to_string()) })
+            .await
+            .as_ref()
+            .map_err(|e| refuse(e.clone()))?;
+        let mut run = Confined::new(command, &args, scratch);
+        run.cwd = Some(scratch.join(cwd));
+        run.network = self.network;
+        run.mask = self.mask.clone();
+        run.timeout = Duration::from_secs(secs);
+        run.max_output = MAX_OUTPUT;
+        let out = sandbox.run(&run).await.map_err(|e| refuse(e.to_string()))?;
+        let exit = match out.ended {
+            crate::workspace::sandbox::Ended::Exited(code) => json!(code),
+            _ => Value::Null,
+        };
+        Ok(json!({
+            "ended": format!("{:?}", out.ended), "exit_code": exit,
+            "stdout": String::from_utf8_lossy(&out.stdout),
+            "stderr": String::from_utf8_lossy(&out.stderr),
+            "secs": out.elapsed.as_secs_f64(),
+        }))
+    }
+}
+
+impl RemoteTools for ConfinedTools {
+    fn call<'a>(
+        &'a self,
+        server: &'a RemoteServer,
+        tool: &'a str,
+        arguments: &'a Value,
+        caller: &'a RemoteCaller,
+    ) -> RemoteFuture<'a> {
+        if server.native && server.server == SERVER {
+            Box::pin(self.run(tool, arguments))
+        } else {
+            self.inner.call(server, tool, arguments, caller)
+        }
+    }
+}
