@@ -176,7 +176,14 @@ corpus! {
     working_memory_declared => [w(AEM, "msp.sources.feed.working_memory", "working memory (live relations over a source) is not implemented")];
     trigger_unknown_flow => [w(AEM, "triggers.t.flow", "malformed trigger: expert `a` has no flows/nope.py (expected a flow file of skills/a/flows/ (f))")];
     trigger_two_kinds => [w(AEM, "triggers.t", "give exactly one of `sources`, `schedule` or `webhook`")];
-    native_not_shipped => [w(AEM, "servers.sandbox.transport", "native server `sandbox` (Iron ships no node /iron/tools/sandbox) is not implemented")];
+    native_not_shipped => [w(AEM, "servers.shell.transport", "native server `shell` (Iron ships no node /iron/tools/shell) is not implemented")];
+    scratch_without_workspace => [w(AEM, "servers.fs.args", "server `fs` works in the scratch, but the mesh declares no `workspace:`")];
+    workspace_malformed => [
+        w(AEM, "workspace.target", "target `../elsewhere` is not a path inside the project"),
+        w(AEM, "workspace.provider", "unknown provider `svn`"),
+        w(AEM, "workspace.verify", "verify must name a program and its arguments"),
+        w(AEM, "workspace.verify_secs", "0 s (expected between 1 and 86400)"),
+    ];
     native_tool_not_offered => [w(AEM, "servers.delivery.tools[1]", "tool `send_fax` of the native server `delivery` is not implemented")];
     trigger_bad_cron => [w(AEM, "triggers.t.schedule", "`every morning` is not a cron expression")];
     trigger_inline_token => [w(AEM, "triggers.t.webhook", "token `s3cret` is not a reference to a secret")];

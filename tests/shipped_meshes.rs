@@ -142,9 +142,20 @@ fn dev_engineer_holds_workspace_tools_with_declared_lowerings() {
     assert_eq!(log.declared, Some(Effect::Write));
     assert_eq!(log.effect, Effect::Write);
     assert!(!eng.tools.contains_key("git/git_reset"));
-    // No bridge runs commands yet, so none is declared (a native server Iron does not
-    // ship is a compile error).
-    assert_eq!(eng.servers, ["git", "time", "workspace"]);
+    // Commands run confined in its scratch: `run` is destructive, declared `write`.
+    assert_eq!(eng.servers, ["git", "sandbox", "time", "workspace"]);
+    let run = &eng.tools["sandbox/run_confined"];
+    assert_eq!(run.derived_effect, Effect::Destructive);
+    assert_eq!(run.effect, Effect::Write);
+    // The mesh declares the tree its experts change; the reviewer reads it, never runs.
+    let ws = c.mesh("dev").unwrap().workspace.as_ref().unwrap();
+    assert_eq!((ws.target.as_str(), ws.network), (".", false));
+    assert!(
+        !c.expert("dev/reviewer")
+            .unwrap()
+            .servers
+            .contains(&"sandbox".to_string())
+    );
     let reviewer = c.expert("dev/reviewer").unwrap();
     assert!(reviewer.tools.values().all(|t| t.effect == Effect::Read));
     assert!(reviewer.memory.iter().all(|m| m.kind != "working"));

@@ -48,13 +48,14 @@ pub(crate) fn validate_workspace(
             let in_scratch = match &s.descriptor {
                 ServerDescriptor::Local { args, .. } => args
                     .iter()
-                    .any(|a| a.contains(&format!("${{{SCRATCH_VAR}"))),
-                ServerDescriptor::Native => name == "sandbox",
-                ServerDescriptor::Remote { .. } => false,
+                    .any(|a| a.contains(&format!("${{{SCRATCH_VAR}")))
+                    .then_some("args"),
+                ServerDescriptor::Native => (name == "sandbox").then_some("transport"),
+                ServerDescriptor::Remote { .. } => None,
             };
-            if in_scratch {
+            if let Some(key) = in_scratch {
                 bad(
-                    &["servers", name, "args"],
+                    &["servers", name, key],
                     format!(
                         "server `{name}` works in the scratch, but the mesh declares no `workspace:`, so nothing would make one"
                     ),
