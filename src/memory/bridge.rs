@@ -35,8 +35,9 @@ use crate::spine::control::lifecycle::{CallbackError, ManagedNode, NodeContext, 
 use crate::spine::durable::AnyLog;
 use crate::tools::paths::SchemaHints;
 use crate::tools::roots::{expert_policy, scrub_env};
+use crate::tools::ros::{BridgeDeps, BridgeFuture};
 use crate::tools::webhooks::{AllowList, WebhookError};
-use crate::tools::{Bridge, CallerKey, RemoteCaller, ros::BridgeFuture, serve_bridge};
+use crate::tools::{Bridge, CallerKey, RemoteCaller};
 
 /// The service (and node) name of the memory bridge.
 pub const SERVICE: &str = "/iron/tools/memory";
@@ -285,17 +286,10 @@ impl Bridge for MemoryTools {
 #[derive(Debug, Default)]
 pub struct MemoryToolsNode;
 
-/// What `configure` prepared.
-pub struct MemoryToolsDeps {
-    bridge: Arc<MemoryTools>,
-    key: CallerKey,
-    ctx: NodeContext,
-}
-
 impl ManagedNode for MemoryToolsNode {
-    type Deps = MemoryToolsDeps;
+    type Deps = BridgeDeps;
 
-    async fn configure(&self, ctx: &NodeContext) -> Result<MemoryToolsDeps, CallbackError> {
+    async fn configure(&self, ctx: &NodeContext) -> Result<BridgeDeps, CallbackError> {
         let fail = |e: &dyn std::fmt::Display| CallbackError::Failure(e.to_string());
         let config = Config::load().map_err(|e| fail(&e))?;
         let catalog = crate::aem::read_state_catalog(&config).map_err(|e| fail(&e))?;
@@ -310,7 +304,7 @@ impl ManagedNode for MemoryToolsNode {
         let key = CallerKey::open(&config.state_dir).map_err(|e| fail(&e))?;
         let bridge =
             MemoryTools::new(log, catalog, &config, project, urls).map_err(|e| fail(&e))?;
-        Ok(MemoryToolsDeps {
+        Ok(BridgeDeps {
             bridge: Arc::new(bridge),
             key,
             ctx: ctx.clone(),
@@ -319,19 +313,10 @@ impl ManagedNode for MemoryToolsNode {
 
     async fn run(
         self: Arc<Self>,
-        deps: Arc<MemoryToolsDeps>,
+        deps: Arc<BridgeDeps>,
         shutdown: CancellationToken,
     ) -> Result<(), RunError> {
-        serve_bridge(
-            &deps.ctx.node,
-            SERVICE,
-            deps.bridge.clone(),
-            deps.key.clone(),
-            shutdown.child_token(),
-        )
-        .map_err(|e| RunError::new("serving the bridge", e))?;
-        shutdown.cancelled().await;
-        Ok(())
+        deps.serve(SERVICE, shutdown).await
     }
 }
 

@@ -36,7 +36,7 @@ use tracing::info;
 
 use super::{
     remote::RemoteCaller,
-    ros::{Bridge, BridgeFuture, serve_bridge},
+    ros::{Bridge, BridgeDeps, BridgeFuture},
     webhooks::{AllowList, WebhookError},
 };
 use crate::{
@@ -302,17 +302,10 @@ impl Bridge for Delivery {
 #[derive(Debug, Default)]
 pub struct DeliveryNode;
 
-/// What `configure` prepared.
-pub struct DeliveryDeps {
-    bridge: Arc<Delivery>,
-    key: CallerKey,
-    ctx: NodeContext,
-}
-
 impl ManagedNode for DeliveryNode {
-    type Deps = DeliveryDeps;
+    type Deps = BridgeDeps;
 
-    async fn configure(&self, ctx: &NodeContext) -> Result<DeliveryDeps, CallbackError> {
+    async fn configure(&self, ctx: &NodeContext) -> Result<BridgeDeps, CallbackError> {
         let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
         let outbox = config.state_path(std::path::Path::new("outbox.jsonl"));
         let webhooks = AllowList::parse(&std::env::var(WEBHOOKS_ENV).unwrap_or_default())
@@ -326,7 +319,7 @@ impl ManagedNode for DeliveryNode {
             .map_err(|e| CallbackError::Failure(e.to_string()))?;
         let key = CallerKey::open(&config.state_dir)
             .map_err(|e| CallbackError::Failure(e.to_string()))?;
-        Ok(DeliveryDeps {
+        Ok(BridgeDeps {
             bridge: Arc::new(bridge),
             key,
             ctx: ctx.clone(),
@@ -335,19 +328,10 @@ impl ManagedNode for DeliveryNode {
 
     async fn run(
         self: Arc<Self>,
-        deps: Arc<DeliveryDeps>,
+        deps: Arc<BridgeDeps>,
         shutdown: CancellationToken,
     ) -> Result<(), RunError> {
-        serve_bridge(
-            &deps.ctx.node,
-            SERVICE,
-            deps.bridge.clone(),
-            deps.key.clone(),
-            shutdown.child_token(),
-        )
-        .map_err(|e| RunError::new("serving the bridge", e))?;
-        shutdown.cancelled().await;
-        Ok(())
+        deps.serve(SERVICE, shutdown).await
     }
 }
 

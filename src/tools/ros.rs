@@ -21,6 +21,7 @@ use super::caller::CallerKey;
 use super::remote::{RemoteCaller, RemoteError, RemoteFuture, RemoteServer, RemoteTools};
 use crate::{
     interfaces::{ToolCall, ToolCallRequest, ToolCallResponse},
+    spine::control::lifecycle::{NodeContext, RunError},
     spine::control::{
         ControlError,
         call::{CallFailure, call_while_discovering},
@@ -165,6 +166,33 @@ pub trait Bridge: Send + Sync + 'static {
         arguments: Value,
         caller: &'a RemoteCaller,
     ) -> BridgeFuture<'a>;
+}
+
+/// What a bridge node prepares at `configure`: the bridge, the key its callers must prove
+/// themselves with, and its node. A bridge node's `run` is [`BridgeDeps::serve`].
+pub struct BridgeDeps {
+    /// The bridge.
+    pub bridge: Arc<dyn Bridge>,
+    /// The deployment's caller key.
+    pub key: CallerKey,
+    /// The node it is served from.
+    pub ctx: NodeContext,
+}
+
+impl BridgeDeps {
+    /// Serves the bridge as `service` until `shutdown`.
+    pub async fn serve(&self, service: &str, shutdown: CancellationToken) -> Result<(), RunError> {
+        serve_bridge(
+            &self.ctx.node,
+            service,
+            self.bridge.clone(),
+            self.key.clone(),
+            shutdown.child_token(),
+        )
+        .map_err(|e| RunError::new("serving the bridge", e))?;
+        shutdown.cancelled().await;
+        Ok(())
+    }
 }
 
 /// Serves `bridge` as the `iron/srv/ToolCall` service `service` on `node` until `stop`,

@@ -109,8 +109,8 @@ pub struct Review {
 
 impl Review {
     /// Folds review events (others are ignored) in log order. A decision or application of
-    /// a hunk never proposed is ignored; a later decision replaces an earlier one, except
-    /// that an applied hunk stays applied.
+    /// a hunk never proposed is ignored, and so is a second proposal of one; a later decision
+    /// replaces an earlier one, except that an applied hunk stays applied.
     pub fn fold<'a>(events: impl IntoIterator<Item = &'a Envelope>) -> Review {
         let mut review = Review::default();
         for e in events {
@@ -145,7 +145,12 @@ impl Review {
                         scratch: PathBuf::from(text("scratch")),
                         decision: Decision::Pending,
                     };
-                    if review.hunks.insert(id.clone(), proposed).is_none() {
+                    // A hunk proposed again (the same change, from a later task of a resident
+                    // expert) keeps its first proposal and whatever was decided about it.
+                    if let std::collections::btree_map::Entry::Vacant(slot) =
+                        review.hunks.entry(id.clone())
+                    {
+                        slot.insert(proposed);
                         review.order.push(id);
                     }
                 }
@@ -255,6 +260,13 @@ index 1..2 100644
             json!({"hunk": a, "decision": "rejected", "operator": "bo"}),
         ));
         events.push(event(EventKind::HunkApplied, json!({"hunk": "nope"})));
+        // The same changes proposed again by a later task change nothing.
+        let again: Vec<Envelope> =
+            proposals("t2", "dev/engineer", Path::new("/r"), &scratch, &files)
+                .into_iter()
+                .map(|(k, p)| event(k, p))
+                .collect();
+        events.extend(again);
         let review = Review::fold(&events);
         let states: Vec<&str> = review.hunks().map(|p| p.decision.word()).collect();
         assert_eq!(states, ["applied", "rejected"]);
