@@ -64,8 +64,10 @@ async fn the_offline_router_sends_cross_checking_to_the_newsroom_analyst() {
 async fn a_question_about_what_a_source_has_seen_goes_to_the_experts_granted_it() {
     let catalog = catalog();
     let router = OfflineRouter::new(&catalog);
-    let question = "is the harbour bridge closed?";
-    // No declaration mentions the harbour: on words alone the general assistant wins.
+    let question = "has the Leith ferry timetable resumed?";
+    // No declaration holds any of these words (an example in a SKILL.md about a closed
+    // bridge would make "bridge closed" a question of words, not of perception): on words
+    // alone the general assistant wins.
     assert_eq!(router.rank(question)[0].0, "core/assistant");
     // Once the engine has found the question's words in a newsroom source, the experts
     // granted that source are the ones to ask.

@@ -459,3 +459,43 @@ async fn a_plain_copy_gives_the_same_diff_and_bad_task_ids_are_refused() {
     assert!(!scratch.dir.exists());
     assert!(git(&repo, &["status", "--porcelain"]).is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_scratches_are_swept_and_the_others_kept() {
+    use iron::workspace::scratch::{claim, keep_for_review, sweep};
+    let (_tmp, root) = test_root();
+    let repo = fixture(&root);
+    let provider = GitWorktree {
+        repo: repo.clone(),
+        root: root.join("state/scratch"),
+    };
+    let mut dead = Command::new("true").spawn().unwrap();
+    dead.wait().unwrap();
+    let dead_pid = dead.id().to_string();
+    let mut made = Vec::new();
+    for task in ["killed", "under-review", "running", "unclaimed"] {
+        let s = provider.create(task).await.unwrap();
+        match task {
+            "killed" | "under-review" => {
+                std::fs::write(format!("{}.owner", s.dir.display()), &dead_pid).unwrap();
+            }
+            "running" => claim(&s).unwrap(),
+            _ => {}
+        }
+        if task == "under-review" {
+            keep_for_review(&s).unwrap();
+        }
+        made.push(s);
+    }
+    let removed = sweep(&repo, &provider.root).await;
+    assert_eq!(
+        removed,
+        [made[0].dir.clone()],
+        "only the killed expert's scratch"
+    );
+    assert!(!made[0].dir.exists());
+    assert!(made[1..].iter().all(|s| s.dir.exists()));
+    let branches = git(&repo, &["branch", "--list", &branch_of("killed")]);
+    assert!(branches.trim().is_empty(), "{branches}");
+    assert!(!Path::new(&format!("{}.owner", made[0].dir.display())).exists());
+}

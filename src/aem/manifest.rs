@@ -127,6 +127,10 @@ impl ToolManifest {
     pub fn probe_status(&self) -> ProbeStatus {
         let mut status = ProbeStatus::default();
         for (key, s) in &self.servers {
+            // A native server's tools are described by this binary, never probed.
+            if s.descriptor == ServerDescriptor::Native {
+                continue;
+            }
             if s.current_probe().is_some() {
                 status.probed.push(key.clone());
             } else if s.is_stale() {

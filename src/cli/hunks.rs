@@ -19,7 +19,7 @@ use crate::spine::durable::AnyLog;
 use crate::workspace::hunks::{self, HunkError};
 use crate::workspace::review::{Decision, Proposed, REVIEW_KINDS, Review};
 use crate::workspace::sandbox::{Confined, Sandbox};
-use crate::workspace::scratch::{Scratch, provider};
+use crate::workspace::scratch::{provider, remove_dir};
 
 /// Review of experts' changes, hunk by hunk.
 #[derive(Debug, Subcommand)]
@@ -406,24 +406,7 @@ async fn verify(
 
 /// Removes a scratch whose review is over (a linked worktree through its repository).
 async fn remove_scratch(target: &Path, dir: &Path) {
-    if !dir.exists() {
-        return;
-    }
-    let kind = if dir.join(".git").is_file() {
-        crate::aem::WorkspaceProvider::GitWorktree
-    } else {
-        crate::aem::WorkspaceProvider::Copy
-    };
-    let root = dir.parent().map(PathBuf::from).unwrap_or_default();
-    let scratch = Scratch {
-        task: dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        dir: dir.to_path_buf(),
-        base: String::new(),
-    };
-    match provider(kind, target, &root).remove(&scratch).await {
+    match remove_dir(target, dir).await {
         Ok(()) => println!("removed the scratch {}", dir.display()),
         Err(e) => eprintln!("could not remove the scratch {}: {e}", dir.display()),
     }

@@ -237,6 +237,97 @@ impl ScratchProvider for PlainCopy {
     }
 }
 
+/// Who holds a scratch and whether it must be kept: two small files beside it in its root
+/// (`<dir>.owner`, the owning process id; `<dir>.review`, present once changes were proposed
+/// from it). A scratch whose owner is gone and that holds no proposals is abandoned: an expert
+/// killed outright never removed it, so the next expert of the deployment does
+/// ([`sweep`]).
+fn sidecar(dir: &Path, what: &str) -> PathBuf {
+    let mut name = dir.as_os_str().to_owned();
+    name.push(format!(".{what}"));
+    PathBuf::from(name)
+}
+
+/// Records this process as the owner of `scratch`.
+pub fn claim(scratch: &Scratch) -> std::io::Result<()> {
+    std::fs::write(
+        sidecar(&scratch.dir, "owner"),
+        std::process::id().to_string(),
+    )
+}
+
+/// Marks `scratch` as holding proposals: it stays until its review is over.
+pub fn keep_for_review(scratch: &Scratch) -> std::io::Result<()> {
+    std::fs::write(sidecar(&scratch.dir, "review"), "")
+}
+
+/// Whether process `pid` is alive (Linux: its `/proc` entry exists).
+fn alive(pid: &str) -> bool {
+    !pid.is_empty()
+        && pid.chars().all(|c| c.is_ascii_digit())
+        && Path::new("/proc").join(pid).exists()
+}
+
+/// The scratches under `root` that are abandoned: an owner file naming a process that is
+/// gone, and no proposals.
+pub fn abandoned(root: &Path) -> Vec<PathBuf> {
+    let Ok(read) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = read
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|d| d.is_dir())
+        .filter(|d| !sidecar(d, "review").exists())
+        .filter(|d| {
+            std::fs::read_to_string(sidecar(d, "owner")).is_ok_and(|pid| !alive(pid.trim()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Removes the scratch `dir` of the tree `target`, whichever provider made it (a linked
+/// worktree has a `.git` file, a copy a `.git` directory), with its branch and side files.
+pub async fn remove_dir(target: &Path, dir: &Path) -> Result<(), ScratchError> {
+    let kind = if dir.join(".git").is_file() {
+        WorkspaceProvider::GitWorktree
+    } else {
+        WorkspaceProvider::Copy
+    };
+    let root = dir.parent().map(Path::to_path_buf).unwrap_or_default();
+    let scratch = Scratch {
+        task: dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        dir: dir.to_path_buf(),
+        base: String::new(),
+    };
+    if dir.exists() {
+        provider(kind, target, &root).remove(&scratch).await?;
+    }
+    for what in ["owner", "review"] {
+        let _ = std::fs::remove_file(sidecar(dir, what));
+    }
+    Ok(())
+}
+
+/// Removes every abandoned scratch under `root` of the tree `target`; returns those removed.
+pub async fn sweep(target: &Path, root: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    for dir in abandoned(root) {
+        match remove_dir(target, &dir).await {
+            Ok(()) => removed.push(dir),
+            Err(e) => tracing::warn!(
+                "could not remove the abandoned scratch {}: {e}",
+                dir.display()
+            ),
+        }
+    }
+    removed
+}
+
 /// Checks `task` and returns `root/task`, which must not exist yet (its parent is created).
 fn prepare(root: &Path, task: &str) -> Result<PathBuf, ScratchError> {
     let ok = !task.is_empty()

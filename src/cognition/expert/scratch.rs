@@ -4,7 +4,8 @@
 //! their root. When a task ends, what changed is proposed on the log hunk by hunk for a
 //! person to decide (see `crate::workspace::review`). A scratch with nothing proposed is
 //! removed at shutdown; one with proposals is kept for review (`iron hunks apply` removes it
-//! once every hunk is decided).
+//! once every hunk is decided); one left by an expert killed outright is removed by the next
+//! expert that makes a scratch (`crate::workspace::scratch::sweep`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,13 +17,12 @@ use crate::aem::roots::SCRATCH_VAR;
 use crate::aem::{Catalog, ExpertEntry, ServerDescriptor};
 use crate::workspace::hunks;
 use crate::workspace::review::proposals;
-use crate::workspace::scratch::{Scratch, ScratchProvider, provider};
+use crate::workspace::scratch::{Scratch, claim, keep_for_review, provider, remove_dir, sweep};
 
 /// An expert's scratch and how it was made.
 pub(super) struct ExpertScratch {
     scratch: Scratch,
     target: PathBuf,
-    provider: Box<dyn ScratchProvider>,
     proposed: AtomicBool,
 }
 
@@ -68,17 +68,22 @@ impl ExpertScratch {
                 project.join(&ws.target).display()
             )
         })?;
-        let provider = provider(ws.provider, &target, &state_dir.join("scratch"));
+        let root = state_dir.join("scratch");
+        // Scratches of experts that were killed outright, with nothing proposed: gone now.
+        for dir in sweep(&target, &root).await {
+            info!("removed the abandoned scratch {}", dir.display());
+        }
+        let provider = provider(ws.provider, &target, &root);
         let id = format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
         let scratch = provider
             .create(&id)
             .await
             .map_err(|e| format!("making the scratch of {}: {e}", entry.id))?;
+        claim(&scratch).map_err(|e| format!("recording the owner of the scratch: {e}"))?;
         info!(scratch = %scratch.dir.display(), "working in a scratch of {}", target.display());
         Ok(Some(ExpertScratch {
             scratch,
             target,
-            provider,
             proposed: AtomicBool::new(false),
         }))
     }
@@ -115,6 +120,9 @@ impl ExpertScratch {
         }
         if proposed > 0 {
             self.proposed.store(true, Ordering::SeqCst);
+            if let Err(e) = keep_for_review(&self.scratch) {
+                warn!(task, "could not mark the scratch as under review: {e}");
+            }
             info!(
                 task,
                 proposed, "changes proposed for review (`iron hunks list --task {task}`)"
@@ -128,7 +136,7 @@ impl ExpertScratch {
         if self.proposed.load(Ordering::SeqCst) {
             return;
         }
-        if let Err(e) = self.provider.remove(&self.scratch).await {
+        if let Err(e) = remove_dir(&self.target, &self.scratch.dir).await {
             warn!(
                 "could not remove the scratch {}: {e}",
                 self.scratch.dir.display()

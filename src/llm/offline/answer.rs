@@ -34,8 +34,13 @@ fn context_lines(system: &str) -> Vec<(String, String)> {
     out
 }
 
-/// The answer to `question` from the context blocks of `system`.
-pub fn answer(question: &str, system: &str) -> String {
+/// Why an answer is extracted rather than written: no model configured, the words every
+/// offline answer opens with unless a configured model failed.
+pub const NO_MODEL: &str = "No language model is configured";
+
+/// The answer to `question` from the context blocks of `system`, opening with `why` (the
+/// reason no model wrote it: [`NO_MODEL`], or the failure of the configured one).
+pub fn answer(question: &str, system: &str, why: &str) -> String {
     let wanted: Vec<String> = {
         let mut t = terms(question);
         t.sort();
@@ -56,11 +61,12 @@ pub fn answer(question: &str, system: &str) -> String {
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     scored.truncate(MAX_LINES);
     if scored.is_empty() {
-        return "No language model is configured, and nothing in my memory or perception matches your question. (Offline answer.)".to_string();
+        return format!(
+            "{why}, and nothing in my memory or perception matches your question. (Offline answer.)"
+        );
     }
-    let mut out = String::from(
-        "No language model is configured, so here is what I can see that matches your question, quoted as it is:\n",
-    );
+    let mut out =
+        format!("{why}, so here is what I can see that matches your question, quoted as it is:\n");
     for (_, _, source, line) in scored {
         let line = line.trim_start_matches("- ");
         out.push_str(&format!("- {line} [{source}]\n"));
@@ -77,7 +83,7 @@ mod tests {
 
     #[test]
     fn quotes_the_matching_lines_with_their_source() {
-        let a = answer("is the harbour bridge closed?", SYSTEM);
+        let a = answer("is the harbour bridge closed?", SYSTEM, NO_MODEL);
         assert!(
             a.contains("Harbour bridge closed to traffic for inspection [perception]"),
             "{a}"
@@ -93,11 +99,11 @@ mod tests {
 
     #[test]
     fn says_so_when_nothing_matches() {
-        let a = answer("what is the weather in Lisbon?", SYSTEM);
+        let a = answer("what is the weather in Lisbon?", SYSTEM, NO_MODEL);
         assert!(
             a.contains("nothing in my memory or perception matches"),
             "{a}"
         );
-        assert!(answer("anything?", "no context here").contains("nothing"));
+        assert!(answer("anything?", "no context here", NO_MODEL).contains("nothing"));
     }
 }

@@ -149,7 +149,13 @@ impl ChatModel for OrOffline {
                         model = self.model.name(),
                         "every backend failed ({e}); answering with the offline backend"
                     );
-                    Ok(respond(request))
+                    // Said in the answer, so an outage is never mistaken for "no model".
+                    let mut why: String = e.to_string().chars().take(200).collect();
+                    why = format!(
+                        "The configured model {} did not answer ({why})",
+                        self.model.name()
+                    );
+                    Ok(respond_because(request, &why))
                 }
             }
         })
@@ -157,6 +163,11 @@ impl ChatModel for OrOffline {
 }
 
 fn respond(request: &ChatRequest) -> ChatResponse {
+    respond_because(request, answer::NO_MODEL)
+}
+
+/// [`respond`], a plain answer opening with `why` no model wrote it.
+fn respond_because(request: &ChatRequest, why: &str) -> ChatResponse {
     let first_user = request.messages.iter().find_map(|m| match m {
         Message::User { content } => Some(content.as_str()),
         _ => None,
@@ -171,7 +182,7 @@ fn respond(request: &ChatRequest) -> ChatResponse {
         .unwrap_or("");
     let instruction = first_user.unwrap_or("");
     let text = match find_task(instruction) {
-        None => answer::answer(instruction, system),
+        None => answer::answer(instruction, system, why),
         Some(Err(e)) => json!({
             "error": format!("the iron-task block could not be read: {e}"),
             "produced_by": NAME,
@@ -340,7 +351,12 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(r.backend, NAME);
-        assert!(r.text.unwrap().contains("No language model is configured"));
+        let text = r.text.unwrap();
+        assert!(
+            text.starts_with("The configured model down did not answer (backend down:"),
+            "an outage is not \"no model\": {text}"
+        );
+        assert!(!text.contains("No language model is configured"), "{text}");
     }
 
     #[test]
