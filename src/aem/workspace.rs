@@ -27,6 +27,21 @@ pub const DEFAULT_VERIFY_SECS: u64 = 600;
 /// Longest time limit of the verify command, in seconds.
 const MAX_VERIFY_SECS: u64 = 24 * 3600;
 
+/// The native server that runs commands in the scratch (`run_confined`).
+pub const SANDBOX_SERVER: &str = "sandbox";
+
+/// Whether the server `name` reached through `descriptor` works in the scratch: a local
+/// server naming `${IRON_SCRATCH}` among its arguments, or the native sandbox.
+pub fn works_in_scratch(name: &str, descriptor: &ServerDescriptor) -> bool {
+    match descriptor {
+        ServerDescriptor::Local { args, .. } => args
+            .iter()
+            .any(|a| a.contains(&format!("${{{SCRATCH_VAR}"))),
+        ServerDescriptor::Native => name == SANDBOX_SERVER,
+        ServerDescriptor::Remote { .. } => false,
+    }
+}
+
 /// Validates `workspace:` (absent: `None`) and the servers that need it.
 pub(crate) fn validate_workspace(
     raw: Option<&RawWorkspace>,
@@ -45,15 +60,11 @@ pub(crate) fn validate_workspace(
     };
     let Some(raw) = raw else {
         for (name, s) in servers {
-            let in_scratch = match &s.descriptor {
-                ServerDescriptor::Local { args, .. } => args
-                    .iter()
-                    .any(|a| a.contains(&format!("${{{SCRATCH_VAR}")))
-                    .then_some("args"),
-                ServerDescriptor::Native => (name == "sandbox").then_some("transport"),
-                ServerDescriptor::Remote { .. } => None,
-            };
-            if let Some(key) = in_scratch {
+            if works_in_scratch(name, &s.descriptor) {
+                let key = match s.descriptor {
+                    ServerDescriptor::Local { .. } => "args",
+                    _ => "transport",
+                };
                 bad(
                     &["servers", name, key],
                     format!(

@@ -10,13 +10,14 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 
 use super::CliError;
+use crate::aem::WorkspaceEntry;
 use crate::core::config::Config;
 use crate::core::durable::EventLog;
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 use crate::memory::emit;
 use crate::spine::durable::AnyLog;
-use crate::workspace::hunks::{self, HunkError};
+use crate::workspace::hunks;
 use crate::workspace::review::{Decision, Proposed, REVIEW_KINDS, Review};
 use crate::workspace::sandbox::{Confined, Sandbox};
 use crate::workspace::scratch::{provider, remove_dir};
@@ -113,12 +114,7 @@ pub async fn run(command: HunksCommand) -> Result<(), CliError> {
             Ok(())
         }
         HunksCommand::Show { hunk } => {
-            let p = find(&review, &hunk)?;
-            let files = review.files_of(&p.task);
-            let patch = hunks::patch_of(&files, &BTreeSet::from([hunk.clone()]))
-                .or_else(|_| Ok::<_, HunkError>(raw_patch(p)))
-                .map_err(|e| CliError::Failed(e.to_string()))?;
-            print!("{patch}");
+            print!("{}", raw_patch(find(&review, &hunk)?));
             Ok(())
         }
         HunksCommand::Approve { hunks, user } => {
@@ -131,7 +127,7 @@ pub async fn run(command: HunksCommand) -> Result<(), CliError> {
     }
 }
 
-/// The patch of one hunk, governance or not (for reading only).
+/// The patch of one hunk (its file's header and its lines), governance or not, for reading.
 fn raw_patch(p: &Proposed) -> String {
     let mut out = p.header.join("\n");
     out.push('\n');
@@ -247,7 +243,7 @@ async fn apply(
         .iter()
         .filter(|p| p.decision == Decision::Pending)
         .count();
-    let target = checked_target(config, first)?;
+    let (target, ws) = checked_target(config, first)?;
     if !approved.is_empty() {
         let ids: Vec<&String> = approved.iter().collect();
         record(
@@ -288,7 +284,7 @@ async fn apply(
             .await?;
         }
         println!("applied {} hunk(s) to {}", approved.len(), target.display());
-        verify(log, config, task, user, &first.expert, &target).await?;
+        verify(log, config, task, user, &ws, &target).await?;
     } else {
         println!("no approved hunk of task {task} to apply");
     }
@@ -300,16 +296,17 @@ async fn apply(
     Ok(())
 }
 
-/// The tree `p` is applied to: the one its proposal names, which must be the workspace
-/// target its mesh declares, taken against this directory (run `iron hunks` where `iron up`
-/// runs). A proposal naming any other tree is refused, whoever wrote it.
-fn checked_target(config: &Config, p: &Proposed) -> Result<PathBuf, CliError> {
+/// The tree `p` is applied to, and the workspace declaration of its mesh: the tree its
+/// proposal names, which must be the workspace target its mesh declares, taken against this
+/// directory (run `iron hunks` where `iron up` runs). A proposal naming any other tree is
+/// refused, whoever wrote it.
+fn checked_target(config: &Config, p: &Proposed) -> Result<(PathBuf, WorkspaceEntry), CliError> {
     let catalog =
         crate::aem::read_state_catalog(config).map_err(|e| CliError::Failed(e.to_string()))?;
     let mesh = p.expert.split('/').next().unwrap_or_default();
     let ws = catalog
         .mesh(mesh)
-        .and_then(|m| m.workspace.as_ref())
+        .and_then(|m| m.workspace.clone())
         .ok_or_else(|| CliError::Failed(format!("mesh {mesh} declares no workspace")))?;
     let declared = std::env::current_dir()
         .map(|d| d.join(&ws.target))
@@ -330,7 +327,7 @@ fn checked_target(config: &Config, p: &Proposed) -> Result<PathBuf, CliError> {
             declared.display()
         )));
     }
-    Ok(declared)
+    Ok((declared, ws))
 }
 
 /// Runs the mesh's verify command confined on a copy of `target` and records the outcome.
@@ -339,15 +336,9 @@ async fn verify(
     config: &Config,
     task: &str,
     user: &str,
-    expert: &str,
+    ws: &WorkspaceEntry,
     target: &Path,
 ) -> Result<(), CliError> {
-    let catalog =
-        crate::aem::read_state_catalog(config).map_err(|e| CliError::Failed(e.to_string()))?;
-    let mesh = expert.split('/').next().unwrap_or_default();
-    let Some(ws) = catalog.mesh(mesh).and_then(|m| m.workspace.clone()) else {
-        return Ok(());
-    };
     if ws.verify.is_empty() {
         return Ok(());
     }

@@ -19,7 +19,7 @@ use crate::tools::{
 use crate::workspace::sandbox::{Confined, Sandbox};
 
 /// The native server name.
-pub const SERVER: &str = "sandbox";
+pub const SERVER: &str = crate::aem::workspace::SANDBOX_SERVER;
 /// Its one tool.
 pub const RUN_CONFINED: &str = "run_confined";
 /// Longest time limit a call may ask for.

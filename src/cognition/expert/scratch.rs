@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tracing::{info, warn};
 
 use super::adapters::Recorder;
-use crate::aem::roots::SCRATCH_VAR;
-use crate::aem::{Catalog, ExpertEntry, ServerDescriptor};
+use crate::aem::workspace::works_in_scratch;
+use crate::aem::{Catalog, ExpertEntry};
 use crate::workspace::hunks;
 use crate::workspace::review::proposals;
 use crate::workspace::scratch::{Scratch, claim, keep_for_review, provider, remove_dir, sweep};
@@ -33,15 +33,9 @@ fn uses_scratch(entry: &ExpertEntry, catalog: &Catalog) -> bool {
         return false;
     };
     entry.servers.iter().any(|s| {
-        matches!(
-            mesh.servers.get(s).map(|e| &e.descriptor),
-            Some(ServerDescriptor::Native)
-        ) && s == super::confined::SERVER
-            || matches!(
-                mesh.servers.get(s).map(|e| &e.descriptor),
-                Some(ServerDescriptor::Local { args, .. })
-                    if args.iter().any(|a| a.contains(&format!("${{{SCRATCH_VAR}")))
-            )
+        mesh.servers
+            .get(s)
+            .is_some_and(|e| works_in_scratch(s, &e.descriptor))
     })
 }
 
