@@ -2,10 +2,14 @@
 //! to add a `--json` flag to a fixture repository. It works in a scratch worktree, so the
 //! fixture is untouched while its changes are proposed hunk by hunk on the log; a command it
 //! runs with `run_confined` sees its edit and cannot write outside the scratch; gate 2 stops
-//! its write to the scratch's governance and a command run outside the scratch. A person approves one hunk and rejects the other
-//! with `iron hunks`; `apply` lands exactly the approved one (with `effect_intent`,
-//! `hunk_applied`, `effect_confirmed`), the mesh's verify command passes confined on the
-//! result, and the scratch and its branch are gone.
+//! its write to the scratch's governance and a command run outside the scratch.
+//!
+//! The task's review job waits for a person on each hunk. One hunk is approved with `iron
+//! hunks` and applied at once with `iron hunks apply` (with `effect_intent`, `hunk_applied`,
+//! `effect_confirmed` and the verify command confined on the result); the jobs runner is then
+//! killed with SIGKILL, a second hunk is approved over ROS by an independent rmw_zenoh client
+//! and the third rejected on the job itself; a new runner takes the job up where it waited,
+//! lands exactly the approved hunk, verifies, and removes the scratch and its branch.
 
 mod support;
 mod support_tools;
@@ -18,6 +22,56 @@ use support::{copy_dir, project::Project};
 
 const BOUND: Duration = Duration::from_secs(90);
 
+/// The test virtualenv's python (with zenoh-ros2-sdk), as scripts/test.sh installs it.
+fn python() -> String {
+    match std::env::var("IRON_TEST_PYTHON") {
+        Ok(p) if Path::new(&p).is_file() => p,
+        _ => panic!(
+            "IRON_TEST_PYTHON does not name the test virtualenv's python. Run the suite with \
+             scripts/test.sh, or: python3 -m venv .venv-test && .venv-test/bin/pip install -r \
+             tests/requirements.txt && IRON_TEST_PYTHON=$PWD/.venv-test/bin/python cargo test"
+        ),
+    }
+}
+
+/// Decides hunks over ROS with the independent client; its JSON answer.
+fn decide_over_ros(
+    router: &str,
+    decision: &str,
+    operator: &str,
+    hunks: &[&str],
+) -> serde_json::Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/decide_hunks.py");
+    let out = Command::new(python())
+        .arg(script)
+        .args(["--router", router, "--operator", operator, decision])
+        .args(hunks)
+        .output()
+        .expect("start decide_hunks.py");
+    assert!(out.status.success(), "decide_hunks.py: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {out:?}"))
+}
+
+/// The dev mesh's jobs runner, working in the project directory as `iron up` would.
+fn dev_runner(p: &Project, tag: &str) -> support::Proc {
+    p.spawn_inside(
+        tag,
+        env!("CARGO_BIN_EXE_jobs_runner"),
+        &[
+            "--mesh",
+            "dev",
+            "--autostart",
+            "--ros-args",
+            "-r",
+            "__node:=runner",
+            "-r",
+            "__ns:=/iron/jobs/dev",
+        ],
+    )
+}
+
 const SCRIPT: &str = r#"turns:
   - expect: "--json"
     tool_calls:
@@ -25,6 +79,8 @@ const SCRIPT: &str = r#"turns:
         arguments: {path: "src/cli.txt", edits: [{oldText: "flags: verbose", newText: "flags: verbose, json"}]}
       - name: workspace__write_file
         arguments: {path: "JSON.md", content: "Use --json for machine-readable output.\n"}
+      - name: workspace__write_file
+        arguments: {path: "CHANGES.md", content: "- a --json flag\n"}
       - name: sandbox__run_confined
         arguments: {command: sh, args: ["-c", "grep -c json src/cli.txt; echo x > /etc/escaped"]}
       - name: sandbox__run_confined
@@ -86,10 +142,12 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
     let head = git(&repo, &["rev-parse", "HEAD"]);
 
     let up = p.up_inside(
-        "nodes:\n  - {name: engine, namespace: /iron, executable: engine_node, autostart: true}\n",
+        "nodes:\n  - {name: engine, namespace: /iron, executable: engine_node, autostart: true}\n  - {name: gateway, namespace: /iron/jobs, executable: jobs_gateway, autostart: true}\n",
         &[],
     );
     up.wait_for("/iron/engine: active", BOUND);
+    up.wait_for("/iron/jobs/gateway: active", BOUND);
+    let runner = dev_runner(&p, "runner");
     let said = p.iron_ok(&[
         "task",
         "send",
@@ -105,7 +163,7 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
     assert!(git(&repo, &["status", "--porcelain"]).is_empty());
     assert_eq!(git(&repo, &["rev-parse", "HEAD"]), head);
     let proposed = p.events("hunk_proposed").await;
-    assert_eq!(proposed.len(), 2, "{proposed:#?}");
+    assert_eq!(proposed.len(), 3, "{proposed:#?}");
     let task = proposed[0].payload["task_id"].as_str().unwrap().to_string();
     let scratch = proposed[0].payload["scratch"].as_str().unwrap().to_string();
     assert!(Path::new(&scratch).join("JSON.md").exists());
@@ -119,7 +177,7 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
             .unwrap()
             .to_string()
     };
-    let (cli, docs) = (id_of("src/cli.txt"), id_of("JSON.md"));
+    let (cli, docs, changes) = (id_of("src/cli.txt"), id_of("JSON.md"), id_of("CHANGES.md"));
     // Gate 2 stopped the write to the scratch's governance and a command run outside it.
     let denied = p.events("gate_denied").await;
     assert_eq!(denied.len(), 2, "{denied:#?}");
@@ -153,8 +211,22 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
     );
     assert!(!Path::new("/etc/escaped").exists());
 
+    // The review job waits for a person.
+    let job = format!("review-{task}");
+    let show = || p.iron_ok(&["jobs", "show", &job]);
+    support::wait_until(
+        BOUND,
+        || show().contains(": waiting"),
+        || {
+            format!(
+                "the review job never waited:\n{}\n{:#?}",
+                show(),
+                runner.output()
+            )
+        },
+    );
     let listed = p.iron_ok_inside(&["hunks", "list", "--task", &task]);
-    assert_eq!(listed.lines().count(), 2, "{listed}");
+    assert_eq!(listed.lines().count(), 3, "{listed}");
     assert!(
         listed.contains(&format!("{cli} pending  src/cli.txt")),
         "{listed}"
@@ -162,8 +234,8 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
     let shown = p.iron_ok_inside(&["hunks", "show", &cli]);
     assert!(shown.contains("+flags: verbose, json"), "{shown}");
 
+    // One hunk approved and applied at once by hand.
     p.iron_ok_inside(&["hunks", "approve", &cli, "--user", "ana"]);
-    p.iron_ok_inside(&["hunks", "reject", &docs, "--user", "ana"]);
     // From anywhere but the project, the workspace target differs: refused, nothing applied.
     let elsewhere = p.iron(&["hunks", "apply", "--task", &task]);
     assert!(!elsewhere.status.success(), "{elsewhere:?}");
@@ -178,29 +250,107 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
         applied.contains("verify `sh -c grep -q json src/cli.txt` passed"),
         "{applied}"
     );
+    assert!(applied.contains("2 hunk(s) of task"), "{applied}");
     assert_eq!(
         std::fs::read_to_string(repo.join("src/cli.txt")).unwrap(),
         "usage: tool [flags]\nflags: verbose, json\n"
     );
+    assert!(Path::new(&scratch).exists(), "kept while hunks are pending");
+
+    // The runner dies outright; the review waits in the log meanwhile.
+    runner.signal(libc::SIGKILL);
+    // A second hunk is approved over ROS by a client no one on Iron wrote, the third is
+    // rejected on the job itself.
+    let answer = decide_over_ros(p.router(), "approve", "bo", &[&docs]);
+    assert_eq!(answer["ok"], true, "{answer}");
+    assert_eq!(
+        answer["decided"][0],
+        format!("{docs} approved JSON.md"),
+        "{answer}"
+    );
+    p.iron_ok(&[
+        "jobs",
+        "approve",
+        &job,
+        &format!("hunk-{changes}"),
+        "--reject",
+    ]);
     assert!(
         !repo.join("JSON.md").exists(),
-        "the rejected hunk left no trace"
+        "nothing lands without a runner"
+    );
+    // Over ROS, bad requests are refused with why and decide nothing.
+    for (decision, operator, hunks, why) in [
+        ("approve", "bo", vec!["nope"], "no hunk nope"),
+        ("reject", "", vec![docs.as_str()], "name the operator"),
+        ("approve", "bo", vec![], "name 1 to"),
+        ("approve", "bo", vec![cli.as_str()], "applied already"),
+    ] {
+        let answer = decide_over_ros(p.router(), decision, operator, &hunks);
+        assert_eq!(answer["ok"], false, "{answer}");
+        assert!(answer["error"].as_str().unwrap().contains(why), "{answer}");
+    }
+
+    // A new runner takes the review up where it waited and lands it.
+    let runner = dev_runner(&p, "runner2");
+    support::wait_until(
+        BOUND,
+        || show().contains(": done"),
+        || {
+            format!(
+                "the review job did not finish:\n{}\n{:#?}",
+                show(),
+                runner.output()
+            )
+        },
     );
     assert_eq!(
-        git(&repo, &["status", "--porcelain"]).trim(),
-        "M src/cli.txt"
+        std::fs::read_to_string(repo.join("JSON.md")).unwrap(),
+        "Use --json for machine-readable output.\n"
     );
-    for kind in [
-        "effect_intent",
-        "hunk_applied",
-        "effect_confirmed",
-        "verify_finished",
-    ] {
+    assert!(
+        !repo.join("CHANGES.md").exists(),
+        "the rejected hunk left no trace"
+    );
+    let status = git(&repo, &["status", "--porcelain"]);
+    assert_eq!(status, " M src/cli.txt\n?? JSON.md\n", "{status}");
+    let decided = p.events("hunk_decided").await;
+    let by_job = format!("job/{job}");
+    assert!(
+        decided.iter().any(|d| d.payload["hunk"] == changes.as_str()
+            && d.payload["decision"] == "rejected"
+            && d.actor == by_job),
+        "the decision taken on the job is on the review: {decided:#?}"
+    );
+    let applied = p.events("hunk_applied").await;
+    let actors: Vec<(&str, &str)> = applied
+        .iter()
+        .map(|e| (e.payload["hunk"].as_str().unwrap(), e.actor.as_str()))
+        .collect();
+    assert_eq!(
+        actors,
+        [
+            (cli.as_str(), "operator/ana"),
+            (docs.as_str(), by_job.as_str())
+        ]
+    );
+    for kind in ["effect_intent", "effect_confirmed", "verify_finished"] {
         let events = p.events(kind).await;
-        assert_eq!(events.len(), 1, "{kind}: {events:#?}");
-        assert_eq!(events[0].actor, "operator/ana");
+        assert_eq!(events.len(), 2, "{kind}: {events:#?}");
+        assert_eq!(events[1].actor, by_job, "{kind}");
     }
-    assert_eq!(p.events("verify_finished").await[0].payload["ok"], true);
+    assert!(
+        p.events("verify_finished")
+            .await
+            .iter()
+            .all(|v| v.payload["ok"] == true)
+    );
+    // The job's own diary carries the effect gate around the landing.
+    let diary = show();
+    assert!(
+        diary.contains("effect_intent") && diary.contains("effect_confirmed"),
+        "{diary}"
+    );
     assert!(
         !Path::new(&scratch).exists(),
         "the scratch is removed once all is decided"

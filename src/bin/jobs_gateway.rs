@@ -1,5 +1,6 @@
 //! The durable-jobs gateway (`/iron/jobs/gateway`): sends a flow's expert requests as AolTask
-//! goals and signals the answers back into the jobs.
+//! goals and signals the answers back into the jobs; it also serves people's hunk decisions
+//! over ROS (`/iron/workspace/decide_hunks`), the other duty that joins the two planes.
 
 use std::{process::ExitCode, time::Duration};
 
@@ -7,6 +8,8 @@ use clap::Parser;
 use iron::{
     cli::node::{self, Start},
     jobs::node::GatewayNode,
+    spine::control::lifecycle::Both,
+    workspace::ros::DecideService,
 };
 
 /// Sends flows' expert requests as AolTask goals and signals the answers back.
@@ -26,10 +29,11 @@ struct Args {
 
 fn main() -> ExitCode {
     iron::cli::node::start(|a: Args| {
-        let node = GatewayNode {
+        let gateway = GatewayNode {
             action: a.action,
             goal_wait: a.goal_wait,
         };
+        let node = Both::new(gateway, DecideService);
         Ok(Start::new(node, "gateway", "/iron/jobs").autostart(a.autostart))
     })
 }

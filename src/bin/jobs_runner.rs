@@ -6,6 +6,7 @@ use clap::Parser;
 use iron::{
     cli::node::Start,
     jobs::{Registry, node::RunnerNode},
+    workspace::flow,
 };
 
 /// Runs the durable jobs of one mesh: replays each flow against its diary.
@@ -38,6 +39,8 @@ fn main() -> ExitCode {
     iron::cli::node::start(|a: Args| {
         let ns = format!("/iron/jobs/{}", a.mesh);
         let mut registry = Registry::new();
+        // Built in for every mesh: the review of what an expert changed in its scratch.
+        registry.register(&format!("*/*/{}", flow::REVIEW_FLOW), flow::ReviewFlow);
         let hold_before_ack = test_seams(&a, &mut registry);
         let node = RunnerNode {
             mesh: a.mesh,

@@ -187,6 +187,12 @@ impl Ctx {
         &self.job
     }
 
+    /// The durable plane the job's diary is on, for a flow's own steps to read and write
+    /// other streams (a review flow reads the review events on MEM).
+    pub fn log(&self) -> &AnyLog {
+        self.writer.log()
+    }
+
     /// Steps (and effects) this run executed rather than replayed.
     pub fn steps_run(&self) -> u64 {
         self.steps_run

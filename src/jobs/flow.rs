@@ -41,7 +41,8 @@ impl Registry {
         Self::default()
     }
 
-    /// Adds (or replaces) the flow `<mesh>/<role>/<flow>`.
+    /// Adds (or replaces) the flow `<mesh>/<role>/<flow>`; `*/*/<flow>` names a built-in flow
+    /// any role of any mesh may start (see [`Registry::builtin`]).
     pub fn register(&mut self, name: &str, flow: impl Flow) -> &mut Self {
         self.flows.insert(name.to_string(), Arc::new(flow));
         self
@@ -50,6 +51,12 @@ impl Registry {
     /// The flow named `<mesh>/<role>/<flow>`.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Flow>> {
         self.flows.get(name).cloned()
+    }
+
+    /// The built-in flow (`*/*/<flow>`) for `<mesh>/<role>/<flow>`.
+    pub fn builtin(&self, name: &str) -> Option<Arc<dyn Flow>> {
+        let flow = name.rsplit('/').next()?;
+        self.flows.get(&format!("*/*/{flow}")).cloned()
     }
 
     /// Registered names.

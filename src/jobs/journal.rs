@@ -318,6 +318,11 @@ pub struct Appended {
 const FENCE_ATTEMPTS: usize = 20;
 
 impl<L: EventLog + KeyValue> DiaryWriter<L> {
+    /// The log it writes to.
+    pub fn log(&self) -> &L {
+        &self.log
+    }
+
     /// A writer continuing after `diary`.
     pub fn new(log: L, mesh: &str, job: &str, diary: &[Stored], fence: Fence) -> Self {
         Self {

@@ -15,7 +15,8 @@ use super::flow::{Flow, Registry};
 use super::journal::{DiaryWriter, Fence, JobState, read_diary, started_of, state_of};
 use super::python::PythonFlows;
 
-/// Where flows come from: Rust flows registered in the binary, then Python flows on disk.
+/// Where flows come from: Rust flows registered in the binary, then Python flows on disk, then
+/// the built-in flows any role may start (a mesh's own flow of the same name wins).
 #[derive(Clone, Default)]
 pub struct Flows {
     /// Rust flows.
@@ -137,8 +138,10 @@ fn flow_for(flows: &Flows, name: &str) -> Option<FlowRef> {
     if let Some(flow) = flows.registry.get(name) {
         return Some(FlowRef::Rust(flow));
     }
-    let python = flows.python.as_ref()?;
-    python.has(name).then(|| FlowRef::Python(python.clone()))
+    if let Some(python) = flows.python.as_ref().filter(|p| p.has(name)) {
+        return Some(FlowRef::Python(python.clone()));
+    }
+    flows.registry.builtin(name).map(FlowRef::Rust)
 }
 
 /// Runs the flow of a job whose output is plain `Value` (used by tests and the bench).

@@ -1,9 +1,13 @@
 //! The workspace layer: where agents that change files work. A task gets a disposable
 //! [`scratch`] copy of the target repository (a linked git worktree by default); commands run
 //! there confined by bubblewrap ([`sandbox`]); what changed comes back as [`hunks`] a person
-//! approves one at a time, and only approved hunks reach the real tree.
+//! approves one at a time ([`review`], [`land`]; a review job waits for them, [`flow`]), and
+//! only approved hunks reach the real tree.
 
+pub mod flow;
 pub mod hunks;
+pub mod land;
 pub mod review;
+pub mod ros;
 pub mod sandbox;
 pub mod scratch;

@@ -202,6 +202,11 @@ impl Project {
         Proc::spawn(tag, exe, args, &self.envs())
     }
 
+    /// [`Project::spawn`] with the project directory as the working directory.
+    pub fn spawn_inside(&self, tag: &str, exe: &str, args: &[&str]) -> Proc {
+        Proc::spawn_in(Some(self.dir.path()), tag, exe, args, &self.envs())
+    }
+
     /// Starts the node binary `exe` (whose node is `fqn`) with `args`, waits until it is up,
     /// and configures and activates it.
     pub fn start_active(&self, exe: &str, fqn: &str, args: &[&str]) -> Proc {

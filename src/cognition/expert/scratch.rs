@@ -3,8 +3,9 @@
 //! inherited environment may set) then names it for those servers, and gate 2 grants it as
 //! their root. When a task ends, what changed is proposed on the log hunk by hunk for a
 //! person to decide (see `crate::workspace::review`). A scratch with nothing proposed is
-//! removed at shutdown; one with proposals is kept for review (`iron hunks apply` removes it
-//! once every hunk is decided); one left by an expert killed outright is removed by the next
+//! removed at shutdown; one with proposals is kept for review, and a review job is started that
+//! removes it once every hunk is decided and the approved ones landed (`iron hunks apply` does
+//! the same by hand); one left by an expert killed outright is removed by the next
 //! expert that makes a scratch (`crate::workspace::scratch::sweep`).
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,8 @@ use tracing::{info, warn};
 use super::adapters::Recorder;
 use crate::aem::workspace::works_in_scratch;
 use crate::aem::{Catalog, ExpertEntry};
+use crate::jobs::ops::Start;
+use crate::workspace::flow::{REVIEW_FLOW, review_job};
 use crate::workspace::hunks;
 use crate::workspace::review::proposals;
 use crate::workspace::scratch::{Scratch, claim, keep_for_review, provider, remove_dir, sweep};
@@ -121,6 +124,7 @@ impl ExpertScratch {
                 task,
                 proposed, "changes proposed for review (`iron hunks list --task {task}`)"
             );
+            start_review_job(task, expert, recorder).await;
         }
         proposed
     }
@@ -136,5 +140,34 @@ impl ExpertScratch {
                 self.scratch.dir.display()
             );
         }
+    }
+}
+
+/// Starts the review job of `task` (once: the id is computed from the task), which waits for a
+/// person's decision on each hunk and lands the approved ones (see
+/// `crate::workspace::flow`). The proposals are on the log either way: without the job a
+/// person still decides and applies with `iron hunks`.
+async fn start_review_job(task: &str, expert: &str, recorder: &Recorder) {
+    let Some((mesh, role)) = expert.split_once('/') else {
+        return;
+    };
+    let job = review_job(task);
+    let by = format!("expert/{expert}");
+    let start = Start {
+        mesh,
+        role,
+        flow: REVIEW_FLOW,
+        job: &job,
+        by: &by,
+    };
+    match start
+        .once(&recorder.log, serde_json::json!({"task": task}), None)
+        .await
+    {
+        Ok(_) => info!(task, job, "review job started (`iron jobs show {job}`)"),
+        Err(e) => warn!(
+            task,
+            "the review job did not start: {e}; decide with `iron hunks`"
+        ),
     }
 }

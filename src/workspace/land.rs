@@ -1,0 +1,381 @@
+//! Deciding and landing a review: the one implementation behind `iron hunks`, the review flow
+//! ([`super::flow`]) and the ROS service ([`super::ros`]). A decision is written to the log
+//! and answers the task's review job; approved hunks are applied to the real tree between
+//! `effect_intent` and `effect_confirmed`; the mesh's verify command then runs confined on a
+//! copy of the result and its outcome is an event.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::hunks::{self, HunkError};
+use super::review::{Decision, Proposed, REVIEW_KINDS, Review};
+use super::sandbox::{Confined, Ended, Sandbox};
+use super::scratch::provider;
+use crate::aem::{Catalog, WorkspaceEntry, WorkspaceProvider};
+use crate::core::durable::{DurableError, EventLog};
+use crate::core::envelope::Envelope;
+use crate::core::event_kind::EventKind;
+use crate::jobs::{self, JobError, JobState};
+use crate::memory::{EmitError, emit};
+use crate::spine::durable::AnyLog;
+
+/// The flow of a review job (registered in every runner for any role).
+pub const REVIEW_FLOW: &str = "workspace_review";
+
+/// The review job of `task`.
+pub fn review_job(task: &str) -> String {
+    format!("review-{task}")
+}
+
+/// The approval a review job waits on for hunk `id`.
+pub fn approval_of(id: &str) -> String {
+    format!("hunk-{id}")
+}
+
+/// Why a review step did not happen. Each says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum LandError {
+    /// The log could not be read.
+    #[error("reading the log: {0}")]
+    Read(#[source] DurableError),
+    /// A review event could not be written.
+    #[error("recording the review: {0}")]
+    Emit(#[from] EmitError),
+    /// No such hunk.
+    #[error("no hunk {0} on the log (`iron hunks list --all`)")]
+    NoHunk(String),
+    /// The hunk is in the real tree already.
+    #[error("hunk {0} is applied already")]
+    Applied(String),
+    /// A governance hunk cannot be approved.
+    #[error("hunk {id} changes {path}, which is governance; it can only be rejected")]
+    Governance {
+        /// The hunk.
+        id: String,
+        /// Its file.
+        path: String,
+    },
+    /// No hunks of the task.
+    #[error("no hunks of task {0} on the log")]
+    NoTask(String),
+    /// The proposal names a tree other than its mesh's workspace, or there is none.
+    #[error("{0}")]
+    Target(String),
+    /// The approved hunks do not apply.
+    #[error(transparent)]
+    Apply(#[from] HunkError),
+    /// The task's review job did not take the decision.
+    #[error("answering the review job {job}: {source}")]
+    Job {
+        /// The job.
+        job: String,
+        /// The cause.
+        #[source]
+        source: JobError,
+    },
+}
+
+/// Every review event of the log, folded.
+pub async fn read_review(log: &AnyLog) -> Result<Review, LandError> {
+    let mut events: Vec<Envelope> = Vec::new();
+    let mut from = 1;
+    loop {
+        let page = log
+            .read("MEM", "mem.>", from, 10_000)
+            .await
+            .map_err(LandError::Read)?;
+        let Some(last) = page.last() else { break };
+        from = last.seq + 1;
+        events.extend(
+            page.iter()
+                .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
+                .filter(|e| REVIEW_KINDS.contains(&e.kind)),
+        );
+    }
+    Ok(Review::fold(&events))
+}
+
+/// The tree `p` is applied to, and the workspace declaration of its mesh: the tree its
+/// proposal names, which must be the workspace target its mesh declares, taken against
+/// `project` (where `iron up` runs). A proposal naming any other tree is refused, whoever
+/// wrote it.
+pub fn checked_target(
+    catalog: &Catalog,
+    project: &Path,
+    p: &Proposed,
+) -> Result<(PathBuf, WorkspaceEntry), LandError> {
+    let mesh = p.expert.split('/').next().unwrap_or_default();
+    let ws = catalog
+        .mesh(mesh)
+        .and_then(|m| m.workspace.clone())
+        .ok_or_else(|| LandError::Target(format!("mesh {mesh} declares no workspace")))?;
+    let declared = project.join(&ws.target).canonicalize().map_err(|e| {
+        LandError::Target(format!(
+            "resolving the workspace target `{}` of {mesh} in {}: {e} (run from the project directory)",
+            ws.target,
+            project.display()
+        ))
+    })?;
+    if p.target != declared {
+        return Err(LandError::Target(format!(
+            "the review of task {} names the tree {}, but the workspace of {mesh} is {}; run \
+             from the project directory",
+            p.task,
+            p.target.display(),
+            declared.display()
+        )));
+    }
+    Ok((declared, ws))
+}
+
+/// What [`Reviewer::apply`] did.
+#[derive(Debug, Clone, Default)]
+pub struct Landed {
+    /// The hunks applied now.
+    pub applied: Vec<String>,
+    /// Whether a fresh look at the tree showed them there (`effect_confirmed`).
+    pub confirmed: bool,
+    /// Hunks of the task still waiting for a person.
+    pub pending: usize,
+}
+
+/// How the verify command ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verified {
+    /// It succeeded.
+    Passed,
+    /// It failed (how it ended, the end of its stderr).
+    Failed(Ended, String),
+    /// It could not run (why).
+    DidNotRun(String),
+}
+
+impl Verified {
+    /// One line for a person.
+    pub fn line(&self, command: &[String]) -> String {
+        let command = command.join(" ");
+        match self {
+            Verified::Passed => format!("verify `{command}` passed"),
+            Verified::Failed(ended, tail) => {
+                format!("verify `{command}` FAILED ({ended:?}):\n{tail}")
+            }
+            Verified::DidNotRun(why) => format!("verify `{command}` did not run: {why}"),
+        }
+    }
+}
+
+/// Who writes the review's events (`operator/<name>`, `job/<id>`) and where.
+pub struct Reviewer<'a> {
+    /// The log.
+    pub log: &'a AnyLog,
+    /// The deployment's tenant.
+    pub tenant: &'a str,
+    /// The actor of every event written.
+    pub actor: String,
+}
+
+impl Reviewer<'_> {
+    async fn record(&self, task: &str, kind: EventKind, payload: Value) -> Result<(), LandError> {
+        let event = Envelope::new(
+            self.tenant,
+            ["tasks", task],
+            self.actor.clone(),
+            kind,
+            payload,
+        );
+        emit(self.log, &event).await?;
+        Ok(())
+    }
+
+    /// Approves or rejects `ids` (every one checked before anything is written); each
+    /// decision is recorded and answers its task's review job when one waits. Returns the
+    /// hunks decided.
+    pub async fn decide<'r>(
+        &self,
+        review: &'r Review,
+        ids: &[String],
+        approve: bool,
+    ) -> Result<Vec<&'r Proposed>, LandError> {
+        let mut chosen = Vec::new();
+        for id in ids {
+            let p = review
+                .get(id)
+                .ok_or_else(|| LandError::NoHunk(id.clone()))?;
+            if p.decision == Decision::Applied {
+                return Err(LandError::Applied(id.clone()));
+            }
+            if approve && p.hunk.governance {
+                return Err(LandError::Governance {
+                    id: id.clone(),
+                    path: p.hunk.path.clone(),
+                });
+            }
+            chosen.push(p);
+        }
+        for p in &chosen {
+            self.record_decision(p, approve).await?;
+            self.answer_job(p, approve).await?;
+        }
+        Ok(chosen)
+    }
+
+    /// Records a decision on `p` (without answering its job).
+    pub async fn record_decision(&self, p: &Proposed, approve: bool) -> Result<(), LandError> {
+        let decision = if approve { "approved" } else { "rejected" };
+        let operator = self.actor.strip_prefix("operator/").unwrap_or(&self.actor);
+        let payload = json!({"hunk": p.hunk.id, "task_id": p.task, "decision": decision,
+                             "operator": operator, "path": p.hunk.path});
+        self.record(&p.task, EventKind::HunkDecided, payload).await
+    }
+
+    /// Answers the approval of `p` in its task's review job, when that job exists and is
+    /// not over (a review from before review jobs, or one landed already, has none to answer).
+    async fn answer_job(&self, p: &Proposed, approve: bool) -> Result<(), LandError> {
+        let job = review_job(&p.task);
+        let failed = |source| LandError::Job {
+            job: job.clone(),
+            source,
+        };
+        let diary = match jobs::ops::find(self.log, &job).await {
+            Ok((_, diary)) => diary,
+            Err(JobError::NoJob { .. } | JobError::Invalid(_)) => return Ok(()),
+            Err(e) => return Err(failed(e)),
+        };
+        if matches!(
+            jobs::state_of(&diary),
+            JobState::Done { .. } | JobState::Cancelled
+        ) {
+            return Ok(());
+        }
+        let note = Some(format!("decided by {}", self.actor));
+        jobs::ops::approve(self.log, &job, &approval_of(&p.hunk.id), approve, note)
+            .await
+            .map_err(failed)
+    }
+
+    /// Applies the approved hunks of `task` not applied yet to `target` (all or none: a hunk
+    /// that no longer applies is named and nothing is applied), recording `effect_intent`,
+    /// `hunk_applied` and, when a fresh look shows them in the tree, `effect_confirmed`.
+    pub async fn apply(
+        &self,
+        review: &Review,
+        task: &str,
+        target: &Path,
+    ) -> Result<Landed, LandError> {
+        let of_task: Vec<&Proposed> = review.of_task(task).collect();
+        if of_task.is_empty() {
+            return Err(LandError::NoTask(task.to_string()));
+        }
+        let approved: BTreeSet<String> = of_task
+            .iter()
+            .filter(|p| matches!(p.decision, Decision::Approved(_)))
+            .map(|p| p.hunk.id.clone())
+            .collect();
+        let pending = of_task
+            .iter()
+            .filter(|p| p.decision == Decision::Pending)
+            .count();
+        let mut landed = Landed {
+            pending,
+            ..Landed::default()
+        };
+        if approved.is_empty() {
+            return Ok(landed);
+        }
+        let ids: Vec<&String> = approved.iter().collect();
+        self.record(
+            task,
+            EventKind::EffectIntent,
+            json!({"task_id": task, "what": "apply approved hunks", "hunks": ids, "target": target}),
+        )
+        .await?;
+        let files = review.files_of(task);
+        match hunks::apply(target, &files, &approved).await {
+            Ok(()) => {}
+            // An apply interrupted before it was recorded left them in the tree: not again.
+            Err(HunkError::Stale { .. }) if hunks::are_applied(target, &files, &approved).await => {
+            }
+            Err(e) => return Err(e.into()),
+        }
+        for id in &approved {
+            self.record(
+                task,
+                EventKind::HunkApplied,
+                json!({"hunk": id, "task_id": task, "target": target}),
+            )
+            .await?;
+        }
+        // Observed, not assumed: the applied patch now reverses cleanly on the tree.
+        if hunks::are_applied(target, &files, &approved).await {
+            self.record(
+                task,
+                EventKind::EffectConfirmed,
+                json!({"task_id": task, "hunks": ids, "target": target,
+                       "observed": "every applied hunk reverses cleanly on the tree"}),
+            )
+            .await?;
+            landed.confirmed = true;
+        }
+        landed.applied = approved.into_iter().collect();
+        Ok(landed)
+    }
+
+    /// Runs the mesh's verify command confined on a copy of `target` (made under
+    /// `<state_dir>/scratch`) and records the outcome; `None` when the mesh declares none.
+    pub async fn verify(
+        &self,
+        task: &str,
+        ws: &WorkspaceEntry,
+        target: &Path,
+        state_dir: &Path,
+    ) -> Result<Option<Verified>, LandError> {
+        if ws.verify.is_empty() {
+            return Ok(None);
+        }
+        let outcome = async {
+            let sandbox = Sandbox::locate().await.map_err(|e| e.to_string())?;
+            let copies = provider(WorkspaceProvider::Copy, target, &state_dir.join("scratch"));
+            let id = format!(
+                "verify-{}",
+                &uuid::Uuid::new_v4().simple().to_string()[..12]
+            );
+            let copy = copies.create(&id).await.map_err(|e| e.to_string())?;
+            let args: Vec<&str> = ws.verify[1..].iter().map(String::as_str).collect();
+            let mut run = Confined::new(&ws.verify[0], &args, &copy.dir);
+            run.timeout = Duration::from_secs(ws.verify_secs);
+            run.network = ws.network;
+            run.mask = vec![state_dir.to_path_buf()];
+            let out = sandbox.run(&run).await.map_err(|e| e.to_string());
+            let _ = copies.remove(&copy).await;
+            out
+        }
+        .await;
+        let tail = |b: &[u8]| {
+            let text = String::from_utf8_lossy(b);
+            let start = text.len().saturating_sub(4000);
+            text[text.floor_char_boundary(start)..].to_string()
+        };
+        let (verified, payload) = match &outcome {
+            Ok(out) => (
+                if out.success() {
+                    Verified::Passed
+                } else {
+                    Verified::Failed(out.ended.clone(), tail(&out.stderr))
+                },
+                json!({"task_id": task, "command": ws.verify, "ok": out.success(),
+                       "ended": format!("{:?}", out.ended), "secs": out.elapsed.as_secs_f64(),
+                       "stdout_tail": tail(&out.stdout), "stderr_tail": tail(&out.stderr)}),
+            ),
+            Err(why) => (
+                Verified::DidNotRun(why.clone()),
+                json!({"task_id": task, "command": ws.verify, "ok": false, "error": why}),
+            ),
+        };
+        self.record(task, EventKind::VerifyFinished, payload)
+            .await?;
+        Ok(Some(verified))
+    }
+}
