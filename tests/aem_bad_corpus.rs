@@ -183,6 +183,9 @@ corpus! {
         w(AEM, "workspace.provider", "unknown provider `svn`"),
         w(AEM, "workspace.verify", "verify must name a program and its arguments"),
         w(AEM, "workspace.verify_secs", "0 s (expected between 1 and 86400)"),
+        w(AEM, "workspace.toolchain", "toolchain entry 1 `relative/bin` is neither absolute nor under `~/`"),
+        w(AEM, "workspace.toolchain", "toolchain entry 2 `~` is neither absolute nor under `~/`"),
+        w(AEM, "workspace.toolchain", "toolchain entry 3 `/opt/../etc` must name a directory below it, without `.` or `..`"),
     ];
     native_tool_not_offered => [w(AEM, "servers.delivery.tools[1]", "tool `send_fax` of the native server `delivery` is not implemented")];
     trigger_bad_cron => [w(AEM, "triggers.t.schedule", "`every morning` is not a cron expression")];

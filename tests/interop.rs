@@ -3,18 +3,9 @@
 //! goal with feedback, cancels, malformed input and shutdown (tests/interop/run_interop.sh),
 //! and recomputes the golden type hashes.
 
-use std::{path::Path, process::Command};
+mod support;
 
-fn python() -> String {
-    match std::env::var("IRON_TEST_PYTHON") {
-        Ok(p) if Path::new(&p).is_file() => p,
-        _ => panic!(
-            "IRON_TEST_PYTHON does not name the test virtualenv's python. Run the suite with \
-             scripts/test.sh, or: python3 -m venv .venv-test && .venv-test/bin/pip install -r \
-             tests/requirements.txt && IRON_TEST_PYTHON=$PWD/.venv-test/bin/python cargo test"
-        ),
-    }
-}
+use std::{path::Path, process::Command};
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().expect("start the interop script");
@@ -34,7 +25,7 @@ fn run(cmd: &mut Command) -> String {
 #[test]
 fn golden_type_hashes_are_current() {
     let root = env!("CARGO_MANIFEST_DIR");
-    let text = run(Command::new(python())
+    let text = run(Command::new(support::test_python())
         .arg(format!("{root}/tests/interop/golden_hashes.py"))
         .arg("--check"));
     assert!(text.contains("matches the known ROS hash"), "{text}");
@@ -49,7 +40,7 @@ fn an_independent_rmw_zenoh_client_drives_a_node() {
     let text = run(Command::new("bash")
         .arg(format!("{root}/tests/interop/run_interop.sh"))
         .env("IRON_BIN", bin_dir)
-        .env("INTEROP_PYTHON", python()));
+        .env("INTEROP_PYTHON", support::test_python()));
     for step in [
         "PASS configure",
         "PASS activate",

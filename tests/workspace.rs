@@ -438,8 +438,15 @@ async fn a_plain_copy_gives_the_same_diff_and_bad_task_ids_are_refused() {
         source: repo.clone(),
         root: root.join("state/scratch"),
     };
+    // What git ignores (a build directory) is not copied; an untracked file is.
+    std::fs::write(repo.join(".gitignore"), "target/\n").unwrap();
+    std::fs::create_dir_all(repo.join("target/debug")).unwrap();
+    std::fs::write(repo.join("target/debug/big.bin"), vec![0u8; 4096]).unwrap();
+    std::fs::write(repo.join("NOTES.md"), "untracked\n").unwrap();
     let scratch = provider.create("copy-1").await.unwrap();
     assert!(scratch.dir.join("src/lib.txt").exists());
+    assert!(scratch.dir.join("NOTES.md").exists());
+    assert!(!scratch.dir.join("target").exists());
     assert!(
         scratch.diff().await.unwrap().is_empty(),
         "a fresh copy has no changes"
@@ -457,7 +464,104 @@ async fn a_plain_copy_gives_the_same_diff_and_bad_task_ids_are_refused() {
     }
     provider.remove(&scratch).await.unwrap();
     assert!(!scratch.dir.exists());
-    assert!(git(&repo, &["status", "--porcelain"]).is_empty());
+    assert_eq!(
+        git(&repo, &["status", "--porcelain"]),
+        "?? .gitignore\n?? NOTES.md\n"
+    );
+}
+
+/// Where this machine's Rust toolchain is: `CARGO_HOME`/`RUSTUP_HOME`, else under the home
+/// directory (what `toolchain:` in AEM.md would name).
+fn rust_toolchain() -> Vec<String> {
+    let home = std::env::var("HOME").unwrap_or_default();
+    [("CARGO_HOME", ".cargo"), ("RUSTUP_HOME", ".rustup")]
+        .iter()
+        .map(|(var, dir)| std::env::var(var).unwrap_or_else(|_| format!("{home}/{dir}")))
+        .filter(|p| Path::new(p).is_dir())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_toolchain_runs_cargo_test_confined_and_shows_no_credentials() {
+    use iron::workspace::sandbox::RunPolicy;
+    let sandbox = sandbox().await;
+    let (_tmp, root) = test_root();
+    // A crate with one test, in a scratch.
+    let krate = root.join("krate");
+    std::fs::create_dir_all(krate.join("src")).unwrap();
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        "[package]\nname = \"krate\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        krate.join("src/lib.rs"),
+        "pub fn two() -> u32 { 2 }\n#[test]\nfn adds() { assert_eq!(two(), 2); }\n",
+    )
+    .unwrap();
+    let cargo_test = || {
+        let mut run = Confined::new("cargo", &["test", "--offline"], &krate);
+        run.timeout = std::time::Duration::from_secs(300);
+        run
+    };
+    let toolchain = rust_toolchain();
+    assert!(!toolchain.is_empty(), "no Rust toolchain found");
+    let policy = RunPolicy {
+        toolchain: toolchain.clone(),
+        ..RunPolicy::default()
+    };
+    let out = sh(&sandbox, cargo_test().under(&policy).unwrap()).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.success() && stdout.contains("test adds ... ok"),
+        "{out:?}\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Without the toolchain a toolchain kept under the home directory is out of reach.
+    let home = std::env::var("HOME").unwrap_or_default();
+    if toolchain.iter().all(|t| t.starts_with(&home)) {
+        let out = sh(&sandbox, cargo_test()).await;
+        assert!(!out.success(), "{out:?}");
+    }
+
+    // A toolchain's bin/ is on PATH and its credential files stay masked.
+    let tools = root.join("tools");
+    std::fs::create_dir_all(tools.join("bin")).unwrap();
+    let tool = tools.join("bin/hello-tool");
+    std::fs::write(&tool, "#!/bin/sh\necho hello from the toolchain\n").unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(tools.join("credentials.toml"), "token = \"secret\"\n").unwrap();
+    let policy = RunPolicy {
+        toolchain: vec![tools.display().to_string()],
+        ..RunPolicy::default()
+    };
+    let script = format!(
+        "hello-tool; cat {}/credentials.toml; echo end",
+        tools.display()
+    );
+    let run = Confined::new("sh", &["-c", &script], &krate)
+        .under(&policy)
+        .unwrap();
+    let out = sh(&sandbox, run).await;
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "hello from the toolchain\nend\n",
+        "{out:?}"
+    );
+
+    // A toolchain that is, holds or lies in a credential store, or that is missing, is refused.
+    for entry in ["/etc", "/", "/root", "/nonexistent/toolchain"] {
+        let policy = RunPolicy {
+            toolchain: vec![entry.to_string()],
+            ..RunPolicy::default()
+        };
+        match Confined::new("true", &[], &krate).under(&policy) {
+            Err(e @ SandboxError::Toolchain { .. }) => {
+                assert!(e.to_string().contains(entry), "{e}")
+            }
+            other => panic!("{entry}: {other:?}"),
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,18 +22,6 @@ use support::{copy_dir, project::Project};
 
 const BOUND: Duration = Duration::from_secs(90);
 
-/// The test virtualenv's python (with zenoh-ros2-sdk), as scripts/test.sh installs it.
-fn python() -> String {
-    match std::env::var("IRON_TEST_PYTHON") {
-        Ok(p) if Path::new(&p).is_file() => p,
-        _ => panic!(
-            "IRON_TEST_PYTHON does not name the test virtualenv's python. Run the suite with \
-             scripts/test.sh, or: python3 -m venv .venv-test && .venv-test/bin/pip install -r \
-             tests/requirements.txt && IRON_TEST_PYTHON=$PWD/.venv-test/bin/python cargo test"
-        ),
-    }
-}
-
 /// Decides hunks over ROS with the independent client; its JSON answer.
 fn decide_over_ros(
     router: &str,
@@ -42,7 +30,7 @@ fn decide_over_ros(
     hunks: &[&str],
 ) -> serde_json::Value {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/decide_hunks.py");
-    let out = Command::new(python())
+    let out = Command::new(support::test_python())
         .arg(script)
         .args(["--router", router, "--operator", operator, decision])
         .args(hunks)
@@ -121,12 +109,15 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
             "command: npx\n    args: [\"-y\", \"@modelcontextprotocol/server-filesystem\", \"${IRON_SCRATCH}\"]",
             &format!("command: node\n    args: [{:?}, \"${{IRON_SCRATCH}}\"]", fs_js.display().to_string()),
         )
+        .replace("  target: .\n", "  target: repo\n")
         .replace(
-            "  target: .\n  provider: git_worktree\n",
-            "  target: repo\n  provider: git_worktree\n  verify: [sh, -c, \"grep -q json src/cli.txt\"]\n  verify_secs: 60\n",
+            "  verify: [cargo, check, --offline, --all-targets]\n  verify_secs: 1800\n",
+            "  verify: [sh, -c, \"grep -q json src/cli.txt\"]\n  verify_secs: 60\n",
         );
     assert!(
-        text.contains("command: node") && text.contains("target: repo"),
+        text.contains("command: node")
+            && text.contains("target: repo")
+            && text.contains("grep -q json"),
         "the shipped dev mesh changed"
     );
     std::fs::write(&aem_md, text).unwrap();

@@ -135,6 +135,11 @@ pub struct WorkspaceEntry {
     pub verify_secs: u64,
     /// Whether confined commands may use the network.
     pub network: bool,
+    /// Trees shown read-only to confined commands even where the sandbox masks (a toolchain
+    /// under the home directory): absolute, or `~/…` (the home directory of the process that
+    /// runs the command). Each one's `bin/` goes first on `PATH`.
+    #[serde(default)]
+    pub toolchain: Vec<String>,
 }
 
 /// How a scratch is made.

@@ -38,6 +38,7 @@ pub(crate) struct RawWorkspace {
     pub(crate) verify: Option<Vec<String>>,
     pub(crate) verify_secs: Option<u64>,
     pub(crate) network: Option<bool>,
+    pub(crate) toolchain: Option<Vec<String>>,
 }
 
 /// One entry of `triggers:` in AEM.md: the flow to start and exactly one of `sources`,

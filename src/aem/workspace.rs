@@ -8,6 +8,7 @@
 //!   verify: [cargo, test]     # optional: run confined on a copy of the result
 //!   verify_secs: 900          # its time limit (default 600)
 //!   network: false            # whether confined commands may use the network
+//!   toolchain: [~/.cargo, ~/.rustup]  # shown read-only though the home is masked
 //! ```
 //!
 //! A local server whose arguments name `${IRON_SCRATCH}` works in that scratch, and so does the
@@ -119,11 +120,44 @@ pub(crate) fn validate_workspace(
             "between 1 and 86400",
         );
     }
+    let toolchain = raw.toolchain.clone().unwrap_or_default();
+    for (i, entry) in toolchain.iter().enumerate() {
+        if let Err(why) = check_toolchain(entry) {
+            bad(
+                &["workspace", "toolchain"],
+                format!("toolchain entry {} `{entry}` {why}", i + 1),
+                "an absolute path or `~/…`, without `..` or `${…}`, e.g. `~/.cargo`",
+            );
+        }
+    }
     Some(WorkspaceEntry {
         target: target.to_string(),
         provider,
         verify,
         verify_secs,
         network: raw.network.unwrap_or(false),
+        toolchain,
     })
+}
+
+/// Why a `toolchain:` entry is not acceptable: it must name a tree below `/` or `~`, never
+/// the whole of either (that would undo the mask), without `..` or variables.
+fn check_toolchain(entry: &str) -> Result<(), &'static str> {
+    let rest = if let Some(rest) = entry.strip_prefix("~/") {
+        rest
+    } else if let Some(rest) = entry.strip_prefix('/') {
+        rest
+    } else {
+        return Err("is neither absolute nor under `~/`");
+    };
+    let path = Path::new(rest);
+    if entry.contains("${") || entry.chars().any(char::is_control) {
+        return Err("holds a variable or a control character");
+    }
+    if path.components().count() == 0
+        || !path.components().all(|c| matches!(c, Component::Normal(_)))
+    {
+        return Err("must name a directory below it, without `.` or `..`");
+    }
+    Ok(())
 }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::hunks::{self, HunkError};
 use super::review::{Decision, Proposed, REVIEW_KINDS, Review};
-use super::sandbox::{Confined, Ended, Sandbox};
+use super::sandbox::{Confined, Ended, RunPolicy, Sandbox};
 use super::scratch::provider;
 use crate::aem::{Catalog, WorkspaceEntry, WorkspaceProvider};
 use crate::core::durable::{DurableError, EventLog};
@@ -342,13 +342,17 @@ impl Reviewer<'_> {
                 "verify-{}",
                 &uuid::Uuid::new_v4().simple().to_string()[..12]
             );
-            let copy = copies.create(&id).await.map_err(|e| e.to_string())?;
             let args: Vec<&str> = ws.verify[1..].iter().map(String::as_str).collect();
-            let mut run = Confined::new(&ws.verify[0], &args, &copy.dir);
-            run.timeout = Duration::from_secs(ws.verify_secs);
-            run.network = ws.network;
-            run.mask = vec![state_dir.to_path_buf()];
-            let out = sandbox.run(&run).await.map_err(|e| e.to_string());
+            let copy = copies.create(&id).await.map_err(|e| e.to_string())?;
+            let out = match Confined::new(&ws.verify[0], &args, &copy.dir)
+                .under(&RunPolicy::of(ws, state_dir))
+            {
+                Ok(mut run) => {
+                    run.timeout = Duration::from_secs(ws.verify_secs);
+                    sandbox.run(&run).await.map_err(|e| e.to_string())
+                }
+                Err(e) => Err(e.to_string()),
+            };
             let _ = copies.remove(&copy).await;
             out
         }

@@ -50,6 +50,63 @@ pub const PRIVATE_TMP: &str = "/tmp/iron-private";
 /// The PATH a sandboxed command sees.
 const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+/// Directories under the home directory that hold credentials: never exposed as a toolchain.
+const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".config",
+    ".password-store",
+    ".netrc",
+    ".git-credentials",
+];
+
+/// Files that hold credentials inside a toolchain (a registry token in `~/.cargo`): masked
+/// again in an exposed tree.
+const TOOLCHAIN_SECRETS: &[&str] = &[
+    "credentials",
+    "credentials.toml",
+    ".credentials.toml",
+    ".git-credentials",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+];
+
+/// Variables that say where a toolchain is, passed from the host when a run has a toolchain.
+const TOOLCHAIN_VARS: &[&str] = &[
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "GOROOT",
+    "JAVA_HOME",
+];
+
+/// What a mesh's `workspace:` declares for every confined run.
+#[derive(Debug, Clone, Default)]
+pub struct RunPolicy {
+    /// Whether runs may use the network.
+    pub network: bool,
+    /// Extra paths to mask (the state directory).
+    pub mask: Vec<PathBuf>,
+    /// `toolchain:` as declared (absolute or `~/…`).
+    pub toolchain: Vec<String>,
+}
+
+impl RunPolicy {
+    /// The policy `ws` declares, with `state_dir` (which holds the caller key) masked.
+    pub fn of(ws: &crate::aem::WorkspaceEntry, state_dir: &Path) -> Self {
+        Self {
+            network: ws.network,
+            mask: vec![state_dir.to_path_buf()],
+            toolchain: ws.toolchain.clone(),
+        }
+    }
+}
+
 /// Why a command was not run, or did not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
@@ -64,6 +121,14 @@ pub enum SandboxError {
         /// The scratch.
         scratch: PathBuf,
     },
+    /// A declared toolchain cannot be shown to the run.
+    #[error("toolchain `{entry}` cannot be shown to a confined run: {why}")]
+    Toolchain {
+        /// The entry as declared.
+        entry: String,
+        /// Why not.
+        why: String,
+    },
     /// The run could not be started or watched.
     #[error("{what}: {source}")]
     Io {
@@ -73,6 +138,48 @@ pub enum SandboxError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// The tree a `toolchain:` entry names here, resolved (links followed), or why it may not be
+/// shown: it must exist and must not be, hold or lie in a credential store.
+fn toolchain_path(entry: &str, home: Option<&Path>) -> Result<PathBuf, SandboxError> {
+    let refuse = |why: String| SandboxError::Toolchain {
+        entry: entry.to_string(),
+        why,
+    };
+    let named = match entry.strip_prefix("~/") {
+        Some(rest) => home
+            .ok_or_else(|| refuse("HOME is not set".into()))?
+            .join(rest),
+        None => PathBuf::from(entry),
+    };
+    let path = named
+        .canonicalize()
+        .map_err(|e| refuse(format!("{}: {e}", named.display())))?;
+    let home = home.and_then(|h| h.canonicalize().ok());
+    let secret = MASKED
+        .iter()
+        .map(PathBuf::from)
+        .filter(|m| Some(m) != home.as_ref() && m != Path::new("/root"))
+        .chain(
+            home.iter()
+                .flat_map(|h| HOME_SECRETS.iter().map(move |s| h.join(s))),
+        )
+        .find(|m| path.starts_with(m) || m.starts_with(&path));
+    if let Some(m) = secret {
+        return Err(refuse(format!(
+            "{} is or holds the credential store {}",
+            path.display(),
+            m.display()
+        )));
+    }
+    if home.as_ref().is_some_and(|h| h.starts_with(&path)) || path == Path::new("/root") {
+        return Err(refuse(format!(
+            "{} holds the whole home directory",
+            path.display()
+        )));
+    }
+    Ok(path)
 }
 
 /// bubblewrap, found and known to work on this machine.
@@ -96,8 +203,11 @@ pub struct Confined {
     pub network: bool,
     /// Extra paths to mask (e.g. the state directory).
     pub mask: Vec<PathBuf>,
-    /// Paths shown read-only even under a mask (a toolchain under the home directory).
+    /// Paths shown read-only even under a mask (a toolchain under the home directory); see
+    /// [`Confined::under`].
     pub expose: Vec<PathBuf>,
+    /// Directories put first on `PATH` (the `bin/` of an exposed toolchain).
+    pub path_first: Vec<PathBuf>,
     /// Extra environment variables.
     pub env: Vec<(String, String)>,
     /// Wall-clock limit.
@@ -107,6 +217,35 @@ pub struct Confined {
 }
 
 impl Confined {
+    /// This run under `policy`: its network and masks, and its toolchain shown read-only
+    /// (each `~/…` taken in this process's home directory), each tree's `bin/` first on
+    /// `PATH`, the credential files inside it masked again, and the variables that locate a
+    /// toolchain passed on. A toolchain entry that is missing, or that is or holds a
+    /// credential store, is refused.
+    pub fn under(mut self, policy: &RunPolicy) -> Result<Self, SandboxError> {
+        self.network = policy.network;
+        self.mask.extend(policy.mask.iter().cloned());
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        for entry in &policy.toolchain {
+            let path = toolchain_path(entry, home.as_deref())?;
+            for secret in TOOLCHAIN_SECRETS {
+                self.mask.push(path.join(secret));
+            }
+            if path.join("bin").is_dir() {
+                self.path_first.push(path.join("bin"));
+            }
+            self.expose.push(path);
+        }
+        if !policy.toolchain.is_empty() {
+            for var in TOOLCHAIN_VARS {
+                if let Ok(value) = std::env::var(var) {
+                    self.env.push((var.to_string(), value));
+                }
+            }
+        }
+        Ok(self)
+    }
+
     /// `program args…` in `scratch`: no network, 60 s, 1 MiB of output.
     pub fn new(program: &str, args: &[&str], scratch: &Path) -> Self {
         Self {
@@ -117,6 +256,7 @@ impl Confined {
             network: false,
             mask: Vec::new(),
             expose: Vec::new(),
+            path_first: Vec::new(),
             env: Vec::new(),
             timeout: Duration::from_secs(60),
             max_output: 1024 * 1024,
@@ -223,6 +363,10 @@ impl Sandbox {
         // nothing else of that tree does), then masks inside the scratch.
         let (inside, outside): (Vec<_>, Vec<_>) =
             masks.iter().partition(|(p, _)| p.starts_with(scratch));
+        // Secrets inside an exposed toolchain are masked after it is shown, the rest now.
+        let in_exposed = |p: &Path| run.expose.iter().any(|e| p.starts_with(e) && p != e);
+        let (in_toolchain, outside): (Vec<_>, Vec<_>) =
+            outside.into_iter().partition(|(p, _)| in_exposed(p));
         for (path, dir) in &outside {
             a.mask(path, *dir);
         }
@@ -238,6 +382,9 @@ impl Sandbox {
         }
         for path in run.expose.iter().filter(|p| p.exists()) {
             a.bind("--ro-bind", path);
+        }
+        for (path, dir) in &in_toolchain {
+            a.mask(path, *dir);
         }
         // An empty mask is read-only too: a write that seems to work and then vanishes is
         // worse than one that fails. (A mask holding the scratch keeps the scratch writable:
@@ -257,7 +404,13 @@ impl Sandbox {
         if run.network {
             a.add(&["--share-net"]);
         }
-        a.add(&["--clearenv", "--setenv", "PATH", SANDBOX_PATH]);
+        let mut path: Vec<String> = run
+            .path_first
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        path.push(SANDBOX_PATH.to_string());
+        a.add(&["--clearenv", "--setenv", "PATH", &path.join(":")]);
         a.add(&[
             "--setenv",
             "LANG",

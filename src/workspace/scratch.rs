@@ -172,7 +172,8 @@ impl ScratchProvider for GitWorktree {
     }
 }
 
-/// Plain copies of the tree `source` (without `.git`), under `root`.
+/// Plain copies of the tree `source` (without `.git`; of a git repository, only the files git
+/// does not ignore), under `root`.
 #[derive(Debug, Clone)]
 pub struct PlainCopy {
     /// The target tree.
@@ -188,13 +189,39 @@ impl ScratchProvider for PlainCopy {
     ) -> futures_util::future::BoxFuture<'a, Result<Scratch, ScratchError>> {
         Box::pin(async move {
             let dir = prepare(&self.root, task)?;
+            // In a git repository, the files git sees (tracked, and untracked but not
+            // ignored): never a build directory of gigabytes.
+            let listed = if self.source.join(".git").exists() {
+                let out = git(
+                    &self.source,
+                    &[
+                        "ls-files",
+                        "-z",
+                        "--cached",
+                        "--others",
+                        "--exclude-standard",
+                    ],
+                )
+                .await?;
+                Some(
+                    out.split('\0')
+                        .filter(|f| !f.is_empty())
+                        .map(PathBuf::from)
+                        .collect::<Vec<_>>(),
+                )
+            } else {
+                None
+            };
             let (from, to) = (self.source.clone(), dir.clone());
-            tokio::task::spawn_blocking(move || copy_tree(&from, &to))
-                .await
-                .map_err(|e| ScratchError::Io {
-                    what: "copying the tree".into(),
-                    source: std::io::Error::other(e),
-                })??;
+            tokio::task::spawn_blocking(move || match listed {
+                Some(files) => copy_listed(&from, &to, &files),
+                None => copy_tree(&from, &to),
+            })
+            .await
+            .map_err(|e| ScratchError::Io {
+                what: "copying the tree".into(),
+                source: std::io::Error::other(e),
+            })??;
             git(&dir, &["init", "--quiet"]).await?;
             git(&dir, &["add", "--all"]).await?;
             git(
@@ -374,6 +401,31 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), ScratchError> {
                 .map_err(io(format!("writing {}", dst.display())))?;
         } else if kind.is_dir() {
             copy_tree(&src, &dst)?;
+        } else if kind.is_file() {
+            std::fs::copy(&src, &dst).map_err(io(format!("writing {}", dst.display())))?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies `files` (relative to `from`; a listed file that is gone is skipped) into `to`;
+/// symbolic links are copied as links, never followed.
+fn copy_listed(from: &Path, to: &Path, files: &[PathBuf]) -> Result<(), ScratchError> {
+    let io = |what: String| move |source| ScratchError::Io { what, source };
+    for file in files {
+        let (src, dst) = (from.join(file), to.join(file));
+        let Ok(kind) = std::fs::symlink_metadata(&src).map(|m| m.file_type()) else {
+            continue;
+        };
+        if let Some(parent) = dst.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(io(format!("creating {}", parent.display())))?;
+        }
+        if kind.is_symlink() {
+            let target =
+                std::fs::read_link(&src).map_err(io(format!("reading {}", src.display())))?;
+            std::os::unix::fs::symlink(target, &dst)
+                .map_err(io(format!("writing {}", dst.display())))?;
         } else if kind.is_file() {
             std::fs::copy(&src, &dst).map_err(io(format!("writing {}", dst.display())))?;
         }

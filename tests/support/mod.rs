@@ -510,3 +510,16 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The test virtualenv's python (with zenoh-ros2-sdk, the independent rmw_zenoh client), as
+/// scripts/test.sh installs it; a failure that says how to make it otherwise (never a skip).
+pub fn test_python() -> String {
+    match std::env::var("IRON_TEST_PYTHON") {
+        Ok(p) if std::path::Path::new(&p).is_file() => p,
+        _ => panic!(
+            "IRON_TEST_PYTHON does not name the test virtualenv's python. Run the suite with \
+             scripts/test.sh, or: python3 -m venv .venv-test && .venv-test/bin/pip install -r \
+             tests/requirements.txt && IRON_TEST_PYTHON=$PWD/.venv-test/bin/python cargo test"
+        ),
+    }
+}

@@ -16,7 +16,7 @@ use tokio::sync::OnceCell;
 use crate::tools::{
     RemoteCaller, RemoteServer, RemoteTools, remote::RemoteError, remote::RemoteFuture,
 };
-use crate::workspace::sandbox::{Confined, Sandbox};
+use crate::workspace::sandbox::{Confined, RunPolicy, Sandbox};
 
 /// The native server name.
 pub const SERVER: &str = crate::aem::workspace::SANDBOX_SERVER;
@@ -31,25 +31,22 @@ const MAX_OUTPUT: usize = 256 * 1024;
 pub(super) struct ConfinedTools {
     inner: std::sync::Arc<dyn RemoteTools>,
     scratch: Option<PathBuf>,
-    network: bool,
-    mask: Vec<PathBuf>,
+    policy: RunPolicy,
     sandbox: OnceCell<Result<Sandbox, String>>,
 }
 
 impl ConfinedTools {
-    /// `inner` for every other server; commands run in `scratch` (none: refused), with the
-    /// network when `network`, never seeing `mask` (the state directory).
+    /// `inner` for every other server; commands run in `scratch` (none: refused) under the
+    /// mesh's `policy`.
     pub(super) fn new(
         inner: std::sync::Arc<dyn RemoteTools>,
         scratch: Option<PathBuf>,
-        network: bool,
-        mask: Vec<PathBuf>,
+        policy: RunPolicy,
     ) -> Self {
         Self {
             inner,
             scratch,
-            network,
-            mask,
+            policy,
             sandbox: OnceCell::new(),
         }
     }
@@ -94,10 +91,10 @@ impl ConfinedTools {
             .await
             .as_ref()
             .map_err(|e| refuse(e.clone()))?;
-        let mut run = Confined::new(command, &args, scratch);
+        let mut run = Confined::new(command, &args, scratch)
+            .under(&self.policy)
+            .map_err(|e| refuse(e.to_string()))?;
         run.cwd = Some(scratch.join(cwd));
-        run.network = self.network;
-        run.mask = self.mask.clone();
         run.timeout = Duration::from_secs(secs);
         run.max_output = MAX_OUTPUT;
         let out = sandbox.run(&run).await.map_err(|e| refuse(e.to_string()))?;

@@ -145,12 +145,13 @@ impl ManagedNode for ExpertNode {
         let key = CallerKey::open(&config.state_dir)
             .map_err(|e| CallbackError::Failure(e.to_string()))?;
         let bridge = RosTools::new(ctx.node.clone(), Duration::from_secs(600), key.clone());
-        let network = mesh_workspace(&catalog, &entry).is_some_and(|w| w.network);
+        let run_policy = mesh_workspace(&catalog, &entry)
+            .map(|w| crate::workspace::sandbox::RunPolicy::of(w, &config.state_dir))
+            .unwrap_or_default();
         let remote = confined::ConfinedTools::new(
             Arc::new(bridge),
             scratch.as_ref().map(|s| s.dir().to_path_buf()),
-            network,
-            vec![config.state_dir.clone()],
+            run_policy,
         );
         let setup = granted.into_iter().fold(
             ManagerSetup::new(Arc::new(recorder), policy, &base, env).with_remote(Arc::new(remote)),
