@@ -1,23 +1,40 @@
-"""Bring Iron up under ROS 2: `ros2 launch iron bringup.launch.py`.
+"""Bring Iron up under ROS 2: `ros2 launch iron bringup.launch.py [router:=tcp/HOST:PORT]`.
 
-Reads the same process list as `iron up` (launch/bringup.yaml): starts the Zenoh router
-first, then every node as a launch_ros LifecycleNode; nodes marked `autostart` are
-configured when their process starts and activated once they reach `inactive`.
-Needs RMW_IMPLEMENTATION=rmw_zenoh_cpp so stock ROS 2 tools share the router.
+Reads the same process list as `iron up` (launch/bringup.yaml): starts the Zenoh router,
+waits until it accepts sessions (`iron wait-router`; if it never does, the launch shuts
+down and says why), then starts every node as a launch_ros LifecycleNode with its
+arguments and `params:` (as ROS 2 parameters, which the node reads at start and refuses
+when it does not know one); nodes marked `autostart` are configured when their process
+starts and activated once they reach `inactive`.
+
+The `router` argument defaults to IRON_ROUTER when it is set, else to the list's
+`router.listen`; the router listens there and every node gets it as IRON_ROUTER, so the
+two always agree. Needs RMW_IMPLEMENTATION=rmw_zenoh_cpp so stock ROS 2 tools share the
+router.
 """
 
 import os
 
 import yaml
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, EmitEvent, ExecuteProcess, RegisterEventHandler
-from launch.event_handlers import OnProcessStart
+from launch.actions import (
+    DeclareLaunchArgument,
+    EmitEvent,
+    ExecuteProcess,
+    RegisterEventHandler,
+    Shutdown,
+)
+from launch.event_handlers import OnProcessExit, OnProcessStart
 from launch.events import matches_action
-from launch.substitutions import LaunchConfiguration
+from launch.substitutions import EnvironmentVariable, LaunchConfiguration
 from launch_ros.actions import LifecycleNode
 from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
 from lifecycle_msgs.msg import Transition
+
+
+# How long the nodes wait for the router to accept sessions before the launch gives up.
+ROUTER_WAIT_SECS = 30
 
 
 def _share_dir():
@@ -48,14 +65,27 @@ def generate_launch_description():
         plan = yaml.safe_load(f) or {}
 
     listen = (plan.get("router") or {}).get("listen", "tcp/127.0.0.1:7447")
+    router = LaunchConfiguration("router")
+    iron = _iron_executable()
+    wait = ExecuteProcess(
+        cmd=[iron, "wait-router", "--router", router, "--timeout", str(ROUTER_WAIT_SECS)],
+        name="iron_wait_router",
+        output="screen",
+    )
     actions = [
-        DeclareLaunchArgument("router", default_value=listen, description="Zenoh router endpoint"),
+        DeclareLaunchArgument(
+            "router",
+            default_value=EnvironmentVariable("IRON_ROUTER", default_value=listen),
+            description="Zenoh router endpoint (default: IRON_ROUTER, else the list's router.listen)",
+        ),
         ExecuteProcess(
-            cmd=[_iron_executable(), "router", "--listen", LaunchConfiguration("router")],
+            cmd=[iron, "router", "--listen", router],
             name="iron_router",
             output="screen",
         ),
+        wait,
     ]
+    nodes = []
 
     for spec in plan.get("nodes") or []:
         node = LifecycleNode(
@@ -65,11 +95,11 @@ def generate_launch_description():
             namespace=spec.get("namespace", "/iron"),
             arguments=spec.get("args", []),
             parameters=[{k: _param_value(v) for k, v in (spec.get("params") or {}).items()}],
-            additional_env={"IRON_ROUTER": LaunchConfiguration("router")},
+            additional_env={"IRON_ROUTER": router},
             respawn=spec.get("respawn", True),
             output="screen",
         )
-        actions.append(node)
+        nodes.append(node)
         if not spec.get("autostart", True):
             continue
         configure = EmitEvent(
@@ -84,8 +114,8 @@ def generate_launch_description():
                 transition_id=Transition.TRANSITION_ACTIVATE,
             )
         )
-        actions.append(RegisterEventHandler(OnProcessStart(target_action=node, on_start=[configure])))
-        actions.append(
+        nodes.append(RegisterEventHandler(OnProcessStart(target_action=node, on_start=[configure])))
+        nodes.append(
             RegisterEventHandler(
                 OnStateTransition(
                     target_lifecycle_node=node,
@@ -95,4 +125,11 @@ def generate_launch_description():
                 )
             )
         )
+
+    def after_wait(event, _context):
+        if event.returncode == 0:
+            return nodes
+        return [Shutdown(reason=f"the router never accepted a session within {ROUTER_WAIT_SECS} s")]
+
+    actions.append(RegisterEventHandler(OnProcessExit(target_action=wait, on_exit=after_wait)))
     return LaunchDescription(actions)

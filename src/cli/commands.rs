@@ -183,6 +183,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     let timeout = cli.timeout();
     match cli.command {
         Command::Router { listen } => router(listen).await,
+        Command::WaitRouter => {
+            connect(&cli.router, timeout).await?;
+            println!("router at {} accepts sessions", cli.router);
+            Ok(())
+        }
         Command::Up {
             launch,
             aem,

@@ -92,6 +92,9 @@ pub enum Command {
         #[arg(long = "listen", default_value = crate::spine::control::DEFAULT_ROUTER)]
         listen: Vec<String>,
     },
+    /// Wait until the router at --router accepts a session, then exit 0; fail (exit 1) after
+    /// --timeout. The launch file runs it between starting the router and the first node.
+    WaitRouter,
     /// Start everything in the launch list, configure and activate it, and supervise it.
     ///
     /// Ctrl-C deactivates and shuts down every node in reverse order.

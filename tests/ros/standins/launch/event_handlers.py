@@ -1,0 +1,9 @@
+from _record import Recorded
+
+
+class OnProcessStart(Recorded):
+    pass
+
+
+class OnProcessExit(Recorded):
+    pass

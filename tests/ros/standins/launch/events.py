@@ -1,0 +1,2 @@
+def matches_action(action):
+    return ("matches_action", action)

@@ -1,0 +1,1 @@
+"""Stand-in for launch_ros (see ../README.md)."""

@@ -1,0 +1,5 @@
+from _record import Recorded
+
+
+class LifecycleNode(Recorded):
+    pass

@@ -1,0 +1,5 @@
+from _record import Recorded
+
+
+class ChangeState(Recorded):
+    pass

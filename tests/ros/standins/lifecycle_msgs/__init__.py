@@ -1,0 +1,1 @@
+"""Stand-in for lifecycle_msgs (see ../README.md)."""
