@@ -83,6 +83,12 @@ fn advertised_hashes_match_an_independent_rosidl_hasher() {
         interfaces::SourceState::service_type_info(),
         &mut bad,
     );
+    check(
+        &g,
+        "iron/srv/DecideHunks",
+        interfaces::DecideHunks::service_type_info(),
+        &mut bad,
+    );
     // The action's endpoints, as the action server and client declare them.
     check(
         &g,

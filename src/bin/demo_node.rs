@@ -15,6 +15,9 @@ struct Args {
     /// Make this lifecycle callback error; repeatable.
     #[arg(long, value_name = "TRANSITION")]
     error_on: Vec<String>,
+    /// What a result's text starts with (a ROS parameter `echo_prefix` sets it too).
+    #[arg(long, default_value = "echo: ")]
+    echo_prefix: String,
 }
 
 fn main() -> ExitCode {
@@ -22,6 +25,7 @@ fn main() -> ExitCode {
         let node = DemoNode {
             fail_on: a.fail_on,
             error_on: a.error_on,
+            echo_prefix: a.echo_prefix,
         };
         Ok(Start::new(node, "demo", "/iron"))
     })

@@ -157,7 +157,7 @@ pub fn main<N: ManagedNode>(
             .clone()
             .unwrap_or_else(|| default_ns.to_string());
         let control = ControlPlane::connect(ControlConfig::from_env()?).await?;
-        let zn = control.node(&name, &ns)?;
+        let zn = control.managed_node(&name, &ns, &ros_args.parameters()?)?;
         if let Err(e) = control.wait_for_router(&zn, Duration::from_secs(5)).await {
             tracing::warn!("{e}; serving anyway, peers will reach this node once a router is up");
         }

@@ -105,6 +105,8 @@ STANDARD_SERVICES = [
     "lifecycle_msgs/srv/GetAvailableStates",
     "lifecycle_msgs/srv/GetAvailableTransitions",
     "lifecycle_msgs/srv/GetState",
+    "rcl_interfaces/srv/GetParameters",
+    "rcl_interfaces/srv/ListParameters",
 ]
 
 

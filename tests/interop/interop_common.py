@@ -43,6 +43,7 @@ STD_PACKAGES = (
     "action_msgs",
     "builtin_interfaces",
     "lifecycle_msgs",
+    "rcl_interfaces",
     "service_msgs",
     "type_description_interfaces",
     "unique_identifier_msgs",

@@ -4,8 +4,9 @@
 #   tests/interop/run_interop.sh            # binaries from target/debug
 #   IRON_BIN=target/release tests/interop/run_interop.sh
 #
-# Starts `iron router` on a free loopback port and `demo_node` as /iron/demo,
-# then: golden hashes up to date; lifecycle get/set through every transition
+# Starts `iron router` on a free loopback port and `demo_node` as /iron/demo
+# (with INTEROP_PARAMS=1: from a params file that sets its `echo_prefix`, which the
+# client must then read back as a parameter and see in the goal's result), then: golden hashes up to date; lifecycle get/set through every transition
 # with transition_event observed; an AolTask goal with feedback and result; a
 # canceled goal; malformed input on every lifecycle and action service; and a
 # shutdown that must end the node process.  Prints PASS/FAIL per step; exits
@@ -58,7 +59,7 @@ goal_ok() {
   "$PY" "$HERE/action_client.py" --router "$ROUTER" --action "$ACTION" --instruction "interop hello" \
     >"$LOGDIR/goal.jsonl" || return 1
   grep -q '"feedback"' "$LOGDIR/goal.jsonl" || { echo "no feedback line" >&2; return 1; }
-  tail -1 "$LOGDIR/goal.jsonl" | grep -q '"text": "echo: interop hello"' || { echo "unexpected result" >&2; return 1; }
+  tail -1 "$LOGDIR/goal.jsonl" | grep -q "\"text\": \"${PREFIX}interop hello\"" || { echo "unexpected result" >&2; return 1; }
 }
 
 goal_cancel() {
@@ -95,11 +96,26 @@ PORT="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); pr
 ROUTER="tcp/127.0.0.1:$PORT"
 "$BIN/iron" router --listen "$ROUTER" >"$LOGDIR/router.log" 2>&1 & PIDS+=($!)
 sleep 1
-IRON_ROUTER="$ROUTER" "$BIN/demo_node" --ros-args -r __ns:=/iron -r __node:=demo >"$LOGDIR/demo_node.log" 2>&1 &
+PREFIX="echo: "
+PARAMS=()
+if [ "${INTEROP_PARAMS:-}" = 1 ]; then
+  PREFIX="installed: "
+  printf '/iron/demo:\n  ros__parameters:\n    echo_prefix: "%s"\n' "$PREFIX" >"$LOGDIR/params.yaml"
+  PARAMS=(--params-file "$LOGDIR/params.yaml")
+fi
+IRON_ROUTER="$ROUTER" "$BIN/demo_node" --ros-args -r __ns:=/iron -r __node:=demo "${PARAMS[@]}" >"$LOGDIR/demo_node.log" 2>&1 &
 NODE_PID=$!; PIDS+=($NODE_PID)
 echo "router $ROUTER, logs in $LOGDIR"
 
+params_ok() {
+  local out
+  out="$("$PY" "$HERE/param_client.py" --router "$ROUTER" --node "$NODE" echo_prefix)" || return 1
+  echo "$out"
+  echo "$out" | grep -q "\"echo_prefix\": \"$PREFIX\"" || { echo "parameters: $out" >&2; return 1; }
+}
+
 step initial_state expect_state unconfigured
+[ "${INTEROP_PARAMS:-}" = 1 ] && step parameters params_ok
 lc --timeout 30 watch-events 16 >"$LOGDIR/events.jsonl" 2>"$LOGDIR/events.err" & WATCH_PID=$!
 sleep 1.5
 step configure set_and_expect configure inactive

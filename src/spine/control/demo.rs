@@ -3,7 +3,8 @@
 //! until the engine exists.
 //!
 //! A goal's `context_json` may set `{"steps": N, "step_ms": M}` (default 3 × 100 ms); it
-//! gets one feedback per step and succeeds with `echo: <instruction>`. An empty instruction
+//! gets one feedback per step and succeeds with `<echo_prefix><instruction>` (`echo: ` unless
+//! the node's `echo_prefix` option or parameter says otherwise). An empty instruction
 //! with no steps answers at once (the round-trip benchmark's empty goal). A cancel request
 //! ends the goal as canceled at the next step.
 
@@ -21,12 +22,14 @@ use super::{
 use crate::interfaces::{AolTask, AolTaskFeedback, AolTaskResult};
 
 /// Which callbacks should refuse (`Failure`) or break (`Error`): for exercising the lifecycle.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DemoNode {
     /// Transition names (configure, activate, deactivate, cleanup, shutdown) that fail.
     pub fail_on: Vec<String>,
     /// Transition names that error.
     pub error_on: Vec<String>,
+    /// What a result's text starts with (`echo: ` by default).
+    pub echo_prefix: String,
 }
 
 /// What the demo node builds at configure.
@@ -99,7 +102,7 @@ impl ManagedNode for DemoNode {
             tokio::select! {
                 goal = goals.recv() => {
                     let Some(goal) = goal else { break };
-                    running.spawn(execute(goal));
+                    running.spawn(execute(goal, self.echo_prefix.clone()));
                 }
                 _ = shutdown.cancelled() => break,
                 Some(_) = running.join_next(), if !running.is_empty() => {}
@@ -129,7 +132,7 @@ impl ManagedNode for DemoNode {
     }
 }
 
-async fn execute(request: GoalRequest<AolTask>) {
+async fn execute(request: GoalRequest<AolTask>, echo_prefix: String) {
     let (goal, handle) = request.accept().await;
     info!(task = %goal.task_id, "goal accepted: {:?}", goal.instruction);
     let ctx: serde_json::Value = serde_json::from_str(&goal.context_json).unwrap_or_default();
@@ -162,7 +165,7 @@ async fn execute(request: GoalRequest<AolTask>) {
     }
     let result = AolTaskResult {
         status: "succeeded".into(),
-        text: format!("echo: {}", goal.instruction),
+        text: format!("{echo_prefix}{}", goal.instruction),
         result_json: serde_json::json!({ "task_id": goal.task_id, "steps": steps }).to_string(),
     };
     handle.succeed(result).await;

@@ -117,17 +117,10 @@ impl RosArgs {
 }
 
 impl RosArgs {
-    /// The node's parameters as its own long options: every `--params-file` section for all
-    /// nodes (`/**`) or for this one (its name or fully qualified name, as remapped), in
-    /// order, then each `-p`; a later value of a name replaces an earlier one. Topic and
-    /// service remaps, which no Iron node honours, are refused here too.
-    pub fn param_options(&self) -> Result<Vec<String>, RosArgsError> {
-        if let Some((from, to)) = self.remaps.first() {
-            return Err(RosArgsError::Remap {
-                from: from.clone(),
-                to: to.clone(),
-            });
-        }
+    /// The node's parameters: every `--params-file` section for all nodes (`/**`) or for this
+    /// one (its name or fully qualified name, as remapped), in order, then each `-p`; a later
+    /// value of a name replaces an earlier one.
+    pub fn parameters(&self) -> Result<Vec<(String, serde_norway::Value)>, RosArgsError> {
         let mut params: Vec<(String, serde_norway::Value)> = Vec::new();
         let mut set = |name: String, value: serde_norway::Value| {
             params.retain(|(n, _)| *n != name);
@@ -143,8 +136,21 @@ impl RosArgs {
                 .unwrap_or_else(|_| serde_norway::Value::String(value.clone()));
             set(name.clone(), value);
         }
+        Ok(params)
+    }
+
+    /// The node's [`RosArgs::parameters`] as its own long options (`name_x: v` is
+    /// `--name-x v`), so the node honours them or refuses them like any option. Topic and
+    /// service remaps, which no Iron node honours, are refused here too.
+    pub fn param_options(&self) -> Result<Vec<String>, RosArgsError> {
+        if let Some((from, to)) = self.remaps.first() {
+            return Err(RosArgsError::Remap {
+                from: from.clone(),
+                to: to.clone(),
+            });
+        }
         let mut options = Vec::new();
-        for (name, value) in params {
+        for (name, value) in self.parameters()? {
             push_option(&name, &value, &mut options)?;
         }
         Ok(options)
@@ -194,6 +200,41 @@ impl RosArgs {
             }
         }
         Ok(out)
+    }
+}
+
+/// A parameter's value as ROS 2 types it (`rcl_interfaces/msg/ParameterValue`): a list of
+/// one kind is an array of it, anything else its YAML text.
+pub fn parameter_value(value: &serde_norway::Value) -> hiroz::parameter::ParameterValue {
+    use hiroz::parameter::ParameterValue as P;
+    use serde_norway::Value;
+    let all = |items: &[Value], f: fn(&Value) -> bool| !items.is_empty() && items.iter().all(f);
+    match value {
+        Value::Bool(b) => P::Bool(*b),
+        Value::Number(n) if n.is_i64() => P::Integer(n.as_i64().unwrap_or_default()),
+        Value::Number(n) => P::Double(n.as_f64().unwrap_or_default()),
+        Value::String(s) => P::String(s.clone()),
+        Value::Sequence(items) if all(items, Value::is_bool) => {
+            P::BoolArray(items.iter().filter_map(Value::as_bool).collect())
+        }
+        Value::Sequence(items) if all(items, Value::is_i64) => {
+            P::IntegerArray(items.iter().filter_map(Value::as_i64).collect())
+        }
+        Value::Sequence(items) if all(items, Value::is_number) => {
+            P::DoubleArray(items.iter().filter_map(Value::as_f64).collect())
+        }
+        Value::Sequence(items) if all(items, Value::is_string) => P::StringArray(
+            items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+        ),
+        other => P::String(
+            serde_norway::to_string(other)
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+        ),
     }
 }
 
@@ -351,5 +392,19 @@ mod tests {
             RosArgs::split(["x", "--ros-args", "--bogus"]),
             Err(RosArgsError::Unknown { .. })
         ));
+    }
+
+    #[test]
+    fn parameters_keep_their_ros_types() {
+        use hiroz::parameter::ParameterValue as P;
+        let v = |text: &str| parameter_value(&serde_norway::from_str(text).unwrap());
+        assert_eq!(v("true"), P::Bool(true));
+        assert_eq!(v("30"), P::Integer(30));
+        assert_eq!(v("0.5"), P::Double(0.5));
+        assert_eq!(v("echo"), P::String("echo".into()));
+        assert_eq!(v("[1, 2]"), P::IntegerArray(vec![1, 2]));
+        assert_eq!(v("[1, 2.5]"), P::DoubleArray(vec![1.0, 2.5]));
+        assert_eq!(v("[a, b]"), P::StringArray(vec!["a".into(), "b".into()]));
+        assert_eq!(v("[a, 1]"), P::String("- a\n- 1".into()));
     }
 }

@@ -98,6 +98,41 @@ impl ControlPlane {
         })
     }
 
+    /// Creates the node a process serves (a managed node) with the standard parameter
+    /// services (`~/list_parameters`, `~/get_parameters`, …), its `parameters` (from
+    /// `--params-file` and `-p`) declared read-only: a node takes them at start, so `ros2
+    /// param get` shows what it runs with and `ros2 param set` is refused.
+    pub fn managed_node(
+        &self,
+        name: &str,
+        namespace: &str,
+        parameters: &[(String, serde_norway::Value)],
+    ) -> Result<hiroz::node::ZNode, ControlError> {
+        use hiroz::parameter::ParameterDescriptor;
+        let node = self
+            .ctx
+            .create_node(name)
+            .with_namespace(namespace)
+            .build()
+            .map_err(|source| ControlError::Declare {
+                what: format!("node {namespace}/{name}"),
+                source,
+            })?;
+        for (param, value) in parameters {
+            let value = super::ros_args::parameter_value(value);
+            let descriptor = ParameterDescriptor {
+                read_only: true,
+                description: "taken at start (--params-file, -p)".into(),
+                ..ParameterDescriptor::new(param.as_str(), value.parameter_type())
+            };
+            node.declare_parameter(param, value, descriptor)
+                .map_err(|e| {
+                    ControlError::Config(format!("declaring the parameter {param}: {e}"))
+                })?;
+        }
+        Ok(node)
+    }
+
     /// Creates a plain (unmanaged) node, e.g. for a CLI client.
     pub fn node(&self, name: &str, namespace: &str) -> Result<hiroz::node::ZNode, ControlError> {
         self.ctx
