@@ -549,10 +549,21 @@ async fn a_declared_toolchain_runs_cargo_test_confined_and_shows_no_credentials(
         "{out:?}"
     );
 
-    // A toolchain that is, holds or lies in a credential store, or that is missing, is refused.
-    for entry in ["/etc", "/", "/root", "/nonexistent/toolchain"] {
+    // A toolchain that is, holds or lies in a credential store or the masked state
+    // directory, or that is missing, is refused.
+    let state = root.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let state_parent = root.display().to_string();
+    for entry in [
+        "/etc",
+        "/",
+        "/root",
+        "/nonexistent/toolchain",
+        &state_parent,
+    ] {
         let policy = RunPolicy {
             toolchain: vec![entry.to_string()],
+            mask: vec![state.clone()],
             ..RunPolicy::default()
         };
         match Confined::new("true", &[], &krate).under(&policy) {

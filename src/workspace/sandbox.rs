@@ -141,8 +141,13 @@ pub enum SandboxError {
 }
 
 /// The tree a `toolchain:` entry names here, resolved (links followed), or why it may not be
-/// shown: it must exist and must not be, hold or lie in a credential store.
-fn toolchain_path(entry: &str, home: Option<&Path>) -> Result<PathBuf, SandboxError> {
+/// shown: it must exist and must not be, hold or lie in a credential store or one of the
+/// run's own `masks` (the state directory, which holds the caller key).
+fn toolchain_path(
+    entry: &str,
+    home: Option<&Path>,
+    masks: &[PathBuf],
+) -> Result<PathBuf, SandboxError> {
     let refuse = |why: String| SandboxError::Toolchain {
         entry: entry.to_string(),
         why,
@@ -165,10 +170,15 @@ fn toolchain_path(entry: &str, home: Option<&Path>) -> Result<PathBuf, SandboxEr
             home.iter()
                 .flat_map(|h| HOME_SECRETS.iter().map(move |s| h.join(s))),
         )
+        .chain(
+            masks
+                .iter()
+                .map(|m| m.canonicalize().unwrap_or_else(|_| m.clone())),
+        )
         .find(|m| path.starts_with(m) || m.starts_with(&path));
     if let Some(m) = secret {
         return Err(refuse(format!(
-            "{} is or holds the credential store {}",
+            "{} is, holds or lies in {}, which the sandbox masks",
             path.display(),
             m.display()
         )));
@@ -227,7 +237,7 @@ impl Confined {
         self.mask.extend(policy.mask.iter().cloned());
         let home = std::env::var_os("HOME").map(PathBuf::from);
         for entry in &policy.toolchain {
-            let path = toolchain_path(entry, home.as_deref())?;
+            let path = toolchain_path(entry, home.as_deref(), &policy.mask)?;
             for secret in TOOLCHAIN_SECRETS {
                 self.mask.push(path.join(secret));
             }

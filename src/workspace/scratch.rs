@@ -383,35 +383,46 @@ fn prepare(root: &Path, task: &str) -> Result<PathBuf, ScratchError> {
 /// Copies the files of `from` into `to` (created), without `.git`; symbolic links are copied
 /// as links, never followed.
 fn copy_tree(from: &Path, to: &Path) -> Result<(), ScratchError> {
-    let io = |what: String| move |source| ScratchError::Io { what, source };
-    std::fs::create_dir_all(to).map_err(io(format!("creating {}", to.display())))?;
-    for item in std::fs::read_dir(from).map_err(io(format!("reading {}", from.display())))? {
-        let item = item.map_err(io(format!("reading {}", from.display())))?;
+    std::fs::create_dir_all(to).map_err(io_err(format!("creating {}", to.display())))?;
+    let reading = || io_err(format!("reading {}", from.display()));
+    for item in std::fs::read_dir(from).map_err(reading())? {
+        let item = item.map_err(reading())?;
         if item.file_name() == ".git" {
             continue;
         }
         let (src, dst) = (item.path(), to.join(item.file_name()));
         let kind = item
             .file_type()
-            .map_err(io(format!("reading {}", src.display())))?;
-        if kind.is_symlink() {
-            let target =
-                std::fs::read_link(&src).map_err(io(format!("reading {}", src.display())))?;
-            std::os::unix::fs::symlink(target, &dst)
-                .map_err(io(format!("writing {}", dst.display())))?;
-        } else if kind.is_dir() {
+            .map_err(io_err(format!("reading {}", src.display())))?;
+        if kind.is_dir() {
             copy_tree(&src, &dst)?;
-        } else if kind.is_file() {
-            std::fs::copy(&src, &dst).map_err(io(format!("writing {}", dst.display())))?;
+        } else {
+            copy_entry(&src, &dst, kind)?;
         }
     }
     Ok(())
 }
 
+/// Copies the file or symbolic link `src` (of `kind`) to `dst`; a link is copied as a link.
+fn copy_entry(src: &Path, dst: &Path, kind: std::fs::FileType) -> Result<(), ScratchError> {
+    if kind.is_symlink() {
+        let target =
+            std::fs::read_link(src).map_err(io_err(format!("reading {}", src.display())))?;
+        std::os::unix::fs::symlink(target, dst)
+            .map_err(io_err(format!("writing {}", dst.display())))?;
+    } else if kind.is_file() {
+        std::fs::copy(src, dst).map_err(io_err(format!("writing {}", dst.display())))?;
+    }
+    Ok(())
+}
+
+fn io_err(what: String) -> impl FnOnce(std::io::Error) -> ScratchError {
+    move |source| ScratchError::Io { what, source }
+}
+
 /// Copies `files` (relative to `from`; a listed file that is gone is skipped) into `to`;
 /// symbolic links are copied as links, never followed.
 fn copy_listed(from: &Path, to: &Path, files: &[PathBuf]) -> Result<(), ScratchError> {
-    let io = |what: String| move |source| ScratchError::Io { what, source };
     for file in files {
         let (src, dst) = (from.join(file), to.join(file));
         let Ok(kind) = std::fs::symlink_metadata(&src).map(|m| m.file_type()) else {
@@ -419,16 +430,9 @@ fn copy_listed(from: &Path, to: &Path, files: &[PathBuf]) -> Result<(), ScratchE
         };
         if let Some(parent) = dst.parent() {
             std::fs::create_dir_all(parent)
-                .map_err(io(format!("creating {}", parent.display())))?;
+                .map_err(io_err(format!("creating {}", parent.display())))?;
         }
-        if kind.is_symlink() {
-            let target =
-                std::fs::read_link(&src).map_err(io(format!("reading {}", src.display())))?;
-            std::os::unix::fs::symlink(target, &dst)
-                .map_err(io(format!("writing {}", dst.display())))?;
-        } else if kind.is_file() {
-            std::fs::copy(&src, &dst).map_err(io(format!("writing {}", dst.display())))?;
-        }
+        copy_entry(&src, &dst, kind)?;
     }
     Ok(())
 }
