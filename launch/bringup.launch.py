@@ -5,7 +5,9 @@ waits until it accepts sessions (`iron wait-router`; if it never does, the launc
 down and says why), then starts every node as a launch_ros LifecycleNode with its
 arguments and `params:` (as ROS 2 parameters, which the node reads at start and refuses
 when it does not know one); nodes marked `autostart` are configured when their process
-starts and activated once they reach `inactive`.
+starts and activated once they reach `inactive`. Each node runs under `iron ship`, which
+passes its output to this terminal unchanged and ships it to the log plane (`iron logs
+<node>`), as `iron up` does.
 
 The `router` argument defaults to IRON_ROUTER when it is set, else to the list's
 `router.listen`; the router listens there and every node gets it as IRON_ROUTER, so the
@@ -88,12 +90,16 @@ def generate_launch_description():
     nodes = []
 
     for spec in plan.get("nodes") or []:
+        namespace = spec.get("namespace", "/iron")
+        fqn = namespace.rstrip("/") + "/" + spec["name"]
         node = LifecycleNode(
             package="iron",
             executable=spec["executable"],
             name=spec["name"],
-            namespace=spec.get("namespace", "/iron"),
+            namespace=namespace,
             arguments=spec.get("args", []),
+            # Its output to this terminal and, line by line, to the log plane (`iron logs`).
+            prefix=f"{iron} ship --node {fqn} --",
             parameters=[{k: _param_value(v) for k, v in (spec.get("params") or {}).items()}],
             additional_env={"IRON_ROUTER": router},
             respawn=spec.get("respawn", True),

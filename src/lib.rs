@@ -22,6 +22,8 @@ pub mod llm;
 
 pub mod cognition;
 
+pub mod view;
+
 pub mod launch;
 
 pub mod cli;

@@ -118,7 +118,7 @@ async fn bootstrap_creates_then_verifies_and_checks_fsync() {
     let first = bootstrap::bootstrap(&js, &StreamSpec::all(), &opts(&server))
         .await
         .unwrap();
-    assert_eq!(first.created, vec!["MEM", "JOBS"]);
+    assert_eq!(first.created, vec!["MEM", "JOBS", "LOGS"]);
     assert_eq!(
         first.sync_always,
         Some(true),
@@ -132,7 +132,7 @@ async fn bootstrap_creates_then_verifies_and_checks_fsync() {
     let second = bootstrap::bootstrap(&js, &StreamSpec::all(), &BootstrapOptions::default())
         .await
         .unwrap();
-    assert_eq!(second.verified, vec!["MEM", "JOBS"]);
+    assert_eq!(second.verified, vec!["MEM", "JOBS", "LOGS"]);
     assert!(second.created.is_empty());
     assert_eq!(second.sync_always, None, "no monitoring address, no check");
 }

@@ -102,7 +102,8 @@ fn expected_nodes(plan: &Plan, router: &str) -> Vec<Value> {
                 .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap()))
                 .collect();
             json!({"node": {
-                "package": "iron", "executable": n.executable, "name": n.name,
+                "package": "iron", "prefix": format!("iron ship --node {} --", n.fqn()),
+                "executable": n.executable, "name": n.name,
                 "namespace": n.namespace, "arguments": n.args, "parameters": [params],
                 "env": {"IRON_ROUTER": router}, "respawn": n.respawn, "autostart": n.autostart,
             }})

@@ -107,7 +107,19 @@ async fn up(
         })?;
     let shutdown = CancellationToken::new();
     stop_on_signals(shutdown.clone());
-    let result = crate::launch::up(plan, router, start_router, timeout, &env, shutdown).await;
+    // Every node's output is shipped to the plane just checked (`iron logs <node>`).
+    plane.apply_env(|k| (k == crate::core::config::PLANE_CHECKED_ENV).then(|| "1".into()))?;
+    let (shipper, shipping) = crate::view::ship::Shipper::start(plane);
+    let launch = crate::launch::Launch {
+        router,
+        env: &env,
+        shipper: &shipper,
+    };
+    let result = crate::launch::up(plan, launch, start_router, timeout, shutdown).await;
+    drop(shipper);
+    if !shipping.finish(Duration::from_secs(3)).await {
+        eprintln!("some output of the nodes was not shipped before `up` ended");
+    }
     drop(running);
     if let Some(server) = local {
         server.stop().await;
@@ -433,6 +445,12 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Jobs(command) => super::jobs::run(command).await,
         Command::Hunks(command) => super::hunks::run(command).await,
+        Command::Logs { node, last, follow } => super::logs::logs(node, last, follow).await,
+        Command::Ship {
+            node,
+            flush_secs,
+            command,
+        } => super::logs::ship(node, flush_secs, command).await,
         Command::Msp(command) => super::msp::run(command, &cli.router, timeout).await,
         Command::Bench(BenchCommand::Jobs {
             steps,

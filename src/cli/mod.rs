@@ -11,6 +11,7 @@ mod commands;
 mod hunks;
 mod jobs;
 mod lifecycle;
+mod logs;
 mod memory;
 mod msp;
 pub mod node;
@@ -210,6 +211,31 @@ pub enum Command {
     /// only be rejected.
     #[command(subcommand)]
     Hunks(hunks::HunksCommand),
+    /// Print what a node printed (its stdout and stderr, shipped to the log plane by `iron
+    /// up` and by the launch file), or every node's with no NODE.
+    Logs {
+        /// The node, e.g. /iron/engine.
+        node: Option<String>,
+        /// Only the last N lines (0: all that the stream keeps).
+        #[arg(long, default_value_t = 200)]
+        last: usize,
+        /// Keep printing new lines (Ctrl-C stops).
+        #[arg(long, short)]
+        follow: bool,
+    },
+    /// Run COMMAND with its stdout and stderr going to this terminal unchanged and, line by
+    /// line, to the log plane as NODE's output (how the launch file runs every node).
+    Ship {
+        /// The node name the output is shipped under, e.g. /iron/engine.
+        #[arg(long)]
+        node: String,
+        /// After the command exits, how long to keep trying to ship what is queued.
+        #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = crate::cli::node::positive_seconds)]
+        flush_secs: Duration,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
     /// Perception (MSP) sources: the feeds source program, and reading a running source.
     #[command(subcommand)]
     Msp(msp::MspCommand),

@@ -10,7 +10,7 @@ mod supervisor;
 
 pub use plan::{NodeSpec, Plan, RouterSpec};
 pub use running::{RUNNING_FILE, Running, RunningGuard};
-pub use supervisor::up;
+pub use supervisor::{Launch, up};
 
 use std::path::PathBuf;
 

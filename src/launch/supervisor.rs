@@ -2,6 +2,8 @@
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
@@ -13,6 +15,7 @@ use crate::spine::control::{
     lifecycle::{LifecycleClient, State},
     router::{Router, RouterConfig},
 };
+use crate::view::ship::{Shipper, Stream, tee};
 
 /// Restart backoff: 1 s, doubling, at most 30 s; reset after a minute of good health.
 const RESTART: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
@@ -28,16 +31,27 @@ struct Managed {
     restart_at: Option<Instant>,
 }
 
-/// Runs the launch list until `shutdown` fires. `router` is the endpoint every process uses;
-/// with `start_router` a router is started there first.
+/// What every node process is started with.
+pub struct Launch<'a> {
+    /// The router endpoint every process uses.
+    pub router: &'a str,
+    /// Extra environment of every node.
+    pub env: &'a [(String, String)],
+    /// Where each node's output goes besides this terminal.
+    pub shipper: &'a Shipper,
+}
+
+/// Runs the launch list until `shutdown` fires. With `start_router` a router is started at
+/// `launch.router` first. Each node's stdout and stderr pass through here to this process's
+/// own, unchanged, and are shipped to the log plane as that node's (`iron logs <node>`).
 pub async fn up(
     plan: Plan,
-    router: &str,
+    launch: Launch<'_>,
     start_router: bool,
     timeout: Duration,
-    env: &[(String, String)],
     shutdown: CancellationToken,
 ) -> Result<(), LaunchError> {
+    let router = launch.router;
     let router_task = if start_router {
         let r = Router::start(RouterConfig {
             listen: vec![router.to_string()],
@@ -68,7 +82,7 @@ pub async fn up(
             backoff: RESTART,
             restart_at: None,
         };
-        if let Err(e) = start(&mut m, router, env, &me, timeout).await {
+        if let Err(e) = start(&mut m, &launch, &me, timeout).await {
             error!("{e}");
         }
         nodes.push(m);
@@ -82,7 +96,7 @@ pub async fn up(
             _ = tick.tick() => {}
         }
         for m in &mut nodes {
-            supervise(m, router, env, &me, timeout).await;
+            supervise(m, &launch, &me, timeout).await;
         }
     }
 
@@ -99,8 +113,7 @@ pub async fn up(
 
 async fn supervise(
     m: &mut Managed,
-    router: &str,
-    env: &[(String, String)],
+    launch: &Launch<'_>,
     me: &hiroz::node::ZNode,
     timeout: Duration,
 ) {
@@ -135,18 +148,47 @@ async fn supervise(
         && Instant::now() >= at
     {
         m.restart_at = None;
-        if let Err(e) = start(m, router, env, me, timeout).await {
+        if let Err(e) = start(m, launch, me, timeout).await {
             error!("{e}");
             m.restart_at = Some(Instant::now() + m.backoff.fail());
         }
     }
 }
 
+/// Passes the child's stdout and stderr through to this process's own, line by line, and
+/// ships them as `node`'s output; each on a thread of its own until the child closes it.
+fn ship_output(child: &mut Child, node: &str, shipper: &Shipper) {
+    let node: Arc<str> = Arc::from(node);
+    if let Some(out) = child.stdout.take().and_then(|o| o.into_owned_fd().ok()) {
+        let (shipper, node) = (shipper.clone(), node.clone());
+        std::thread::spawn(move || {
+            tee(
+                std::fs::File::from(out),
+                std::io::stdout(),
+                &shipper,
+                &node,
+                Stream::Stdout,
+            )
+        });
+    }
+    if let Some(err) = child.stderr.take().and_then(|e| e.into_owned_fd().ok()) {
+        let (shipper, node) = (shipper.clone(), node.clone());
+        std::thread::spawn(move || {
+            tee(
+                std::fs::File::from(err),
+                std::io::stderr(),
+                &shipper,
+                &node,
+                Stream::Stderr,
+            )
+        });
+    }
+}
+
 /// Spawns the node process and, with autostart, configures and activates it.
 async fn start(
     m: &mut Managed,
-    router: &str,
-    env: &[(String, String)],
+    launch: &Launch<'_>,
     me: &hiroz::node::ZNode,
     timeout: Duration,
 ) -> Result<(), LaunchError> {
@@ -154,17 +196,20 @@ async fn start(
     let mut cmd = Command::new(&exe);
     cmd.args(&m.spec.args)
         .args(m.spec.ros_args())
-        .env(ROUTER_ENV, router)
-        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env(ROUTER_ENV, launch.router)
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     // Each node gets its own process group, so a terminal's Ctrl-C reaches `iron up` alone
     // and the nodes are stopped in order; if `iron up` dies, they get SIGTERM instead of
     // living on unsupervised.
     crate::core::exe::die_with_parent(&mut cmd, true);
-    let child = cmd.spawn().map_err(|source| LaunchError::Spawn {
+    let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
         executable: exe.clone(),
         source,
     })?;
+    ship_output(&mut child, &m.spec.fqn(), launch.shipper);
     info!(
         "{}: started {} (pid {:?})",
         m.spec.fqn(),

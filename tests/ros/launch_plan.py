@@ -99,6 +99,7 @@ def main() -> int:
                              and h.args[0].kwargs.get("target_lifecycle_node") is e]
                 steps.append({"node": {
                     "package": k.get("package"),
+                    "prefix": k.get("prefix"),
                     "executable": k.get("executable"),
                     "name": k.get("name"),
                     "namespace": k.get("namespace"),

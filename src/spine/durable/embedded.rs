@@ -339,6 +339,30 @@ impl Embedded {
     }
 }
 
+/// The stream's limits after the append of `seq`: past `max_msgs` the oldest messages go at
+/// once; past `max_age` every 1,000th append (the age sweep reads the whole stream).
+fn apply_limits(
+    tx: &rusqlite::Transaction<'_>,
+    spec: &StreamSpec,
+    seq: i64,
+    now: u64,
+) -> rusqlite::Result<()> {
+    if spec.max_msgs > 0 && seq > spec.max_msgs {
+        tx.execute(
+            "DELETE FROM messages WHERE stream = ?1 AND seq <= ?2",
+            params![spec.name, seq - spec.max_msgs],
+        )?;
+    }
+    if !spec.max_age.is_zero() && seq % 1000 == 0 {
+        let oldest = now.saturating_sub(spec.max_age.as_millis() as u64);
+        tx.execute(
+            "DELETE FROM messages WHERE stream = ?1 AND ts_ms < ?2",
+            params![spec.name, oldest as i64],
+        )?;
+    }
+    Ok(())
+}
+
 impl EventLog for Embedded {
     type Consumer = EmbeddedConsumer;
 
@@ -404,6 +428,7 @@ impl EventLog for Embedded {
                 params![spec.name, seq, request.subject, request.msg_id, request.payload, now as i64],
             )
             .map_err(sql("append"))?;
+            apply_limits(&tx, &spec, seq, now).map_err(sql("append"))?;
             tx.commit().map_err(sql("append"))?;
             inner.appended.notify_waiters();
             Ok(AppendAck {

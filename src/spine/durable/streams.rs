@@ -20,12 +20,22 @@ pub struct StreamSpec {
     pub deny_delete: bool,
     /// Refuse purging.
     pub deny_purge: bool,
+    /// Most messages kept (the oldest go first); `-1`: no limit.
+    pub max_msgs: i64,
+    /// Oldest message kept; zero: no limit.
+    pub max_age: Duration,
 }
 
 /// Name of the memory ledger stream.
 pub const MEM: &str = "MEM";
 /// Name of the durable-jobs stream.
 pub const JOBS: &str = "JOBS";
+/// Name of the processes' output stream.
+pub const LOGS: &str = "LOGS";
+/// Most messages (batches of lines) `LOGS` keeps.
+pub const LOGS_MAX_MSGS: i64 = 1_000_000;
+/// How long `LOGS` keeps a batch.
+pub const LOGS_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 impl StreamSpec {
     /// `MEM`: `mem.>`, duplicate window 120 s, append-only.
@@ -36,6 +46,8 @@ impl StreamSpec {
             duplicate_window: Duration::from_secs(120),
             deny_delete: true,
             deny_purge: true,
+            max_msgs: -1,
+            max_age: Duration::ZERO,
         }
     }
 
@@ -48,12 +60,29 @@ impl StreamSpec {
             duplicate_window: Duration::from_secs(900),
             deny_delete: true,
             deny_purge: true,
+            max_msgs: -1,
+            max_age: Duration::ZERO,
         }
     }
 
-    /// Both of Iron's streams.
+    /// `LOGS`: `iron.log.>` (`iron.log.<node name tokens>`: what each process printed, in
+    /// batches of lines), not a ledger: the oldest batches go past [`LOGS_MAX_MSGS`] or
+    /// [`LOGS_MAX_AGE`].
+    pub fn logs() -> Self {
+        Self {
+            name: LOGS.into(),
+            subjects: vec!["iron.log.>".into()],
+            duplicate_window: Duration::from_secs(120),
+            deny_delete: false,
+            deny_purge: false,
+            max_msgs: LOGS_MAX_MSGS,
+            max_age: LOGS_MAX_AGE,
+        }
+    }
+
+    /// Iron's streams.
     pub fn all() -> Vec<Self> {
-        vec![Self::mem(), Self::jobs()]
+        vec![Self::mem(), Self::jobs(), Self::logs()]
     }
 
     /// The same declaration under another name and subject root (benchmarks, tests).
@@ -73,16 +102,16 @@ impl StreamSpec {
     }
 
     /// The full JetStream configuration (the JSON of `$JS.API.STREAM.CREATE`), file storage,
-    /// limits retention, no limits, one replica.
+    /// limits retention (the declared message count and age, no other limit), one replica.
     pub fn server_config(&self) -> Value {
         json!({
             "name": self.name,
             "subjects": self.subjects,
             "retention": "limits",
             "max_consumers": -1,
-            "max_msgs": -1,
+            "max_msgs": self.max_msgs,
             "max_bytes": -1,
-            "max_age": 0,
+            "max_age": self.max_age.as_nanos() as u64,
             "max_msgs_per_subject": -1,
             "max_msg_size": -1,
             "discard": "old",
