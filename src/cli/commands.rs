@@ -105,6 +105,18 @@ async fn up(
             ),
             source,
         })?;
+    if plan.nodes.iter().any(|n| n.executable == "console_node") {
+        let token = crate::view::console::console_token(&config.state_dir).map_err(|source| {
+            CliError::Io {
+                what: "making the console token".into(),
+                source,
+            }
+        })?;
+        println!(
+            "console: http://{}/?token={token}",
+            crate::view::console::listen_address(None)
+        );
+    }
     let shutdown = CancellationToken::new();
     stop_on_signals(shutdown.clone());
     // Every node's output is shipped to the plane just checked (`iron logs <node>`).

@@ -10,3 +10,4 @@ pub mod event_kind;
 pub mod exe;
 pub mod fs;
 pub mod ids;
+pub mod token;

@@ -64,6 +64,11 @@ impl Project {
                     format!("tcp/127.0.0.1:{}", free_port()),
                 ),
                 ("IRON_CONFIG".into(), config.display().to_string()),
+                // Tests run side by side: each project's console on a port of its own.
+                (
+                    "IRON_CONSOLE_LISTEN".into(),
+                    format!("127.0.0.1:{}", free_port()),
+                ),
             ],
             dir,
             plane: None,

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
 use super::Trigger;
+use crate::core::token::same;
 use crate::spine::durable::AnyLog;
 
 /// Largest body accepted.
@@ -131,23 +132,5 @@ async fn receive(
                 json!({"error": format!("could not start the job: {e}")}),
             )
         }
-    }
-}
-
-/// Compares secrets in time that depends only on the length.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && !b.is_empty() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same;
-
-    #[test]
-    fn tokens_must_match_exactly() {
-        assert!(same(b"s3cret", b"s3cret"));
-        assert!(!same(b"s3cre", b"s3cret"));
-        assert!(!same(b"s3creT", b"s3cret"));
-        assert!(!same(b"", b""), "an empty token never matches");
     }
 }

@@ -1,0 +1,289 @@
+//! `/metrics`: Prometheus text format, folded from the log (MEM, JOBS, LOGS). The fold lives
+//! only in the console's memory and is rebuilt from the log when the console restarts; each
+//! scrape reads what was appended since the previous one.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use crate::core::durable::{DurableError, EventLog};
+use crate::core::envelope::Envelope;
+use crate::jobs::JobState;
+use crate::spine::durable::AnyLog;
+use crate::spine::durable::streams::{JOBS, LOGS, MEM};
+
+/// Why the log could not be read for metrics.
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    /// The log failed.
+    #[error("reading the log: {0}")]
+    Log(#[from] DurableError),
+    /// The jobs could not be listed.
+    #[error("listing the jobs: {0}")]
+    Jobs(#[from] crate::jobs::JobError),
+}
+
+/// Labels of one series, in order.
+type Labels = Vec<(&'static str, String)>;
+
+/// One metric: its help, type and series.
+struct Family {
+    help: &'static str,
+    kind: &'static str,
+    series: BTreeMap<Labels, f64>,
+}
+
+/// What the log says so far.
+#[derive(Default)]
+pub struct Metrics {
+    families: BTreeMap<&'static str, Family>,
+    /// Next MEM sequence to read.
+    next_mem: u64,
+}
+
+impl Metrics {
+    fn add(&mut self, name: &'static str, help: &'static str, labels: Labels, by: f64) {
+        let family = self.families.entry(name).or_insert_with(|| Family {
+            help,
+            kind: "counter",
+            series: BTreeMap::new(),
+        });
+        *family.series.entry(labels).or_default() += by;
+    }
+
+    fn set(&mut self, name: &'static str, help: &'static str, labels: Labels, value: f64) {
+        let family = self.families.entry(name).or_insert_with(|| Family {
+            help,
+            kind: "gauge",
+            series: BTreeMap::new(),
+        });
+        family.series.insert(labels, value);
+    }
+
+    /// Folds one MEM event.
+    fn absorb(&mut self, e: &Envelope) {
+        let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let p = &e.payload;
+        let kind = e.kind.as_str().to_string();
+        self.add(
+            "iron_events_total",
+            "Events on the MEM stream, by kind.",
+            vec![("kind", kind.clone())],
+            1.0,
+        );
+        match kind.as_str() {
+            "expert_finished" => {
+                self.add(
+                    "iron_tasks_total",
+                    "Tasks experts finished, by status.",
+                    vec![("status", text(p, "status"))],
+                    1.0,
+                );
+                let spend = p.get("spend").cloned().unwrap_or(Value::Null);
+                for (direction, key) in [("input", "input_tokens"), ("output", "output_tokens")] {
+                    let n = spend.get(key).and_then(Value::as_f64).unwrap_or(0.0);
+                    self.add(
+                        "iron_model_tokens_total",
+                        "Model tokens spent by experts, by direction.",
+                        vec![("direction", direction.into())],
+                        n,
+                    );
+                }
+                let cost = spend.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
+                self.add(
+                    "iron_model_cost_usd_total",
+                    "What experts' model calls cost, in US dollars.",
+                    Vec::new(),
+                    cost,
+                );
+            }
+            "model_called" => self.add(
+                "iron_model_calls_total",
+                "Model calls, by backend and model.",
+                vec![("backend", text(p, "backend")), ("model", text(p, "model"))],
+                1.0,
+            ),
+            "routing_decided" => {
+                let method = p.get("by").map(|b| text(b, "method")).unwrap_or_default();
+                self.add(
+                    "iron_routing_decisions_total",
+                    "Routing decisions, by chosen domain and method.",
+                    vec![("domain", text(p, "domain")), ("method", method)],
+                    1.0,
+                );
+            }
+            "task_rejected" => self.add(
+                "iron_tasks_rejected_total",
+                "Goals refused before any work, by code.",
+                vec![("code", text(p, "code"))],
+                1.0,
+            ),
+            "tool_result" => {
+                let ok = p
+                    .get("outcome")
+                    .and_then(|o| o.get("ok"))
+                    .and_then(Value::as_bool)
+                    .map(|ok| if ok { "ok" } else { "error" })
+                    .unwrap_or("unknown");
+                self.add(
+                    "iron_tool_calls_total",
+                    "Tool calls, by tool, effect and outcome.",
+                    vec![
+                        ("tool", text(p, "tool")),
+                        ("effect", text(p, "effect")),
+                        ("outcome", ok.into()),
+                    ],
+                    1.0,
+                );
+            }
+            "gate_allowed" | "gate_denied" => self.add(
+                "iron_gate_decisions_total",
+                "Gate decisions on tool calls, by gate and decision.",
+                vec![
+                    ("gate", text(p, "gate")),
+                    (
+                        "decision",
+                        if kind == "gate_allowed" {
+                            "allowed"
+                        } else {
+                            "denied"
+                        }
+                        .into(),
+                    ),
+                ],
+                1.0,
+            ),
+            _ => {}
+        }
+    }
+
+    /// Reads what MEM gained since the last call, and the current jobs and stream heads.
+    pub async fn refresh(&mut self, log: &AnyLog) -> Result<(), MetricsError> {
+        let from = self.next_mem.max(1);
+        let mut next = from;
+        loop {
+            let page = log.read(MEM, "mem.>", next, 5_000).await?;
+            let Some(last) = page.last().map(|m| m.seq) else {
+                break;
+            };
+            next = last + 1;
+            for m in page {
+                if let Ok(e) = serde_json::from_slice::<Envelope>(&m.payload) {
+                    self.absorb(&e);
+                }
+            }
+        }
+        self.next_mem = next;
+        self.set(
+            "iron_log_last_sequence",
+            "The last sequence of each stream this console has read.",
+            vec![("stream", MEM.into())],
+            next.saturating_sub(1) as f64,
+        );
+        for stream in [JOBS, LOGS] {
+            let last = log.last_sequence(stream).await?;
+            self.set(
+                "iron_log_last_sequence",
+                "The last sequence of each stream this console has read.",
+                vec![("stream", stream.into())],
+                last as f64,
+            );
+        }
+        // Jobs are few and change state: counted afresh each time.
+        if let Some(f) = self.families.get_mut("iron_jobs") {
+            f.series.clear();
+        }
+        for state in ["running", "waiting", "parked", "done", "cancelled"] {
+            self.set(
+                "iron_jobs",
+                "Durable jobs, by state.",
+                vec![("state", state.into())],
+                0.0,
+            );
+        }
+        let jobs = crate::jobs::ops::list(log, "*").await?;
+        for job in jobs {
+            let state = match job.state {
+                JobState::Waiting { .. } => "waiting",
+                JobState::Parked { .. } => "parked",
+                JobState::Done { .. } => "done",
+                JobState::Cancelled => "cancelled",
+                _ => "running",
+            };
+            if let Some(f) = self.families.get_mut("iron_jobs") {
+                *f.series.entry(vec![("state", state.into())]).or_default() += 1.0;
+            }
+        }
+        Ok(())
+    }
+
+    /// The Prometheus text exposition of everything folded.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for (name, f) in &self.families {
+            let _ = writeln!(out, "# HELP {name} {}", f.help);
+            let _ = writeln!(out, "# TYPE {name} {}", f.kind);
+            for (labels, value) in &f.series {
+                let labels: Vec<String> = labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+                    .collect();
+                if labels.is_empty() {
+                    let _ = writeln!(out, "{name} {value}");
+                } else {
+                    let _ = writeln!(out, "{name}{{{}}} {value}", labels.join(","));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A label value as the text format wants it: backslash, quote and newline escaped.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::event_kind::EventKind;
+    use serde_json::json;
+
+    #[test]
+    fn events_become_labelled_counters() {
+        let mut m = Metrics::default();
+        let e = |kind, payload| Envelope::new("t", ["tasks", "a"], "x", kind, payload);
+        m.absorb(&e(
+            EventKind::ExpertFinished,
+            json!({"status": "done", "spend": {"input_tokens": 10, "output_tokens": 4, "cost_usd": 0.5}}),
+        ));
+        m.absorb(&e(EventKind::GateDenied, json!({"gate": "clearance"})));
+        m.absorb(&e(
+            EventKind::RoutingDecided,
+            json!({"domain": "a/\"b\"", "by": {"method": "given"}}),
+        ));
+        let text = m.render();
+        assert!(
+            text.contains("iron_tasks_total{status=\"done\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("iron_model_tokens_total{direction=\"input\"} 10\n"),
+            "{text}"
+        );
+        assert!(text.contains("iron_model_cost_usd_total 0.5\n"), "{text}");
+        assert!(
+            text.contains("iron_gate_decisions_total{gate=\"clearance\",decision=\"denied\"} 1\n"),
+            "{text}"
+        );
+        assert!(text.contains("domain=\"a/\\\"b\\\"\""), "{text}");
+        assert!(
+            text.contains("# TYPE iron_events_total counter\n"),
+            "{text}"
+        );
+    }
+}

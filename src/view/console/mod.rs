@@ -1,0 +1,187 @@
+//! The console node `/iron/console`: an HTTP server on the operator's machine (127.0.0.1 by
+//! default) that shows the running system from the log and the control plane and keeps no
+//! state of its own. Every request needs the deployment's console token
+//! (`<state_dir>/console.token`, mode 0600, made on first use and printed by `iron up`), as
+//! `Authorization: Bearer <token>` or `?token=<token>`; without it, 401.
+//!
+//! Served today: `/metrics` (Prometheus text format, [`metrics`]) and an index of what is
+//! served. The live views of sessions, tasks, jobs, questions and hunks are still to come.
+
+pub mod metrics;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::{
+    Router,
+    extract::{Request, State},
+    http::{StatusCode, header},
+    middleware::{self, Next},
+    response::{Html, IntoResponse, Response},
+    routing::get,
+};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::core::config::Config;
+use crate::core::token;
+use crate::spine::control::lifecycle::{CallbackError, ManagedNode, NodeContext, RunError};
+use crate::spine::durable::AnyLog;
+use metrics::Metrics;
+
+/// Where the console listens unless told otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7480";
+/// The variable that tells it otherwise (the `--listen` option wins).
+pub const LISTEN_ENV: &str = "IRON_CONSOLE_LISTEN";
+/// The token's file in the state directory.
+pub const TOKEN_FILE: &str = "console.token";
+
+/// The console token of the deployment whose state directory is `state_dir` (made on first
+/// use).
+pub fn console_token(state_dir: &Path) -> std::io::Result<String> {
+    token::load_or_create(&token_path(state_dir))
+}
+
+fn token_path(state_dir: &Path) -> PathBuf {
+    state_dir.join(TOKEN_FILE)
+}
+
+/// The address the console listens on: `listen`, else [`LISTEN_ENV`], else
+/// [`DEFAULT_LISTEN`].
+pub fn listen_address(listen: Option<&str>) -> String {
+    listen
+        .map(str::to_string)
+        .or_else(|| std::env::var(LISTEN_ENV).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_string())
+}
+
+/// `/iron/console`.
+#[derive(Debug, Default)]
+pub struct ConsoleNode {
+    /// `host:port` to listen on (see [`listen_address`]).
+    pub listen: Option<String>,
+}
+
+/// What `configure` opened.
+pub struct ConsoleDeps {
+    listener: Mutex<Option<tokio::net::TcpListener>>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    log: AnyLog,
+    token: String,
+    metrics: Mutex<Metrics>,
+}
+
+impl ManagedNode for ConsoleNode {
+    type Deps = ConsoleDeps;
+
+    async fn configure(&self, _ctx: &NodeContext) -> Result<ConsoleDeps, CallbackError> {
+        let refuse = |e: String| CallbackError::Failure(e);
+        let config = Config::load().map_err(|e| refuse(e.to_string()))?;
+        let log = AnyLog::open(&config)
+            .await
+            .map_err(|e| refuse(e.to_string()))?;
+        let token = console_token(&config.state_dir).map_err(|e| {
+            refuse(format!(
+                "the console token {}: {e}",
+                token_path(&config.state_dir).display()
+            ))
+        })?;
+        let addr = listen_address(self.listen.as_deref());
+        let parsed: SocketAddr = addr
+            .parse()
+            .map_err(|e| refuse(format!("`{addr}` is not host:port ({e}); set {LISTEN_ENV}")))?;
+        let listener = tokio::net::TcpListener::bind(parsed)
+            .await
+            .map_err(|e| refuse(format!("cannot listen on {addr}: {e} (set {LISTEN_ENV})")))?;
+        Ok(ConsoleDeps {
+            listener: Mutex::new(Some(listener)),
+            shared: Arc::new(Shared {
+                log,
+                token,
+                metrics: Mutex::new(Metrics::default()),
+            }),
+        })
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        deps: Arc<ConsoleDeps>,
+        shutdown: CancellationToken,
+    ) -> Result<(), RunError> {
+        let Some(listener) = deps.listener.lock().await.take() else {
+            return Err(RunError::new(
+                "serving the console",
+                "the listener was used by an earlier activation; configure again",
+            ));
+        };
+        if let Ok(addr) = listener.local_addr() {
+            info!("console at http://{addr}/ (token in the state directory's {TOKEN_FILE})");
+        }
+        axum::serve(listener, router(deps.shared.clone()))
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+            .await
+            .map_err(|e| RunError::new("serving the console", e))
+    }
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/metrics", get(metrics))
+        .layer(middleware::from_fn_with_state(shared.clone(), authorize))
+        .with_state(shared)
+}
+
+/// Lets a request through only with the console token.
+async fn authorize(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let bearer = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let query = request
+        .uri()
+        .query()
+        .and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix("token=")));
+    let presented = bearer.or(query).unwrap_or("");
+    if !token::same(presented.as_bytes(), shared.token.as_bytes()) {
+        warn!(path = %request.uri().path(), "console request refused: missing or wrong token");
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "the console token is needed (`Authorization: Bearer <token>` or `?token=`); \
+             `iron up` prints it, and it is in the state directory's console.token\n",
+        )
+            .into_response();
+    }
+    next.run(request).await
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    let mut m = shared.metrics.lock().await;
+    match m.refresh(&shared.log).await {
+        Ok(()) => (
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            m.render(),
+        )
+            .into_response(),
+        Err(e) => (StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")).into_response(),
+    }
+}
+
+async fn index() -> Html<&'static str> {
+    Html(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Iron console</title></head>\
+         <body><h1>Iron console</h1><p>Served here: <a href=\"metrics\">/metrics</a> \
+         (Prometheus text format, from the log). Add <code>?token=…</code> to follow the link \
+         from a browser.</p></body></html>",
+    )
+}

@@ -1,0 +1,149 @@
+//! The console node under `iron up`: every request needs the deployment's token (401
+//! without it or with a wrong one), `/metrics` is Prometheus text format as the reference
+//! parser (PyPI prometheus-client) reads it, and its counters move as a task runs.
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use support::project::Project;
+
+const T: Duration = Duration::from_secs(90);
+
+fn listen(p: &Project) -> String {
+    p.envs()
+        .into_iter()
+        .find(|(k, _)| *k == "IRON_CONSOLE_LISTEN")
+        .map(|(_, v)| v.to_string())
+        .expect("a project gives its console a port")
+}
+
+/// The samples of `text` as the reference parser reads them: `name{labels} value` lines.
+fn parsed(text: &str) -> Vec<String> {
+    let script = "import sys\nfrom prometheus_client.parser import text_string_to_metric_families as f\n\
+                  for fam in f(sys.stdin.read()):\n  for s in fam.samples:\n    \
+                  print(s.name, sorted(s.labels.items()), s.value)\n";
+    let mut child = Command::new(support::test_python())
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the parser refused /metrics: {out:?}\n{text}"
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn value(samples: &[String], prefix: &str) -> f64 {
+    samples
+        .iter()
+        .filter(|s| s.starts_with(prefix))
+        .map(|s| s.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_need_the_token_parse_and_move_as_tasks_run() {
+    let p = Project::offline();
+    let up = p.up(
+        "nodes:\n  - {name: engine, namespace: /iron, executable: engine_node, autostart: true}\n  - {name: console, namespace: /iron, executable: console_node, autostart: true}\n",
+        &[],
+    );
+    up.wait_for("/iron/console: active", T);
+    up.wait_for("/iron/engine: active", T);
+    let printed = up
+        .matching("console: http://")
+        .pop()
+        .expect("iron up prints the console's address and token");
+    let token = printed.rsplit("?token=").next().unwrap().trim().to_string();
+    let stored = std::fs::read_to_string(p.path("console.token")).unwrap();
+    assert_eq!(token, stored.trim());
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(p.path("console.token"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let base = format!("http://{}", listen(&p));
+    let http = reqwest::Client::new();
+    for (what, request) in [
+        ("no token", http.get(format!("{base}/metrics"))),
+        (
+            "a wrong token",
+            http.get(format!("{base}/metrics"))
+                .bearer_auth("x".repeat(64)),
+        ),
+        (
+            "a wrong query token",
+            http.get(format!("{base}/metrics?token=nope")),
+        ),
+        ("the index without a token", http.get(format!("{base}/"))),
+    ] {
+        let r = request.send().await.unwrap();
+        assert_eq!(r.status(), 401, "{what}");
+    }
+    let scrape = || async {
+        let r = http
+            .get(format!("{base}/metrics"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let text = r.text().await.unwrap();
+        parsed(&text)
+    };
+    let before = scrape().await;
+    let tasks_before = value(&before, "iron_tasks_total");
+    let index = http
+        .get(format!("{base}/?token={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(index.status(), 200);
+
+    p.iron_ok(&[
+        "task",
+        "send",
+        "--domain",
+        "core/assistant",
+        "--timeout",
+        "60",
+        "say hello",
+    ]);
+    let after = support::eventually("the task in /metrics", T, || async {
+        let s = scrape().await;
+        (value(&s, "iron_tasks_total") > tasks_before).then_some(s)
+    })
+    .await;
+    assert!(
+        value(&after, "iron_routing_decisions_total") >= 1.0,
+        "{after:#?}"
+    );
+    assert!(value(&after, "iron_model_calls_total") >= 1.0, "{after:#?}");
+    assert!(
+        value(&after, "iron_events_total") > value(&before, "iron_events_total"),
+        "{after:#?}"
+    );
+    assert!(
+        after.iter().any(|s| s.starts_with("iron_jobs ")),
+        "{after:#?}"
+    );
+}
