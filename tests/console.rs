@@ -1,6 +1,7 @@
 //! The console node under `iron up`: every request needs the deployment's token (401
 //! without it or with a wrong one), `/metrics` is Prometheus text format as the reference
-//! parser (PyPI prometheus-client) reads it, and its counters move as a task runs.
+//! parser (PyPI prometheus-client) reads it, and its counters move as a task runs; the event
+//! log streams live over SSE, filtered by kind.
 
 mod support;
 
@@ -59,7 +60,7 @@ fn value(samples: &[String], prefix: &str) -> f64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_need_the_token_parse_and_move_as_tasks_run() {
+async fn the_console_needs_its_token_and_shows_metrics_and_live_events() {
     let p = Project::offline();
     let up = p.up(
         "nodes:\n  - {name: engine, namespace: /iron, executable: engine_node, autostart: true}\n  - {name: console, namespace: /iron, executable: console_node, autostart: true}\n",
@@ -95,6 +96,10 @@ async fn metrics_need_the_token_parse_and_move_as_tasks_run() {
             http.get(format!("{base}/metrics?token=nope")),
         ),
         ("the index without a token", http.get(format!("{base}/"))),
+        (
+            "the event stream without a token",
+            http.get(format!("{base}/api/events")),
+        ),
     ] {
         let r = request.send().await.unwrap();
         assert_eq!(r.status(), 401, "{what}");
@@ -119,6 +124,22 @@ async fn metrics_need_the_token_parse_and_move_as_tasks_run() {
         .unwrap();
     assert_eq!(index.status(), 200);
 
+    // The live event log, from now, only two kinds.
+    let mut live = http
+        .get(format!(
+            "{base}/api/events?kind=routing_decided,expert_finished"
+        ))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(live.status(), 200);
+    assert!(
+        live.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
     p.iron_ok(&[
         "task",
         "send",
@@ -146,4 +167,22 @@ async fn metrics_need_the_token_parse_and_move_as_tasks_run() {
         after.iter().any(|s| s.starts_with("iron_jobs ")),
         "{after:#?}"
     );
+
+    let mut seen = String::new();
+    let deadline = tokio::time::Instant::now() + T;
+    while !(seen.contains("event: routing_decided") && seen.contains("event: expert_finished")) {
+        let chunk = tokio::time::timeout_at(deadline, live.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("the live stream did not bring both kinds:\n{seen}"))
+            .unwrap()
+            .expect("the stream stays open");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    for line in seen.lines().filter(|l| l.starts_with("event: ")) {
+        assert!(
+            line == "event: routing_decided" || line == "event: expert_finished",
+            "filtered out: {line}\n{seen}"
+        );
+    }
+    assert!(seen.contains("\"domain\":\"core/assistant\""), "{seen}");
 }

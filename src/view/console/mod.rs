@@ -4,9 +4,11 @@
 //! (`<state_dir>/console.token`, mode 0600, made on first use and printed by `iron up`), as
 //! `Authorization: Bearer <token>` or `?token=<token>`; without it, 401.
 //!
-//! Served today: `/metrics` (Prometheus text format, [`metrics`]) and an index of what is
-//! served. The live views of sessions, tasks, jobs, questions and hunks are still to come.
+//! Served today: `/metrics` (Prometheus text format, [`metrics`]), `/api/events` (the event
+//! log live over Server-Sent Events, with filters, [`events`]) and an index of what is
+//! served. The views of sessions, tasks, jobs, questions and hunks are still to come.
 
+pub mod events;
 pub mod metrics;
 
 use std::net::SocketAddr;
@@ -133,6 +135,7 @@ fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/metrics", get(metrics))
+        .route("/api/events", get(events::events))
         .layer(middleware::from_fn_with_state(shared.clone(), authorize))
         .with_state(shared)
 }
@@ -181,7 +184,9 @@ async fn index() -> Html<&'static str> {
     Html(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>Iron console</title></head>\
          <body><h1>Iron console</h1><p>Served here: <a href=\"metrics\">/metrics</a> \
-         (Prometheus text format, from the log). Add <code>?token=…</code> to follow the link \
+         (Prometheus text format, from the log) and <code>/api/events</code> (the event log \
+         live as Server-Sent Events; <code>kind</code>, <code>ns</code>, <code>actor</code>, \
+         <code>text</code>, <code>from</code>). Add <code>?token=…</code> to follow a link \
          from a browser.</p></body></html>",
     )
 }
