@@ -6,6 +6,7 @@ mod support;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use iron::core::config::{Backend, Config};
 use iron::core::durable::{EventLog, StartAt};
 use iron::core::envelope::Envelope;
 use iron::core::event_kind::EventKind;
@@ -13,7 +14,9 @@ use iron::memory::emit::{EmitError, EmitPolicy, Emitter};
 use iron::memory::projector::{self, ProjectorDeps};
 use iron::memory::recall::Recall;
 use iron::spine::durable::bootstrap::{self, BootstrapError, BootstrapOptions};
-use iron::spine::durable::{Embedded, EmbeddedOptions, JetStream, JetStreamOptions, StreamSpec};
+use iron::spine::durable::{
+    AnyLog, Embedded, EmbeddedOptions, JetStream, JetStreamOptions, StreamSpec,
+};
 use serde_json::json;
 use support::eventually;
 use support::nats::NatsServer;
@@ -428,4 +431,41 @@ async fn iron_up_refuses_a_plane_that_refuses_and_warns_of_no_fsync_once() {
     up.wait_for("/iron/jobs/clock: active", Duration::from_secs(60));
     let warnings = up.matching("does not fsync before acknowledging");
     assert_eq!(warnings.len(), 1, "{warnings:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_count_is_declared_and_verified_like_any_field() {
+    let server = NatsServer::start();
+    let js = connect(&server, Duration::from_secs(5)).await;
+    bootstrap::bootstrap(&js, &StreamSpec::all(), &opts(&server))
+        .await
+        .unwrap();
+    // The streams hold one copy; a deployment now declaring three is refused, the field named.
+    let err = bootstrap::bootstrap(&js, &StreamSpec::all_replicated(3), &opts(&server))
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("field `num_replicas`: declared 3, found 1"),
+        "{text}"
+    );
+    // Through the configuration: out of range, or more than one copy on the embedded log.
+    let dir = tempfile::tempdir().unwrap();
+    for (backend, replicas, why) in [
+        (Backend::Jetstream, 0, "1 to 5 copies"),
+        (Backend::Jetstream, 6, "1 to 5 copies"),
+        (Backend::Embedded, 3, "the embedded log keeps one copy"),
+    ] {
+        let mut config = Config {
+            state_dir: dir.path().to_path_buf(),
+            ..Config::default()
+        };
+        config.durable.backend = backend;
+        config.durable.nats_url = server.url();
+        config.durable.replicas = replicas;
+        match AnyLog::open(&config).await {
+            Err(e) => assert!(e.to_string().contains(why), "{replicas}: {e}"),
+            Ok(_) => panic!("{replicas} replicas on {backend:?} opened"),
+        }
+    }
 }

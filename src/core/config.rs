@@ -43,6 +43,9 @@ pub struct DurableConfig {
     pub nats_monitor: Option<String>,
     /// Timeout of one durable-plane operation, in seconds.
     pub timeout_secs: f64,
+    /// Copies JetStream keeps of every stream, each on another server of the cluster (1 to 5;
+    /// the embedded log keeps one and refuses more).
+    pub replicas: u8,
     /// The launcher already opened the plane and said what its checks found
     /// (`IRON_PLANE_CHECKED=1`, set by `iron up` for its nodes); not from the file.
     #[serde(skip)]
@@ -86,6 +89,7 @@ impl Default for DurableConfig {
             nats_url: "nats://127.0.0.1:4222".into(),
             nats_monitor: None,
             timeout_secs: 5.0,
+            replicas: 1,
             checked: false,
         }
     }
@@ -152,7 +156,8 @@ impl Config {
     }
 
     /// Applies `IRON_TENANT`, `IRON_STATE_DIR`, `IRON_DURABLE` (embedded|jetstream),
-    /// `IRON_NATS_URL`, `IRON_NATS_MONITOR` and `IRON_PLANE_CHECKED` from `get`.
+    /// `IRON_NATS_URL`, `IRON_NATS_MONITOR`, `IRON_DURABLE_REPLICAS` and
+    /// `IRON_PLANE_CHECKED` from `get`.
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         if let Some(v) = get("IRON_TENANT") {
             self.tenant = v;
@@ -178,6 +183,13 @@ impl Config {
         }
         if let Some(v) = get("IRON_NATS_MONITOR") {
             self.durable.nats_monitor = Some(v);
+        }
+        if let Some(v) = get("IRON_DURABLE_REPLICAS") {
+            self.durable.replicas = v.parse().map_err(|_| ConfigError::Env {
+                var: "IRON_DURABLE_REPLICAS".into(),
+                value: v.clone(),
+                problem: "expected a number of copies, 1 to 5".into(),
+            })?;
         }
         if let Some(v) = get(PLANE_CHECKED_ENV) {
             self.durable.checked = v == "1";

@@ -56,6 +56,8 @@ pub enum OpenError {
     },
     #[error(transparent)]
     Bootstrap(#[from] BootstrapError),
+    #[error("durable.replicas is {replicas}: {why}")]
+    Replicas { replicas: u8, why: &'static str },
 }
 
 impl AnyLog {
@@ -63,7 +65,15 @@ impl AnyLog {
     /// (refusing to start when they differ).
     pub async fn open(config: &Config) -> Result<Self, OpenError> {
         let timeout = Duration::from_secs_f64(config.durable.timeout_secs.max(0.1));
+        let replicas = config.durable.replicas;
+        let refuse = |why| Err(OpenError::Replicas { replicas, why });
+        if !(1..=5).contains(&replicas) {
+            return refuse("JetStream keeps 1 to 5 copies of a stream");
+        }
         match config.durable.backend {
+            Backend::Embedded if replicas != 1 => {
+                refuse("the embedded log keeps one copy; more need JetStream on a cluster")
+            }
             Backend::Embedded => {
                 let path = config.state_path(&config.durable.embedded_path);
                 if let Some(dir) = path.parent() {
@@ -96,7 +106,7 @@ impl AnyLog {
                 .map_err(|source| OpenError::Connect { url, source })?;
                 let report = bootstrap::bootstrap(
                     &log,
-                    &StreamSpec::all(),
+                    &StreamSpec::all_replicated(replicas),
                     &BootstrapOptions {
                         monitor: config.durable.nats_monitor.clone(),
                         quiet: config.durable.checked,

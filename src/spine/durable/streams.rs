@@ -24,6 +24,8 @@ pub struct StreamSpec {
     pub max_msgs: i64,
     /// Oldest message kept; zero: no limit.
     pub max_age: Duration,
+    /// Copies JetStream keeps, each on another server of a cluster (1 to 5).
+    pub replicas: u8,
 }
 
 /// Name of the memory ledger stream.
@@ -48,6 +50,7 @@ impl StreamSpec {
             deny_purge: true,
             max_msgs: -1,
             max_age: Duration::ZERO,
+            replicas: 1,
         }
     }
 
@@ -62,6 +65,7 @@ impl StreamSpec {
             deny_purge: true,
             max_msgs: -1,
             max_age: Duration::ZERO,
+            replicas: 1,
         }
     }
 
@@ -77,12 +81,21 @@ impl StreamSpec {
             deny_purge: false,
             max_msgs: LOGS_MAX_MSGS,
             max_age: LOGS_MAX_AGE,
+            replicas: 1,
         }
     }
 
     /// Iron's streams.
     pub fn all() -> Vec<Self> {
         vec![Self::mem(), Self::jobs(), Self::logs()]
+    }
+
+    /// Iron's streams, each kept in `replicas` copies (`durable.replicas`).
+    pub fn all_replicated(replicas: u8) -> Vec<Self> {
+        Self::all()
+            .into_iter()
+            .map(|s| Self { replicas, ..s })
+            .collect()
     }
 
     /// The same declaration under another name and subject root (benchmarks, tests).
@@ -102,7 +115,8 @@ impl StreamSpec {
     }
 
     /// The full JetStream configuration (the JSON of `$JS.API.STREAM.CREATE`), file storage,
-    /// limits retention (the declared message count and age, no other limit), one replica.
+    /// limits retention (the declared message count and age, no other limit), the declared
+    /// number of replicas.
     pub fn server_config(&self) -> Value {
         json!({
             "name": self.name,
@@ -116,7 +130,7 @@ impl StreamSpec {
             "max_msg_size": -1,
             "discard": "old",
             "storage": "file",
-            "num_replicas": 1,
+            "num_replicas": self.replicas,
             "duplicate_window": self.duplicate_window.as_nanos() as u64,
             "compression": "none",
             "deny_delete": self.deny_delete,
