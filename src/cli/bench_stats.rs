@@ -8,14 +8,7 @@ use tokio_util::sync::CancellationToken;
 use super::CliError;
 use crate::spine::control::router::{Router, RouterConfig};
 
-/// Percentile (0..=100) of sorted samples, nearest rank; zero for no samples.
-pub(super) fn pct(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let i = ((sorted.len() - 1) as f64 * p / 100.0).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
+pub(super) use crate::core::stats::percentile as pct;
 
 /// Microseconds, as a float for printing.
 pub(super) fn us(d: Duration) -> f64 {
@@ -81,13 +74,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn percentiles_pick_the_nearest_rank() {
-        let samples: Vec<Duration> = (1..=101).map(Duration::from_millis).collect();
-        assert_eq!(pct(&samples, 0.0), Duration::from_millis(1));
-        assert_eq!(pct(&samples, 50.0), Duration::from_millis(51));
-        assert_eq!(pct(&samples, 99.0), Duration::from_millis(100));
-        assert_eq!(pct(&samples, 100.0), Duration::from_millis(101));
-        assert_eq!(pct(&[], 50.0), Duration::ZERO);
+    fn units_for_printing() {
         assert_eq!(us(Duration::from_micros(1_500)), 1_500.0);
         assert_eq!(ms(Duration::from_micros(1_500)), 1.5);
     }

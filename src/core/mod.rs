@@ -10,4 +10,5 @@ pub mod event_kind;
 pub mod exe;
 pub mod fs;
 pub mod ids;
+pub mod stats;
 pub mod token;

@@ -87,12 +87,9 @@ fn long<'a>(ctx: &'a mut Ctx, input: Value) -> FlowFuture<'a> {
 
 const PY_NOOP: &str = "def nothing():\n    return None\n\ndef run(ctx, input):\n    for _ in range(input['n']):\n        ctx.step('noop', nothing)\n    return input['n']\n";
 
-fn pct(sorted: &[Duration], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted[i].as_secs_f64() * 1e6
+/// The `p`-th percentile of sorted samples, in microseconds.
+fn pct_us(sorted: &[Duration], p: f64) -> f64 {
+    crate::core::stats::percentile(sorted, p).as_secs_f64() * 1e6
 }
 
 /// Runs the benchmark against `js` (a server the caller owns: it writes jobs of mesh `bench`).
@@ -161,7 +158,11 @@ pub async fn jobs(
     run_job(&log, &flows, &fence, "bench", &job).await?;
     let mut steps = std::mem::take(&mut *samples.lock().expect("samples"));
     steps.sort();
-    let (raw50, step50, step99) = (pct(&raw, 0.5), pct(&steps, 0.5), pct(&steps, 0.99));
+    let (raw50, step50, step99) = (
+        pct_us(&raw, 50.0),
+        pct_us(&steps, 50.0),
+        pct_us(&steps, 99.0),
+    );
     writeln!(out, "bench jobs.raw_publish_ack_p50 {raw50:.1} us")?;
     writeln!(out, "bench jobs.step_p50 {step50:.1} us")?;
     writeln!(out, "bench jobs.step_p99 {step99:.1} us")?;

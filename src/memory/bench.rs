@@ -78,14 +78,11 @@ pub struct Series {
 
 pub(super) fn series(mut latencies: Vec<Duration>, total: Duration) -> Series {
     latencies.sort();
-    let pick = |q: f64| {
-        let i = ((latencies.len() as f64 - 1.0) * q).round() as usize;
-        latencies.get(i).map_or(0.0, |d| d.as_secs_f64() * 1e6)
-    };
+    let pick = |p: f64| crate::core::stats::percentile(&latencies, p).as_secs_f64() * 1e6;
     Series {
         per_second: latencies.len() as f64 / total.as_secs_f64().max(1e-9),
-        p50_us: pick(0.50),
-        p99_us: pick(0.99),
+        p50_us: pick(50.0),
+        p99_us: pick(99.0),
     }
 }
 

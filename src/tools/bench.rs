@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -45,11 +45,6 @@ pub struct BenchLine {
     pub value: f64,
     /// Unit.
     pub unit: &'static str,
-}
-
-fn p50(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples.get(samples.len() / 2).copied().unwrap_or_default()
 }
 
 fn invalid(e: impl std::fmt::Display) -> io::Error {
@@ -150,8 +145,8 @@ pub async fn tools(bench: &ToolsBench, out: &mut dyn Write) -> io::Result<Vec<Be
     manager.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 
-    let d = p50(direct_t).as_secs_f64() * 1e6;
-    let m = p50(managed_t).as_secs_f64() * 1e6;
+    let p50 = |samples| crate::core::stats::percentile_of(samples, 50.0).as_secs_f64() * 1e6;
+    let (d, m) = (p50(direct_t), p50(managed_t));
     let lines = vec![
         BenchLine {
             name: "tools.calls".into(),
