@@ -8,7 +8,7 @@ use super::CliError;
 use crate::core::config::Config;
 use crate::spine::durable::AnyLog;
 use crate::workspace::land::{LandError, Reviewer, checked_target, read_review};
-use crate::workspace::review::{Decision, Proposed, Review};
+use crate::workspace::review::{Decision, Review};
 use crate::workspace::scratch::remove_dir;
 
 /// Review of experts' changes, hunk by hunk.
@@ -109,7 +109,7 @@ pub async fn run(command: HunksCommand) -> Result<(), CliError> {
                 .get(&hunk)
                 .ok_or(LandError::NoHunk(hunk))
                 .map_err(failed)?;
-            print!("{}", raw_patch(p));
+            print!("{}", p.patch());
             Ok(())
         }
         HunksCommand::Approve { hunks, user } => {
@@ -120,19 +120,6 @@ pub async fn run(command: HunksCommand) -> Result<(), CliError> {
         }
         HunksCommand::Apply { task, user } => apply(&log, &config, &review, &task, &user).await,
     }
-}
-
-/// The patch of one hunk (its file's header and its lines), governance or not, for reading.
-fn raw_patch(p: &Proposed) -> String {
-    let mut out = p.header.join("\n");
-    out.push('\n');
-    out.push_str(&p.hunk.range);
-    out.push('\n');
-    for l in &p.hunk.lines {
-        out.push_str(l);
-        out.push('\n');
-    }
-    out
 }
 
 fn failed(e: impl std::fmt::Display) -> CliError {

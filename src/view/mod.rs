@@ -3,4 +3,5 @@
 //! console node ([`console`]): `/metrics` today, behind the deployment's token.
 
 pub mod console;
+pub mod overview;
 pub mod ship;

@@ -69,6 +69,21 @@ pub struct Proposed {
     pub decision: Decision,
 }
 
+impl Proposed {
+    /// The patch of this hunk alone (its file's header and its lines), for reading.
+    pub fn patch(&self) -> String {
+        let mut out = self.header.join("\n");
+        out.push('\n');
+        out.push_str(&self.hunk.range);
+        out.push('\n');
+        for l in &self.hunk.lines {
+            out.push_str(l);
+            out.push('\n');
+        }
+        out
+    }
+}
+
 /// The events that propose what `scratch` holds: one `hunk_proposed` per hunk, one
 /// `change_unreviewable` per file without hunks, as (kind, payload).
 pub fn proposals(

@@ -25,6 +25,9 @@ pub(super) struct Recorder {
     pub namespace: Vec<String>,
     pub actor: String,
     pub cause: Option<EventId>,
+    /// The task every event of this recorder belongs to (added to each payload as
+    /// `task_id`, so a view can put model calls and tool calls under their task).
+    pub task_id: Option<String>,
 }
 
 impl Recorder {
@@ -34,6 +37,12 @@ impl Recorder {
         payload: Value,
         cause: Option<EventId>,
     ) -> Result<EventId, EmitError> {
+        let mut payload = payload;
+        if let (Some(task), Some(fields)) = (&self.task_id, payload.as_object_mut()) {
+            fields
+                .entry("task_id")
+                .or_insert_with(|| Value::String(task.clone()));
+        }
         let mut e = Envelope::new(
             self.tenant.clone(),
             self.namespace.clone(),

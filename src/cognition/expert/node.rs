@@ -114,6 +114,7 @@ impl ManagedNode for ExpertNode {
             namespace: vec!["experts".into(), entry.mesh.clone(), entry.role.clone()],
             actor: self.expert.clone(),
             cause: None,
+            task_id: None,
         };
         let manifest_path = config.state_path(Path::new(crate::aem::TOOL_MANIFEST_FILE));
         let manifest = crate::aem::read_tool_manifest(&manifest_path)
@@ -306,6 +307,7 @@ impl ExpertDeps {
             },
             actor: self.entry.id.clone(),
             cause: cause.clone(),
+            task_id: Some(goal.task_id.clone()),
         };
         let cause = cause.map(|c| c.to_string());
         let owner = context

@@ -202,17 +202,13 @@ impl OperatorDesk {
         text: &str,
     ) -> Result<String, ControlError> {
         let question_id = uuid::Uuid::new_v4().to_string();
-        let stamp = now_stamp();
         let msg = Question {
             question_id: question_id.clone(),
             task_id: task_id.to_string(),
             expert: expert.to_string(),
             text: text.to_string(),
             choices_json: "[]".into(),
-            asked: Time {
-                sec: stamp.sec,
-                nanosec: stamp.nanosec,
-            },
+            asked: now(),
         };
         self.questions
             .async_publish(&msg)
@@ -223,6 +219,108 @@ impl OperatorDesk {
             })?;
         Ok(question_id)
     }
+}
+
+fn now() -> Time {
+    let stamp = now_stamp();
+    Time {
+        sec: stamp.sec,
+        nanosec: stamp.nanosec,
+    }
+}
+
+type AnswerPub = ZPub<Answer, <Answer as hiroz::msg::ZMessage>::Serdes>;
+type InterjectionPub = ZPub<Interjection, <Interjection as hiroz::msg::ZMessage>::Serdes>;
+
+/// The operator's side: answers and corrections for running tasks, published only once an
+/// expert listens (so none is dropped silently). Used by `iron task answer|interject` and the
+/// console.
+pub struct OperatorVoice {
+    answers: AnswerPub,
+    interjections: InterjectionPub,
+}
+
+impl OperatorVoice {
+    /// Declares the publishers on `node`.
+    pub fn new(node: &ZNode) -> Result<Self, ControlError> {
+        let declare = |what: &'static str| {
+            move |source| ControlError::Declare {
+                what: what.to_string(),
+                source,
+            }
+        };
+        Ok(Self {
+            answers: node
+                .create_pub::<Answer>(ANSWERS)
+                .build()
+                .map_err(declare("publisher on /iron/answers"))?,
+            interjections: node
+                .create_pub::<Interjection>(INTERJECTIONS)
+                .build()
+                .map_err(declare("publisher on /iron/interjections"))?,
+        })
+    }
+
+    /// Answers `question_id` of `task_id` as `operator`.
+    pub async fn answer(
+        &self,
+        task_id: &str,
+        question_id: &str,
+        operator: &str,
+        text: &str,
+        timeout: std::time::Duration,
+    ) -> Result<(), ControlError> {
+        let msg = Answer {
+            question_id: question_id.to_string(),
+            task_id: task_id.to_string(),
+            operator_id: operator.to_string(),
+            text: text.to_string(),
+            answered: now(),
+        };
+        publish_heard(&self.answers, ANSWERS, &msg, timeout).await
+    }
+
+    /// Sends `task_id` a correction from `operator`.
+    pub async fn interject(
+        &self,
+        task_id: &str,
+        operator: &str,
+        text: &str,
+        timeout: std::time::Duration,
+    ) -> Result<(), ControlError> {
+        let msg = Interjection {
+            task_id: task_id.to_string(),
+            operator_id: operator.to_string(),
+            text: text.to_string(),
+            sent: now(),
+        };
+        publish_heard(&self.interjections, INTERJECTIONS, &msg, timeout).await
+    }
+}
+
+/// Publishes `msg` on `topic` once somebody (an expert) listens; refuses to drop it silently.
+async fn publish_heard<M>(
+    publisher: &ZPub<M, M::Serdes>,
+    topic: &str,
+    msg: &M,
+    timeout: std::time::Duration,
+) -> Result<(), ControlError>
+where
+    M: hiroz::msg::ZMessage + hiroz::WithTypeInfo + Send + Sync + 'static,
+    for<'a> M::Serdes: hiroz::msg::ZSerializer<Input<'a> = &'a M>,
+{
+    if !publisher.wait_for_subscription(1, timeout).await {
+        return Err(ControlError::NoServer {
+            what: format!("{topic} (no expert listens: is the task still running?)"),
+        });
+    }
+    publisher
+        .async_publish(msg)
+        .await
+        .map_err(|source| ControlError::Call {
+            what: format!("publish on {topic}"),
+            source,
+        })
 }
 
 impl TaskDesk {

@@ -12,6 +12,7 @@ use crate::core::envelope::Envelope;
 use crate::jobs::JobState;
 use crate::spine::durable::AnyLog;
 use crate::spine::durable::streams::{JOBS, LOGS, MEM};
+use crate::view::overview::tool_succeeded;
 
 /// Why the log could not be read for metrics.
 #[derive(Debug, thiserror::Error)]
@@ -63,7 +64,11 @@ impl Metrics {
 
     /// Folds one MEM event.
     fn absorb(&mut self, e: &Envelope) {
-        let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let text = |v: &Value, k: &str| match v.get(k) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        };
         let p = &e.payload;
         let kind = e.kind.as_str().to_string();
         self.add(
@@ -80,9 +85,23 @@ impl Metrics {
                     vec![("status", text(p, "status"))],
                     1.0,
                 );
-                let spend = p.get("spend").cloned().unwrap_or(Value::Null);
-                for (direction, key) in [("input", "input_tokens"), ("output", "output_tokens")] {
-                    let n = spend.get(key).and_then(Value::as_f64).unwrap_or(0.0);
+            }
+            "model_called" => {
+                let failed = text(p, "event") == "model_failed";
+                self.add(
+                    "iron_model_calls_total",
+                    "Model calls, by backend, model and outcome.",
+                    vec![
+                        ("backend", text(p, "backend")),
+                        ("model", text(p, "model")),
+                        ("outcome", if failed { "failed" } else { "answered" }.into()),
+                    ],
+                    1.0,
+                );
+                let usage = p.get("usage").cloned().unwrap_or(Value::Null);
+                for direction in ["input", "output"] {
+                    let key = format!("{direction}_tokens");
+                    let n = usage.get(&key).and_then(Value::as_f64).unwrap_or(0.0);
                     self.add(
                         "iron_model_tokens_total",
                         "Model tokens spent by experts, by direction.",
@@ -90,7 +109,7 @@ impl Metrics {
                         n,
                     );
                 }
-                let cost = spend.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
+                let cost = p.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
                 self.add(
                     "iron_model_cost_usd_total",
                     "What experts' model calls cost, in US dollars.",
@@ -98,12 +117,6 @@ impl Metrics {
                     cost,
                 );
             }
-            "model_called" => self.add(
-                "iron_model_calls_total",
-                "Model calls, by backend and model.",
-                vec![("backend", text(p, "backend")), ("model", text(p, "model"))],
-                1.0,
-            ),
             "routing_decided" => {
                 let method = p.get("by").map(|b| text(b, "method")).unwrap_or_default();
                 self.add(
@@ -119,41 +132,48 @@ impl Metrics {
                 vec![("code", text(p, "code"))],
                 1.0,
             ),
-            "tool_result" => {
-                let ok = p
-                    .get("outcome")
-                    .and_then(|o| o.get("ok"))
-                    .and_then(Value::as_bool)
-                    .map(|ok| if ok { "ok" } else { "error" })
-                    .unwrap_or("unknown");
+            "tool_call" => {
+                let outcome = p.get("outcome").cloned().unwrap_or(Value::Null);
                 self.add(
                     "iron_tool_calls_total",
-                    "Tool calls, by tool, effect and outcome.",
+                    "Tool calls both gates admitted, by tool and effect.",
                     vec![
                         ("tool", text(p, "tool")),
-                        ("effect", text(p, "effect")),
-                        ("outcome", ok.into()),
+                        ("effect", text(&outcome, "effect")),
                     ],
                     1.0,
                 );
+                self.add(
+                    "iron_gate_decisions_total",
+                    "Gate decisions on tool calls, by gate and decision.",
+                    vec![("gate", "both".into()), ("decision", "allowed".into())],
+                    1.0,
+                );
             }
-            "gate_allowed" | "gate_denied" => self.add(
-                "iron_gate_decisions_total",
-                "Gate decisions on tool calls, by gate and decision.",
+            "tool_result" => self.add(
+                "iron_tool_results_total",
+                "Tool call results, by tool and outcome.",
                 vec![
-                    ("gate", text(p, "gate")),
+                    ("tool", text(p, "tool")),
                     (
-                        "decision",
-                        if kind == "gate_allowed" {
-                            "allowed"
-                        } else {
-                            "denied"
-                        }
-                        .into(),
+                        "outcome",
+                        if tool_succeeded(p) { "ok" } else { "error" }.into(),
                     ),
                 ],
                 1.0,
             ),
+            "gate_denied" => {
+                let outcome = p.get("outcome").cloned().unwrap_or(Value::Null);
+                self.add(
+                    "iron_gate_decisions_total",
+                    "Gate decisions on tool calls, by gate and decision.",
+                    vec![
+                        ("gate", text(&outcome, "gate_number")),
+                        ("decision", "denied".into()),
+                    ],
+                    1.0,
+                );
+            }
             _ => {}
         }
     }
@@ -258,10 +278,25 @@ mod tests {
         let mut m = Metrics::default();
         let e = |kind, payload| Envelope::new("t", ["tasks", "a"], "x", kind, payload);
         m.absorb(&e(
+            EventKind::ModelCalled,
+            json!({"event": "model_called", "backend": "b", "model": "m", "usage": {"input_tokens": 10, "output_tokens": 4}, "cost_usd": 0.5}),
+        ));
+        m.absorb(&e(
             EventKind::ExpertFinished,
             json!({"status": "done", "spend": {"input_tokens": 10, "output_tokens": 4, "cost_usd": 0.5}}),
         ));
-        m.absorb(&e(EventKind::GateDenied, json!({"gate": "clearance"})));
+        m.absorb(&e(
+            EventKind::ToolCall,
+            json!({"tool": "fs/read", "outcome": {"status": "admitted", "effect": "read"}}),
+        ));
+        m.absorb(&e(
+            EventKind::ToolResult,
+            json!({"tool": "fs/read", "outcome": {"status": "answered", "is_error": false}}),
+        ));
+        m.absorb(&e(
+            EventKind::GateDenied,
+            json!({"tool": "fs/write", "outcome": {"status": "denied", "gate_number": 2}}),
+        ));
         m.absorb(&e(
             EventKind::RoutingDecided,
             json!({"domain": "a/\"b\"", "by": {"method": "given"}}),
@@ -277,7 +312,15 @@ mod tests {
         );
         assert!(text.contains("iron_model_cost_usd_total 0.5\n"), "{text}");
         assert!(
-            text.contains("iron_gate_decisions_total{gate=\"clearance\",decision=\"denied\"} 1\n"),
+            text.contains("iron_gate_decisions_total{gate=\"2\",decision=\"denied\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("iron_tool_calls_total{tool=\"fs/read\",effect=\"read\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("iron_tool_results_total{tool=\"fs/read\",outcome=\"ok\"} 1\n"),
             "{text}"
         );
         assert!(text.contains("domain=\"a/\\\"b\\\"\""), "{text}");

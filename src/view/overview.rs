@@ -1,0 +1,543 @@
+//! What the log says about the work: sessions and their turns, the task tree (task →
+//! delegations → tool calls, with status, timing, tokens and cost), the questions experts
+//! asked and which are still open, and the perception sources with what each last served.
+//! A fold of the MEM stream kept in memory only: it is rebuilt from the log whenever its
+//! holder starts, and each [`Overview::refresh`] reads what was appended since the last.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::core::durable::{DurableError, EventLog};
+use crate::core::envelope::Envelope;
+use crate::core::event_kind::EventKind;
+use crate::core::ids::EventId;
+use crate::spine::durable::streams::MEM;
+
+/// Tasks kept; the oldest go first past this (the log keeps them all).
+const MAX_TASKS: usize = 2_000;
+/// Turns kept per session.
+const MAX_TURNS: usize = 200;
+/// Longest text kept of a request, reply or question.
+const CLIP: usize = 2_000;
+
+/// One tool call of a task.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolUse {
+    /// The tool's name.
+    pub tool: String,
+    /// Its declared effect (`read`, `write`, …).
+    pub effect: String,
+    /// Whether it succeeded; `None` while no result is on the log.
+    pub ok: Option<bool>,
+    /// When it was called (ms since the epoch).
+    pub ts: u64,
+}
+
+/// One task: a goal the engine routed, or a part it delegated.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Task {
+    /// Task id.
+    pub id: String,
+    /// The task it is a part of.
+    pub parent: Option<String>,
+    /// The session whose turn started it.
+    pub session: Option<String>,
+    /// What it was asked.
+    pub request: String,
+    /// `<mesh>/<role>` it was routed to.
+    pub domain: String,
+    /// The expert process that ran it.
+    pub expert: String,
+    /// `routed`, then the delegation's outcome (`succeeded`, `aborted`, …) or `rejected`.
+    pub status: String,
+    /// First event (ms since the epoch).
+    pub started_ms: u64,
+    /// Last event.
+    pub last_ms: u64,
+    /// Model tokens in.
+    pub input_tokens: u64,
+    /// Model tokens out.
+    pub output_tokens: u64,
+    /// What its model calls cost (US dollars).
+    pub cost_usd: f64,
+    /// Model calls made.
+    pub model_calls: u64,
+    /// Tool calls, in order.
+    pub tools: Vec<ToolUse>,
+    /// The reply delivered for it.
+    pub reply: Option<String>,
+    /// Why it failed or was refused.
+    pub error: Option<String>,
+}
+
+/// One user turn of a session.
+#[derive(Debug, Clone, Serialize)]
+pub struct Turn {
+    /// When (ms since the epoch).
+    pub ts: u64,
+    /// Who.
+    pub user: String,
+    /// What they said.
+    pub text: String,
+    /// The task the inbox made of it (the first turn of a batch names it).
+    pub task: String,
+}
+
+/// A question an expert asked an operator.
+#[derive(Debug, Clone, Serialize)]
+pub struct Asked {
+    /// Question id (what an answer names).
+    pub question_id: String,
+    /// The task that waits.
+    pub task_id: String,
+    /// The expert that asked.
+    pub expert: String,
+    /// The question.
+    pub question: String,
+    /// When.
+    pub asked_ms: u64,
+    /// The answer, once one was read.
+    pub answer: Option<String>,
+}
+
+/// A perception source.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Source {
+    /// Its name.
+    pub name: String,
+    /// Changes it reported.
+    pub changes: u64,
+    /// When it last reported one (ms since the epoch).
+    pub last_ms: u64,
+    /// What it last served (the change's payload, shortened).
+    pub last: String,
+}
+
+/// The fold. See the module documentation.
+#[derive(Debug, Default)]
+pub struct Overview {
+    /// The MEM subjects read (one tenant's, or all).
+    filter: String,
+    next: u64,
+    tasks: BTreeMap<String, Task>,
+    /// Task ids, oldest first (to drop the oldest past [`MAX_TASKS`]).
+    order: VecDeque<String>,
+    sessions: BTreeMap<String, VecDeque<Turn>>,
+    questions: BTreeMap<String, Asked>,
+    /// Tasks whose delegation ended: their open questions are moot.
+    ended: std::collections::BTreeSet<String>,
+    sources: BTreeMap<String, Source>,
+}
+
+fn text(v: &Value, key: &str) -> String {
+    match v.get(key) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn clip(s: &str) -> String {
+    if s.len() <= CLIP {
+        return s.to_string();
+    }
+    let mut end = CLIP;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// Whether a `tool_result` payload says the tool answered without an error.
+pub fn tool_succeeded(p: &Value) -> bool {
+    let outcome = p.get("outcome");
+    let field = |k: &str| outcome.and_then(|o| o.get(k));
+    field("status").and_then(Value::as_str) == Some("answered")
+        && field("is_error").and_then(Value::as_bool) != Some(true)
+}
+
+impl Overview {
+    /// The overview of `tenant`'s events.
+    pub fn of_tenant(tenant: &str) -> Self {
+        Self {
+            filter: format!("mem.{tenant}.>"),
+            ..Self::default()
+        }
+    }
+
+    /// Reads what MEM gained since the last call.
+    pub async fn refresh<L: EventLog>(&mut self, log: &L) -> Result<(), DurableError> {
+        let mut next = self.next.max(1);
+        loop {
+            let filter = if self.filter.is_empty() {
+                "mem.>"
+            } else {
+                &self.filter
+            };
+            let page = log.read(MEM, filter, next, 2_000).await?;
+            let Some(last) = page.last().map(|m| m.seq) else {
+                break;
+            };
+            next = last + 1;
+            for m in page {
+                if let Ok(e) = serde_json::from_slice::<Envelope>(&m.payload) {
+                    self.absorb(&e);
+                }
+            }
+        }
+        self.next = next;
+        Ok(())
+    }
+
+    /// The task `id`, made on first mention.
+    fn task(&mut self, id: &str, ts: u64) -> &mut Task {
+        if !self.tasks.contains_key(id) {
+            self.order.push_back(id.to_string());
+            while self.order.len() > MAX_TASKS {
+                if let Some(old) = self.order.pop_front() {
+                    self.tasks.remove(&old);
+                }
+            }
+        }
+        let task = self.tasks.entry(id.to_string()).or_insert_with(|| Task {
+            id: id.to_string(),
+            status: "routed".into(),
+            started_ms: ts,
+            ..Task::default()
+        });
+        task.last_ms = task.last_ms.max(ts);
+        task
+    }
+
+    /// Folds one MEM event.
+    pub fn absorb(&mut self, e: &Envelope) {
+        let p = &e.payload;
+        // Tool events name their task `task`; everything else `task_id`.
+        let task_id = [text(p, "task_id"), text(p, "task")]
+            .into_iter()
+            .find(|t| !t.is_empty())
+            .unwrap_or_default();
+        match &e.kind {
+            EventKind::ChatTurn => {
+                let session = e.namespace.get(1).cloned().unwrap_or_default();
+                let task = EventId::computed(&["inbox", e.event_id.as_str()]).to_string();
+                let turns = self.sessions.entry(session).or_default();
+                turns.push_back(Turn {
+                    ts: e.ts,
+                    user: text(p, "user_id"),
+                    text: clip(&text(p, "text")),
+                    task,
+                });
+                if turns.len() > MAX_TURNS {
+                    turns.pop_front();
+                }
+            }
+            EventKind::RoutingDecided if !task_id.is_empty() => {
+                let session = self.session_of(&task_id);
+                let parent = text(p, "parent_task_id");
+                let task = self.task(&task_id, e.ts);
+                task.domain = text(p, "domain");
+                task.request = clip(&text(p, "instruction"));
+                task.parent = (!parent.is_empty()).then_some(parent);
+                task.session = task.session.take().or(session);
+            }
+            EventKind::TaskDelegated if !task_id.is_empty() => {
+                self.ended.insert(task_id.clone());
+                let task = self.task(&task_id, e.ts);
+                task.domain = text(p, "domain");
+                task.expert = text(p, "expert");
+                task.status = text(p, "status");
+                let error = text(p, "error");
+                task.error = (!error.is_empty()).then_some(error);
+            }
+            EventKind::TaskRejected if !task_id.is_empty() => {
+                self.ended.insert(task_id.clone());
+                let task = self.task(&task_id, e.ts);
+                task.status = "rejected".into();
+                task.error = Some(text(p, "reason"));
+            }
+            EventKind::ExpertFinished if !task_id.is_empty() => {
+                // `spend` is the task's total so far: it wins over the calls counted live.
+                let spend = p.get("spend").cloned().unwrap_or(Value::Null);
+                let number = |k: &str| spend.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                let task = self.task(&task_id, e.ts);
+                task.input_tokens = task.input_tokens.max(number("input_tokens") as u64);
+                task.output_tokens = task.output_tokens.max(number("output_tokens") as u64);
+                task.cost_usd = task.cost_usd.max(number("cost_usd"));
+                task.model_calls = task.model_calls.max(number("model_calls") as u64);
+                if task.expert.is_empty() {
+                    task.expert = e.actor.clone();
+                }
+            }
+            EventKind::ModelCalled if !task_id.is_empty() && text(p, "event") != "model_failed" => {
+                let usage = p.get("usage").cloned().unwrap_or(Value::Null);
+                let tokens = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+                let cost = p.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
+                let task = self.task(&task_id, e.ts);
+                task.model_calls += 1;
+                task.input_tokens += tokens("input_tokens");
+                task.output_tokens += tokens("output_tokens");
+                task.cost_usd += cost;
+            }
+            EventKind::ToolCall | EventKind::GateDenied if !task_id.is_empty() => {
+                let outcome = p.get("outcome").cloned().unwrap_or(Value::Null);
+                let denied = e.kind == EventKind::GateDenied;
+                let effect = if denied {
+                    format!("denied by gate {}", text(&outcome, "gate_number"))
+                } else {
+                    text(&outcome, "effect")
+                };
+                self.task(&task_id, e.ts).tools.push(ToolUse {
+                    tool: text(p, "tool"),
+                    effect,
+                    ok: denied.then_some(false),
+                    ts: e.ts,
+                });
+            }
+            EventKind::ToolResult if !task_id.is_empty() => {
+                let tool = text(p, "tool");
+                let ok = tool_succeeded(p);
+                let task = self.task(&task_id, e.ts);
+                match task
+                    .tools
+                    .iter_mut()
+                    .rev()
+                    .find(|t| t.tool == tool && t.ok.is_none())
+                {
+                    Some(call) => call.ok = Some(ok),
+                    None => task.tools.push(ToolUse {
+                        tool,
+                        effect: String::new(),
+                        ok: Some(ok),
+                        ts: e.ts,
+                    }),
+                }
+            }
+            EventKind::ReplyDelivered if !task_id.is_empty() => {
+                self.task(&task_id, e.ts).reply = Some(clip(&text(p, "text")));
+            }
+            EventKind::QuestionAsked => {
+                let question_id = text(p, "question_id");
+                if question_id.is_empty() {
+                    return;
+                }
+                self.questions.insert(
+                    question_id.clone(),
+                    Asked {
+                        question_id,
+                        task_id: task_id.clone(),
+                        expert: text(p, "expert"),
+                        question: clip(&text(p, "question")),
+                        asked_ms: e.ts,
+                        answer: None,
+                    },
+                );
+            }
+            EventKind::AnswerReceived => {
+                if let Some(q) = self.questions.get_mut(&text(p, "question_id")) {
+                    q.answer = Some(clip(&text(p, "answer")));
+                }
+            }
+            EventKind::SourceChanged => {
+                let name = [text(p, "source"), e.actor.clone()]
+                    .into_iter()
+                    .find(|n| !n.is_empty())
+                    .unwrap_or_default();
+                let source = self.sources.entry(name.clone()).or_default();
+                source.name = name;
+                source.changes += 1;
+                source.last_ms = e.ts;
+                source.last = clip(&p.to_string());
+            }
+            _ => {}
+        }
+    }
+
+    /// The session whose turn made `task` (or its root task).
+    fn session_of(&self, task: &str) -> Option<String> {
+        let root = task.split('-').next().unwrap_or(task);
+        self.sessions
+            .iter()
+            .find(|(_, turns)| turns.iter().any(|t| t.task == root))
+            .map(|(s, _)| s.clone())
+    }
+
+    /// The questions no answer closed and whose task has not ended, oldest first.
+    pub fn open_questions(&self) -> Vec<&Asked> {
+        let mut open: Vec<&Asked> = self
+            .questions
+            .values()
+            .filter(|q| q.answer.is_none() && !self.ended.contains(&q.task_id))
+            .collect();
+        open.sort_by_key(|q| q.asked_ms);
+        open
+    }
+
+    /// Everything, as the console serves it: tasks newest first, each with its parts under
+    /// it.
+    pub fn to_json(&self) -> Value {
+        let mut children: BTreeMap<&str, Vec<&Task>> = BTreeMap::new();
+        let mut roots = Vec::new();
+        for t in self.tasks.values() {
+            match t.parent.as_deref().filter(|p| self.tasks.contains_key(*p)) {
+                Some(parent) => children.entry(parent).or_default().push(t),
+                None => roots.push(t),
+            }
+        }
+        fn tree(t: &Task, children: &BTreeMap<&str, Vec<&Task>>) -> Value {
+            let mut v = serde_json::to_value(t).unwrap_or_default();
+            let mut parts: Vec<&&Task> = children
+                .get(t.id.as_str())
+                .map(|c| c.iter().collect())
+                .unwrap_or_default();
+            parts.sort_by_key(|p| p.started_ms);
+            v["parts"] = parts.into_iter().map(|p| tree(p, children)).collect();
+            v
+        }
+        roots.sort_by_key(|t| std::cmp::Reverse(t.started_ms));
+        let sessions: Vec<Value> = self
+            .sessions
+            .iter()
+            .map(|(id, turns)| serde_json::json!({"id": id, "turns": turns}))
+            .collect();
+        let mut questions: Vec<&Asked> = self.questions.values().collect();
+        questions.sort_by_key(|q| std::cmp::Reverse(q.asked_ms));
+        let open: Vec<&str> = self
+            .open_questions()
+            .iter()
+            .map(|q| q.question_id.as_str())
+            .collect();
+        serde_json::json!({
+            "tasks": roots.iter().map(|t| tree(t, &children)).collect::<Vec<_>>(),
+            "sessions": sessions,
+            "questions": questions.iter().map(|q| {
+                let mut v = serde_json::to_value(q).unwrap_or_default();
+                v["open"] = open.contains(&q.question_id.as_str()).into();
+                v
+            }).collect::<Vec<_>>(),
+            "sources": self.sources.values().collect::<Vec<_>>(),
+            "read_to": self.next.saturating_sub(1),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(kind: EventKind, payload: Value) -> Envelope {
+        Envelope::new("t", ["sessions", "s"], "test", kind, payload)
+    }
+
+    #[test]
+    fn a_question_is_open_until_answered_or_its_task_ends() {
+        let asked = |q: &str, t: &str| {
+            event(
+                EventKind::QuestionAsked,
+                json!({"question_id": q, "task_id": t, "expert": "n/a", "question": "which?"}),
+            )
+        };
+        let mut o = Overview::default();
+        for e in [
+            asked("q1", "t1"),
+            asked("q2", "t2"),
+            asked("q3", "t3"),
+            event(
+                EventKind::AnswerReceived,
+                json!({"question_id": "q1", "answer": "the first"}),
+            ),
+            event(
+                EventKind::TaskDelegated,
+                json!({"task_id": "t2", "status": "aborted"}),
+            ),
+            // The loop's own record of older versions has no question id: not listed.
+            event(
+                EventKind::QuestionAsked,
+                json!({"call_id": "c", "question": "old"}),
+            ),
+        ] {
+            o.absorb(&e);
+        }
+        let open = o.open_questions();
+        assert_eq!(open.len(), 1);
+        assert_eq!(
+            (open[0].question_id.as_str(), open[0].task_id.as_str()),
+            ("q3", "t3")
+        );
+    }
+
+    #[test]
+    fn a_turn_its_task_and_the_parts_form_one_tree() {
+        let mut o = Overview::default();
+        let turn = Envelope::new(
+            "t",
+            ["sessions", "desk"],
+            "inbox",
+            EventKind::ChatTurn,
+            json!({"user_id": "reporter", "text": "is the bridge closed?"}),
+        );
+        let task = EventId::computed(&["inbox", turn.event_id.as_str()]).to_string();
+        let part = format!("{task}-1");
+        o.absorb(&turn);
+        for e in [
+            event(
+                EventKind::RoutingDecided,
+                json!({"task_id": part, "domain": "newsroom/analyst", "instruction": "check", "parent_task_id": task}),
+            ),
+            event(
+                EventKind::RoutingDecided,
+                json!({"task_id": task, "domain": "newsroom/analyst", "instruction": "is the bridge closed?", "parent_task_id": ""}),
+            ),
+            event(
+                EventKind::ToolCall,
+                json!({"task": part, "tool": "web/fetch", "outcome": {"status": "admitted", "effect": "read"}}),
+            ),
+            event(
+                EventKind::ModelCalled,
+                json!({"task_id": part, "usage": {"input_tokens": 100, "output_tokens": 20}}),
+            ),
+            event(
+                EventKind::ToolResult,
+                json!({"task": part, "tool": "web/fetch", "outcome": {"status": "answered", "is_error": false}}),
+            ),
+            event(
+                EventKind::GateDenied,
+                json!({"task": part, "tool": "fs/write", "outcome": {"status": "denied", "gate_number": 2}}),
+            ),
+            event(
+                EventKind::ExpertFinished,
+                json!({"task_id": part, "spend": {"input_tokens": 120, "output_tokens": 30, "cost_usd": 0.002}}),
+            ),
+            event(
+                EventKind::TaskDelegated,
+                json!({"task_id": part, "domain": "newsroom/analyst", "expert": "/iron/experts/x", "status": "succeeded", "error": null}),
+            ),
+            event(
+                EventKind::ReplyDelivered,
+                json!({"task_id": task, "text": "Closed."}),
+            ),
+        ] {
+            o.absorb(&e);
+        }
+        let v = o.to_json();
+        let tasks = v["tasks"].as_array().unwrap();
+        assert_eq!(tasks.len(), 1, "{v:#}");
+        let root = &tasks[0];
+        assert_eq!(root["id"], task.as_str());
+        assert_eq!(root["session"], "desk");
+        assert_eq!(root["reply"], "Closed.");
+        let part = &root["parts"][0];
+        assert_eq!(part["status"], "succeeded");
+        assert_eq!(part["expert"], "/iron/experts/x");
+        assert_eq!(part["input_tokens"], 120);
+        assert_eq!(part["model_calls"], 1);
+        assert_eq!(part["tools"][0]["effect"], "read");
+        assert_eq!(part["tools"][0]["ok"], true);
+        assert_eq!(part["tools"][1]["effect"], "denied by gate 2");
+        assert_eq!(part["tools"][1]["ok"], false);
+        assert_eq!(v["sessions"][0]["turns"][0]["task"], task.as_str());
+    }
+}
