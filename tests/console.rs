@@ -1,7 +1,8 @@
 //! The console node under `iron up`: every request needs the deployment's token (401
 //! without it or with a wrong one), `/metrics` is Prometheus text format as the reference
 //! parser (PyPI prometheus-client) reads it, and its counters move as a task runs; the event
-//! log streams live over SSE, filtered by kind.
+//! log streams live over SSE, filtered by kind; a state-changing request from another origin
+//! is refused, and the page's API shows the task and takes a lifecycle transition.
 
 mod support;
 
@@ -185,4 +186,104 @@ async fn the_console_needs_its_token_and_shows_metrics_and_live_events() {
         );
     }
     assert!(seen.contains("\"domain\":\"core/assistant\""), "{seen}");
+
+    // A state-changing request must come from the page itself (or carry the token in its
+    // header, as no browser does on its own): another site's page is refused even with the
+    // token, before anything is done.
+    let host = listen(&p);
+    let resume = format!("{base}/api/jobs/j-nope/resume");
+    let cases = [
+        (
+            "another site's origin",
+            http.post(format!("{resume}?token={token}"))
+                .header("origin", "http://evil.example")
+                .json(&serde_json::json!({})),
+            403,
+        ),
+        (
+            "a cross-site fetch",
+            http.post(&resume)
+                .bearer_auth(&token)
+                .header("sec-fetch-site", "cross-site")
+                .json(&serde_json::json!({})),
+            403,
+        ),
+        (
+            "a token in the address and no origin",
+            http.post(format!("{resume}?token={token}"))
+                .json(&serde_json::json!({})),
+            403,
+        ),
+        (
+            "the page's own origin (the job does not exist)",
+            http.post(format!("{resume}?token={token}"))
+                .header("origin", format!("http://{host}"))
+                .json(&serde_json::json!({})),
+            400,
+        ),
+        (
+            "a script with the token in its header (the job does not exist)",
+            http.post(&resume)
+                .bearer_auth(&token)
+                .json(&serde_json::json!({})),
+            400,
+        ),
+        (
+            "an unknown transition",
+            http.post(format!("{base}/api/lifecycle"))
+                .bearer_auth(&token)
+                .json(&serde_json::json!({"node": "/iron/engine", "transition": "explode"})),
+            400,
+        ),
+    ];
+    for (what, request, status) in cases {
+        let r = request.send().await.unwrap();
+        assert_eq!(r.status(), status, "{what}: {}", r.text().await.unwrap());
+    }
+    // The page's API: the task is in the tree, the engine in the node list; a transition
+    // taken from it is taken.
+    let state: serde_json::Value = http
+        .get(format!("{base}/api/state"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let tasks = state["tasks"].as_array().unwrap();
+    assert!(
+        tasks
+            .iter()
+            .any(|t| t["domain"] == "core/assistant" && t["status"] == "succeeded"),
+        "{state:#}"
+    );
+    let lifecycle = |transition: &str| {
+        http.post(format!("{base}/api/lifecycle"))
+            .bearer_auth(&token)
+            .json(&serde_json::json!({"node": "/iron/engine", "transition": transition}))
+            .send()
+    };
+    let r = lifecycle("deactivate").await.unwrap();
+    assert_eq!(r.status(), 200);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["state"], "inactive", "{body}");
+    let nodes: serde_json::Value = http
+        .get(format!("{base}/api/nodes"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        nodes
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["node"] == "/iron/engine" && n["state"] == "inactive"),
+        "{nodes:#}"
+    );
+    assert_eq!(lifecycle("activate").await.unwrap().status(), 200);
 }

@@ -4,10 +4,14 @@
 //! (`<state_dir>/console.token`, mode 0600, made on first use and printed by `iron up`), as
 //! `Authorization: Bearer <token>` or `?token=<token>`; without it, 401.
 //!
-//! Served today: `/metrics` (Prometheus text format, [`metrics`]), `/api/events` (the event
-//! log live over Server-Sent Events, with filters, [`events`]) and an index of what is
-//! served. The views of sessions, tasks, jobs, questions and hunks are still to come.
+//! Served: the page (`/`, one HTML file built into the binary: no CDN), the JSON it reads and
+//! the actions it takes ([`api`]), `/metrics` (Prometheus text format, [`metrics`]) and
+//! `/api/events` (the event log live over Server-Sent Events, with filters, [`events`]).
+//! A state-changing request (anything but GET) must also come from the console's own page:
+//! a browser's `Origin` must name this host, and a client that sends none (curl, a script)
+//! must present the token in the `Authorization` header, never in the address.
 
+mod api;
 pub mod events;
 pub mod metrics;
 
@@ -21,16 +25,19 @@ use axum::{
     http::{StatusCode, header},
     middleware::{self, Next},
     response::{Html, IntoResponse, Response},
-    routing::get,
+    routing::{get, post},
 };
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use crate::cognition::expert::operator::OperatorVoice;
 use crate::core::config::Config;
 use crate::core::token;
+use crate::spine::control::ControlPlane;
 use crate::spine::control::lifecycle::{CallbackError, ManagedNode, NodeContext, RunError};
 use crate::spine::durable::AnyLog;
+use crate::view::overview::Overview;
 use metrics::Metrics;
 
 /// Where the console listens unless told otherwise.
@@ -39,6 +46,18 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7480";
 pub const LISTEN_ENV: &str = "IRON_CONSOLE_LISTEN";
 /// The token's file in the state directory.
 pub const TOKEN_FILE: &str = "console.token";
+/// The variable naming who the console answers and corrects tasks as (default: the first of
+/// the configuration's `operators:`, else `console`).
+pub const OPERATOR_ENV: &str = "IRON_CONSOLE_OPERATOR";
+
+/// Who the console acts as: [`OPERATOR_ENV`], else the first configured operator.
+fn operator_name(config: &Config) -> String {
+    std::env::var(OPERATOR_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .or_else(|| config.operators.first().cloned())
+        .unwrap_or_else(|| "console".to_string())
+}
 
 /// The console token of the deployment whose state directory is `state_dir` (made on first
 /// use).
@@ -75,13 +94,20 @@ pub struct ConsoleDeps {
 struct Shared {
     log: AnyLog,
     token: String,
+    tenant: String,
+    /// Who answers and corrects tasks from the page.
+    operator: String,
     metrics: Mutex<Metrics>,
+    overview: Mutex<Overview>,
+    control: ControlPlane,
+    node: Arc<hiroz::node::ZNode>,
+    voice: OperatorVoice,
 }
 
 impl ManagedNode for ConsoleNode {
     type Deps = ConsoleDeps;
 
-    async fn configure(&self, _ctx: &NodeContext) -> Result<ConsoleDeps, CallbackError> {
+    async fn configure(&self, ctx: &NodeContext) -> Result<ConsoleDeps, CallbackError> {
         let refuse = |e: String| CallbackError::Failure(e);
         let config = Config::load().map_err(|e| refuse(e.to_string()))?;
         let log = AnyLog::open(&config)
@@ -100,12 +126,19 @@ impl ManagedNode for ConsoleNode {
         let listener = tokio::net::TcpListener::bind(parsed)
             .await
             .map_err(|e| refuse(format!("cannot listen on {addr}: {e} (set {LISTEN_ENV})")))?;
+        let voice = OperatorVoice::new(&ctx.node).map_err(|e| refuse(e.to_string()))?;
         Ok(ConsoleDeps {
             listener: Mutex::new(Some(listener)),
             shared: Arc::new(Shared {
                 log,
                 token,
+                operator: operator_name(&config),
+                overview: Mutex::new(Overview::of_tenant(&config.tenant)),
+                tenant: config.tenant,
                 metrics: Mutex::new(Metrics::default()),
+                control: ctx.control.clone(),
+                node: ctx.node.clone(),
+                voice,
             }),
         })
     }
@@ -136,6 +169,12 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/", get(index))
         .route("/metrics", get(metrics))
         .route("/api/events", get(events::events))
+        .route("/api/state", get(api::state))
+        .route("/api/nodes", get(api::nodes))
+        .route("/api/jobs/{job}/{action}", post(api::job))
+        .route("/api/tasks/{task}/{action}", post(api::operator))
+        .route("/api/hunks/{hunk}/{action}", post(api::hunk))
+        .route("/api/lifecycle", post(api::lifecycle))
         .layer(middleware::from_fn_with_state(shared.clone(), authorize))
         .with_state(shared)
 }
@@ -162,7 +201,42 @@ async fn authorize(State(shared): State<Arc<Shared>>, request: Request, next: Ne
         )
             .into_response();
     }
+    if let Err(why) = same_origin(&request, bearer.is_some()) {
+        warn!(path = %request.uri().path(), "console request refused: {why}");
+        return (StatusCode::FORBIDDEN, format!("{why}\n")).into_response();
+    }
     next.run(request).await
+}
+
+/// Whether a state-changing `request` comes from the console's own page (or from a client
+/// that is no browser and sent the token in its header). Reads pass.
+fn same_origin(request: &Request, bearer: bool) -> Result<(), String> {
+    if matches!(request.method().as_str(), "GET" | "HEAD") {
+        return Ok(());
+    }
+    let headers = request.headers();
+    let value = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if value("sec-fetch-site").is_some_and(|s| s == "cross-site") {
+        return Err("a request from another site may not change anything".into());
+    }
+    match value("origin") {
+        Some(origin) => {
+            let host = value("host").unwrap_or("");
+            let own = format!("http://{host}");
+            if host.is_empty() || origin != own {
+                return Err(format!(
+                    "a request from origin {origin} may not change anything (only {own})"
+                ));
+            }
+            Ok(())
+        }
+        None if bearer => Ok(()),
+        None => Err(
+            "a state-changing request needs the page's Origin, or the token in the \
+             Authorization header"
+                .into(),
+        ),
+    }
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
@@ -180,13 +254,18 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
     }
 }
 
-async fn index() -> Html<&'static str> {
-    Html(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Iron console</title></head>\
-         <body><h1>Iron console</h1><p>Served here: <a href=\"metrics\">/metrics</a> \
-         (Prometheus text format, from the log) and <code>/api/events</code> (the event log \
-         live as Server-Sent Events; <code>kind</code>, <code>ns</code>, <code>actor</code>, \
-         <code>text</code>, <code>from</code>). Add <code>?token=…</code> to follow a link \
-         from a browser.</p></body></html>",
+/// The page: one file, its script and styles inline (no external asset).
+async fn index() -> Response {
+    (
+        [
+            (header::CONTENT_SECURITY_POLICY, PAGE_POLICY),
+            (header::REFERRER_POLICY, "no-referrer"),
+        ],
+        Html(include_str!("page.html")),
     )
+        .into_response()
 }
+
+/// What the page may load and do: only from this origin, no frames.
+const PAGE_POLICY: &str = "default-src 'self'; script-src 'unsafe-inline'; \
+     style-src 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'";

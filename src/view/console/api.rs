@@ -1,0 +1,265 @@
+//! The console's JSON API: what the page shows (`GET /api/state`, `GET /api/nodes`) and what
+//! an operator does from it (`POST /api/…`). Reads come from the log and the control plane;
+//! every action goes through the same path as the `iron` CLI's (the jobs' diaries, the
+//! operator topics, the lifecycle services, the review on the log), so the console adds no
+//! state and no second way of doing anything.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use futures_util::future::join_all;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::Shared;
+use crate::jobs::{JobState, ops};
+use crate::spine::control::lifecycle::LifecycleClient;
+use crate::workspace::land::{Reviewer, read_review};
+use crate::workspace::review::Decision;
+
+/// How long one control-plane request from the console may take.
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// An API failure: its status and what to tell the person.
+type Failure = (StatusCode, String);
+
+fn unavailable(e: impl std::fmt::Display) -> Failure {
+    (StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+}
+
+fn refused(e: impl std::fmt::Display) -> Failure {
+    (StatusCode::BAD_REQUEST, e.to_string())
+}
+
+fn required(what: &str, value: &str) -> Result<(), Failure> {
+    if value.trim().is_empty() {
+        return Err(refused(format!("{what} must not be empty")));
+    }
+    Ok(())
+}
+
+/// `GET /api/state`: sessions, tasks, questions, sources (from MEM), jobs (from their
+/// diaries) and hunks (from the review on the log), and who the console acts as.
+pub(super) async fn state(State(shared): State<Arc<Shared>>) -> Result<Json<Value>, Failure> {
+    let mut v = {
+        let mut overview = shared.overview.lock().await;
+        overview.refresh(&shared.log).await.map_err(unavailable)?;
+        overview.to_json()
+    };
+    let jobs = ops::list(&shared.log, "*").await.map_err(unavailable)?;
+    v["jobs"] = jobs
+        .iter()
+        .map(|s| {
+            let (on, reason) = match &s.state {
+                JobState::Waiting { on } => (on.as_str(), ""),
+                JobState::Parked { reason } => ("", reason.as_str()),
+                _ => ("", ""),
+            };
+            json!({"job": s.job, "mesh": s.mesh, "flow": s.flow, "state": s.state.word(),
+                   "on": on, "reason": reason, "entries": s.entries})
+        })
+        .collect();
+    let review = read_review(&shared.log).await.map_err(unavailable)?;
+    v["hunks"] = review
+        .hunks()
+        .map(|p| {
+            let (added, removed) = p.hunk.counts();
+            let why = match &p.decision {
+                Decision::Rejected(why) => why.as_str(),
+                _ => "",
+            };
+            json!({"id": p.hunk.id, "task": p.task, "expert": p.expert, "path": p.hunk.path,
+                   "range": p.hunk.range, "decision": p.decision.word(), "note": why,
+                   "governance": p.hunk.governance, "added": added, "removed": removed,
+                   "patch": p.patch()})
+        })
+        .collect();
+    v["operator"] = shared.operator.clone().into();
+    Ok(Json(v))
+}
+
+/// `GET /api/nodes`: every managed node on the graph and its lifecycle state.
+pub(super) async fn nodes(State(shared): State<Arc<Shared>>) -> Json<Value> {
+    let graph = shared.control.context().graph();
+    let mut names: Vec<String> = graph
+        .get_service_names_and_types()
+        .into_iter()
+        .filter(|(name, ty)| name.ends_with("/get_state") && ty.contains("GetState"))
+        .map(|(name, _)| name.trim_end_matches("/get_state").to_string())
+        .collect();
+    names.sort();
+    names.dedup();
+    let node = &shared.node;
+    let states = join_all(names.iter().map(|target| async move {
+        let state = match LifecycleClient::new(node, target, CONTROL_TIMEOUT) {
+            Ok(client) => client
+                .get_state()
+                .await
+                .map(|s| s.to_string())
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match state {
+            Ok(state) => json!({"node": target, "state": state}),
+            Err(error) => json!({"node": target, "state": "unknown", "error": error}),
+        }
+    }))
+    .await;
+    Json(Value::Array(states))
+}
+
+/// The body of a job action.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct JobAction {
+    /// The approval's name (`approve`, `reject`).
+    #[serde(default)]
+    name: String,
+    /// A note or reason.
+    #[serde(default)]
+    note: Option<String>,
+}
+
+/// `POST /api/jobs/{job}/{resume|cancel|approve|reject}`.
+pub(super) async fn job(
+    State(shared): State<Arc<Shared>>,
+    Path((job, action)): Path<(String, String)>,
+    Json(body): Json<JobAction>,
+) -> Result<Json<Value>, Failure> {
+    let log = &shared.log;
+    let done = match action.as_str() {
+        "resume" => ops::resume(log, &job, body.note).await,
+        "cancel" => {
+            let reason = body
+                .note
+                .unwrap_or_else(|| format!("cancelled from the console by {}", shared.operator));
+            ops::cancel(log, &job, Some(reason)).await
+        }
+        "approve" | "reject" => {
+            required("the approval's name", &body.name)?;
+            let name = body.name.strip_prefix("approval:").unwrap_or(&body.name);
+            ops::approve(log, &job, name, action == "approve", body.note).await
+        }
+        other => {
+            return Err((
+                StatusCode::NOT_FOUND,
+                format!("no job action {other:?} (resume, cancel, approve, reject)"),
+            ));
+        }
+    };
+    done.map_err(refused)?;
+    Ok(Json(json!({"job": job, "done": action})))
+}
+
+/// The body of an answer or a correction.
+#[derive(Debug, Deserialize)]
+pub(super) struct OperatorText {
+    /// The question answered (answers only).
+    #[serde(default)]
+    question_id: String,
+    /// What the operator says.
+    text: String,
+}
+
+/// `POST /api/tasks/{task}/{answer|interject}`: as the console's operator, to the expert
+/// running the task (which refuses an operator the configuration does not name).
+pub(super) async fn operator(
+    State(shared): State<Arc<Shared>>,
+    Path((task, action)): Path<(String, String)>,
+    Json(body): Json<OperatorText>,
+) -> Result<Json<Value>, Failure> {
+    required("the text", &body.text)?;
+    let voice = &shared.voice;
+    let who = &shared.operator;
+    let sent = match action.as_str() {
+        "answer" => {
+            required("question_id", &body.question_id)?;
+            voice
+                .answer(&task, &body.question_id, who, &body.text, CONTROL_TIMEOUT)
+                .await
+        }
+        "interject" => {
+            voice
+                .interject(&task, who, &body.text, CONTROL_TIMEOUT)
+                .await
+        }
+        other => {
+            return Err((
+                StatusCode::NOT_FOUND,
+                format!("no task action {other:?} (answer, interject)"),
+            ));
+        }
+    };
+    sent.map_err(unavailable)?;
+    Ok(Json(json!({"task": task, "done": action, "as": who})))
+}
+
+/// The body of a lifecycle request.
+#[derive(Debug, Deserialize)]
+pub(super) struct Transition {
+    /// The node's full name (`/iron/engine`).
+    node: String,
+    /// `configure`, `activate`, `deactivate`, `cleanup` or `shutdown`.
+    transition: String,
+}
+
+/// `POST /api/lifecycle`: one transition of one managed node.
+pub(super) async fn lifecycle(
+    State(shared): State<Arc<Shared>>,
+    Json(body): Json<Transition>,
+) -> Result<Json<Value>, Failure> {
+    const LABELS: [&str; 5] = ["configure", "activate", "deactivate", "cleanup", "shutdown"];
+    if !LABELS.contains(&body.transition.as_str()) {
+        return Err(refused(format!(
+            "no transition {:?} ({})",
+            body.transition,
+            LABELS.join(", ")
+        )));
+    }
+    if !body.node.starts_with('/') {
+        return Err(refused(format!(
+            "{:?} is not a node's full name (/namespace/name)",
+            body.node
+        )));
+    }
+    let client = LifecycleClient::new(&shared.node, &body.node, CONTROL_TIMEOUT)
+        .and_then(|c| c.with_reasons(&shared.node))
+        .map_err(unavailable)?;
+    client
+        .transition(&body.transition)
+        .await
+        .map_err(unavailable)?;
+    let state = client.get_state().await.map_err(unavailable)?;
+    Ok(Json(json!({"node": body.node, "state": state.to_string()})))
+}
+
+/// `POST /api/hunks/{hunk}/{approve|reject}`: the decision goes on the log, where the
+/// task's review job (or `iron hunks apply`) takes it up.
+pub(super) async fn hunk(
+    State(shared): State<Arc<Shared>>,
+    Path((hunk, action)): Path<(String, String)>,
+) -> Result<Json<Value>, Failure> {
+    let approve = match action.as_str() {
+        "approve" => true,
+        "reject" => false,
+        other => {
+            return Err((
+                StatusCode::NOT_FOUND,
+                format!("no hunk action {other:?} (approve, reject)"),
+            ));
+        }
+    };
+    let review = read_review(&shared.log).await.map_err(unavailable)?;
+    let reviewer = Reviewer {
+        log: &shared.log,
+        tenant: &shared.tenant,
+        actor: format!("operator/{}", shared.operator),
+    };
+    reviewer
+        .decide(&review, std::slice::from_ref(&hunk), approve)
+        .await
+        .map_err(refused)?;
+    Ok(Json(json!({"hunk": hunk, "done": action})))
+}
