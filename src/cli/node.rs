@@ -8,9 +8,10 @@ use tokio_util::sync::CancellationToken;
 use super::{CliError, init_tracing, stop_on_signals};
 use crate::spine::control::{
     ControlConfig, ControlPlane,
-    lifecycle::{HostOptions, ManagedNode, serve},
+    lifecycle::{HostOptions, ManagedNode, qualified, serve},
     ros_args::RosArgs,
 };
+use crate::view::otlp::Otlp;
 
 /// Splits the process arguments: the node's own, and the ROS ones. ROS parameters (`-p`,
 /// `--params-file`) are appended to the node's own arguments as options (see
@@ -158,12 +159,18 @@ pub fn main<N: ManagedNode>(
             .unwrap_or_else(|| default_ns.to_string());
         let control = ControlPlane::connect(ControlConfig::from_env()?).await?;
         let zn = control.managed_node(&name, &ns, &ros_args.parameters()?)?;
+        let otlp = Otlp::from_env(&qualified(&ns, &name));
+        let mut opts = opts;
+        opts.tracer = otlp.tracer();
         if let Err(e) = control.wait_for_router(&zn, Duration::from_secs(5)).await {
             tracing::warn!("{e}; serving anyway, peers will reach this node once a router is up");
         }
         let shutdown = CancellationToken::new();
         stop_on_signals(shutdown.clone());
-        serve(Arc::new(node), control, zn, ros_args, opts, shutdown).await?;
+        let served = serve(Arc::new(node), control, zn, ros_args, opts, shutdown).await;
+        // An expert ends with its task: what it traced goes out before the process does.
+        otlp.flush(Duration::from_secs(3)).await;
+        served?;
         Ok::<_, CliError>(())
     });
     rt.shutdown_timeout(Duration::from_secs(1));

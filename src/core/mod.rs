@@ -1,5 +1,5 @@
-//! The kernel: ids, envelopes, event kinds, the effect rules, and the ports (traits) the other
-//! layers code against. It depends on nothing else in the crate.
+//! The kernel: ids, envelopes, event kinds, the effect rules, traces, and the ports (traits) the
+//! other layers code against. It depends on nothing else in the crate.
 
 pub mod backoff;
 pub mod config;
@@ -12,3 +12,4 @@ pub mod fs;
 pub mod ids;
 pub mod stats;
 pub mod token;
+pub mod trace;

@@ -172,6 +172,26 @@ pub fn open_writer(path: &Path) -> Result<Connection, ProjectorError> {
     prepare(path)
 }
 
+/// How far the projection at `path` has read `stream` (its cursor), read without writing;
+/// `None` when no projection is there yet. What a view reports as the projector's lag.
+pub fn projected_to(path: &Path, stream: &str) -> Result<Option<u64>, ProjectorError> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(db_err(path))?;
+    conn.busy_timeout(Duration::from_secs(2))
+        .map_err(db_err(path))?;
+    conn.query_row(
+        "SELECT last_seq FROM cursor WHERE stream = ?1",
+        [stream],
+        |row| row.get::<_, i64>(0),
+    )
+    .optional()
+    .map(|seq| Some(seq.unwrap_or(0) as u64))
+    .map_err(db_err(path))
+}
+
 /// Opens the SQLite database at `path` as its one writer: WAL (readers never wait for it),
 /// every commit synced, a 10 s wait on a lock. The projector's and the workers' databases.
 pub(super) fn open_wal(path: &Path) -> rusqlite::Result<Connection> {

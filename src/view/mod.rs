@@ -3,5 +3,6 @@
 //! console node ([`console`]): `/metrics` today, behind the deployment's token.
 
 pub mod console;
+pub mod otlp;
 pub mod overview;
 pub mod ship;

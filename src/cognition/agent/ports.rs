@@ -150,6 +150,8 @@ pub enum LoopEvent {
         text: Option<String>,
         /// Names of the tools it asked for, in order.
         tool_calls: Vec<String>,
+        /// How long the call took, failover included (milliseconds).
+        latency_ms: u64,
     },
     /// A model call failed (after any failover).
     ModelFailed {
@@ -159,6 +161,8 @@ pub enum LoopEvent {
         code: String,
         /// The error.
         message: String,
+        /// How long it took to fail (milliseconds).
+        latency_ms: u64,
     },
     /// A tool is about to be called (written before it runs).
     ToolCall {

@@ -343,13 +343,17 @@ impl<'a> AgentLoop<'a> {
             };
             state.iterations += 1;
             let iteration = state.iterations;
-            let response = match self.model.chat(&request).await {
+            let asked = std::time::Instant::now();
+            let answer = self.model.chat(&request).await;
+            let latency_ms = asked.elapsed().as_millis() as u64;
+            let response = match answer {
                 Ok(r) => r,
                 Err(e) => {
                     self.record(LoopEvent::ModelFailed {
                         iteration,
                         code: e.code().to_string(),
                         message: e.to_string(),
+                        latency_ms,
                     })
                     .await?;
                     return Ok(TaskStatus::ModelError {
@@ -368,6 +372,7 @@ impl<'a> AgentLoop<'a> {
                 finish: response.finish.clone(),
                 text: response.text.clone(),
                 tool_calls: response.tool_calls.iter().map(|c| c.name.clone()).collect(),
+                latency_ms,
             })
             .await?;
             state.messages.push(response.to_message());

@@ -18,7 +18,13 @@ use crate::{
         delegation::{DelegationOptions, Delegator},
         delivery,
     },
-    core::{config::Config, envelope::Envelope, event_kind::EventKind, ids::EventId},
+    core::{
+        config::Config,
+        envelope::Envelope,
+        event_kind::EventKind,
+        ids::EventId,
+        trace::{SpanContext, SpanKind, TRACEPARENT, Tracer},
+    },
     interfaces::{AolTask, AolTaskFeedback, AolTaskGoal, AolTaskResult},
     llm::{
         ModelRegistry, ModelsConfig,
@@ -157,6 +163,7 @@ pub struct EngineDeps {
     router: Box<dyn Router>,
     tools: RosTools,
     task_timeout: Option<Duration>,
+    tracer: Tracer,
 }
 
 impl ManagedNode for EngineNode {
@@ -206,6 +213,7 @@ impl ManagedNode for EngineNode {
             router,
             tools: RosTools::new(ctx.node.clone(), DELIVERY_TIMEOUT, key),
             task_timeout: self.options.task_timeout,
+            tracer: ctx.tracer.clone(),
         })
     }
 
@@ -241,6 +249,8 @@ struct Context {
     destination: String,
     /// The durable job that asked (through the gateway): its answer goes back to the job.
     job: Option<String>,
+    /// The span the caller traced this goal under (W3C `traceparent`).
+    trace_parent: Option<SpanContext>,
 }
 
 impl Context {
@@ -260,6 +270,7 @@ impl Context {
             source: text("source"),
             destination: text("destination"),
             job: v.get("job").and_then(|j| j.as_str()).map(str::to_string),
+            trace_parent: SpanContext::parse(&text(TRACEPARENT)),
         }
     }
 }
@@ -338,14 +349,22 @@ impl EngineDeps {
             return;
         }
         let (mut goal, handle) = request.accept().await;
+        let mut span = self
+            .tracer
+            .start("invoke_agent engine", SpanKind::Server, ctx.trace_parent);
+        span.set("gen_ai.operation.name", "invoke_agent")
+            .set("gen_ai.agent.name", "engine")
+            .set("iron.task_id", goal.task_id.clone());
         let background = self.background(&goal).await;
         let memory = background.conversation_text();
+        // Every part carries what memory knew and the engine's span, for its expert.
+        let mut context: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&goal.context_json).unwrap_or_default();
         if !memory.is_empty() {
-            let mut context: serde_json::Map<String, serde_json::Value> =
-                serde_json::from_str(&goal.context_json).unwrap_or_default();
             context.insert("memory".into(), memory.into());
-            goal.context_json = serde_json::Value::Object(context).to_string();
         }
+        context.insert(TRACEPARENT.into(), span.context().traceparent().into());
+        goal.context_json = serde_json::Value::Object(context).to_string();
         let (assignments, by) = if goal.domain.is_empty() {
             feedback(&handle, "routing", "choosing an expert", 0.05).await;
             let known = background.known();
@@ -368,6 +387,7 @@ impl EngineDeps {
         };
         if assignments.is_empty() {
             let why = Rejection::NoRouter.to_string();
+            span.fail("no_route", why.clone());
             self.record(
                 &goal,
                 EventKind::TaskRejected,
@@ -427,6 +447,9 @@ impl EngineDeps {
                 .await;
         }
         let status = last.status;
+        if status != GoalStatus::Succeeded {
+            span.fail(&last.result_status, last.error.clone());
+        }
         let result = AolTaskResult {
             status: last.result_status.clone(),
             text: if last.error.is_empty() {

@@ -1,7 +1,9 @@
-//! The expert's ports, connected: loop and tool events go to the durable log through `emit()`,
-//! and the agent loop calls tools through the tool manager (both gates).
+//! The expert's ports, connected: loop and tool events go to the durable log through `emit()`
+//! (and, as spans, to the tracer), and the agent loop calls tools through the tool manager
+//! (both gates).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -9,7 +11,12 @@ use crate::{
     cognition::agent::{
         LoopEvent, LoopEvents, RecordError as LoopRecordError, ToolExecutor, ToolFailure,
     },
-    core::{envelope::Envelope, event_kind::EventKind, ids::EventId},
+    core::{
+        envelope::Envelope,
+        event_kind::EventKind,
+        ids::EventId,
+        trace::{SpanContext, SpanKind, Tracer, now_ns},
+    },
     llm::{BoxFuture, ToolSpec},
     memory::{EmitError, emit},
     spine::durable::AnyLog,
@@ -28,6 +35,111 @@ pub(super) struct Recorder {
     /// The task every event of this recorder belongs to (added to each payload as
     /// `task_id`, so a view can put model calls and tool calls under their task).
     pub task_id: Option<String>,
+    /// The task's span, under which its model and tool calls are traced.
+    pub trace: Option<TaskTrace>,
+}
+
+/// The spans of one task's model and tool calls, children of the expert's span, named and
+/// attributed after the OpenTelemetry GenAI conventions (`chat <model>`,
+/// `execute_tool <tool>`).
+#[derive(Clone)]
+pub(super) struct TaskTrace {
+    tracer: Tracer,
+    parent: SpanContext,
+    /// Tool calls started and not yet answered: call id → (start, tool).
+    open: Arc<Mutex<HashMap<String, (u64, String)>>>,
+}
+
+impl TaskTrace {
+    pub fn new(tracer: Tracer, parent: SpanContext) -> Self {
+        Self {
+            tracer,
+            parent,
+            open: Arc::default(),
+        }
+    }
+
+    fn observe(&self, event: &LoopEvent) {
+        let end = now_ns();
+        let since = |ms: u64| end.saturating_sub(ms.saturating_mul(1_000_000));
+        match event {
+            LoopEvent::ModelCalled {
+                backend,
+                model,
+                usage,
+                finish,
+                latency_ms,
+                ..
+            } => {
+                let mut span = self.tracer.start_at(
+                    format!("chat {model}"),
+                    SpanKind::Client,
+                    Some(self.parent),
+                    since(*latency_ms),
+                );
+                let finish = serde_json::to_value(finish)
+                    .ok()
+                    .and_then(|f| f.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                span.set("gen_ai.operation.name", "chat")
+                    .set("gen_ai.provider.name", backend.as_str())
+                    .set("gen_ai.request.model", model.as_str())
+                    .set("gen_ai.response.model", model.as_str())
+                    .set("gen_ai.usage.input_tokens", usage.input_tokens)
+                    .set("gen_ai.usage.output_tokens", usage.output_tokens)
+                    .set("gen_ai.response.finish_reasons", finish);
+                span.end_at(end);
+            }
+            LoopEvent::ModelFailed {
+                code,
+                message,
+                latency_ms,
+                ..
+            } => {
+                let mut span = self.tracer.start_at(
+                    "chat",
+                    SpanKind::Client,
+                    Some(self.parent),
+                    since(*latency_ms),
+                );
+                span.set("gen_ai.operation.name", "chat")
+                    .fail(code, message.as_str());
+                span.end_at(end);
+            }
+            LoopEvent::ToolCall { call, .. } => {
+                self.lock()
+                    .insert(call.id.clone(), (end, call.name.clone()));
+            }
+            LoopEvent::ToolResult {
+                call_id,
+                name,
+                result,
+                ..
+            } => {
+                let start = self.lock().remove(call_id).map_or(end, |(at, _)| at);
+                let mut span = self.tracer.start_at(
+                    format!("execute_tool {name}"),
+                    SpanKind::Internal,
+                    Some(self.parent),
+                    start,
+                );
+                span.set("gen_ai.operation.name", "execute_tool")
+                    .set("gen_ai.tool.name", name.as_str())
+                    .set("gen_ai.tool.call.id", call_id.as_str());
+                if let Err(e) = result {
+                    span.fail("tool_error", e.to_string());
+                }
+                span.end_at(end);
+            }
+            _ => {}
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, String)>> {
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 impl Recorder {
@@ -59,6 +171,9 @@ impl Recorder {
 
 impl LoopEvents for Recorder {
     fn record<'a>(&'a self, event: &'a LoopEvent) -> BoxFuture<'a, Result<(), LoopRecordError>> {
+        if let Some(trace) = &self.trace {
+            trace.observe(event);
+        }
         Box::pin(async move {
             let kind = match event.name() {
                 "model_called" | "model_failed" => EventKind::ModelCalled,

@@ -18,6 +18,7 @@ use crate::{
         agent::{ToolExecutor, ToolFailure},
         delegation::MAX_DEPTH,
     },
+    core::trace::{SpanContext, TRACEPARENT},
     interfaces::{AolTask, AolTaskGoal},
     llm::{BoxFuture, ToolSpec},
     spine::control::{
@@ -97,6 +98,8 @@ pub struct Delegation {
     pub timeout: Duration,
     /// The node the goal is sent from.
     pub node: Arc<ZNode>,
+    /// The delegating task's span: the peer's work is traced under it.
+    pub trace_parent: Option<SpanContext>,
 }
 
 /// The expert's tools: the manager's, plus `delegate` when it has peers and `deliver` when it
@@ -143,6 +146,9 @@ impl Delegation {
         }
         if let Some(owner) = &self.owner {
             context["user_id"] = json!(owner);
+        }
+        if let Some(span) = &self.trace_parent {
+            context[TRACEPARENT] = json!(span.traceparent());
         }
         let goal = AolTaskGoal {
             task_id: uuid::Uuid::now_v7().to_string(),

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::{
-    adapters::{ManagedTools, Recorder},
+    adapters::{ManagedTools, Recorder, TaskTrace},
     confined,
     delegate::{Delegation, ExpertTools},
     deliver::Deliveries,
@@ -20,7 +20,12 @@ use super::{
 use crate::{
     aem::{Catalog, ExpertEntry, roots::SCRATCH_VAR},
     cognition::agent::{AgentLoop, ExpertBrief, Limits, TaskInput, TaskStatus},
-    core::{config::Config, event_kind::EventKind, ids::EventId},
+    core::{
+        config::Config,
+        event_kind::EventKind,
+        ids::EventId,
+        trace::{SpanContext, SpanKind, TRACEPARENT},
+    },
     interfaces::{AolTask, AolTaskFeedback, AolTaskResult},
     llm::{ChatModel, ModelRegistry, ModelsConfig, OfflineBackend, offline::OrOffline},
     spine::{
@@ -115,6 +120,7 @@ impl ManagedNode for ExpertNode {
             actor: self.expert.clone(),
             cause: None,
             task_id: None,
+            trace: None,
         };
         let manifest_path = config.state_path(Path::new(crate::aem::TOOL_MANIFEST_FILE));
         let manifest = crate::aem::read_tool_manifest(&manifest_path)
@@ -297,6 +303,19 @@ impl ExpertDeps {
             .get("cause")
             .and_then(|c| c.as_str())
             .and_then(|c| EventId::parse(c).ok());
+        // The task's span: a child of the engine's, when the goal carries it.
+        let trace_parent = context
+            .get(TRACEPARENT)
+            .and_then(|t| t.as_str())
+            .and_then(SpanContext::parse);
+        let mut span = self.ctx.tracer.start(
+            format!("invoke_agent {}", self.entry.id),
+            SpanKind::Server,
+            trace_parent,
+        );
+        span.set("gen_ai.operation.name", "invoke_agent")
+            .set("gen_ai.agent.name", self.entry.id.as_str())
+            .set("iron.task_id", goal.task_id.as_str());
         let recorder = Recorder {
             log: self.log.clone(),
             tenant: self.config.tenant.clone(),
@@ -308,6 +327,7 @@ impl ExpertDeps {
             actor: self.entry.id.clone(),
             cause: cause.clone(),
             task_id: Some(goal.task_id.clone()),
+            trace: Some(TaskTrace::new(self.ctx.tracer.clone(), span.context())),
         };
         let cause = cause.map(|c| c.to_string());
         let owner = context
@@ -330,6 +350,7 @@ impl ExpertDeps {
                 cause,
                 timeout: Duration::from_secs(self.entry.timeouts.delegation_secs.max(1)),
                 node: self.ctx.node.clone(),
+                trace_parent: Some(span.context()),
             }),
             deliveries: (!self.channels.is_empty()).then(|| Deliveries {
                 expert: self.entry.id.clone(),
@@ -548,9 +569,12 @@ impl ExpertDeps {
             result_json,
         };
         if status == "succeeded" {
+            span.end();
             handle.succeed(result).await;
         } else {
             warn!(task = %goal.task_id, "task ended {status}");
+            span.fail(&status, result.text.clone());
+            span.end();
             handle.abort(result).await;
         }
     }

@@ -10,9 +10,11 @@ use serde_json::Value;
 use crate::core::durable::{DurableError, EventLog};
 use crate::core::envelope::Envelope;
 use crate::jobs::JobState;
+use crate::memory::projector::projected_to;
 use crate::spine::durable::AnyLog;
 use crate::spine::durable::streams::{JOBS, LOGS, MEM};
 use crate::view::overview::tool_succeeded;
+use tracing::warn;
 
 /// Why the log could not be read for metrics.
 #[derive(Debug, thiserror::Error)]
@@ -41,9 +43,19 @@ pub struct Metrics {
     families: BTreeMap<&'static str, Family>,
     /// Next MEM sequence to read.
     next_mem: u64,
+    /// The projection database, whose cursor gives the projector's lag.
+    projection: Option<std::path::PathBuf>,
 }
 
 impl Metrics {
+    /// Metrics that also report how far behind the projection at `projection` is.
+    pub fn with_projection(projection: std::path::PathBuf) -> Self {
+        Self {
+            projection: Some(projection),
+            ..Self::default()
+        }
+    }
+
     fn add(&mut self, name: &'static str, help: &'static str, labels: Labels, by: f64) {
         let family = self.families.entry(name).or_insert_with(|| Family {
             help,
@@ -97,6 +109,13 @@ impl Metrics {
                         ("outcome", if failed { "failed" } else { "answered" }.into()),
                     ],
                     1.0,
+                );
+                let latency = p.get("latency_ms").and_then(Value::as_f64).unwrap_or(0.0);
+                self.add(
+                    "iron_model_latency_seconds_total",
+                    "Time spent waiting for models, by backend (divide by the calls for the mean).",
+                    vec![("backend", text(p, "backend"))],
+                    latency / 1000.0,
                 );
                 let usage = p.get("usage").cloned().unwrap_or(Value::Null);
                 for direction in ["input", "output"] {
@@ -195,12 +214,27 @@ impl Metrics {
             }
         }
         self.next_mem = next;
+        let mem_last = next.saturating_sub(1);
         self.set(
             "iron_log_last_sequence",
             "The last sequence of each stream this console has read.",
             vec![("stream", MEM.into())],
-            next.saturating_sub(1) as f64,
+            mem_last as f64,
         );
+        if let Some(path) = self.projection.clone() {
+            let read = tokio::task::spawn_blocking(move || projected_to(&path, MEM)).await;
+            match read {
+                Ok(Ok(Some(at))) => self.set(
+                    "iron_projector_lag_events",
+                    "MEM events appended that the projection has not applied yet.",
+                    Vec::new(),
+                    mem_last.saturating_sub(at) as f64,
+                ),
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => warn!("projector lag not reported: {e}"),
+                Err(e) => warn!("projector lag not reported: {e}"),
+            }
+        }
         for stream in [JOBS, LOGS] {
             let last = log.last_sequence(stream).await?;
             self.set(
@@ -279,7 +313,7 @@ mod tests {
         let e = |kind, payload| Envelope::new("t", ["tasks", "a"], "x", kind, payload);
         m.absorb(&e(
             EventKind::ModelCalled,
-            json!({"event": "model_called", "backend": "b", "model": "m", "usage": {"input_tokens": 10, "output_tokens": 4}, "cost_usd": 0.5}),
+            json!({"event": "model_called", "backend": "b", "model": "m", "usage": {"input_tokens": 10, "output_tokens": 4}, "cost_usd": 0.5, "latency_ms": 250}),
         ));
         m.absorb(&e(
             EventKind::ExpertFinished,
@@ -311,6 +345,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("iron_model_cost_usd_total 0.5\n"), "{text}");
+        assert!(
+            text.contains("iron_model_latency_seconds_total{backend=\"b\"} 0.25\n"),
+            "{text}"
+        );
         assert!(
             text.contains("iron_gate_decisions_total{gate=\"2\",decision=\"denied\"} 1\n"),
             "{text}"

@@ -134,8 +134,10 @@ impl ManagedNode for ConsoleNode {
                 token,
                 operator: operator_name(&config),
                 overview: Mutex::new(Overview::of_tenant(&config.tenant)),
-                tenant: config.tenant,
-                metrics: Mutex::new(Metrics::default()),
+                tenant: config.tenant.clone(),
+                metrics: Mutex::new(Metrics::with_projection(
+                    config.state_path(&config.memory.projection),
+                )),
                 control: ctx.control.clone(),
                 node: ctx.node.clone(),
                 voice,

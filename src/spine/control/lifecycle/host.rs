@@ -24,6 +24,7 @@ use super::{
     msgs,
     rosout::Rosout,
 };
+use crate::core::trace::Tracer;
 use crate::spine::control::{
     ControlError, ControlPlane,
     ros_args::RosArgs,
@@ -70,6 +71,8 @@ pub struct NodeContext {
     pub control: ControlPlane,
     pub node: Arc<ZNode>,
     pub ros_args: RosArgs,
+    /// Where the node's spans go.
+    pub tracer: Tracer,
     requests: mpsc::Sender<Command>,
 }
 
@@ -166,6 +169,8 @@ pub struct HostOptions {
     pub drain_timeout: Duration,
     /// Take `configure` and `activate` at start, without waiting to be told.
     pub autostart: bool,
+    /// Where the node's spans go (nowhere by default).
+    pub tracer: Tracer,
 }
 
 impl Default for HostOptions {
@@ -174,6 +179,7 @@ impl Default for HostOptions {
             callback_timeout: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(30),
             autostart: false,
+            tracer: Tracer::default(),
         }
     }
 }
@@ -248,6 +254,7 @@ pub async fn serve<N: ManagedNode>(
         control,
         node: node_handle,
         ros_args,
+        tracer: opts.tracer.clone(),
         requests: tx,
     };
     let mut host = Host {
@@ -531,7 +538,8 @@ impl<N: ManagedNode> Host<N> {
     }
 }
 
-fn qualified(namespace: &str, name: &str) -> String {
+/// The full name of node `name` in `namespace` (`/iron` + `engine` → `/iron/engine`).
+pub fn qualified(namespace: &str, name: &str) -> String {
     if namespace.is_empty() || namespace == "/" {
         format!("/{name}")
     } else {

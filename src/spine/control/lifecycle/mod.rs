@@ -12,5 +12,5 @@ pub mod rosout;
 
 pub use both::Both;
 pub use client::LifecycleClient;
-pub use host::{CallbackError, HostOptions, ManagedNode, NodeContext, RunError, serve};
+pub use host::{CallbackError, HostOptions, ManagedNode, NodeContext, RunError, qualified, serve};
 pub use machine::{Outcome, State, Transition};
