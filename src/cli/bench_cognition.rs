@@ -54,7 +54,7 @@ fn io(what: &str) -> impl FnOnce(std::io::Error) -> CliError {
 }
 
 /// The state directory: config with a scripted model, a one-expert mesh compiled into it.
-fn write_state(dir: &Path) -> Result<PathBuf, CliError> {
+pub(super) fn write_state(dir: &Path) -> Result<PathBuf, CliError> {
     let mesh = dir.join("aem/bench");
     std::fs::create_dir_all(mesh.join("skills/idle")).map_err(io("creating the mesh"))?;
     std::fs::write(mesh.join("AEM.md"), MESH).map_err(io("writing AEM.md"))?;
@@ -79,7 +79,7 @@ fn write_state(dir: &Path) -> Result<PathBuf, CliError> {
 }
 
 /// A node process with the bench's environment; stderr piped when `capture`.
-fn spawn(
+pub(super) fn spawn(
     exe: &Path,
     args: &[&str],
     ns: &str,
@@ -88,6 +88,21 @@ fn spawn(
     config: &Path,
     capture: bool,
 ) -> Result<Child, CliError> {
+    node_command(exe, args, ns, name, endpoint, config, capture)
+        .spawn()
+        .map_err(io(&format!("starting {}", exe.display())))
+}
+
+/// The command [`spawn`] runs, to add to before it does.
+pub(super) fn node_command(
+    exe: &Path,
+    args: &[&str],
+    ns: &str,
+    name: &str,
+    endpoint: &str,
+    config: &Path,
+    capture: bool,
+) -> Command {
     let mut cmd = Command::new(exe);
     cmd.args(args)
         .args([
@@ -110,8 +125,7 @@ fn spawn(
         cmd.env("RUST_LOG", "warn,zenoh=error,hiroz=error")
             .stderr(Stdio::null());
     }
-    cmd.spawn()
-        .map_err(io(&format!("starting {}", exe.display())))
+    cmd
 }
 
 /// Microseconds since the epoch of a tracing line's RFC 3339 UTC timestamp
@@ -145,7 +159,11 @@ fn now_us() -> i64 {
 }
 
 /// Drives a managed node to active within `timeout`.
-async fn activate(node: &hiroz::node::ZNode, fqn: &str, timeout: Duration) -> Result<(), CliError> {
+pub(super) async fn activate(
+    node: &hiroz::node::ZNode,
+    fqn: &str,
+    timeout: Duration,
+) -> Result<(), CliError> {
     let life = LifecycleClient::new(node, fqn, timeout)?;
     life.get_state().await?;
     for step in ["configure", "activate"] {
@@ -156,7 +174,12 @@ async fn activate(node: &hiroz::node::ZNode, fqn: &str, timeout: Duration) -> Re
     Ok(())
 }
 
-async fn stop(node: &hiroz::node::ZNode, fqn: &str, mut child: Child, timeout: Duration) {
+pub(super) async fn stop(
+    node: &hiroz::node::ZNode,
+    fqn: &str,
+    mut child: Child,
+    timeout: Duration,
+) {
     if let Ok(life) = LifecycleClient::new(node, fqn, timeout) {
         let _ = life.set("shutdown").await;
     }

@@ -474,6 +474,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             bench::control(iterations, timeout).await
         }
         Command::Bench(BenchCommand::Catalog { experts }) => bench::catalog(experts),
+        Command::Bench(BenchCommand::Console {
+            events,
+            clients,
+            tasks,
+        }) => super::bench_console::console(events, clients, tasks, timeout).await,
         Command::Bench(BenchCommand::Cognition { messages, starts }) => {
             super::bench_cognition::cognition(messages, starts, timeout).await
         }

@@ -4,6 +4,7 @@
 mod ask;
 mod bench;
 mod bench_cognition;
+mod bench_console;
 mod bench_newsroom;
 mod bench_stats;
 mod bench_workspace;
@@ -579,6 +580,20 @@ pub enum BenchCommand {
         /// A running NATS server; by default a local one is started on free ports.
         #[arg(long)]
         nats: Option<String>,
+    },
+    /// The view layer: events/s the console's live stream serves to one and to `--clients`
+    /// clients at once, and the p50 of a task (engine and a new expert process) with tracing
+    /// exported over OTLP against without (ratio). Starts its own router and nodes.
+    Console {
+        /// Events in the streamed log.
+        #[arg(long, default_value_t = 20_000)]
+        events: usize,
+        /// Clients streaming at once in the second series.
+        #[arg(long, default_value_t = 20)]
+        clients: usize,
+        /// Tasks timed, half traced.
+        #[arg(long, default_value_t = 40)]
+        tasks: usize,
     },
     /// Build time of a generated mesh of 1,000 experts.
     Catalog {

@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeSet, VecDeque};
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
@@ -16,9 +15,9 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use serde::Deserialize;
 
-use super::Shared;
 use crate::core::durable::EventLog;
 use crate::core::envelope::Envelope;
+use crate::spine::durable::AnyLog;
 use crate::spine::durable::streams::MEM;
 
 /// How often the log is asked for what is new while nothing is.
@@ -80,9 +79,10 @@ impl Filter {
     }
 }
 
-/// `GET /api/events`.
-pub(super) async fn events(
-    State(shared): State<Arc<Shared>>,
+/// `GET /api/events`: needs only the log (the console's state gives it; so does the
+/// benchmark's bare router).
+pub async fn events(
+    State(log): State<AnyLog>,
     Query(q): Query<EventQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, (StatusCode, String)> {
@@ -94,23 +94,21 @@ pub(super) async fn events(
     let from = match resumed.or(q.from) {
         Some(seq) => seq.max(1),
         None => {
-            shared
-                .log
-                .last_sequence(MEM)
+            log.last_sequence(MEM)
                 .await
                 .map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?
                 + 1
         }
     };
     let filter = Filter::of(&q);
-    let state = (shared, from, filter, VecDeque::<Event>::new());
+    let state = (log, from, filter, VecDeque::<Event>::new());
     let stream =
-        futures_util::stream::unfold(state, |(shared, mut next, filter, mut ready)| async move {
+        futures_util::stream::unfold(state, |(log, mut next, filter, mut ready)| async move {
             loop {
                 if let Some(event) = ready.pop_front() {
-                    return Some((Ok(event), (shared, next, filter, ready)));
+                    return Some((Ok(event), (log, next, filter, ready)));
                 }
-                match shared.log.read(MEM, "mem.>", next, PAGE).await {
+                match log.read(MEM, "mem.>", next, PAGE).await {
                     Ok(page) if !page.is_empty() => {
                         for m in page {
                             next = m.seq + 1;

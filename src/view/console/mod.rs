@@ -166,6 +166,12 @@ impl ManagedNode for ConsoleNode {
     }
 }
 
+impl axum::extract::FromRef<Arc<Shared>> for AnyLog {
+    fn from_ref(shared: &Arc<Shared>) -> AnyLog {
+        shared.log.clone()
+    }
+}
+
 fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/", get(index))
