@@ -109,7 +109,7 @@ impl ManagedNode for InboxNode {
         let log = AnyLog::open(&config)
             .await
             .map_err(|e| CallbackError::Failure(e.to_string()))?;
-        let path = config.state_path(std::path::Path::new("inbox.db"));
+        let path = config.state_path(std::path::Path::new(super::store::STORE_FILE));
         let store = Store::open(&path)
             .map_err(|e| CallbackError::Failure(format!("{}: {e}", path.display())))?;
         let engine = ActionClient::<AolTask>::new(&ctx.node, &self.options.engine_action)

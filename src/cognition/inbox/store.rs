@@ -53,6 +53,25 @@ pub struct Arrival {
 #[error("inbox store: {0}")]
 pub struct StoreError(#[from] rusqlite::Error);
 
+/// The store's file in the state directory.
+pub const STORE_FILE: &str = "inbox.db";
+
+/// How many messages the store at `path` holds in each state (`pending`, `sent`, `done`,
+/// …), read without writing; empty when there is no store yet. What a view reports as the
+/// inbox's queue depth.
+pub fn depth_at(path: &Path) -> Result<Vec<(String, u64)>, StoreError> {
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    conn.busy_timeout(std::time::Duration::from_secs(2))?;
+    let mut stmt = conn.prepare("SELECT state, COUNT(*) FROM queue GROUP BY state")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// The store; one writer (the inbox node).
 pub struct Store {
     conn: Connection,

@@ -7,6 +7,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use crate::cognition::inbox::store::depth_at;
 use crate::core::durable::{DurableError, EventLog};
 use crate::core::envelope::Envelope;
 use crate::jobs::JobState;
@@ -45,13 +46,17 @@ pub struct Metrics {
     next_mem: u64,
     /// The projection database, whose cursor gives the projector's lag.
     projection: Option<std::path::PathBuf>,
+    /// The inbox's store, whose queue gives its depth.
+    inbox: Option<std::path::PathBuf>,
 }
 
 impl Metrics {
-    /// Metrics that also report how far behind the projection at `projection` is.
-    pub fn with_projection(projection: std::path::PathBuf) -> Self {
+    /// Metrics that also report how far behind the projection at `projection` is, and how
+    /// many messages the inbox's store at `inbox` holds by state.
+    pub fn with_stores(projection: std::path::PathBuf, inbox: std::path::PathBuf) -> Self {
         Self {
             projection: Some(projection),
+            inbox: Some(inbox),
             ..Self::default()
         }
     }
@@ -233,6 +238,22 @@ impl Metrics {
                 Ok(Ok(None)) => {}
                 Ok(Err(e)) => warn!("projector lag not reported: {e}"),
                 Err(e) => warn!("projector lag not reported: {e}"),
+            }
+        }
+        if let Some(path) = self.inbox.clone() {
+            match tokio::task::spawn_blocking(move || depth_at(&path)).await {
+                Ok(Ok(depth)) => {
+                    for (state, n) in depth {
+                        self.set(
+                            "iron_inbox_messages",
+                            "Messages in the inbox's durable queue, by state (pending: not yet handed to the engine).",
+                            vec![("state", state)],
+                            n as f64,
+                        );
+                    }
+                }
+                Ok(Err(e)) => warn!("inbox depth not reported: {e}"),
+                Err(e) => warn!("inbox depth not reported: {e}"),
             }
         }
         for stream in [JOBS, LOGS] {

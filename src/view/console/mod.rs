@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::cognition::expert::operator::OperatorVoice;
+use crate::cognition::inbox::store::STORE_FILE;
 use crate::core::config::Config;
 use crate::core::token;
 use crate::spine::control::ControlPlane;
@@ -135,8 +136,9 @@ impl ManagedNode for ConsoleNode {
                 operator: operator_name(&config),
                 overview: Mutex::new(Overview::of_tenant(&config.tenant)),
                 tenant: config.tenant.clone(),
-                metrics: Mutex::new(Metrics::with_projection(
+                metrics: Mutex::new(Metrics::with_stores(
                     config.state_path(&config.memory.projection),
+                    config.state_path(Path::new(STORE_FILE)),
                 )),
                 control: ctx.control.clone(),
                 node: ctx.node.clone(),
