@@ -268,6 +268,30 @@ pub async fn log(
         &embedded_series,
         &raw_sqlite_series,
     )?;
+    // Eight writers at once on the same handle: appends waiting together share a commit.
+    const WRITERS: usize = 8;
+    let events = envelopes(n, options.payload_bytes);
+    let start = Instant::now();
+    let writers = events.chunks(n.div_ceil(WRITERS)).map(|chunk| {
+        let emitter = &emitter;
+        async move {
+            for event in chunk {
+                emitter.emit(event).await.map_err(BenchError::from)?;
+            }
+            Ok::<_, BenchError>(())
+        }
+    });
+    futures_util::future::try_join_all(writers).await?;
+    let concurrent = n as f64 / start.elapsed().as_secs_f64();
+    writeln!(
+        out,
+        "bench log.embedded_emit_{WRITERS}_writers_throughput {concurrent:.1} msg/s"
+    )?;
+    writeln!(
+        out,
+        "bench log.embedded_{WRITERS}_writers_vs_one_ratio {:.3} x",
+        concurrent / embedded_series.per_second
+    )?;
 
     // Projector over the JetStream stream written above against raw batched inserts.
     let last = js.last_sequence(BENCH_STREAM).await?;

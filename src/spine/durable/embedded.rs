@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, oneshot};
 
 use super::bootstrap::{BootstrapError, diff_config};
 use super::streams::{StreamSpec, stream_for};
@@ -24,6 +24,10 @@ use crate::core::durable::{
     KvSpec, LogConsumer, ObjectStore, StartAt, StoredMessage,
 };
 use crate::core::envelope::now_ms;
+
+#[path = "embedded_append.rs"]
+mod append;
+use append::{Pending, lock, write_queued};
 
 /// Settings of the embedded log.
 #[derive(Debug, Clone)]
@@ -45,6 +49,11 @@ impl Default for EmbeddedOptions {
 
 struct Inner {
     conn: Mutex<Connection>,
+    /// Appends waiting for the connection: whoever holds it next writes them all in one
+    /// transaction (group commit).
+    queue: Mutex<Vec<Pending>>,
+    /// Transactions that wrote appends (fewer than the appends when writers overlap).
+    commits: std::sync::atomic::AtomicU64,
     appended: Notify,
     streams: Vec<StreamSpec>,
     options: EmbeddedOptions,
@@ -192,6 +201,8 @@ impl Embedded {
         Ok(Self {
             inner: Arc::new(Inner {
                 conn: Mutex::new(conn),
+                queue: Mutex::new(Vec::new()),
+                commits: Default::default(),
                 appended: Notify::new(),
                 streams,
                 options,
@@ -339,30 +350,6 @@ impl Embedded {
     }
 }
 
-/// The stream's limits after the append of `seq`: past `max_msgs` the oldest messages go at
-/// once; past `max_age` every 1,000th append (the age sweep reads the whole stream).
-fn apply_limits(
-    tx: &rusqlite::Transaction<'_>,
-    spec: &StreamSpec,
-    seq: i64,
-    now: u64,
-) -> rusqlite::Result<()> {
-    if spec.max_msgs > 0 && seq > spec.max_msgs {
-        tx.execute(
-            "DELETE FROM messages WHERE stream = ?1 AND seq <= ?2",
-            params![spec.name, seq - spec.max_msgs],
-        )?;
-    }
-    if !spec.max_age.is_zero() && seq % 1000 == 0 {
-        let oldest = now.saturating_sub(spec.max_age.as_millis() as u64);
-        tx.execute(
-            "DELETE FROM messages WHERE stream = ?1 AND ts_ms < ?2",
-            params![spec.name, oldest as i64],
-        )?;
-    }
-    Ok(())
-}
-
 impl EventLog for Embedded {
     type Consumer = EmbeddedConsumer;
 
@@ -377,67 +364,32 @@ impl EventLog for Embedded {
         if size > max {
             return Err(DurableError::TooLarge { size, max });
         }
-        self.call("append", move |conn, inner| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(sql("append"))?;
-            let now = now_ms();
-            let window = spec.duplicate_window.as_millis() as u64;
-            let previous: Option<(i64, i64)> = tx
-                .query_row(
-                    LAST_WITH_MSG_ID,
-                    params![spec.name, request.msg_id],
-                    |row| Ok((row.get(0)?, row.get(1)?)),
-                )
-                .optional()
-                .map_err(sql("append"))?;
-            if let Some((seq, ts)) = previous
-                && now.saturating_sub(ts as u64) < window
-            {
-                return Ok(AppendAck {
-                    stream: spec.name.clone(),
-                    seq: seq as u64,
-                    duplicate: true,
-                });
-            }
-            if let Some(expected) = request.expected_last_subject_seq {
-                let last: i64 = tx
-                    .query_row(
-                        "SELECT coalesce(max(seq), 0) FROM messages WHERE stream = ?1 AND subject = ?2",
-                        params![spec.name, request.subject],
-                        |row| row.get(0),
-                    )
-                    .map_err(sql("append"))?;
-                if last as u64 != expected {
-                    return Err(DurableError::WrongLastSequence {
-                        subject: request.subject.clone(),
-                        expected,
-                    });
-                }
-            }
-            let seq: i64 = tx
-                .query_row(
-                    "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE stream = ?1",
-                    [&spec.name],
-                    |row| row.get(0),
-                )
-                .map_err(sql("append"))?;
-            tx.execute(
-                "INSERT INTO messages(stream, seq, subject, msg_id, payload, ts_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![spec.name, seq, request.subject, request.msg_id, request.payload, now as i64],
-            )
-            .map_err(sql("append"))?;
-            apply_limits(&tx, &spec, seq, now).map_err(sql("append"))?;
-            tx.commit().map_err(sql("append"))?;
-            inner.appended.notify_waiters();
-            Ok(AppendAck {
-                stream: spec.name.clone(),
-                seq: seq as u64,
-                duplicate: false,
-            })
+        let (answer, answered) = oneshot::channel();
+        lock(&self.inner.queue).push(Pending {
+            spec,
+            request,
+            answer,
+        });
+        // Whoever gets the connection first writes everything queued by then, this append
+        // among them (or a batch before already took it).
+        let started = tokio::time::Instant::now();
+        self.call("append", |conn, inner| {
+            write_queued(conn, inner);
+            Ok(())
         })
-        .await
+        .await?;
+        let remaining = self.inner.options.timeout.saturating_sub(started.elapsed());
+        match tokio::time::timeout(remaining, answered).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(DurableError::Backend {
+                op: "append",
+                source: "the batch writing this append went away".into(),
+            }),
+            Err(_) => Err(DurableError::Timeout {
+                op: "append",
+                after: self.inner.options.timeout,
+            }),
+        }
     }
 
     async fn read(
