@@ -62,7 +62,7 @@ fn no_declaration_means_no_memory_tools_or_peers() {
     assert!(a.tools.is_empty());
     assert!(a.sources.is_empty());
     // No `delegation` block: nobody to delegate to.
-    assert!(a.peers.is_empty());
+    assert!(c.peers("m/a").is_empty());
     assert_eq!(a.clearance, aem::DEFAULT_CLEARANCE);
     assert_eq!(a.idle_secs, aem::DEFAULT_IDLE_SECS);
 }
@@ -74,7 +74,20 @@ fn generated_bench_mesh_compiles() {
     let c = aem::compile(&root).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(c.experts.len(), 60);
     let first = c.expert("bench/expert-00000").unwrap();
-    assert_eq!(first.peers.len(), 59);
+    assert_eq!(c.peers("bench/expert-00000").len(), 59);
+    // Stored by reference: the catalog grows with the experts, not with their square.
+    assert_eq!(
+        serde_json::to_value(&first.peers).unwrap(),
+        serde_json::json!({"mesh": true})
+    );
+    let twice = tempfile::tempdir().unwrap();
+    let root = aem::bench::generate_mesh(twice.path(), 120).unwrap();
+    let bigger = aem::compile(&root).unwrap_or_else(|e| panic!("{e}"));
+    let growth = bigger.to_json().len() as f64 / c.to_json().len() as f64;
+    assert!(
+        growth < 2.2,
+        "twice the experts made the catalog {growth:.2} times as large"
+    );
     assert!(first.tools.contains_key("files/write_file"));
     assert!(
         !c.expert("bench/expert-00001")

@@ -7,7 +7,7 @@ use super::limits::{self, Place};
 use super::memory::{namespaces, one_of};
 use super::mesh::{MeshDraft, ToolRef, clearance_words, effect_words};
 use super::model::{
-    DelegationScope, DeliveryChannel, ExpertEntry, ExpertHashes, MemoryMount, MeshStatus,
+    DelegationScope, DeliveryChannel, ExpertEntry, ExpertHashes, MemoryMount, MeshStatus, PeerRule,
     ServerDescriptor, ToolGrant,
 };
 use super::raw::RawCapabilities;
@@ -474,19 +474,20 @@ fn resolve_peers(
     doc: &Document,
     index: &Index,
     sink: &mut Sink,
-) -> Vec<String> {
+) -> PeerRule {
     let mesh_name = mesh.entry.name.as_str();
     let no_roles = BTreeSet::new();
     let own_roles = index.get(mesh_name).map_or(&no_roles, |(_, r)| r);
     let me = format!("{mesh_name}/{role}");
-    // Roles iterate sorted and share the `mesh/` prefix, so this list is sorted.
-    let mut peers: Vec<String> = match mesh.entry.delegation {
-        DelegationScope::All => own_roles
-            .iter()
-            .filter(|r| r.as_str() != role)
-            .map(|r| format!("{mesh_name}/{r}"))
-            .collect(),
-        DelegationScope::None => Vec::new(),
+    let mut rule = PeerRule {
+        mesh: mesh.entry.delegation == DelegationScope::All,
+        ..PeerRule::default()
+    };
+    let in_mesh = |id: &str| {
+        rule.mesh
+            && id
+                .strip_prefix(&format!("{mesh_name}/"))
+                .is_some_and(|r| own_roles.contains(r))
     };
     let expected = || {
         let known: Vec<String> = own_roles
@@ -530,21 +531,26 @@ fn resolve_peers(
         }
         Some(id)
     };
+    let mut removed = BTreeSet::new();
     for (i, p) in caps.peers.remove.iter().enumerate() {
         if let Some(id) = lookup(p, format!("peers.remove[{i}]"), sink)
-            && let Ok(at) = peers.binary_search(&id)
+            && in_mesh(&id)
         {
-            peers.remove(at);
+            removed.insert(id);
         }
     }
+    let mut added = BTreeSet::new();
     for (i, p) in caps.peers.add.iter().enumerate() {
-        if let Some(id) = lookup(p, format!("peers.add[{i}]"), sink)
-            && let Err(at) = peers.binary_search(&id)
-        {
-            peers.insert(at, id);
+        if let Some(id) = lookup(p, format!("peers.add[{i}]"), sink) {
+            // An add wins over a remove; one the mesh already gives is no exception.
+            if !removed.remove(&id) && !in_mesh(&id) {
+                added.insert(id);
+            }
         }
     }
-    peers
+    rule.removed = removed.into_iter().collect();
+    rule.added = added.into_iter().collect();
+    rule
 }
 
 fn resolve_sources(

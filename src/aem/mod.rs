@@ -35,9 +35,9 @@ pub use mesh::{
 };
 pub use model::{
     Access, Catalog, DeclaredTool, DelegationScope, DeliveryChannel, ExpertEntry, ExpertHashes,
-    FORMAT_VERSION, FileRecord, MemoryMount, MeshEntry, MeshStatus, Scope, ServerDescriptor,
-    ServerEntry, SourceEntry, Startup, TaskBudget, Timeouts, ToolGrant, TriggerEntry, TriggerOn,
-    WorkspaceEntry, WorkspaceProvider,
+    FORMAT_VERSION, FileRecord, MemoryMount, MeshEntry, MeshStatus, PeerRule, Scope,
+    ServerDescriptor, ServerEntry, SourceEntry, Startup, TaskBudget, Timeouts, ToolGrant,
+    TriggerEntry, TriggerOn, WorkspaceEntry, WorkspaceProvider,
 };
 pub use native::native_tools;
 pub use servers::descriptor_hash;

@@ -20,7 +20,47 @@ pub struct Catalog {
     pub experts: BTreeMap<String, ExpertEntry>,
 }
 
+/// Who an expert may delegate to: the other experts of its own mesh when the mesh's
+/// `delegation` is `all`, less those its capabilities remove, plus those they add (each
+/// checked when the catalog was built).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerRule {
+    /// Every other expert of its own mesh.
+    pub mesh: bool,
+    /// Taken out of the mesh's experts, `<mesh>/<role>`, sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
+    /// Added, `<mesh>/<role>`, sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub added: Vec<String>,
+}
+
 impl Catalog {
+    /// The experts `id` may delegate to, `<mesh>/<role>`, sorted (none for an unknown id).
+    pub fn peers(&self, id: &str) -> Vec<String> {
+        let Some(entry) = self.experts.get(id) else {
+            return Vec::new();
+        };
+        let rule = &entry.peers;
+        let mut peers: Vec<String> = if rule.mesh {
+            let prefix = format!("{}/", entry.mesh);
+            self.experts
+                .range(prefix.clone()..)
+                .take_while(|(other, _)| other.starts_with(&prefix))
+                .map(|(other, _)| other.clone())
+                .filter(|other| other != id && rule.removed.binary_search(other).is_err())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        for added in &rule.added {
+            if let Err(at) = peers.binary_search(added) {
+                peers.insert(at, added.clone());
+            }
+        }
+        peers
+    }
+
     /// The expert with id `<mesh>/<role>`, if the catalog has it.
     pub fn expert(&self, id: &str) -> Option<&ExpertEntry> {
         self.experts.get(id)
@@ -316,8 +356,9 @@ pub struct ExpertEntry {
     pub memory: Vec<MemoryMount>,
     /// Perception sources, sorted.
     pub sources: Vec<String>,
-    /// Experts it may delegate to, `<mesh>/<role>`, sorted.
-    pub peers: Vec<String>,
+    /// Who it may delegate to, as a rule over the catalog (see [`Catalog::peers`]): stored by
+    /// reference, since a list per expert would grow with the square of the mesh.
+    pub peers: PeerRule,
     /// Delivery channels it may use, sorted.
     pub delivery: Vec<String>,
     /// Files under `flows/`.

@@ -64,10 +64,7 @@ pub fn validate(goal: &AolTaskGoal, catalog: &Catalog) -> Result<(), Rejection> 
     };
     // An expert's delegation reaches only its peers (mesh scope and its own exceptions).
     if let Some(by) = context.get("delegated_by").and_then(|b| b.as_str()) {
-        let peers = catalog
-            .expert(by)
-            .map(|e| e.peers.clone())
-            .unwrap_or_default();
+        let peers = catalog.peers(by);
         if !peers.contains(&goal.domain) {
             return Err(Rejection::NotAPeer {
                 by: by.to_string(),
@@ -166,9 +163,8 @@ mod tests {
     #[test]
     fn a_delegation_reaches_only_the_delegators_peers() {
         let c = catalog();
-        let analyst = c.expert("newsroom/analyst").unwrap();
-        let peer = analyst
-            .peers
+        let peer = c
+            .peers("newsroom/analyst")
             .first()
             .expect("the analyst has peers")
             .clone();

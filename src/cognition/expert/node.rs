@@ -187,8 +187,8 @@ impl ManagedNode for ExpertNode {
         )
         .await;
 
-        let peers = entry
-            .peers
+        let peers = catalog
+            .peers(&entry.id)
             .iter()
             .map(|p| {
                 let what = catalog
