@@ -119,7 +119,8 @@ pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), 
 }
 
 /// `iron bench catalog`: generates a mesh of `experts` experts in a temporary directory and
-/// times one compile of it.
+/// times one compile of it and the writing of its files (`catalog.json`, the tool manifest),
+/// as `iron catalog build` does; prints the catalog's size.
 pub(super) fn catalog(experts: usize) -> Result<(), CliError> {
     let io = |what: &str| {
         let what = what.to_string();
@@ -129,7 +130,13 @@ pub(super) fn catalog(experts: usize) -> Result<(), CliError> {
     crate::aem::bench::generate_mesh(dir.path(), experts).map_err(io("generating the mesh"))?;
     let started = Instant::now();
     let catalog = crate::aem::compile(dir.path())?;
+    let compiled = started.elapsed();
+    let out = dir.path().join("out");
+    let written = crate::aem::write_catalog(&catalog, &out).map_err(io("writing the catalog"))?;
     let took = started.elapsed();
+    let size = std::fs::metadata(&written)
+        .map_err(io("reading the catalog's size"))?
+        .len();
     if catalog.experts.len() != experts {
         return Err(CliError::Failed(format!(
             "compiled {} experts, expected {experts}",
@@ -137,8 +144,13 @@ pub(super) fn catalog(experts: usize) -> Result<(), CliError> {
         )));
     }
     println!(
-        "bench catalog.build_{experts} {:.1} ms",
-        took.as_secs_f64() * 1000.0
+        "bench catalog.build_and_write_{experts} {:.1} ms (compile {:.1} ms)",
+        took.as_secs_f64() * 1000.0,
+        compiled.as_secs_f64() * 1000.0
+    );
+    println!(
+        "bench catalog.size_{experts} {:.1} KiB",
+        size as f64 / 1024.0
     );
     Ok(())
 }

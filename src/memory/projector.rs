@@ -330,7 +330,8 @@ enum Stop {
     Backwards { found: u64, last: u64 },
 }
 
-/// Applies deliveries in order in one transaction; returns how many were handled (and so may
+/// Applies deliveries in order in one transaction (statements prepared once per connection,
+/// the full-text rows in the same transaction); returns how many were handled (and so may
 /// be acknowledged) and why it stopped early, if it did.
 fn apply(
     conn: &mut Connection,
@@ -351,11 +352,8 @@ fn apply(
     for message in batch {
         if message.seq <= last {
             let seen: Option<Option<String>> = tx
-                .query_row(
-                    "SELECT msg_id FROM applied WHERE seq = ?1",
-                    [message.seq as i64],
-                    |row| row.get(0),
-                )
+                .prepare_cached("SELECT msg_id FROM applied WHERE seq = ?1")?
+                .query_row([message.seq as i64], |row| row.get(0))
                 .optional()?;
             if seen.is_some_and(|id| id == message.msg_id) {
                 handled += 1; // a redelivery of something already committed
@@ -383,11 +381,9 @@ fn apply(
         let mut event_id = None;
         match parsed {
             Ok(envelope) => {
-                let inserted = tx.execute(
-                    "INSERT OR IGNORE INTO events(event_id, seq, subject, ts, tenant, namespace,
+                let inserted = tx.prepare_cached("INSERT OR IGNORE INTO events(event_id, seq, subject, ts, tenant, namespace,
                         actor, kind, payload, result, cause)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                    params![
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)")?.execute(params![
                         envelope.event_id.as_str(),
                         message.seq as i64,
                         message.subject,
@@ -399,17 +395,21 @@ fn apply(
                         envelope.payload.to_string(),
                         envelope.result.as_ref().map(Value::to_string),
                         envelope.cause.as_ref().map(EventId::as_str),
-                    ],
-                )?;
+                    ])?;
                 if inserted == 1 && envelope.kind == EventKind::FactSuperseded {
                     let field = |k: &str| envelope.payload.get(k).and_then(Value::as_str);
                     if let (Some(fact), Some(by)) = (field("fact"), field("by")) {
                         // The first word on a fact stands: it is superseded once.
-                        tx.execute(
+                        tx.prepare_cached(
                             "INSERT OR IGNORE INTO superseded(fact_id, by_id, reason, seq)
                              VALUES (?1, ?2, ?3, ?4)",
-                            params![fact, by, field("reason").unwrap_or(""), message.seq as i64],
-                        )?;
+                        )?
+                        .execute(params![
+                            fact,
+                            by,
+                            field("reason").unwrap_or(""),
+                            message.seq as i64
+                        ])?;
                     }
                 }
                 if inserted == 1 {
@@ -418,38 +418,38 @@ fn apply(
                     if let Some(result) = &envelope.result {
                         index_text(result, &mut body);
                     }
-                    tx.execute(
+                    tx.prepare_cached(
                         "INSERT INTO events_fts(event_id, ns, body) VALUES (?1, ?2, ?3)",
-                        params![
-                            envelope.event_id.as_str(),
-                            scope_tokens(&envelope.namespace_path()),
-                            body
-                        ],
-                    )?;
+                    )?
+                    .execute(params![
+                        envelope.event_id.as_str(),
+                        scope_tokens(&envelope.namespace_path()),
+                        body
+                    ])?;
                 }
                 event_id = Some(envelope.event_id.to_string());
             }
             Err(reason) => {
                 tracing::warn!(seq = message.seq, subject = %message.subject, %reason,
                     "projector: skipping a message that is not an Iron envelope");
-                tx.execute(
+                tx.prepare_cached(
                     "INSERT OR REPLACE INTO skipped(seq, subject, reason) VALUES (?1, ?2, ?3)",
-                    params![message.seq as i64, message.subject, reason],
-                )?;
+                )?
+                .execute(params![message.seq as i64, message.subject, reason])?;
             }
         }
-        tx.execute(
+        tx.prepare_cached(
             "INSERT OR REPLACE INTO applied(seq, msg_id, event_id) VALUES (?1, ?2, ?3)",
-            params![message.seq as i64, message.msg_id, event_id],
-        )?;
+        )?
+        .execute(params![message.seq as i64, message.msg_id, event_id])?;
         last = message.seq;
         handled += 1;
     }
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO cursor(stream, last_seq) VALUES (?1, ?2)
          ON CONFLICT(stream) DO UPDATE SET last_seq = excluded.last_seq",
-        params![stream, last as i64],
-    )?;
+    )?
+    .execute(params![stream, last as i64])?;
     tx.commit()?;
     Ok((handled, stop, last))
 }
