@@ -20,6 +20,7 @@ use crate::{
 /// pipelined, see `ActionClient::run`) against a raw Zenoh query round trip, both between
 /// this process and one demo node process, interleaved so machine noise hits both alike.
 pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), CliError> {
+    super::bench_stats::print_machine("control");
     let router = PrivateRouter::start().await?;
     let endpoint = router.endpoint.clone();
     let exe = beside_iron("demo_node")?;
@@ -122,6 +123,7 @@ pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), 
 /// times one compile of it and the writing of its files (`catalog.json`, the tool manifest),
 /// as `iron catalog build` does; prints the catalog's size.
 pub(super) fn catalog(experts: usize) -> Result<(), CliError> {
+    super::bench_stats::print_machine("catalog");
     let io = |what: &str| {
         let what = what.to_string();
         move |source| CliError::Io { what, source }
@@ -158,6 +160,7 @@ pub(super) fn catalog(experts: usize) -> Result<(), CliError> {
 /// `iron bench log`: against `nats` if given, else a local nats-server on free ports with its
 /// store in a temporary directory.
 pub(super) async fn log(events: usize, nats: Option<String>) -> Result<(), CliError> {
+    super::bench_stats::print_machine("log");
     use crate::{
         launch::nats::{LocalNats, free_port},
         spine::durable::{JetStream, JetStreamOptions},
@@ -210,6 +213,7 @@ pub(super) async fn memory(
     queries: usize,
     dir: Option<std::path::PathBuf>,
 ) -> Result<(), CliError> {
+    super::bench_stats::print_machine("memory");
     if corpus == 0 || burst < 2 || queries == 0 {
         return Err(CliError::Failed(
             "--corpus and --queries must be at least 1 and --burst at least 2".into(),
@@ -235,6 +239,7 @@ pub(super) async fn memory(
 /// `iron bench tools`: the manager and both gates against a direct call, on our MCP test
 /// server (beside `iron`) and its echo tool.
 pub(super) async fn tools(calls: usize) -> Result<(), CliError> {
+    super::bench_stats::print_machine("tools");
     let server = std::env::current_exe()
         .ok()
         .and_then(|e| e.parent().map(|d| d.join("mcp_test_server")))
@@ -263,6 +268,7 @@ pub(super) async fn tools(calls: usize) -> Result<(), CliError> {
 
 /// `iron bench routing`: the offline router on a labelled set.
 pub(super) fn routing(set: &std::path::Path, aem: &std::path::Path) -> Result<(), CliError> {
+    super::bench_stats::print_machine("routing");
     use crate::llm::router::{OfflineRouter, accuracy};
     let catalog = crate::aem::compile(aem)?;
     let mut router = OfflineRouter::new(&catalog);

@@ -194,6 +194,7 @@ pub(super) async fn cognition(
     starts: usize,
     timeout: Duration,
 ) -> Result<(), CliError> {
+    super::bench_stats::print_machine("cognition");
     let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
     let config = write_state(dir.path())?;
     let router = PrivateRouter::start().await?;

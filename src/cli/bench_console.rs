@@ -20,7 +20,7 @@ use serde_json::json;
 use super::{
     CliError,
     bench_cognition::{activate, node_command, stop, write_state},
-    bench_stats::{PrivateRouter, beside_iron, ms, pct},
+    bench_stats::{PrivateRouter, beside_iron, ms, pct, print_machine},
 };
 use crate::{
     core::{envelope::Envelope, event_kind::EventKind},
@@ -50,15 +50,7 @@ pub(super) async fn console(
     tasks: usize,
     timeout: Duration,
 ) -> Result<(), CliError> {
-    println!(
-        "bench console.machine {} cpu(s), build {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        }
-    );
+    print_machine("console");
     streaming(events, clients.max(1)).await?;
     tracing_cost(tasks.max(2), timeout).await
 }

@@ -208,6 +208,7 @@ fn reports(items: &[Item]) -> Vec<claims::Report> {
 
 /// Runs the benchmark.
 pub(super) async fn newsroom(feeds: usize, items: usize, new: usize) -> Result<(), CliError> {
+    super::bench_stats::print_machine("newsroom");
     if feeds < 2 || items < feeds || new > NEW_EVENTS.len() {
         return Err(CliError::Failed(format!(
             "give at least 2 feeds, at least one item per feed, and at most {} new items",

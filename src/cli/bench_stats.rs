@@ -10,6 +10,21 @@ use crate::spine::control::router::{Router, RouterConfig};
 
 pub(super) use crate::core::stats::percentile as pct;
 
+/// The first line of every bench: the machine and the build it ran on.
+pub(super) fn print_machine(bench: &str) {
+    println!(
+        "bench {bench}.machine {} cpu(s), {} build, {} {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+        std::env::consts::OS,
+        std::env::consts::ARCH,
+    );
+}
+
 /// Microseconds, as a float for printing.
 pub(super) fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6

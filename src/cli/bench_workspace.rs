@@ -57,6 +57,7 @@ fn make_repo(dir: &Path, files: usize) -> Result<(), CliError> {
 
 /// Runs the benchmark and prints `bench workspace.<name> <value> <unit>` lines.
 pub(super) async fn workspace(files: usize, scratches: usize, runs: usize) -> Result<(), CliError> {
+    super::bench_stats::print_machine("workspace");
     let sandbox = Sandbox::locate().await.map_err(failed)?;
     let temp = tempfile::tempdir().map_err(|source| CliError::Io {
         what: "making a temporary directory".into(),

@@ -283,6 +283,7 @@ pub(super) async fn bench(
     python: std::path::PathBuf,
     nats: Option<String>,
 ) -> Result<(), CliError> {
+    super::bench_stats::print_machine("jobs");
     use crate::launch::nats::{LocalNats, free_port};
     use crate::spine::durable::{JetStream, JetStreamOptions, StreamSpec, bootstrap};
     let io = |what: &str| {

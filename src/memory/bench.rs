@@ -125,19 +125,30 @@ fn envelopes(n: usize, payload_bytes: usize) -> Vec<Envelope> {
         .collect()
 }
 
-async fn measure<F, Fut, E>(n: usize, mut op: F) -> Result<Series, E>
+/// Two series interleaved (a, b, a, b, …), so machine noise hits both alike; each one's
+/// throughput is its operations over the time spent in them.
+async fn measure_pair<A, FutA, B, FutB, E>(
+    n: usize,
+    mut a: A,
+    mut b: B,
+) -> Result<(Series, Series), E>
 where
-    F: FnMut(usize) -> Fut,
-    Fut: std::future::Future<Output = Result<(), E>>,
+    A: FnMut(usize) -> FutA,
+    FutA: std::future::Future<Output = Result<(), E>>,
+    B: FnMut(usize) -> FutB,
+    FutB: std::future::Future<Output = Result<(), E>>,
 {
-    let mut latencies = Vec::with_capacity(n);
-    let start = Instant::now();
+    let (mut la, mut lb) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for i in 0..n {
         let t = Instant::now();
-        op(i).await?;
-        latencies.push(t.elapsed());
+        a(i).await?;
+        la.push(t.elapsed());
+        let t = Instant::now();
+        b(i).await?;
+        lb.push(t.elapsed());
     }
-    Ok(series(latencies, start.elapsed()))
+    let (ta, tb) = (la.iter().sum(), lb.iter().sum());
+    Ok((series(la, ta), series(lb, tb)))
 }
 
 /// Removes the SQLite database at `path` with its WAL and shared-memory files.
@@ -180,40 +191,42 @@ pub async fn log(
         .map(|e| serde_json::to_vec(e).unwrap_or_default())
         .collect();
     let context = js.context().clone();
-    let raw = measure(n, |i| {
-        let context = context.clone();
-        let (payload, id) = (raw_payloads[i].clone(), raw_events[i].event_id.to_string());
-        async move {
-            let publish = PublishMessage::build()
-                .payload(payload.into())
-                .message_id(id);
-            let ack = context
-                .send_publish(format!("{BENCH_ROOT}.bench.raw"), publish)
-                .await
-                .map_err(|e| DurableError::Backend {
-                    op: "raw publish",
-                    source: Box::new(e),
-                })?;
-            ack.await.map_err(|e| DurableError::Backend {
-                op: "raw ack",
-                source: Box::new(e),
-            })?;
-            Ok::<_, BenchError>(())
-        }
-    })
-    .await?;
     let emitter = Emitter::new(js.clone()).with_root(BENCH_ROOT);
     let events = envelopes(n, options.payload_bytes);
-    let emitted = measure(n, |i| {
-        let (emitter, event) = (&emitter, &events[i]);
-        async move {
-            emitter
-                .emit(event)
-                .await
-                .map(drop)
-                .map_err(BenchError::from)
-        }
-    })
+    let (raw, emitted) = measure_pair(
+        n,
+        |i| {
+            let context = context.clone();
+            let (payload, id) = (raw_payloads[i].clone(), raw_events[i].event_id.to_string());
+            async move {
+                let publish = PublishMessage::build()
+                    .payload(payload.into())
+                    .message_id(id);
+                let ack = context
+                    .send_publish(format!("{BENCH_ROOT}.bench.raw"), publish)
+                    .await
+                    .map_err(|e| DurableError::Backend {
+                        op: "raw publish",
+                        source: Box::new(e),
+                    })?;
+                ack.await.map_err(|e| DurableError::Backend {
+                    op: "raw ack",
+                    source: Box::new(e),
+                })?;
+                Ok::<_, BenchError>(())
+            }
+        },
+        |i| {
+            let (emitter, event) = (&emitter, &events[i]);
+            async move {
+                emitter
+                    .emit(event)
+                    .await
+                    .map(drop)
+                    .map_err(BenchError::from)
+            }
+        },
+    )
     .await?;
     print_series(out, "raw_publish", &raw)?;
     print_series(out, "emit", &emitted)?;
@@ -237,29 +250,31 @@ pub async fn log(
     .await?;
     let emitter = Emitter::new(embedded.clone()).with_root(BENCH_ROOT);
     let events = envelopes(n, options.payload_bytes);
-    let embedded_series = measure(n, |i| {
-        let (emitter, event) = (&emitter, &events[i]);
-        async move {
-            emitter
-                .emit(event)
-                .await
-                .map(drop)
-                .map_err(BenchError::from)
-        }
-    })
-    .await?;
     let raw_conn = raw_sqlite(&dir.join("bench-raw.db"))?;
-    let mut latencies = Vec::with_capacity(n);
-    let start = Instant::now();
-    for (i, payload) in raw_payloads.iter().enumerate() {
-        let t = Instant::now();
-        raw_conn.execute(
-            "INSERT INTO raw(subject, msg_id, payload) VALUES (?1, ?2, ?3)",
-            params!["ironbench.raw", i.to_string(), payload],
-        )?;
-        latencies.push(t.elapsed());
-    }
-    let raw_sqlite_series = series(latencies, start.elapsed());
+    let (embedded_series, raw_sqlite_series) = measure_pair(
+        n,
+        |i| {
+            let (emitter, event) = (&emitter, &events[i]);
+            async move {
+                emitter
+                    .emit(event)
+                    .await
+                    .map(drop)
+                    .map_err(BenchError::from)
+            }
+        },
+        |i| {
+            let inserted = raw_conn
+                .execute(
+                    "INSERT INTO raw(subject, msg_id, payload) VALUES (?1, ?2, ?3)",
+                    params!["ironbench.raw", i.to_string(), raw_payloads[i]],
+                )
+                .map(drop)
+                .map_err(BenchError::from);
+            std::future::ready(inserted)
+        },
+    )
+    .await?;
     print_series(out, "embedded_emit", &embedded_series)?;
     print_series(out, "sqlite_insert", &raw_sqlite_series)?;
     print_ratios(

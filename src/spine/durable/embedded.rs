@@ -27,7 +27,7 @@ use crate::core::envelope::now_ms;
 
 #[path = "embedded_append.rs"]
 mod append;
-use append::{Pending, lock, write_queued};
+use append::{Pending, writer};
 
 /// Settings of the embedded log.
 #[derive(Debug, Clone)]
@@ -49,9 +49,9 @@ impl Default for EmbeddedOptions {
 
 struct Inner {
     conn: Mutex<Connection>,
-    /// Appends waiting for the connection: whoever holds it next writes them all in one
-    /// transaction (group commit).
-    queue: Mutex<Vec<Pending>>,
+    /// Appends for the handle's writer thread, which writes all that wait in one transaction
+    /// (group commit).
+    writes: std::sync::mpsc::Sender<Pending>,
     /// Transactions that wrote appends (fewer than the appends when writers overlap).
     commits: std::sync::atomic::AtomicU64,
     appended: Notify,
@@ -198,17 +198,29 @@ impl Embedded {
                 Ok(()) => break,
             }
         }
-        Ok(Self {
-            inner: Arc::new(Inner {
-                conn: Mutex::new(conn),
-                queue: Mutex::new(Vec::new()),
-                commits: Default::default(),
-                appended: Notify::new(),
-                streams,
-                options,
-                path,
-            }),
-        })
+        let (writes, queued) = std::sync::mpsc::channel();
+        let inner = Arc::new(Inner {
+            conn: Mutex::new(conn),
+            writes,
+            commits: Default::default(),
+            appended: Notify::new(),
+            streams,
+            options,
+            path,
+        });
+        // The writer holds the handle only while it writes: it ends when the last clone of the
+        // handle is dropped (its sender with it).
+        let weak = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("iron-log-writer".into())
+            .spawn(move || writer(weak, queued))
+            .map_err(|e| {
+                BootstrapError::Durable(DurableError::Backend {
+                    op: "start the log's writer",
+                    source: Box::new(e),
+                })
+            })?;
+        Ok(Self { inner })
     }
 
     /// Sets the connection up (WAL, full sync, schema) and creates each declared stream that
@@ -365,21 +377,18 @@ impl EventLog for Embedded {
             return Err(DurableError::TooLarge { size, max });
         }
         let (answer, answered) = oneshot::channel();
-        lock(&self.inner.queue).push(Pending {
+        let queued = self.inner.writes.send(Pending {
             spec,
             request,
             answer,
         });
-        // Whoever gets the connection first writes everything queued by then, this append
-        // among them (or a batch before already took it).
-        let started = tokio::time::Instant::now();
-        self.call("append", |conn, inner| {
-            write_queued(conn, inner);
-            Ok(())
-        })
-        .await?;
-        let remaining = self.inner.options.timeout.saturating_sub(started.elapsed());
-        match tokio::time::timeout(remaining, answered).await {
+        if queued.is_err() {
+            return Err(DurableError::Backend {
+                op: "append",
+                source: "the log's writer thread has stopped".into(),
+            });
+        }
+        match tokio::time::timeout(self.inner.options.timeout, answered).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(DurableError::Backend {
                 op: "append",

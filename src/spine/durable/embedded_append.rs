@@ -1,6 +1,6 @@
-//! Group commit for the embedded log: appends queue up while the connection is busy, and
-//! whoever holds it next writes every queued append in one transaction and one fsync, then
-//! answers each caller only once its own event is durable.
+//! Group commit for the embedded log: appends go to the handle's writer thread, which writes
+//! every append waiting at that moment in one transaction and one fsync, then answers each
+//! caller only once its own event is durable.
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::oneshot;
@@ -9,7 +9,8 @@ use super::{Inner, LAST_WITH_MSG_ID, is_busy};
 use crate::core::durable::{AppendAck, AppendRequest, DurableError};
 use crate::core::envelope::now_ms;
 use crate::spine::durable::streams::StreamSpec;
-use std::sync::{Mutex, PoisonError};
+use std::sync::mpsc::Receiver;
+use std::sync::{Mutex, PoisonError, Weak};
 
 /// An append waiting for its batch.
 pub(super) struct Pending {
@@ -22,14 +23,32 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Writes every queued append in one transaction and one fsync, then answers each: its own
+/// Most appends in one transaction.
+const MAX_BATCH: usize = 1024;
+
+/// The writer thread: waits for an append, takes every other one waiting with it, writes
+/// them together; ends when every handle (and so every sender) is gone.
+pub(super) fn writer(inner: Weak<Inner>, queued: Receiver<Pending>) {
+    while let Ok(first) = queued.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queued.try_recv() {
+                Ok(p) => batch.push(p),
+                Err(_) => break,
+            }
+        }
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let mut conn = lock(&inner.conn);
+        write_batch(&mut conn, &inner, batch);
+    }
+}
+
+/// Writes `batch` in one transaction and one fsync, then answers each append: its own
 /// acknowledgement once the commit is durable, or why it was refused. When the transaction
 /// fails nothing of the batch was written, and every append in it gets the error.
-pub(super) fn write_queued(conn: &mut Connection, inner: &Inner) {
-    let batch = std::mem::take(&mut *lock(&inner.queue));
-    if batch.is_empty() {
-        return;
-    }
+fn write_batch(conn: &mut Connection, inner: &Inner, batch: Vec<Pending>) {
     let written = (|| {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let now = now_ms();
