@@ -54,7 +54,7 @@ fn io(what: &str) -> impl FnOnce(std::io::Error) -> CliError {
 }
 
 /// The state directory: config with a scripted model, a one-expert mesh compiled into it.
-pub(super) fn write_state(dir: &Path) -> Result<PathBuf, CliError> {
+fn write_state(dir: &Path) -> Result<PathBuf, CliError> {
     let mesh = dir.join("aem/bench");
     std::fs::create_dir_all(mesh.join("skills/idle")).map_err(io("creating the mesh"))?;
     std::fs::write(mesh.join("AEM.md"), MESH).map_err(io("writing AEM.md"))?;
@@ -76,6 +76,42 @@ pub(super) fn write_state(dir: &Path) -> Result<PathBuf, CliError> {
     let catalog = crate::aem::compile(&dir.join("aem"))?;
     crate::aem::write_catalog(&catalog, dir).map_err(io("writing the catalog"))?;
     Ok(config)
+}
+
+/// What a bench with nodes runs on: a scratch state directory with the generated mesh, a
+/// private router, and a node of the bench's own on it.
+pub(super) struct Stage {
+    pub dir: tempfile::TempDir,
+    pub config: PathBuf,
+    pub router: PrivateRouter,
+    pub endpoint: String,
+    pub control: ControlPlane,
+    pub node: hiroz::node::ZNode,
+}
+
+impl Stage {
+    /// Sets it all up, the router reachable within `timeout`.
+    pub async fn start(timeout: Duration) -> Result<Stage, CliError> {
+        let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
+        let config = write_state(dir.path())?;
+        let router = PrivateRouter::start().await?;
+        let endpoint = router.endpoint.clone();
+        let control = ControlPlane::connect(ControlConfig {
+            router: endpoint.clone(),
+            ..ControlConfig::from_env()?
+        })
+        .await?;
+        let node = control.node("iron_bench", "/")?;
+        control.wait_for_router(&node, timeout).await?;
+        Ok(Stage {
+            dir,
+            config,
+            router,
+            endpoint,
+            control,
+            node,
+        })
+    }
 }
 
 /// A node process with the bench's environment; stderr piped when `capture`.
@@ -195,17 +231,14 @@ pub(super) async fn cognition(
     timeout: Duration,
 ) -> Result<(), CliError> {
     super::bench_stats::print_machine("cognition");
-    let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
-    let config = write_state(dir.path())?;
-    let router = PrivateRouter::start().await?;
-    let endpoint = router.endpoint.clone();
-    let control = ControlPlane::connect(ControlConfig {
-        router: endpoint.clone(),
-        ..ControlConfig::from_env()?
-    })
-    .await?;
-    let node = control.node("iron_bench", "/")?;
-    control.wait_for_router(&node, timeout).await?;
+    let Stage {
+        dir: _dir,
+        control: _control,
+        config,
+        router,
+        endpoint,
+        node,
+    } = Stage::start(timeout).await?;
 
     let result = async {
         inbox(&node, &endpoint, &config, messages, timeout).await?;

@@ -19,15 +19,15 @@ use serde_json::json;
 
 use super::{
     CliError,
-    bench_cognition::{activate, node_command, stop, write_state},
-    bench_stats::{PrivateRouter, beside_iron, ms, pct, print_machine},
+    bench_cognition::{Stage, activate, node_command, stop},
+    bench_stats::{beside_iron, ms, pct, print_machine},
 };
 use crate::{
     core::{envelope::Envelope, event_kind::EventKind},
     interfaces::{AolTask, AolTaskGoal},
     memory::emit,
     spine::{
-        control::{ControlConfig, ControlPlane, action::ActionClient},
+        control::action::ActionClient,
         durable::{AnyLog, Embedded, EmbeddedOptions, StreamSpec},
     },
     view::console::events::events as sse,
@@ -148,17 +148,14 @@ async fn read_all(
 }
 
 async fn tracing_cost(tasks: usize, timeout: Duration) -> Result<(), CliError> {
-    let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
-    let config = write_state(dir.path())?;
-    let router = PrivateRouter::start().await?;
-    let endpoint = router.endpoint.clone();
-    let control = ControlPlane::connect(ControlConfig {
-        router: endpoint.clone(),
-        ..ControlConfig::from_env()?
-    })
-    .await?;
-    let node = control.node("iron_bench", "/")?;
-    control.wait_for_router(&node, timeout).await?;
+    let Stage {
+        dir: _dir,
+        control: _control,
+        config,
+        router,
+        endpoint,
+        node,
+    } = Stage::start(timeout).await?;
     let (otlp, spans) = receiver().await?;
     let result = async {
         let (mut off, mut on): (Vec<Duration>, Vec<Duration>) = (Vec::new(), Vec::new());

@@ -150,6 +150,29 @@ fn clip(s: &str) -> String {
     format!("{}…", &s[..end])
 }
 
+/// Hands every envelope on MEM matching `filter` from sequence `from` on to `absorb`, in
+/// order; returns the next sequence to read. What every fold of the log in a view does.
+pub async fn fold_mem<L: EventLog>(
+    log: &L,
+    filter: &str,
+    from: u64,
+    mut absorb: impl FnMut(&Envelope),
+) -> Result<u64, DurableError> {
+    let mut next = from.max(1);
+    loop {
+        let page = log.read(MEM, filter, next, 2_000).await?;
+        let Some(last) = page.last().map(|m| m.seq) else {
+            return Ok(next);
+        };
+        next = last + 1;
+        for m in page {
+            if let Ok(e) = serde_json::from_slice::<Envelope>(&m.payload) {
+                absorb(&e);
+            }
+        }
+    }
+}
+
 /// Whether a `tool_result` payload says the tool answered without an error.
 pub fn tool_succeeded(p: &Value) -> bool {
     let outcome = p.get("outcome");
@@ -169,25 +192,12 @@ impl Overview {
 
     /// Reads what MEM gained since the last call.
     pub async fn refresh<L: EventLog>(&mut self, log: &L) -> Result<(), DurableError> {
-        let mut next = self.next.max(1);
-        loop {
-            let filter = if self.filter.is_empty() {
-                "mem.>"
-            } else {
-                &self.filter
-            };
-            let page = log.read(MEM, filter, next, 2_000).await?;
-            let Some(last) = page.last().map(|m| m.seq) else {
-                break;
-            };
-            next = last + 1;
-            for m in page {
-                if let Ok(e) = serde_json::from_slice::<Envelope>(&m.payload) {
-                    self.absorb(&e);
-                }
-            }
-        }
-        self.next = next;
+        let filter = if self.filter.is_empty() {
+            "mem.>".to_string()
+        } else {
+            self.filter.clone()
+        };
+        self.next = fold_mem(log, &filter, self.next, |e| self.absorb(e)).await?;
         Ok(())
     }
 

@@ -14,7 +14,7 @@ use crate::jobs::JobState;
 use crate::memory::projector::projected_to;
 use crate::spine::durable::AnyLog;
 use crate::spine::durable::streams::{JOBS, LOGS, MEM};
-use crate::view::overview::tool_succeeded;
+use crate::view::overview::{fold_mem, tool_succeeded};
 use tracing::warn;
 
 /// Why the log could not be read for metrics.
@@ -204,20 +204,7 @@ impl Metrics {
 
     /// Reads what MEM gained since the last call, and the current jobs and stream heads.
     pub async fn refresh(&mut self, log: &AnyLog) -> Result<(), MetricsError> {
-        let from = self.next_mem.max(1);
-        let mut next = from;
-        loop {
-            let page = log.read(MEM, "mem.>", next, 5_000).await?;
-            let Some(last) = page.last().map(|m| m.seq) else {
-                break;
-            };
-            next = last + 1;
-            for m in page {
-                if let Ok(e) = serde_json::from_slice::<Envelope>(&m.payload) {
-                    self.absorb(&e);
-                }
-            }
-        }
+        let next = fold_mem(log, "mem.>", self.next_mem, |e| self.absorb(e)).await?;
         self.next_mem = next;
         let mem_last = next.saturating_sub(1);
         self.set(
