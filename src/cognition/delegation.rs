@@ -248,10 +248,15 @@ impl Delegator {
         tokio::pin!(result);
         let outcome = loop {
             tokio::select! {
+                biased;
                 Some(fb) = sent.feedback.recv() => { let _ = feedback.send(fb); }
                 r = &mut result => break r,
             }
         };
+        // Feedback that arrived with the result is passed on, not dropped by the race.
+        while let Ok(fb) = sent.feedback.try_recv() {
+            let _ = feedback.send(fb);
+        }
         let outcome = outcome.map_err(|e| task(format!("no result: {e}")))?;
         Ok(Delegated {
             node: fqn.to_string(),

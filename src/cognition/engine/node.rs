@@ -515,10 +515,15 @@ impl EngineDeps {
         tokio::pin!(run);
         let delegated = loop {
             tokio::select! {
+                biased;
                 Some(fb) = fb_rx.recv() => { let _ = handle.feedback(fb).await; }
                 d = &mut run => break d,
             }
         };
+        // What the expert said just before it finished goes out before its result.
+        while let Ok(fb) = fb_rx.try_recv() {
+            let _ = handle.feedback(fb).await;
+        }
         let (status, text, expert_node, error) = match &delegated {
             Ok(d) => (
                 d.status,
