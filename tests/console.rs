@@ -168,6 +168,11 @@ async fn the_console_needs_its_token_and_shows_metrics_and_live_events() {
         after.iter().any(|s| s.starts_with("iron_jobs ")),
         "{after:#?}"
     );
+    assert!(
+        value(&after, "iron_log_appends_total") >= value(&after, "iron_tasks_total"),
+        "{after:#?}"
+    );
+    assert!(value(&after, "iron_log_append_seconds_total") >= 0.0);
 
     let mut seen = String::new();
     let deadline = tokio::time::Instant::now() + T;

@@ -23,6 +23,7 @@ fn req(subject: &str, id: &str, payload: &str) -> AppendRequest {
 
 async fn ordering<H: Harness>(mut h: H) {
     let log = h.open().await;
+    let before = iron::core::envelope::now_ms();
     for i in 1..=20u64 {
         let subject = if i % 2 == 0 {
             "mem.t.even"
@@ -43,6 +44,15 @@ async fn ordering<H: Harness>(mut h: H) {
     assert_eq!(seqs, (1..=20).collect::<Vec<_>>());
     assert_eq!(all[4].payload, b"p5");
     assert_eq!(all[4].msg_id.as_deref(), Some("id-5"));
+    // Each message says when it was stored (the server's clock is this machine's).
+    let after = iron::core::envelope::now_ms();
+    for m in &all {
+        assert!(
+            (before.saturating_sub(1000)..=after + 1000).contains(&m.stored_ms),
+            "stored at {} outside [{before}, {after}]",
+            m.stored_ms
+        );
+    }
     let even = log.read("MEM", "mem.t.even", 1, 100).await.unwrap();
     assert_eq!(
         even.iter().map(|m| m.seq).collect::<Vec<_>>(),

@@ -164,6 +164,8 @@ pub struct StoredMessage {
     pub msg_id: Option<String>,
     /// The bytes.
     pub payload: Vec<u8>,
+    /// When the log stored it (ms since the epoch; 0 where unknown).
+    pub stored_ms: u64,
 }
 
 /// Where a consumer starts when it is first created. A durable consumer that already exists

@@ -174,6 +174,7 @@ async fn recall_at_scale(
                         subject: "mem.bench".into(),
                         msg_id: Some(e.event_id.to_string()),
                         payload: serde_json::to_vec(&e).unwrap_or_default(),
+                        stored_ms: 0,
                     }
                 })
                 .collect();

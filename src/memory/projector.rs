@@ -301,6 +301,7 @@ pub(crate) fn project_for_test(path: &Path, events: &[&Envelope]) {
             subject: "mem.t".into(),
             msg_id: Some(e.event_id.to_string()),
             payload: serde_json::to_vec(e).expect("an envelope serialises"),
+            stored_ms: 0,
         })
         .collect();
     let mut conn = open_writer(path).expect("a new projection");
@@ -643,6 +644,7 @@ mod tests {
             subject: "mem.t".into(),
             msg_id: Some(e.event_id.to_string()),
             payload: serde_json::to_vec(&e).unwrap(),
+            stored_ms: 0,
         }
     }
 
@@ -746,6 +748,7 @@ mod tests {
                 subject: "mem.t".into(),
                 msg_id: Some(e.event_id.to_string()),
                 payload: serde_json::to_vec(&e).unwrap(),
+                stored_ms: 0,
             });
         }
         apply_batch(&mut conn, "MEM", &batch).unwrap();

@@ -150,13 +150,14 @@ fn clip(s: &str) -> String {
     format!("{}…", &s[..end])
 }
 
-/// Hands every envelope on MEM matching `filter` from sequence `from` on to `absorb`, in
-/// order; returns the next sequence to read. What every fold of the log in a view does.
+/// Hands every envelope on MEM matching `filter` from sequence `from` on to `absorb` (with
+/// when the log stored it, ms since the epoch), in order; returns the next sequence to read.
+/// What every fold of the log in a view does.
 pub async fn fold_mem<L: EventLog>(
     log: &L,
     filter: &str,
     from: u64,
-    mut absorb: impl FnMut(&Envelope),
+    mut absorb: impl FnMut(&Envelope, u64),
 ) -> Result<u64, DurableError> {
     let mut next = from.max(1);
     loop {
@@ -167,7 +168,7 @@ pub async fn fold_mem<L: EventLog>(
         next = last + 1;
         for m in page {
             if let Ok(e) = serde_json::from_slice::<Envelope>(&m.payload) {
-                absorb(&e);
+                absorb(&e, m.stored_ms);
             }
         }
     }
@@ -197,7 +198,7 @@ impl Overview {
         } else {
             self.filter.clone()
         };
-        self.next = fold_mem(log, &filter, self.next, |e| self.absorb(e)).await?;
+        self.next = fold_mem(log, &filter, self.next, |e, _| self.absorb(e)).await?;
         Ok(())
     }
 

@@ -325,7 +325,7 @@ impl Embedded {
         self.call("read", move |conn, _| {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT seq, subject, msg_id, payload FROM messages
+                    "SELECT seq, subject, msg_id, payload, ts_ms FROM messages
                      WHERE stream = ?1 AND seq >= ?2 ORDER BY seq LIMIT 512",
                 )
                 .map_err(sql("read"))?;
@@ -339,6 +339,7 @@ impl Embedded {
                             subject: row.get(1)?,
                             msg_id: row.get(2)?,
                             payload: row.get(3)?,
+                            stored_ms: row.get::<_, i64>(4)?.max(0) as u64,
                         })
                     })
                     .map_err(sql("read"))?

@@ -246,6 +246,7 @@ fn stored(message: &jetstream::Message) -> Result<StoredMessage, DurableError> {
             .and_then(|h| h.get(async_nats::header::NATS_MESSAGE_ID))
             .map(|v| v.as_str().to_owned()),
         payload: message.payload.to_vec(),
+        stored_ms: (info.published.unix_timestamp_nanos() / 1_000_000).max(0) as u64,
     })
 }
 

@@ -202,9 +202,34 @@ impl Metrics {
         }
     }
 
+    /// How long `e` took from its making to its storage by the log (what an `emit()` waits,
+    /// queueing and the commit included), summed and counted.
+    fn absorb_append(&mut self, e: &Envelope, stored_ms: u64) {
+        if stored_ms == 0 {
+            return;
+        }
+        let seconds = stored_ms.saturating_sub(e.ts) as f64 / 1000.0;
+        self.add(
+            "iron_log_append_seconds_total",
+            "Time from each MEM event's making to its storage by the log, summed (divide by iron_log_appends_total for the mean).",
+            Vec::new(),
+            seconds,
+        );
+        self.add(
+            "iron_log_appends_total",
+            "MEM events whose storage time the log reported.",
+            Vec::new(),
+            1.0,
+        );
+    }
+
     /// Reads what MEM gained since the last call, and the current jobs and stream heads.
     pub async fn refresh(&mut self, log: &AnyLog) -> Result<(), MetricsError> {
-        let next = fold_mem(log, "mem.>", self.next_mem, |e| self.absorb(e)).await?;
+        let next = fold_mem(log, "mem.>", self.next_mem, |e, stored_ms| {
+            self.absorb(e);
+            self.absorb_append(e, stored_ms);
+        })
+        .await?;
         self.next_mem = next;
         let mem_last = next.saturating_sub(1);
         self.set(
