@@ -30,7 +30,14 @@ fn bench_cognition_prints_every_line() {
     );
     let mut names = Vec::new();
     let mut value_of = std::collections::BTreeMap::new();
-    for line in stdout.lines() {
+    let mut lines = stdout.lines();
+    assert!(
+        lines
+            .next()
+            .is_some_and(|l| l.starts_with("# bench cognition: ")),
+        "the machine and build come first: {stdout}"
+    );
+    for line in lines {
         let parts: Vec<&str> = line.split(' ').collect();
         assert_eq!(parts.len(), 4, "{line}");
         assert_eq!(parts[0], "bench", "{line}");

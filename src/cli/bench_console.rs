@@ -102,11 +102,10 @@ async fn streaming(events: usize, clients: usize) -> Result<(), CliError> {
         let all = started.elapsed();
         let slowest = each.iter().max().copied().unwrap_or(all);
         let per_client = events as f64 / slowest.as_secs_f64();
+        // Per client: the slowest of the `n`.
+        println!("bench console.stream_{n}_clients_per_client {per_client:.0} events/s");
         println!(
-            "bench console.stream_{n}_client(s)_per_client {per_client:.0} events/s (slowest of {n})"
-        );
-        println!(
-            "bench console.stream_{n}_client(s)_total {:.0} events/s",
+            "bench console.stream_{n}_clients_total {:.0} events/s",
             (events * n) as f64 / all.as_secs_f64()
         );
     }
@@ -183,18 +182,11 @@ async fn tracing_cost(tasks: usize, timeout: Duration) -> Result<(), CliError> {
             "bench console.task_p50_ratio_traced_vs_not {:.3} x",
             ms(p_on) / ms(p_off)
         );
+        println!("bench console.task_p50_tracing_off {:.1} ms", ms(p_off));
+        println!("bench console.task_p50_tracing_on {:.1} ms", ms(p_on));
+        println!("bench console.tasks_each {} count", off.len().min(on.len()));
         println!(
-            "bench console.task_p50_tracing_off {:.1} ms ({} tasks)",
-            ms(p_off),
-            off.len()
-        );
-        println!(
-            "bench console.task_p50_tracing_on {:.1} ms ({} tasks)",
-            ms(p_on),
-            on.len()
-        );
-        println!(
-            "bench console.spans_received {} (tracing on)",
+            "bench console.spans_received_tracing_on {} count",
             spans.load(Ordering::Relaxed)
         );
         Ok(())

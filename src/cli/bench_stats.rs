@@ -10,10 +10,11 @@ use crate::spine::control::router::{Router, RouterConfig};
 
 pub(super) use crate::core::stats::percentile as pct;
 
-/// The first line of every bench: the machine and the build it ran on.
+/// The first line of every bench: the machine and the build it ran on, as a `#` comment (every
+/// other line is `bench <name> <value> <unit>`).
 pub(super) fn print_machine(bench: &str) {
     println!(
-        "bench {bench}.machine {} cpu(s), {} build, {} {}",
+        "# bench {bench}: {} cpu(s), {} build, {} {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         if cfg!(debug_assertions) {
             "debug"
