@@ -125,6 +125,15 @@ fn envelopes(n: usize, payload_bytes: usize) -> Vec<Envelope> {
         .collect()
 }
 
+/// One `emit()`, as the series time it.
+async fn emit_one<L: EventLog>(emitter: &Emitter<L>, event: &Envelope) -> Result<(), BenchError> {
+    emitter
+        .emit(event)
+        .await
+        .map(drop)
+        .map_err(BenchError::from)
+}
+
 /// Two series interleaved (a, b, a, b, …), so machine noise hits both alike; each one's
 /// throughput is its operations over the time spent in them.
 async fn measure_pair<A, FutA, B, FutB, E>(
@@ -216,16 +225,7 @@ pub async fn log(
                 Ok::<_, BenchError>(())
             }
         },
-        |i| {
-            let (emitter, event) = (&emitter, &events[i]);
-            async move {
-                emitter
-                    .emit(event)
-                    .await
-                    .map(drop)
-                    .map_err(BenchError::from)
-            }
-        },
+        |i| emit_one(&emitter, &events[i]),
     )
     .await?;
     print_series(out, "raw_publish", &raw)?;
@@ -253,16 +253,7 @@ pub async fn log(
     let raw_conn = raw_sqlite(&dir.join("bench-raw.db"))?;
     let (embedded_series, raw_sqlite_series) = measure_pair(
         n,
-        |i| {
-            let (emitter, event) = (&emitter, &events[i]);
-            async move {
-                emitter
-                    .emit(event)
-                    .await
-                    .map(drop)
-                    .map_err(BenchError::from)
-            }
-        },
+        |i| emit_one(&emitter, &events[i]),
         |i| {
             let inserted = raw_conn
                 .execute(

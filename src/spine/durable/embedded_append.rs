@@ -19,7 +19,7 @@ pub(super) struct Pending {
     pub answer: oneshot::Sender<Result<AppendAck, DurableError>>,
 }
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
