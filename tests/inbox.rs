@@ -60,6 +60,10 @@ fn messages_queue_while_the_engine_is_down_and_drain_in_order() {
     // The engine appears (the demo node stands in for it at /iron/engine/task).
     let engine = p.plane().demo("engine", &[]);
     p.iron_ok(&["lifecycle", "set", "/iron/engine", "configure"]);
+    // Configured but not active, it refuses the head of the queue as `inactive`: that is
+    // waiting, and the message keeps its place (it once was dropped for good when the engine
+    // became active between the refusal and the inbox's look at its state).
+    engine.wait_for("is not active", T);
     p.iron_ok(&["lifecycle", "set", "/iron/engine", "activate"]);
     wait_until(
         T,

@@ -25,7 +25,7 @@ use crate::{
     spine::{
         control::{
             ControlError,
-            action::{ActionClient, GoalId, GoalStatus},
+            action::{ActionClient, GoalId, GoalStatus, ServerRefusal},
             lifecycle::{CallbackError, LifecycleClient, ManagedNode, NodeContext, State},
         },
         durable::AnyLog,
@@ -113,6 +113,7 @@ impl ManagedNode for InboxNode {
         let store = Store::open(&path)
             .map_err(|e| CallbackError::Failure(format!("{}: {e}", path.display())))?;
         let engine = ActionClient::<AolTask>::new(&ctx.node, &self.options.engine_action)
+            .and_then(|c| c.with_rejections(&ctx.node))
             .map_err(|e| CallbackError::Error(e.to_string()))?;
         let pending = store.pending().unwrap_or(0);
         info!(
@@ -451,10 +452,17 @@ impl InboxDeps {
         let sent = match self.engine.send(goal, options.send_timeout).await {
             Ok(sent) => sent,
             Err(e) => {
-                // An active engine that refuses a goal refuses it for good (it wrote why to the
-                // log): the message leaves the queue so it cannot block the ones behind it. An
-                // engine that is not active refuses everything: that is waiting, not refusal.
-                if matches!(e, ControlError::Protocol { .. }) && self.engine_active(options).await {
+                // An engine that refuses a goal for its content refuses it for good (it wrote
+                // why to the log): the message leaves the queue so it cannot block the ones
+                // behind it. An engine that is not active (or is full) refuses everything: that
+                // is waiting, not refusal. Without the published code, the engine's state
+                // decides (racy only against a server that publishes no reasons).
+                if let ControlError::Rejected { code, .. } = &e
+                    && match code.as_deref() {
+                        Some(code) => !ServerRefusal::is_transient(code),
+                        None => self.engine_active(options).await,
+                    }
+                {
                     warn!(task = %task_id, "the engine refused the message for good: {e}");
                     self.store
                         .lock()

@@ -66,6 +66,10 @@ impl ManagedNode for DemoNode {
         let (server, goals) =
             ActionServer::<AolTask>::new(&ctx.node, &name, ActionOptions::default())
                 .map_err(|e| CallbackError::Error(e.to_string()))?;
+        // Like the engine it stands in for: every refusal goes out with its code.
+        server
+            .publish_rejections(&ctx.node, |goal| goal.task_id.clone())
+            .map_err(|e| CallbackError::Error(e.to_string()))?;
         let echo = ctx
             .node
             .session()

@@ -60,6 +60,14 @@ pub enum ControlError {
     /// A peer answered something this side cannot accept.
     #[error("{what}: {detail}")]
     Protocol { what: String, detail: String },
+    /// An action server refused a goal. `code` is the refusal's stable code (`inactive`,
+    /// `saturated`, a handler's own …) when the server published its reason in time.
+    #[error("{what}: {detail}")]
+    Rejected {
+        what: String,
+        code: Option<String>,
+        detail: String,
+    },
     /// Configuration or arguments are wrong.
     #[error("{0}")]
     Config(String),

@@ -243,7 +243,7 @@ impl<A: ZAction> ActionClient<A> {
         };
         if !resp.accepted {
             self.forget(id);
-            let detail = match (refusal, &self.rejections) {
+            let detail = match (&refusal, &self.rejections) {
                 (Some(r), _) => format!("the goal was rejected: {} ({})", r.reason, r.code),
                 (None, Some(w)) => format!(
                     "the goal was rejected (no reason arrived on {} within {REASON_WAIT:?})",
@@ -251,7 +251,11 @@ impl<A: ZAction> ActionClient<A> {
                 ),
                 (None, None) => "the goal was rejected".into(),
             };
-            return Err(ControlError::Protocol { what, detail });
+            return Err(ControlError::Rejected {
+                what,
+                code: refusal.map(|r| r.code),
+                detail,
+            });
         }
         Ok(SentGoal { id, feedback: rx })
     }

@@ -77,6 +77,14 @@ impl ServerRefusal {
             ServerRefusal::Undecided => "undecided",
         }
     }
+
+    /// Whether a goal refused with `code` may be taken later unchanged: the server was not
+    /// active, full or slow, which says nothing about the goal itself.
+    pub fn is_transient(code: &str) -> bool {
+        [Self::Inactive, Self::Saturated, Self::Undecided]
+            .iter()
+            .any(|r| r.code() == code)
+    }
 }
 
 impl std::fmt::Display for Refusal {
@@ -141,5 +149,26 @@ pub fn now_stamp() -> hiroz::action::Time {
     hiroz::action::Time {
         sec: d.as_secs().min(i32::MAX as u64) as i32,
         nanosec: d.subsec_nanos(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ServerRefusal;
+
+    #[test]
+    fn only_the_servers_own_state_makes_a_refusal_transient() {
+        for code in ["inactive", "saturated", "undecided"] {
+            assert!(ServerRefusal::is_transient(code), "{code}");
+        }
+        for code in [
+            "invalid_goal_id",
+            "duplicate_goal_id",
+            "unknown_domain",
+            "not_a_peer",
+            "",
+        ] {
+            assert!(!ServerRefusal::is_transient(code), "{code}");
+        }
     }
 }
