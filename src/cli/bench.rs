@@ -2,9 +2,11 @@
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use super::{
     CliError,
-    bench_stats::{PrivateRouter, beside_iron, pct, us},
+    bench_stats::{BenchNats, PrivateRouter, beside_iron, pct, us},
 };
 use crate::{
     interfaces::{AolTask, AolTaskGoal},
@@ -13,6 +15,9 @@ use crate::{
         action::{ActionClient, GoalStatus},
         demo::echo_key,
         lifecycle::LifecycleClient,
+    },
+    tools::{
+        MemoryEvents, RecordError, ToolEvent, ToolEvents, bench::EventSink, events::RecordFuture,
     },
 };
 
@@ -161,49 +166,26 @@ pub(super) fn catalog(experts: usize) -> Result<(), CliError> {
 /// store in a temporary directory.
 pub(super) async fn log(events: usize, nats: Option<String>) -> Result<(), CliError> {
     super::bench_stats::print_machine("log");
-    use crate::{
-        launch::nats::{LocalNats, free_port},
-        spine::durable::{JetStream, JetStreamOptions},
-    };
-    let io = |what: &str| {
-        let what = what.to_string();
-        move |source| CliError::Io { what, source }
-    };
-    let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
-    let mut local = None;
-    let url = match nats {
-        Some(url) => url,
-        None => {
-            let (p, m) = (
-                free_port().map_err(io("free port"))?,
-                free_port().map_err(io("free port"))?,
-            );
-            let server = LocalNats::start(
-                std::path::Path::new("config/nats-server.conf"),
-                &dir.path().join("nats"),
-                p,
-                m,
-            )
-            .await?;
-            let url = server.url.clone();
-            local = Some(server);
-            url
-        }
-    };
-    let js = JetStream::connect(&url, JetStreamOptions::default())
-        .await
-        .map_err(|e| CliError::Failed(format!("cannot reach NATS at {url}: {e}")))?;
-    let options = crate::memory::bench::BenchOptions {
-        events,
-        payload_bytes: 256,
-        scratch_dir: dir.path().join("sqlite"),
-    };
-    let mut out = std::io::stdout();
-    let result = crate::memory::bench::log(&js, &options, &mut out).await;
-    if let Some(server) = local {
-        server.stop().await;
+    use crate::spine::durable::{JetStream, JetStreamOptions};
+    let dir = tempfile::tempdir().map_err(|source| CliError::Io {
+        what: "creating a temporary directory".into(),
+        source,
+    })?;
+    let nats = BenchNats::given_or_local(nats, dir.path()).await?;
+    let result = async {
+        let js = JetStream::connect(&nats.url, JetStreamOptions::default())
+            .await
+            .map_err(|e| CliError::Failed(format!("cannot reach NATS at {}: {e}", nats.url)))?;
+        let options = crate::memory::bench::BenchOptions {
+            events,
+            payload_bytes: 256,
+            scratch_dir: dir.path().join("sqlite"),
+        };
+        Ok::<_, CliError>(crate::memory::bench::log(&js, &options, &mut std::io::stdout()).await?)
     }
-    Ok(result?)
+    .await;
+    nats.stop().await;
+    result
 }
 
 /// `iron bench memory`: in a temporary directory (or `dir`, kept, to inspect the databases).
@@ -236,34 +218,88 @@ pub(super) async fn memory(
     Ok(crate::memory::bench_memory::memory(&options, &mut std::io::stdout()).await?)
 }
 
-/// `iron bench tools`: the manager and both gates against a direct call, on our MCP test
-/// server (beside `iron`) and its echo tool.
-pub(super) async fn tools(calls: usize) -> Result<(), CliError> {
+/// `iron bench tools`: a managed call (the manager, both gates, its two events) against a
+/// direct call, on our MCP test server (beside `iron`) and its echo tool, with the events
+/// kept in memory, on the embedded log and on JetStream (`nats`, or a local server).
+pub(super) async fn tools(calls: usize, nats: Option<String>) -> Result<(), CliError> {
     super::bench_stats::print_machine("tools");
-    let server = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(|d| d.join("mcp_test_server")))
-        .filter(|p| p.is_file())
-        .ok_or_else(|| {
-            CliError::Failed(
-                "mcp_test_server is not beside iron; run `cargo build --release --bins`".into(),
-            )
-        })?;
-    let bench = crate::tools::bench::ToolsBench {
-        command: server.display().to_string(),
-        args: Vec::new(),
-        tool: "echo".into(),
-        arguments: serde_json::json!({"text": "ping"}),
-        calls,
-        env: std::env::vars().collect(),
-    };
-    crate::tools::bench::tools(&bench, &mut std::io::stdout())
-        .await
-        .map_err(|source| CliError::Io {
-            what: "bench tools".into(),
-            source,
-        })?;
-    Ok(())
+    let server = beside_iron("mcp_test_server")?;
+    let dir = tempfile::tempdir().map_err(|source| CliError::Io {
+        what: "creating a temporary directory".into(),
+        source,
+    })?;
+    let nats = BenchNats::given_or_local(nats, dir.path()).await?;
+    let result = async {
+        let open = |backend, nats_url: &str| {
+            let mut config = crate::core::config::Config {
+                state_dir: dir.path().join("state"),
+                ..Default::default()
+            };
+            config.durable.backend = backend;
+            config.durable.nats_url = nats_url.to_string();
+            config.durable.checked = true;
+            async move { crate::spine::durable::AnyLog::open(&config).await }
+        };
+        use crate::core::config::Backend;
+        let sink = |name: &str, events: Arc<dyn ToolEvents>| EventSink {
+            name: name.into(),
+            events,
+        };
+        let bench = crate::tools::bench::ToolsBench {
+            command: server.display().to_string(),
+            args: Vec::new(),
+            tool: "echo".into(),
+            arguments: serde_json::json!({"text": "ping"}),
+            calls,
+            env: std::env::vars().collect(),
+            sinks: vec![
+                sink("memory", Arc::new(MemoryEvents::default())),
+                sink(
+                    "embedded",
+                    Arc::new(LogEvents(open(Backend::Embedded, "").await?)),
+                ),
+                sink(
+                    "jetstream",
+                    Arc::new(LogEvents(open(Backend::Jetstream, &nats.url).await?)),
+                ),
+            ],
+        };
+        crate::tools::bench::tools(&bench, &mut std::io::stdout())
+            .await
+            .map_err(|source| CliError::Io {
+                what: "bench tools".into(),
+                source,
+            })
+    }
+    .await;
+    nats.stop().await;
+    result.map(|_| ())
+}
+
+/// Tool events written to a durable log through `emit()`, under `tasks/<task>`, as an
+/// expert's are.
+struct LogEvents(crate::spine::durable::AnyLog);
+
+impl ToolEvents for LogEvents {
+    fn record(&self, event: ToolEvent) -> RecordFuture<'_> {
+        use crate::core::{envelope::Envelope, ids::EventId};
+        Box::pin(async move {
+            let mut envelope = Envelope::new(
+                "default",
+                ["tasks", event.task.as_str()],
+                event.actor.clone(),
+                event.kind.into(),
+                event.payload(),
+            );
+            if let Some(cause) = event.cause.as_deref().and_then(|c| EventId::parse(c).ok()) {
+                envelope = envelope.with_cause(cause);
+            }
+            crate::memory::emit(&self.0, &envelope)
+                .await
+                .map(|e| e.event_id.to_string())
+                .map_err(|e| RecordError(e.to_string()))
+        })
+    }
 }
 
 /// `iron bench routing`: the offline router on a labelled set.

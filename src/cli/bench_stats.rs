@@ -85,6 +85,56 @@ impl PrivateRouter {
     }
 }
 
+/// The NATS server a benchmark runs against: the one given, or else a local `nats-server`
+/// on free ports with its store under `dir` (stopped by [`BenchNats::stop`]).
+pub(super) struct BenchNats {
+    /// Client URL.
+    pub url: String,
+    /// The local server's monitoring address (to check it fsyncs); `None` for a given one.
+    pub monitor: Option<String>,
+    local: Option<crate::launch::nats::LocalNats>,
+}
+
+impl BenchNats {
+    pub async fn given_or_local(
+        nats: Option<String>,
+        dir: &std::path::Path,
+    ) -> Result<Self, CliError> {
+        if let Some(url) = nats {
+            return Ok(Self {
+                url,
+                monitor: None,
+                local: None,
+            });
+        }
+        let port = || {
+            crate::launch::nats::free_port().map_err(|source| CliError::Io {
+                what: "finding a free port".into(),
+                source,
+            })
+        };
+        let server = crate::launch::nats::LocalNats::start(
+            std::path::Path::new("config/nats-server.conf"),
+            &dir.join("nats"),
+            port()?,
+            port()?,
+        )
+        .await?;
+        Ok(Self {
+            url: server.url.clone(),
+            monitor: Some(server.monitor.clone()),
+            local: Some(server),
+        })
+    }
+
+    /// Stops the local server, if one was started.
+    pub async fn stop(self) {
+        if let Some(server) = self.local {
+            server.stop().await;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

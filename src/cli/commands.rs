@@ -482,7 +482,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Bench(BenchCommand::Cognition { messages, starts }) => {
             super::bench_cognition::cognition(messages, starts, timeout).await
         }
-        Command::Bench(BenchCommand::Tools { calls }) => bench::tools(calls).await,
+        Command::Bench(BenchCommand::Tools { calls, nats }) => bench::tools(calls, nats).await,
         Command::Bench(BenchCommand::Routing { set, aem }) => bench::routing(&set, &aem),
         Command::Bench(BenchCommand::Newsroom { feeds, items, new }) => {
             super::bench_newsroom::newsroom(feeds, items, new).await

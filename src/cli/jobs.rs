@@ -284,35 +284,13 @@ pub(super) async fn bench(
     nats: Option<String>,
 ) -> Result<(), CliError> {
     super::bench_stats::print_machine("jobs");
-    use crate::launch::nats::{LocalNats, free_port};
     use crate::spine::durable::{JetStream, JetStreamOptions, StreamSpec, bootstrap};
-    let io = |what: &str| {
-        let what = what.to_string();
-        move |source| CliError::Io { what, source }
-    };
-    let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
-    let mut local = None;
-    let mut monitor = None;
-    let url = match nats {
-        Some(url) => url,
-        None => {
-            let (p, m) = (
-                free_port().map_err(io("free port"))?,
-                free_port().map_err(io("free port"))?,
-            );
-            let server = LocalNats::start(
-                std::path::Path::new("config/nats-server.conf"),
-                &dir.path().join("nats"),
-                p,
-                m,
-            )
-            .await?;
-            let url = server.url.clone();
-            monitor = Some(server.monitor.clone());
-            local = Some(server);
-            url
-        }
-    };
+    let dir = tempfile::tempdir().map_err(|source| CliError::Io {
+        what: "creating a temporary directory".into(),
+        source,
+    })?;
+    let nats = super::bench_stats::BenchNats::given_or_local(nats, dir.path()).await?;
+    let (url, monitor) = (nats.url.clone(), nats.monitor.clone());
     let result = async {
         let js = JetStream::connect(&url, JetStreamOptions::default())
             .await
@@ -334,8 +312,6 @@ pub(super) async fn bench(
             .map_err(|e| CliError::Failed(e.to_string()))
     }
     .await;
-    if let Some(server) = local {
-        server.stop().await;
-    }
+    nats.stop().await;
     result
 }

@@ -490,12 +490,16 @@ pub enum BenchCommand {
         #[arg(long)]
         nats: Option<String>,
     },
-    /// Overhead of the tool manager and both gates per call against a direct MCP call to the
-    /// same server (our test server's echo tool).
+    /// What a managed tool call costs (the manager, both gates and its two durable events)
+    /// against a direct MCP call to the same server (our test server's echo tool), with the
+    /// events in memory, on the embedded log and on JetStream.
     Tools {
         /// Calls per side.
         #[arg(long, default_value_t = 500)]
         calls: usize,
+        /// A running NATS server; by default a local one is started on free ports.
+        #[arg(long)]
+        nats: Option<String>,
     },
     /// Inbox ingestion with zero model calls (messages/s, p50, p99 from publish to durably
     /// queued), expert cold start (spawn → active → goal accepted) against a bare lifecycle

@@ -1,13 +1,15 @@
-//! `iron bench tools`: what the manager and both gates cost per call, against a direct
-//! `rmcp` call to the same server. Prints `bench tools.<name> <value> <unit>` lines.
+//! `iron bench tools`: what a managed call costs — the manager, both gates and the two
+//! durable events it writes — against a direct `rmcp` call to the same server. Prints
+//! `bench tools.<name> <value> <unit>` lines, the ratios first.
 //!
-//! The same server program is started twice: once behind a [`ToolManager`] (an expert of
-//! clearance `full` granted the one tool, both gates and the event port in the path), once
-//! as a bare `rmcp` client over the child's pipes. Each side is warmed up with one call,
-//! then called `calls` times in turn; the figures are medians (p50) of wall time per call.
+//! The same server program is started once as a bare `rmcp` client over the child's pipes,
+//! and once behind a [`ToolManager`] per event sink (an expert of clearance `full` granted
+//! the one tool, both gates and the event port in the path). Every side is warmed up with one
+//! call, then all are called `calls` times in turn, so machine noise hits them alike; the
+//! figures are medians (p50) of wall time per call.
 
 use super::env::EnvMap;
-use super::events::MemoryEvents;
+use super::events::ToolEvents;
 use super::manager::{CallContext, ManagerSetup, ToolManager};
 use super::paths::PathPolicy;
 use rmcp::ServiceExt;
@@ -34,6 +36,25 @@ pub struct ToolsBench {
     pub calls: usize,
     /// Environment references expand from (PATH is passed through).
     pub env: EnvMap,
+    /// Where the managed calls' events go, one managed series each (at least one).
+    pub sinks: Vec<EventSink>,
+}
+
+/// A named event port for one managed series (`memory`, `embedded`, `jetstream`, …).
+#[derive(Clone)]
+pub struct EventSink {
+    /// A word for the figures' names (`tools.managed_<name>_p50`).
+    pub name: String,
+    /// The port.
+    pub events: Arc<dyn ToolEvents>,
+}
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventSink")
+            .field("name", &self.name)
+            .finish()
+    }
 }
 
 /// One printed figure.
@@ -83,15 +104,24 @@ pub async fn tools(bench: &ToolsBench, out: &mut dyn Write) -> io::Result<Vec<Be
     )?;
     let catalog = crate::aem::compile(&project.join("aem")).map_err(invalid)?;
     let manifest = catalog.tool_manifest();
-    let paths =
-        PathPolicy::new(&project, &project.join("build"))?.grant_root(&project.join("work"))?;
-    let setup = ManagerSetup::new(
-        Arc::new(MemoryEvents::default()),
-        paths,
-        project.join("work"),
-        bench.env.clone(),
-    );
-    let manager = ToolManager::new(&catalog, &manifest, "bench/caller", setup).map_err(invalid)?;
+    if bench.sinks.is_empty() {
+        return Err(io::Error::other(
+            "bench tools needs at least one event sink",
+        ));
+    }
+    let mut managers = Vec::with_capacity(bench.sinks.len());
+    for sink in &bench.sinks {
+        let paths =
+            PathPolicy::new(&project, &project.join("build"))?.grant_root(&project.join("work"))?;
+        let setup = ManagerSetup::new(
+            sink.events.clone(),
+            paths,
+            project.join("work"),
+            bench.env.clone(),
+        );
+        managers
+            .push(ToolManager::new(&catalog, &manifest, "bench/caller", setup).map_err(invalid)?);
+    }
     let ctx = CallContext::task("bench");
 
     // Direct: rmcp over the child's pipes, nothing else.
@@ -123,57 +153,56 @@ pub async fn tools(bench: &ToolsBench, out: &mut dyn Write) -> io::Result<Vec<Be
     };
 
     let mut direct_t = Vec::with_capacity(calls);
-    let mut managed_t = Vec::with_capacity(calls);
+    let mut managed_t = vec![Vec::with_capacity(calls); managers.len()];
     direct.peer().call_tool(params()).await.map_err(invalid)?;
-    manager
-        .call_tool("target", &bench.tool, bench.arguments.clone(), &ctx)
-        .await
-        .map_err(invalid)?;
-    for _ in 0..calls {
-        let t = Instant::now();
-        direct.peer().call_tool(params()).await.map_err(invalid)?;
-        direct_t.push(t.elapsed());
-        let t = Instant::now();
+    for manager in &managers {
         manager
             .call_tool("target", &bench.tool, bench.arguments.clone(), &ctx)
             .await
             .map_err(invalid)?;
-        managed_t.push(t.elapsed());
+    }
+    for _ in 0..calls {
+        let t = Instant::now();
+        direct.peer().call_tool(params()).await.map_err(invalid)?;
+        direct_t.push(t.elapsed());
+        for (manager, times) in managers.iter().zip(&mut managed_t) {
+            let t = Instant::now();
+            manager
+                .call_tool("target", &bench.tool, bench.arguments.clone(), &ctx)
+                .await
+                .map_err(invalid)?;
+            times.push(t.elapsed());
+        }
     }
     let _ = direct.cancel().await;
     let _ = child.kill().await;
-    manager.shutdown().await;
+    for manager in &managers {
+        manager.shutdown().await;
+    }
     let _ = std::fs::remove_dir_all(&dir);
 
     let p50 = |samples| crate::core::stats::percentile_of(samples, 50.0).as_secs_f64() * 1e6;
-    let (d, m) = (p50(direct_t), p50(managed_t));
-    let lines = vec![
-        BenchLine {
-            name: "tools.calls".into(),
-            value: calls as f64,
-            unit: "calls",
-        },
-        BenchLine {
-            name: "tools.direct_p50".into(),
-            value: d,
-            unit: "us",
-        },
-        BenchLine {
-            name: "tools.managed_p50".into(),
-            value: m,
-            unit: "us",
-        },
-        BenchLine {
-            name: "tools.overhead_p50".into(),
-            value: m - d,
-            unit: "us",
-        },
-        BenchLine {
-            name: "tools.ratio_p50".into(),
-            value: if d > 0.0 { m / d } else { 0.0 },
-            unit: "x",
-        },
-    ];
+    let d = p50(direct_t);
+    let line = |name: String, value: f64, unit: &'static str| BenchLine { name, value, unit };
+    let managed: Vec<(&str, f64)> = bench
+        .sinks
+        .iter()
+        .zip(managed_t)
+        .map(|(sink, times)| (sink.name.as_str(), p50(times)))
+        .collect();
+    let mut lines: Vec<BenchLine> = managed
+        .iter()
+        .map(|(name, m)| {
+            let ratio = if d > 0.0 { m / d } else { 0.0 };
+            line(format!("tools.ratio_{name}_p50"), ratio, "x")
+        })
+        .collect();
+    lines.push(line("tools.calls".into(), calls as f64, "calls"));
+    lines.push(line("tools.direct_p50".into(), d, "us"));
+    for (name, m) in &managed {
+        lines.push(line(format!("tools.managed_{name}_p50"), *m, "us"));
+        lines.push(line(format!("tools.overhead_{name}_p50"), m - d, "us"));
+    }
     for l in &lines {
         writeln!(out, "bench {} {:.2} {}", l.name, l.value, l.unit)?;
     }

@@ -109,6 +109,19 @@ pub struct ToolEvent {
     pub cause: Option<String>,
 }
 
+impl ToolEvent {
+    /// The payload of the event on the durable log (the kind, actor and cause go in the
+    /// envelope).
+    pub fn payload(&self) -> Value {
+        serde_json::json!({
+            "task": self.task,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "outcome": serde_json::to_value(&self.outcome).unwrap_or(Value::Null),
+        })
+    }
+}
+
 /// The event log refused or failed to record.
 #[derive(Debug, Clone, Error)]
 #[error("event log: {0}")]

@@ -197,12 +197,7 @@ impl ToolEvents for Recorder {
     fn record(&self, event: ToolEvent) -> RecordFuture<'_> {
         let kind: EventKind = event.kind.into();
         let cause = event.cause.as_deref().and_then(|c| EventId::parse(c).ok());
-        let payload = serde_json::json!({
-            "task": event.task,
-            "tool": event.tool,
-            "arguments": event.arguments,
-            "outcome": serde_json::to_value(&event.outcome).unwrap_or(Value::Null),
-        });
+        let payload = event.payload();
         Box::pin(async move {
             self.write(kind, payload, cause)
                 .await
