@@ -51,22 +51,33 @@ fn bench_cognition_prints_every_line() {
     assert_eq!(
         names,
         [
+            // The ratios lead.
+            "cognition.expert_cold_start_ratio_p50",
+            "cognition.expert_cold_start_ratio_p99",
+            "cognition.analyst_cold_start_ratio_p50",
+            "cognition.analyst_cold_start_ratio_p99",
             "cognition.inbox_messages",
-            "cognition.inbox_queued_per_s",
+            "cognition.inbox_rate_offered",
+            "cognition.inbox_rate_per_s",
+            "cognition.inbox_rate_p50",
+            "cognition.inbox_rate_p99",
+            "cognition.inbox_burst_per_s",
             "cognition.inbox_burst_p50",
             "cognition.inbox_burst_p99",
             "cognition.inbox_paced_messages",
-            "cognition.inbox_queued_p50",
-            "cognition.inbox_queued_p99",
+            "cognition.inbox_paced_per_s",
+            "cognition.inbox_paced_p50",
+            "cognition.inbox_paced_p99",
             "cognition.cold_starts",
             "cognition.expert_cold_start_p50",
             "cognition.expert_cold_start_p99",
-            "cognition.bare_node_start_p50",
-            "cognition.bare_node_start_p99",
-            "cognition.cold_start_ratio_p50",
-            "cognition.cold_start_ratio_p99",
-            "cognition.idle_expert_rss",
-            "cognition.bare_node_rss",
+            "cognition.analyst_cold_start_p50",
+            "cognition.analyst_cold_start_p99",
+            "cognition.bare_node_cold_start_p50",
+            "cognition.bare_node_cold_start_p99",
+            "cognition.expert_idle_rss",
+            "cognition.analyst_idle_rss",
+            "cognition.bare_node_idle_rss",
         ]
     );
     let v = |name: &str| value_of[name];
@@ -74,22 +85,32 @@ fn bench_cognition_prints_every_line() {
     assert_eq!(v("cold_starts"), 2.0, "every start asked for was measured");
     assert!(v("inbox_paced_messages") >= 1.0 && v("inbox_paced_messages") <= 50.0);
     for series in [
+        "inbox_rate",
         "inbox_burst",
-        "inbox_queued",
+        "inbox_paced",
         "expert_cold_start",
-        "bare_node_start",
+        "analyst_cold_start",
+        "bare_node_cold_start",
     ] {
         let (p50, p99) = (v(&format!("{series}_p50")), v(&format!("{series}_p99")));
         assert!(p50 > 0.0 && p50 <= p99, "{series}: p50 {p50}, p99 {p99}");
     }
-    for q in ["p50", "p99"] {
-        let ratio = v(&format!("expert_cold_start_{q}")) / v(&format!("bare_node_start_{q}"));
-        let printed = v(&format!("cold_start_ratio_{q}"));
-        assert!(
-            (printed - ratio).abs() <= 0.05 * ratio + 0.01,
-            "ratio {q}: printed {printed}, from the starts {ratio}"
-        );
+    for kind in ["expert", "analyst"] {
+        for q in ["p50", "p99"] {
+            let ratio =
+                v(&format!("{kind}_cold_start_{q}")) / v(&format!("bare_node_cold_start_{q}"));
+            let printed = v(&format!("{kind}_cold_start_ratio_{q}"));
+            assert!(
+                (printed - ratio).abs() <= 0.05 * ratio + 0.01,
+                "{kind} ratio {q}: printed {printed}, from the starts {ratio}"
+            );
+        }
     }
-    assert!(v("inbox_queued_per_s") > 0.0);
-    assert!(v("idle_expert_rss") > 0.0 && v("bare_node_rss") > 0.0);
+    for series in ["inbox_rate", "inbox_burst", "inbox_paced"] {
+        assert!(v(&format!("{series}_per_s")) > 0.0, "{series}");
+    }
+    assert!(v("inbox_rate_offered") > 0.0);
+    for kind in ["expert", "analyst", "bare_node"] {
+        assert!(v(&format!("{kind}_idle_rss")) > 0.0, "{kind}");
+    }
 }

@@ -1,23 +1,25 @@
 //! `iron bench cognition`: what the cognition layer costs before any model is called.
 //!
-//! * **Inbox ingestion.** `messages` InboxMessages published on `/iron/raw_inbox` from this
-//!   process, as fast as they go, to an inbox process with no engine (the state it must
-//!   survive). A message counts when the inbox acknowledges it: its `queued a message` line,
-//!   written after the message is committed to the durable queue (SQLite). Latency is
-//!   publish → that line (same machine, same realtime clock, microseconds); the rate is
-//!   messages over first publish → last acknowledgement (`inbox_burst_*`: latency of the
-//!   burst, backlog included). Then up to 1,000 messages one at a time, each waiting for its
-//!   acknowledgement (`inbox_queued_p50/p99`: latency without a backlog). Zero model calls by
-//!   construction.
+//! * **Inbox ingestion.** InboxMessages published on `/iron/raw_inbox` from this process to
+//!   an inbox process with no engine (the state it must survive). A message counts when the
+//!   inbox acknowledges it: its `queued a message` line, written after the message is
+//!   committed to the durable queue (SQLite). Latency is publish → that line (same machine,
+//!   same realtime clock, microseconds); throughput is messages over first publish → last
+//!   acknowledgement. Three series, each with both figures: `inbox_burst_*` (`messages` as
+//!   fast as they go, the backlog in the latency), `inbox_rate_*` (`messages` offered on a
+//!   schedule at `--rate`, never waiting: the series the inbox goal is judged on) and
+//!   `inbox_paced_*` (up to 1,000 one at a time, each waiting for its acknowledgement).
+//!   Zero model calls by construction.
 //! * **Expert cold start** against a bare lifecycle node: a new process, reachable,
-//!   `configure`, `activate`, and a goal accepted on its `task` action — once for an expert
-//!   process (`expert_node`, catalog entry, scripted model, tool manager, log) and once for
-//!   the demo node, interleaved so machine noise hits both alike.
-//! * **Idle expert memory**: VmRSS of an expert process that has answered one goal and waits.
+//!   `configure`, `activate`, and a goal accepted on its `task` action — for the generated
+//!   expert (no tools, sources or memory), for the newsroom's analyst with its real
+//!   declaration, and for the demo node, interleaved so machine noise hits all alike.
+//! * **Idle memory**: VmRSS of each kind once it has answered its one goal and waits.
 //!
 //! It starts what it needs itself (a router in this process; the inbox, experts and demo
 //! nodes as processes beside `iron`) in a temporary state directory with a generated mesh
-//! and a scripted model.
+//! and a scripted model, with the newsroom mesh copied from `aem/newsroom` (run it from the
+//! repository).
 
 use std::{
     collections::HashMap,
@@ -34,7 +36,7 @@ use tokio::{
 
 use super::{
     CliError,
-    bench_stats::{PrivateRouter, beside_iron, ms, pct},
+    bench_stats::{Figures, PrivateRouter, beside_iron, ms, pct},
 };
 use crate::{
     interfaces::{AolTask, AolTaskGoal, InboxMessage},
@@ -68,7 +70,7 @@ fn write_state(dir: &Path) -> Result<PathBuf, CliError> {
     std::fs::write(
         &config,
         format!(
-            "state_dir: {d}\nmodels:\n  backends:\n    offline:\n      kind: scripted\n      script: {d}/script.yaml\n  logical:\n    scripted: [offline]\n",
+            "state_dir: {d}\nmodels:\n  backends:\n    offline:\n      kind: scripted\n      script: {d}/script.yaml\n  logical:\n    scripted: [offline]\n    fast: [offline]\n    standard: [offline]\n    strong: [offline]\n",
             d = dir.display()
         ),
     )
@@ -227,12 +229,13 @@ pub(super) async fn stop(
 /// `iron bench cognition`.
 pub(super) async fn cognition(
     messages: usize,
+    rate: f64,
     starts: usize,
     timeout: Duration,
 ) -> Result<(), CliError> {
     super::bench_stats::print_machine("cognition");
     let Stage {
-        dir: _dir,
+        dir,
         control: _control,
         config,
         router,
@@ -240,22 +243,47 @@ pub(super) async fn cognition(
         node,
     } = Stage::start(timeout).await?;
 
+    // The newsroom's analyst beside the generated mesh, for a cold start with a real
+    // declaration.
+    let newsroom = Path::new("aem/newsroom");
+    if !newsroom.join("AEM.md").is_file() {
+        return Err(CliError::Failed(
+            "aem/newsroom is not here: run `iron bench cognition` from the repository".into(),
+        ));
+    }
+    copy_files(newsroom, &dir.path().join("aem/newsroom")).map_err(io("copying aem/newsroom"))?;
+    let catalog = crate::aem::compile(&dir.path().join("aem"))?;
+    crate::aem::write_catalog(&catalog, dir.path()).map_err(io("writing the catalog"))?;
+
+    let mut figs = Figures::default();
+    let site = Site {
+        node: &node,
+        endpoint: &endpoint,
+        config: &config,
+        timeout,
+    };
     let result = async {
-        inbox(&node, &endpoint, &config, messages, timeout).await?;
-        cold_start(&node, &endpoint, &config, starts, timeout).await
+        inbox(&site, messages, rate, &mut figs).await?;
+        cold_start(&site, starts, &mut figs).await
     }
     .await;
     router.stop().await;
+    figs.print();
     result
 }
 
 async fn inbox(
-    node: &hiroz::node::ZNode,
-    endpoint: &str,
-    config: &Path,
+    site: &Site<'_>,
     messages: usize,
-    timeout: Duration,
+    rate: f64,
+    figs: &mut Figures,
 ) -> Result<(), CliError> {
+    let Site {
+        node,
+        endpoint,
+        config,
+        timeout,
+    } = *site;
     let exe = beside_iron("inbox_node")?;
     let mut child = spawn(&exe, &[], "/iron", "inbox", endpoint, config, true)?;
     let stderr = child
@@ -321,63 +349,115 @@ async fn inbox(
     }
     collect(&mut acks, warm, timeout * 6).await?;
 
+    // Burst: as fast as they go (the latency includes the backlog behind each message).
     let mut sent = Vec::with_capacity(messages);
     for i in 0..messages {
         sent.push(now_us());
         publish(format!("u{i}")).await?;
     }
     let acked = collect(&mut acks, messages, timeout * 6).await?;
-    let mut latencies = Vec::with_capacity(messages);
-    let mut last = 0;
-    for (i, at_sent) in sent.iter().enumerate() {
-        let at = *acked
-            .get(&format!("u{i}"))
-            .ok_or_else(|| CliError::Failed(format!("message u{i} was not acknowledged")))?;
-        last = last.max(at);
-        latencies.push(Duration::from_micros((at - at_sent).max(0) as u64));
-    }
-    latencies.sort();
-    let span = Duration::from_micros((last - sent[0]).max(1) as u64);
+    let burst = Series::of("u", &sent, &acked)?;
 
-    // Latency without a backlog: one message at a time, each waiting for its acknowledgement.
+    // At the goal's rate: published on schedule, never waiting for an acknowledgement (open
+    // loop). The inbox goal is judged on this series: its throughput and its p99 together.
+    let mut sent = Vec::with_capacity(messages);
+    let began = Instant::now();
+    for i in 0..messages {
+        let due = began + Duration::from_secs_f64(i as f64 / rate);
+        if Instant::now() < due {
+            tokio::time::sleep_until(due.into()).await;
+        }
+        sent.push(now_us());
+        publish(format!("r{i}")).await?;
+    }
+    let offered = messages as f64 / began.elapsed().as_secs_f64().max(1e-6);
+    let acked = collect(&mut acks, messages, timeout * 6).await?;
+    let at_rate = Series::of("r", &sent, &acked)?;
+
+    // Paced: one message at a time, each waiting for its acknowledgement (no backlog).
     let paced = messages.min(1000);
-    let mut alone = Vec::with_capacity(paced);
+    let mut sent = Vec::with_capacity(paced);
+    let mut acked = HashMap::with_capacity(paced);
     for i in 0..paced {
-        let at_sent = now_us();
+        sent.push(now_us());
         publish(format!("p{i}")).await?;
-        let got = collect(&mut acks, 1, timeout).await?;
-        let at = got
-            .get(&format!("p{i}"))
-            .ok_or_else(|| CliError::Failed(format!("message p{i} was not acknowledged")))?;
-        alone.push(Duration::from_micros((at - at_sent).max(0) as u64));
+        acked.extend(collect(&mut acks, 1, timeout).await?);
     }
-    alone.sort();
+    let alone = Series::of("p", &sent, &acked)?;
 
-    println!("bench cognition.inbox_messages {messages} count");
-    println!(
-        "bench cognition.inbox_queued_per_s {:.0} msg/s",
-        messages as f64 / span.as_secs_f64()
+    figs.add("cognition.inbox_messages", messages.to_string(), "count");
+    figs.add(
+        "cognition.inbox_rate_offered",
+        format!("{offered:.0}"),
+        "msg/s",
     );
-    println!(
-        "bench cognition.inbox_burst_p50 {:.2} ms",
-        ms(pct(&latencies, 50.0))
-    );
-    println!(
-        "bench cognition.inbox_burst_p99 {:.2} ms",
-        ms(pct(&latencies, 99.0))
-    );
-    println!("bench cognition.inbox_paced_messages {paced} count");
-    println!(
-        "bench cognition.inbox_queued_p50 {:.2} ms",
-        ms(pct(&alone, 50.0))
-    );
-    println!(
-        "bench cognition.inbox_queued_p99 {:.2} ms",
-        ms(pct(&alone, 99.0))
-    );
+    at_rate.add_to(figs, "inbox_rate");
+    burst.add_to(figs, "inbox_burst");
+    figs.add("cognition.inbox_paced_messages", paced.to_string(), "count");
+    alone.add_to(figs, "inbox_paced");
     stop(node, "/iron/inbox", child, timeout).await;
     reader.abort();
     Ok(())
+}
+
+/// Copies the regular files under `from` to `to`, folders included (nothing else).
+fn copy_files(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for item in std::fs::read_dir(from)? {
+        let item = item?;
+        let kind = item.file_type()?;
+        let (src, dst) = (item.path(), to.join(item.file_name()));
+        if kind.is_dir() {
+            copy_files(&src, &dst)?;
+        } else if kind.is_file() {
+            std::fs::copy(&src, &dst)?;
+        }
+    }
+    Ok(())
+}
+
+/// One inbox series: each message's latency (publish → acknowledged), and the throughput
+/// over first publish → last acknowledgement.
+struct Series {
+    latencies: Vec<Duration>,
+    per_s: f64,
+}
+
+impl Series {
+    /// From the publish times of `<prefix><i>` and the acknowledgements.
+    fn of(prefix: &str, sent: &[i64], acked: &HashMap<String, i64>) -> Result<Self, CliError> {
+        let mut latencies = Vec::with_capacity(sent.len());
+        let mut last = 0;
+        for (i, at_sent) in sent.iter().enumerate() {
+            let at = *acked.get(&format!("{prefix}{i}")).ok_or_else(|| {
+                CliError::Failed(format!("message {prefix}{i} was not acknowledged"))
+            })?;
+            last = last.max(at);
+            latencies.push(Duration::from_micros((at - at_sent).max(0) as u64));
+        }
+        latencies.sort();
+        let span = (last - sent.first().copied().unwrap_or(last)).max(1) as f64 / 1e6;
+        Ok(Self {
+            per_s: sent.len() as f64 / span,
+            latencies,
+        })
+    }
+
+    /// `cognition.<name>_per_s`, `_p50` and `_p99`.
+    fn add_to(&self, figs: &mut Figures, name: &str) {
+        figs.add(
+            format!("cognition.{name}_per_s"),
+            format!("{:.0}", self.per_s),
+            "msg/s",
+        );
+        for q in [50.0, 99.0] {
+            figs.add(
+                format!("cognition.{name}_p{q}"),
+                format!("{:.2}", ms(pct(&self.latencies, q))),
+                "ms",
+            );
+        }
+    }
 }
 
 /// Waits (at most `limit`) for `want` acknowledgements: user → when.
@@ -460,104 +540,123 @@ fn rss_kb(pid: u32) -> Option<u64> {
         .ok()
 }
 
-async fn cold_start(
-    node: &hiroz::node::ZNode,
-    endpoint: &str,
-    config: &Path,
-    starts: usize,
-    timeout: Duration,
-) -> Result<(), CliError> {
-    let expert = beside_iron("expert_node")?;
-    let demo = beside_iron("demo_node")?;
-    let mut experts = Vec::with_capacity(starts);
-    let mut demos = Vec::with_capacity(starts);
-    let mut expert_rss = Vec::new();
-    let mut demo_rss = Vec::new();
-    let site = Site {
-        node,
-        endpoint,
-        config,
-        timeout,
-    };
-    // One warm-up start of each (page cache, the router's tables), then the measured ones.
-    for i in 0..=starts {
-        let name = format!("idle_{i}");
-        let s = start_once(
-            &site,
-            &expert,
-            &["--expert", "bench/idle"],
-            "/iron/experts/bench",
-            &name,
-        )
-        .await?;
-        let outcome = s.actions.result(s.goal, timeout * 3).await?;
+/// One kind of node whose cold start is measured.
+struct Kind<'a> {
+    /// The figures' word (`expert`, `analyst`, `bare_node`).
+    name: &'a str,
+    exe: PathBuf,
+    args: Vec<&'a str>,
+    ns: &'a str,
+    starts: Vec<Duration>,
+    rss_kb: Vec<u64>,
+}
+
+impl Kind<'_> {
+    /// Starts one, waits for its goal's end and (when `measured`) records the start and the
+    /// idle memory, then shuts it down.
+    async fn start(&mut self, site: &Site<'_>, i: usize, measured: bool) -> Result<(), CliError> {
+        let name = format!("{}_{i}", self.name);
+        let s = start_once(site, &self.exe, &self.args, self.ns, &name).await?;
+        let outcome = s.actions.result(s.goal, site.timeout * 3).await?;
         if outcome.result.status != "succeeded" {
             return Err(CliError::Failed(format!(
-                "the expert's goal ended {}: {}",
-                outcome.result.status, outcome.result.text
+                "the goal of {} ended {}: {}",
+                self.name, outcome.result.status, outcome.result.text
             )));
         }
-        if i > 0 {
-            experts.push(s.took);
+        if measured {
+            self.starts.push(s.took);
             // Idle: its one goal answered, waiting for the next.
             tokio::time::sleep(Duration::from_millis(200)).await;
             if let Some(kb) = s.child.id().and_then(rss_kb) {
-                expert_rss.push(kb);
+                self.rss_kb.push(kb);
             }
         }
         stop(
-            node,
-            &format!("/iron/experts/bench/{name}"),
+            site.node,
+            &format!("{}/{name}", self.ns),
             s.child,
-            timeout,
+            site.timeout,
         )
         .await;
-
-        let name = format!("bare_{i}");
-        let s = start_once(&site, &demo, &[], "/iron", &name).await?;
-        s.actions.result(s.goal, timeout * 3).await?;
-        if i > 0 {
-            demos.push(s.took);
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            if let Some(kb) = s.child.id().and_then(rss_kb) {
-                demo_rss.push(kb);
-            }
-        }
-        stop(node, &format!("/iron/{name}"), s.child, timeout).await;
+        Ok(())
     }
-    experts.sort();
-    demos.sort();
-    let (e50, e99, d50, d99) = (
-        pct(&experts, 50.0),
-        pct(&experts, 99.0),
-        pct(&demos, 50.0),
-        pct(&demos, 99.0),
-    );
-    let median_mb = |v: &mut Vec<u64>| {
+
+    fn p(&self, q: f64) -> Duration {
+        let mut v = self.starts.clone();
+        v.sort();
+        pct(&v, q)
+    }
+
+    fn median_rss_mb(&self) -> f64 {
+        let mut v = self.rss_kb.clone();
         v.sort();
         v.get(v.len() / 2).copied().unwrap_or(0) as f64 / 1024.0
+    }
+}
+
+/// Cold starts of three kinds, interleaved so machine noise hits all alike: the generated
+/// expert (no tools, sources or memory), the newsroom's analyst with its real declaration
+/// (four memory mounts, two sources, two MCP servers, its peers; started on demand, so
+/// not at start), and the demo node (a bare lifecycle node).
+async fn cold_start(site: &Site<'_>, starts: usize, figs: &mut Figures) -> Result<(), CliError> {
+    let expert = beside_iron("expert_node")?;
+    let kind = |name, exe: &PathBuf, args, ns| Kind {
+        name,
+        exe: exe.clone(),
+        args,
+        ns,
+        starts: Vec::with_capacity(starts),
+        rss_kb: Vec::with_capacity(starts),
     };
-    println!("bench cognition.cold_starts {starts} count");
-    println!("bench cognition.expert_cold_start_p50 {:.1} ms", ms(e50));
-    println!("bench cognition.expert_cold_start_p99 {:.1} ms", ms(e99));
-    println!("bench cognition.bare_node_start_p50 {:.1} ms", ms(d50));
-    println!("bench cognition.bare_node_start_p99 {:.1} ms", ms(d99));
-    println!(
-        "bench cognition.cold_start_ratio_p50 {:.2} x",
-        ms(e50) / ms(d50)
-    );
-    println!(
-        "bench cognition.cold_start_ratio_p99 {:.2} x",
-        ms(e99) / ms(d99)
-    );
-    println!(
-        "bench cognition.idle_expert_rss {:.1} MB",
-        median_mb(&mut expert_rss)
-    );
-    println!(
-        "bench cognition.bare_node_rss {:.1} MB",
-        median_mb(&mut demo_rss)
-    );
+    let mut kinds = [
+        kind(
+            "expert",
+            &expert,
+            vec!["--expert", "bench/idle"],
+            "/iron/experts/bench",
+        ),
+        kind(
+            "analyst",
+            &expert,
+            vec!["--expert", "newsroom/analyst"],
+            "/iron/experts/newsroom",
+        ),
+        kind("bare_node", &beside_iron("demo_node")?, vec![], "/iron"),
+    ];
+    // One warm-up start of each (page cache, the router's tables), then the measured ones.
+    for i in 0..=starts {
+        for k in &mut kinds {
+            k.start(site, i, i > 0).await?;
+        }
+    }
+    let [expert, analyst, bare] = &kinds;
+    figs.add("cognition.cold_starts", starts.to_string(), "count");
+    for k in [expert, analyst, bare] {
+        for q in [50.0, 99.0] {
+            figs.add(
+                format!("cognition.{}_cold_start_p{q}", k.name),
+                format!("{:.1}", ms(k.p(q))),
+                "ms",
+            );
+        }
+    }
+    for k in [expert, analyst] {
+        for q in [50.0, 99.0] {
+            figs.add(
+                format!("cognition.{}_cold_start_ratio_p{q}", k.name),
+                format!("{:.2}", ms(k.p(q)) / ms(bare.p(q))),
+                "x",
+            );
+        }
+    }
+    for k in [expert, analyst, bare] {
+        figs.add(
+            format!("cognition.{}_idle_rss", k.name),
+            format!("{:.1}", k.median_rss_mb()),
+            "MB",
+        );
+    }
     Ok(())
 }
 

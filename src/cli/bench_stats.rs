@@ -26,6 +26,28 @@ pub(super) fn print_machine(bench: &str) {
     );
 }
 
+/// A bench's figures, kept until [`Figures::print`] writes them as `bench <name> <value>
+/// <unit>` lines, the ratios (unit `x`) first so the verdicts lead.
+#[derive(Default)]
+pub(super) struct Figures {
+    lines: Vec<(String, String, &'static str)>,
+}
+
+impl Figures {
+    /// One figure, its value already formatted to the precision it deserves.
+    pub fn add(&mut self, name: impl Into<String>, value: String, unit: &'static str) {
+        self.lines.push((name.into(), value, unit));
+    }
+
+    /// Writes the ratios, then the rest, each group in the order added.
+    pub fn print(self) {
+        let (ratios, rest): (Vec<_>, Vec<_>) = self.lines.into_iter().partition(|l| l.2 == "x");
+        for (name, value, unit) in ratios.into_iter().chain(rest) {
+            println!("bench {name} {value} {unit}");
+        }
+    }
+}
+
 /// Microseconds, as a float for printing.
 pub(super) fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6

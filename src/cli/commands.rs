@@ -479,9 +479,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             clients,
             tasks,
         }) => super::bench_console::console(events, clients, tasks, timeout).await,
-        Command::Bench(BenchCommand::Cognition { messages, starts }) => {
-            super::bench_cognition::cognition(messages, starts, timeout).await
-        }
+        Command::Bench(BenchCommand::Cognition {
+            messages,
+            rate,
+            starts,
+        }) => super::bench_cognition::cognition(messages, rate, starts, timeout).await,
         Command::Bench(BenchCommand::Tools { calls, nats }) => bench::tools(calls, nats).await,
         Command::Bench(BenchCommand::Routing { set, aem }) => bench::routing(&set, &aem),
         Command::Bench(BenchCommand::Newsroom { feeds, items, new }) => {

@@ -505,9 +505,12 @@ pub enum BenchCommand {
     /// queued), expert cold start (spawn → active → goal accepted) against a bare lifecycle
     /// node's, and the resident memory of an idle expert. Starts its own router and nodes.
     Cognition {
-        /// Messages published to the inbox.
+        /// Messages published to the inbox in each of the burst and the rate series.
         #[arg(long, default_value_t = 5000)]
         messages: usize,
+        /// Messages per second offered in the rate series (the inbox goal's rate).
+        #[arg(long, default_value_t = 5000.0, value_parser = positive_rate)]
+        rate: f64,
         /// Cold starts of each kind.
         #[arg(long, default_value_t = 30)]
         starts: usize,
@@ -649,4 +652,12 @@ pub fn stop_on_signals(token: CancellationToken) {
         }
         token.cancel();
     });
+}
+
+/// A rate in messages per second: a finite number above 0.
+fn positive_rate(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .ok_or_else(|| format!("{text:?} is not a rate above 0 (messages per second)"))
 }
