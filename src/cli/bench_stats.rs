@@ -89,6 +89,7 @@ impl PrivateRouter {
         let endpoint = format!("tcp/127.0.0.1:{port}");
         let router = Router::start(RouterConfig {
             listen: vec![endpoint.clone()],
+            connect: Vec::new(),
         })
         .await?;
         let stop = CancellationToken::new();

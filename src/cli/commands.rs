@@ -206,7 +206,7 @@ async fn recall_as(expert: &str, instruction: &str) -> Result<(), CliError> {
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     let timeout = cli.timeout();
     match cli.command {
-        Command::Router { listen } => router(listen).await,
+        Command::Router { listen, connect } => router(listen, connect).await,
         Command::WaitRouter => {
             connect(&cli.router, timeout).await?;
             println!("router at {} accepts sessions", cli.router);
@@ -504,8 +504,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     }
 }
 
-async fn router(listen: Vec<String>) -> Result<(), CliError> {
-    let router = Router::start(RouterConfig { listen }).await?;
+async fn router(listen: Vec<String>, connect: Vec<String>) -> Result<(), CliError> {
+    let router = Router::start(RouterConfig { listen, connect }).await?;
     tracing::info!(
         "router {} listening on {}",
         router.zid(),

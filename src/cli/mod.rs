@@ -93,6 +93,10 @@ pub enum Command {
         /// Endpoint(s) to listen on.
         #[arg(long = "listen", default_value = crate::spine::control::DEFAULT_ROUTER)]
         listen: Vec<String>,
+        /// Another router to link with (repeatable), e.g. one on another host: the nodes of
+        /// both form one control plane. Retried until it answers.
+        #[arg(long = "connect", value_name = "ENDPOINT")]
+        connect: Vec<String>,
     },
     /// Wait until the router at --router accepts a session, then exit 0; fail (exit 1) after
     /// --timeout. The launch file runs it between starting the router and the first node.

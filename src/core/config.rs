@@ -37,7 +37,7 @@ pub struct DurableConfig {
     pub backend: Backend,
     /// The embedded log's database; relative paths are under `state_dir`.
     pub embedded_path: PathBuf,
-    /// NATS server URL for `jetstream`.
+    /// NATS server URL for `jetstream`; a cluster's servers separated by commas.
     pub nats_url: String,
     /// The NATS server's monitoring address, used to check that it fsyncs before acking.
     pub nats_monitor: Option<String>,

@@ -55,6 +55,7 @@ pub async fn up(
     let router_task = if start_router {
         let r = Router::start(RouterConfig {
             listen: vec![router.to_string()],
+            connect: Vec::new(),
         })
         .await?;
         info!("router {} listening on {router}", r.zid());

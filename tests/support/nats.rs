@@ -157,19 +157,57 @@ impl NatsServer {
     }
 
     fn healthz(&self) -> bool {
-        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.monitor_port)) else {
-            return false;
-        };
+        self.monitor_get("/healthz?js-enabled-only=true")
+            .is_some_and(|(ok, _)| ok)
+    }
+
+    /// `GET path` on the monitoring port: (status 200, body); `None` when it does not answer.
+    fn monitor_get(&self, path: &str) -> Option<(bool, String)> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.monitor_port)).ok()?;
         let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-        if stream
-            .write_all(b"GET /healthz?js-enabled-only=true HTTP/1.0\r\n\r\n")
-            .is_err()
-        {
-            return false;
-        }
+        stream
+            .write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
+            .ok()?;
         let mut answer = String::new();
         let _ = stream.read_to_string(&mut answer);
-        answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200")
+        let ok = answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200");
+        let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
+        Some((ok, body.unwrap_or_default()))
+    }
+
+    /// JetStream is current here: in a cluster, the servers have a meta leader and this one
+    /// has caught up (`/healthz` without `js-enabled-only`).
+    pub fn jetstream_current(&self) -> bool {
+        self.monitor_get("/healthz").is_some_and(|(ok, _)| ok)
+    }
+
+    /// How many clients are connected to this server now (`/connz`); 0 when it is down.
+    pub fn connections(&self) -> u64 {
+        self.monitor_get("/connz")
+            .and_then(|(_, body)| serde_json::from_str::<serde_json::Value>(&body).ok())
+            .and_then(|v| v["num_connections"].as_u64())
+            .unwrap_or(0)
+    }
+
+    /// `n` servers forming one JetStream cluster (`iron`) on free local ports, each with its
+    /// own store and the shipped settings (fsync before ack, 1 MB payloads). Returns once each
+    /// runs; [`NatsServer::jetstream_current`] says when they have elected a meta leader.
+    pub fn cluster(n: usize) -> Vec<NatsServer> {
+        let routes: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let list = routes
+            .iter()
+            .map(|p| format!("nats-route://127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        routes
+            .iter()
+            .enumerate()
+            .map(|(i, port)| {
+                Self::start_with_config_text(&format!(
+                    "server_name: iron-{i}\nmax_payload: 1MB\njetstream {{\n  store_dir: $IRON_NATS_STORE_DIR\n  sync_interval: always\n}}\ncluster {{\n  name: iron\n  listen: 127.0.0.1:{port}\n  routes: [{list}]\n}}\n"
+                ))
+            })
+            .collect()
     }
 
     /// The server's log so far.

@@ -10,12 +10,16 @@ use super::{ControlError, session::DEFAULT_ROUTER};
 pub struct RouterConfig {
     /// Zenoh endpoints to listen on, e.g. `tcp/127.0.0.1:7447`.
     pub listen: Vec<String>,
+    /// Other routers to link with (on other hosts), e.g. `tcp/10.0.0.2:7447`: nodes on
+    /// either side then see each other as on one control plane. Retried until they answer.
+    pub connect: Vec<String>,
 }
 
 impl Default for RouterConfig {
     fn default() -> Self {
         Self {
             listen: vec![DEFAULT_ROUTER.to_string()],
+            connect: Vec::new(),
         }
     }
 }
@@ -44,6 +48,13 @@ impl Router {
         zconfig
             .insert_json5("listen/exit_on_failure", "true")
             .map_err(|e| ControlError::Config(format!("listen/exit_on_failure: {e}")))?;
+        if !config.connect.is_empty() {
+            let peers = serde_json::to_string(&config.connect)
+                .map_err(|e| ControlError::Config(format!("connect endpoints: {e}")))?;
+            zconfig
+                .insert_json5("connect/endpoints", &peers)
+                .map_err(|e| ControlError::Config(format!("connect endpoints {peers}: {e}")))?;
+        }
         zconfig
             .insert_json5("scouting/multicast/enabled", "false")
             .map_err(|e| ControlError::Config(format!("scouting: {e}")))?;

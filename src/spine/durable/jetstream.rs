@@ -63,7 +63,8 @@ fn backend(op: &'static str, e: impl std::error::Error + Send + Sync + 'static) 
 }
 
 impl JetStream {
-    /// Connects to `url` (for example `nats://127.0.0.1:4222`).
+    /// Connects to `url` (for example `nats://127.0.0.1:4222`, or several servers of one
+    /// cluster separated by commas).
     pub async fn connect(url: &str, options: JetStreamOptions) -> Result<Self, DurableError> {
         let mut connect = async_nats::ConnectOptions::new()
             .connection_timeout(options.timeout)
@@ -71,7 +72,14 @@ impl JetStream {
         if let Some(name) = &options.name {
             connect = connect.name(name);
         }
-        let client = tokio::time::timeout(options.timeout, connect.connect(url))
+        // A cluster is reached through any of its servers: `url` may list several, separated
+        // by commas; the client moves to another when the one it uses goes away.
+        let servers: Vec<&str> = url
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        let client = tokio::time::timeout(options.timeout, connect.connect(servers))
             .await
             .map_err(|_| DurableError::Timeout {
                 op: "connect",

@@ -1,0 +1,295 @@
+//! Beyond one machine, proved on one: a three-server JetStream cluster (streams kept in three
+//! copies) and two linked Zenoh routers, with `iron up` split across them — the engine and its
+//! experts on one router, the inbox, jobs and delivery on the other. A question crosses both
+//! routers; one NATS server is killed with SIGKILL while events are being written; every event
+//! the log acknowledged is still there afterwards, and the next question is answered.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use iron::core::config::Config;
+use iron::core::durable::{DurableError, EventLog};
+use iron::core::envelope::Envelope;
+use iron::core::event_kind::EventKind;
+use iron::spine::durable::{AnyLog, JetStream, JetStreamOptions};
+use support::nats::NatsServer;
+use support::{Proc, bin, eventually, free_port, project::Project, wait_until};
+
+const T: Duration = Duration::from_secs(90);
+
+/// A router at `listen`, linked to the routers at `connect`.
+fn router(tag: &str, listen: &str, connect: &[&str]) -> Proc {
+    let mut args = vec!["router", "--listen", listen];
+    for c in connect {
+        args.extend(["--connect", c]);
+    }
+    let r = Proc::spawn(tag, &bin("iron"), &args, &[]);
+    r.wait_for("listening on", Duration::from_secs(20));
+    r
+}
+
+/// The project's environment with `IRON_ROUTER` set to `router`.
+fn on_router<'a>(p: &'a Project, router: &'a str) -> Vec<(&'a str, &'a str)> {
+    let mut envs: Vec<(&str, &str)> = p
+        .envs()
+        .into_iter()
+        .filter(|(k, _)| *k != "IRON_ROUTER")
+        .collect();
+    envs.push(("IRON_ROUTER", router));
+    envs
+}
+
+/// `iron ask question` through the router at `router`, with the project's environment.
+fn ask(p: &Project, router: &str, question: &str) -> String {
+    let out = std::process::Command::new(bin("iron"))
+        .args(["ask", "--wait", "60", question])
+        .envs(on_router(p, router))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "iron ask {question:?} through {router} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The ids of the events this test wrote to MEM.
+async fn notes(log: &JetStream) -> Result<BTreeSet<String>, DurableError> {
+    let mut ids = BTreeSet::new();
+    let mut from = 1;
+    loop {
+        let page = log.read("MEM", "mem.>", from, 10_000).await?;
+        let Some(last) = page.last() else {
+            return Ok(ids);
+        };
+        from = last.seq + 1;
+        ids.extend(
+            page.iter()
+                .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
+                .filter(|e| e.actor == "cluster-test")
+                .map(|e| e.event_id.to_string()),
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_split_deployment_on_a_cluster_loses_nothing_acknowledged_when_a_server_dies() {
+    let mut nats = NatsServer::cluster(3);
+    wait_until(
+        T,
+        || nats.iter().all(|s| s.jetstream_current()),
+        || {
+            format!(
+                "the cluster elected no JetStream leader:\n{}",
+                nats.iter()
+                    .map(|s| s.log())
+                    .collect::<Vec<_>>()
+                    .join("\n---\n")
+            )
+        },
+    );
+    let urls = nats.iter().map(|s| s.url()).collect::<Vec<_>>().join(",");
+    let p = Project::offline()
+        .env("IRON_DURABLE", "jetstream")
+        .env("IRON_NATS_URL", &urls)
+        .env("IRON_NATS_MONITOR", &nats[0].monitor())
+        .env("IRON_DURABLE_REPLICAS", "3");
+
+    // Two routers, the second linked to the first, as on two hosts.
+    let (a, b) = (
+        format!("tcp/127.0.0.1:{}", free_port()),
+        format!("tcp/127.0.0.1:{}", free_port()),
+    );
+    let _router_a = router("router-a", &a, &[]);
+    let _router_b = router("router-b", &b, &[&a]);
+
+    // Host A: the engine (it spawns each expert beside itself). Host B: the inbox, the
+    // delivery bridge and the jobs. Each `iron up` uses its own router and starts none.
+    let node = |name: &str, ns: &str, exe: &str, args: &str| {
+        format!(
+            "  - name: {name}\n    namespace: {ns}\n    executable: {exe}\n    args: [{args}]\n    autostart: true\n    respawn: true\n"
+        )
+    };
+    let list_a = format!("nodes:\n{}", node("engine", "/iron", "engine_node", ""));
+    let list_b = format!(
+        "nodes:\n{}{}{}{}",
+        node("delivery", "/iron/tools", "delivery_node", ""),
+        node("inbox", "/iron", "inbox_node", ""),
+        node("clock", "/iron/jobs", "jobs_clock", ""),
+        node(
+            "runner",
+            "/iron/jobs/newsroom",
+            "jobs_runner",
+            "--mesh, newsroom"
+        ),
+    );
+    let up = |tag: &str, list: &str, router: &str| {
+        let path = p.write(&format!("{tag}.yaml"), list).display().to_string();
+        Proc::spawn(
+            tag,
+            &bin("iron"),
+            &["up", "--no-router", "--launch", &path],
+            &on_router(&p, router),
+        )
+    };
+    let up_a = up("up-a", &list_a, &a);
+    up_a.wait_for("node(s) running", T);
+    let up_b = up("up-b", &list_b, &b);
+    up_b.wait_for("node(s) running", T);
+    // A question sent on host B is routed and answered by an expert on host A.
+    let first = ask(&p, &b, "what is the status of the harbour?");
+    assert!(!first.trim().is_empty());
+
+    // Events written while one server dies: each one the log acknowledged is kept.
+    let config = {
+        let mut c = Config::default();
+        c.apply_env(|k| {
+            p.envs()
+                .into_iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, v)| v.to_string())
+        })
+        .unwrap();
+        c.durable.checked = true;
+        c
+    };
+    let log = AnyLog::open(&config).await.unwrap();
+    // The streams were made with three copies, one on each server.
+    let AnyLog::JetStream(js) = &log else {
+        panic!("IRON_DURABLE=jetstream opened another backend")
+    };
+    for stream in ["MEM", "JOBS", "LOGS"] {
+        let info = js
+            .context()
+            .get_stream(stream)
+            .await
+            .unwrap()
+            .info()
+            .await
+            .unwrap()
+            .clone();
+        assert_eq!(info.config.num_replicas, 3, "{stream}");
+        let cluster = info.cluster.expect("a clustered stream");
+        assert_eq!(cluster.replicas.len() + 1, 3, "{stream}: {cluster:?}");
+    }
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let refused = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (log, acked, refused, stop) = (log, acked.clone(), refused.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let e = Envelope::new(
+                    "default",
+                    ["tests", "cluster"],
+                    "cluster-test",
+                    EventKind::ChatTurn,
+                    serde_json::json!({"role": "user", "text": format!("note {i}")}),
+                );
+                match iron::memory::emit(&log, &e).await {
+                    Ok(done) => acked.lock().unwrap().push(done.event_id.to_string()),
+                    Err(err) => refused.lock().unwrap().push(err.to_string()),
+                }
+                i += 1;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    let acks = || acked.lock().unwrap().len();
+    wait_until(
+        T,
+        || acks() >= 100,
+        || "the writer got no acknowledgements".into(),
+    );
+    // The server most clients use (the first, whose monitor the plane was checked on, is
+    // spared so a later check still has it).
+    let victim = if nats[1].connections() >= nats[2].connections() {
+        1
+    } else {
+        2
+    };
+    nats[victim].kill9();
+    let at_kill = acks();
+    // Writing goes on: the clients move to the servers left, the streams keep a quorum.
+    wait_until(
+        T,
+        || acks() >= at_kill + 100,
+        || {
+            format!(
+                "{} acknowledged since the kill; refusals: {:?}",
+                acks() - at_kill,
+                refused.lock().unwrap()
+            )
+        },
+    );
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    writer.await.unwrap();
+    let acked: Vec<String> = acked.lock().unwrap().clone();
+    let refused = refused.lock().unwrap().len();
+    eprintln!(
+        "{} events acknowledged, {refused} refused while server {victim} was killed",
+        acked.len()
+    );
+
+    // Read back from the two that are left (only reading: no stream is checked or made).
+    let survivors = nats
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != victim)
+        .map(|(_, s)| s.url())
+        .collect::<Vec<_>>()
+        .join(",");
+    let reader = JetStream::connect(&survivors, JetStreamOptions::default())
+        .await
+        .unwrap();
+    // Right after the kill a read can time out while the cluster notices the peer is gone:
+    // it is retried, and reported if it never succeeds.
+    let kept: BTreeSet<String> = eventually("a read of MEM from the servers left", T, || async {
+        match notes(&reader).await {
+            Ok(ids) => Some(ids),
+            Err(e) => {
+                eprintln!("reading MEM: {e}; again");
+                None
+            }
+        }
+    })
+    .await;
+    let lost: Vec<&String> = acked.iter().filter(|id| !kept.contains(*id)).collect();
+    assert!(
+        lost.is_empty(),
+        "{} of {} acknowledged events lost ({refused} writes refused): {lost:?}",
+        lost.len(),
+        acked.len(),
+    );
+
+    // Work continues on the two servers left: the next question crosses both routers too.
+    // The first `iron ask` right after the kill can time out checking a stream whose leader
+    // died (the cluster is electing another); a person asks again, and so does this test.
+    let second = eventually("an answer after the kill", T, || async {
+        let out = std::process::Command::new(bin("iron"))
+            .args([
+                "ask",
+                "--wait",
+                "60",
+                "what is the status of the harbour now?",
+            ])
+            .envs(on_router(&p, &b))
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            eprintln!("iron ask: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    })
+    .await;
+    assert!(!second.trim().is_empty());
+    drop((up_a, up_b));
+}
