@@ -74,6 +74,11 @@ fn invalid(e: impl std::fmt::Display) -> io::Error {
 
 /// Runs the benchmark, writes its lines to `out`, and returns them.
 pub async fn tools(bench: &ToolsBench, out: &mut dyn Write) -> io::Result<Vec<BenchLine>> {
+    if bench.sinks.is_empty() {
+        return Err(io::Error::other(
+            "bench tools needs at least one event sink",
+        ));
+    }
     let calls = bench.calls.max(1);
     let dir = tempfile_dir()?;
     let project = dir.join("project");
@@ -104,11 +109,6 @@ pub async fn tools(bench: &ToolsBench, out: &mut dyn Write) -> io::Result<Vec<Be
     )?;
     let catalog = crate::aem::compile(&project.join("aem")).map_err(invalid)?;
     let manifest = catalog.tool_manifest();
-    if bench.sinks.is_empty() {
-        return Err(io::Error::other(
-            "bench tools needs at least one event sink",
-        ));
-    }
     let mut managers = Vec::with_capacity(bench.sinks.len());
     for sink in &bench.sinks {
         let paths =
