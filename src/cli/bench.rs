@@ -223,7 +223,13 @@ pub(super) async fn memory(
 /// kept in memory, on the embedded log and on JetStream (`nats`, or a local server).
 pub(super) async fn tools(calls: usize, nats: Option<String>) -> Result<(), CliError> {
     super::bench_stats::print_machine("tools");
-    let server = beside_iron("mcp_test_server")?;
+    // The test server is built only with the `test-support` feature.
+    let server = beside_iron("mcp_test_server").map_err(|_| {
+        CliError::Failed(
+            "mcp_test_server is not beside iron; run `cargo build --release --bins --features test-support`"
+                .into(),
+        )
+    })?;
     let dir = tempfile::tempdir().map_err(|source| CliError::Io {
         what: "creating a temporary directory".into(),
         source,
