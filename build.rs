@@ -31,4 +31,31 @@ fn main() {
     if let Err(e) = hiroz_codegen::generate_user_messages(&out_dir, false) {
         panic!("generating ROS 2 interface types failed: {e:#}");
     }
+    build_commit(&manifest);
+}
+
+/// `IRON_BUILD_COMMIT`: the commit this build was made from (`iron bench` prints it), or
+/// `unknown` outside a git checkout. Rebuilt when HEAD moves.
+fn build_commit(manifest: &std::path::Path) {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(manifest)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let commit = git(&["rev-parse", "--short=8", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    // Only paths that exist: a missing one would rerun this script on every build.
+    for path in ["HEAD", "refs/heads"] {
+        if let Some(p) = git(&["rev-parse", "--git-path", path]) {
+            let p = manifest.join(p);
+            if p.exists() {
+                println!("cargo:rerun-if-changed={}", p.display());
+            }
+        }
+    }
+    println!("cargo:rustc-env=IRON_BUILD_COMMIT={commit}");
 }

@@ -35,8 +35,8 @@ fn bench_cognition_prints_every_line() {
     assert!(
         lines
             .next()
-            .is_some_and(|l| l.starts_with("# bench cognition: ")),
-        "the machine and build come first: {stdout}"
+            .is_some_and(|l| l.starts_with("# bench cognition: ") && l.contains(" build of ")),
+        "the machine and build (with its commit) come first: {stdout}"
     );
     for line in lines {
         let parts: Vec<&str> = line.split(' ').collect();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::{
     CliError,
-    bench_stats::{BenchNats, PrivateRouter, beside_iron, pct, us},
+    bench_stats::{BenchNats, Figures, PrivateRouter, beside_iron, pct, us},
 };
 use crate::{
     interfaces::{AolTask, AolTaskGoal},
@@ -109,14 +109,28 @@ pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), 
         pct(&queries, 50.0),
         pct(&queries, 99.0),
     );
-    println!("bench control.iterations {iterations} count");
-    println!("bench control.aoltask_empty_goal_p50 {:.1} us", us(g50));
-    println!("bench control.aoltask_empty_goal_p99 {:.1} us", us(g99));
-    println!("bench control.zenoh_query_p50 {:.1} us", us(q50));
-    println!("bench control.zenoh_query_p99 {:.1} us", us(q99));
-    println!("bench control.ratio_p50 {:.2} x", us(g50) / us(q50));
-    println!("bench control.ratio_p99 {:.2} x", us(g99) / us(q99));
+    let mut figs = Figures::default();
+    figs.line(format!("bench control.iterations {iterations} count"));
+    figs.line(format!(
+        "bench control.aoltask_empty_goal_p50 {:.1} us",
+        us(g50)
+    ));
+    figs.line(format!(
+        "bench control.aoltask_empty_goal_p99 {:.1} us",
+        us(g99)
+    ));
+    figs.line(format!("bench control.zenoh_query_p50 {:.1} us", us(q50)));
+    figs.line(format!("bench control.zenoh_query_p99 {:.1} us", us(q99)));
+    figs.line(format!(
+        "bench control.ratio_p50 {:.2} x",
+        us(g50) / us(q50)
+    ));
+    figs.line(format!(
+        "bench control.ratio_p99 {:.2} x",
+        us(g99) / us(q99)
+    ));
 
+    figs.print();
     let _ = life.set("deactivate").await;
     let _ = life.set("shutdown").await;
     let _ = tokio::time::timeout(timeout, demo.wait()).await;
@@ -181,11 +195,17 @@ pub(super) async fn log(events: usize, nats: Option<String>) -> Result<(), CliEr
             payload_bytes: 256,
             scratch_dir: dir.path().join("sqlite"),
         };
-        Ok::<_, CliError>(crate::memory::bench::log(&js, &options, &mut std::io::stdout()).await?)
+        // Written whole once measured, so the ratios can lead.
+        let mut out = Vec::new();
+        crate::memory::bench::log(&js, &options, &mut out).await?;
+        Ok::<_, CliError>(out)
     }
     .await;
     nats.stop().await;
-    result
+    let mut figs = Figures::default();
+    figs.lines_of(&result?);
+    figs.print();
+    Ok(())
 }
 
 /// `iron bench memory`: in a temporary directory (or `dir`, kept, to inspect the databases).

@@ -20,7 +20,7 @@ use serde_json::json;
 use super::{
     CliError,
     bench_cognition::{Stage, activate, node_command, stop},
-    bench_stats::{beside_iron, ms, pct, print_machine},
+    bench_stats::{Figures, beside_iron, ms, pct, print_machine},
 };
 use crate::{
     core::{envelope::Envelope, event_kind::EventKind},
@@ -51,11 +51,14 @@ pub(super) async fn console(
     timeout: Duration,
 ) -> Result<(), CliError> {
     print_machine("console");
-    streaming(events, clients.max(1)).await?;
-    tracing_cost(tasks.max(2), timeout).await
+    let mut figs = Figures::default();
+    streaming(events, clients.max(1), &mut figs).await?;
+    tracing_cost(tasks.max(2), timeout, &mut figs).await?;
+    figs.print();
+    Ok(())
 }
 
-async fn streaming(events: usize, clients: usize) -> Result<(), CliError> {
+async fn streaming(events: usize, clients: usize, figs: &mut Figures) -> Result<(), CliError> {
     let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
     let log = Embedded::open(
         dir.path().join("log.db"),
@@ -103,11 +106,13 @@ async fn streaming(events: usize, clients: usize) -> Result<(), CliError> {
         let slowest = each.iter().max().copied().unwrap_or(all);
         let per_client = events as f64 / slowest.as_secs_f64();
         // Per client: the slowest of the `n`.
-        println!("bench console.stream_{n}_clients_per_client {per_client:.0} events/s");
-        println!(
+        figs.line(format!(
+            "bench console.stream_{n}_clients_per_client {per_client:.0} events/s"
+        ));
+        figs.line(format!(
             "bench console.stream_{n}_clients_total {:.0} events/s",
             (events * n) as f64 / all.as_secs_f64()
-        );
+        ));
     }
     server.abort();
     Ok(())
@@ -146,7 +151,7 @@ async fn read_all(
     Ok(started.elapsed())
 }
 
-async fn tracing_cost(tasks: usize, timeout: Duration) -> Result<(), CliError> {
+async fn tracing_cost(tasks: usize, timeout: Duration, figs: &mut Figures) -> Result<(), CliError> {
     let Stage {
         dir: _dir,
         control: _control,
@@ -178,17 +183,26 @@ async fn tracing_cost(tasks: usize, timeout: Duration) -> Result<(), CliError> {
         off.sort();
         on.sort();
         let (p_off, p_on) = (pct(&off, 50.0), pct(&on, 50.0));
-        println!(
+        figs.line(format!(
             "bench console.task_p50_ratio_traced_vs_not {:.3} x",
             ms(p_on) / ms(p_off)
-        );
-        println!("bench console.task_p50_tracing_off {:.1} ms", ms(p_off));
-        println!("bench console.task_p50_tracing_on {:.1} ms", ms(p_on));
-        println!("bench console.tasks_each {} count", off.len().min(on.len()));
-        println!(
+        ));
+        figs.line(format!(
+            "bench console.task_p50_tracing_off {:.1} ms",
+            ms(p_off)
+        ));
+        figs.line(format!(
+            "bench console.task_p50_tracing_on {:.1} ms",
+            ms(p_on)
+        ));
+        figs.line(format!(
+            "bench console.tasks_each {} count",
+            off.len().min(on.len())
+        ));
+        figs.line(format!(
             "bench console.spans_received_tracing_on {} count",
             spans.load(Ordering::Relaxed)
-        );
+        ));
         Ok(())
     }
     .await;

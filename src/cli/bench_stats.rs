@@ -14,36 +14,50 @@ pub(super) use crate::core::stats::percentile as pct;
 /// other line is `bench <name> <value> <unit>`).
 pub(super) fn print_machine(bench: &str) {
     println!(
-        "# bench {bench}: {} cpu(s), {} build, {} {}",
+        "# bench {bench}: {} cpu(s), {} build of {}, {} {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         if cfg!(debug_assertions) {
             "debug"
         } else {
             "release"
         },
+        env!("IRON_BUILD_COMMIT"),
         std::env::consts::OS,
         std::env::consts::ARCH,
     );
 }
 
-/// A bench's figures, kept until [`Figures::print`] writes them as `bench <name> <value>
-/// <unit>` lines, the ratios (unit `x`) first so the verdicts lead.
+/// A bench's output lines, kept until [`Figures::print`] writes them with the ratios (lines
+/// whose unit is `x`) first, so the verdicts lead; otherwise in the order added.
 #[derive(Default)]
 pub(super) struct Figures {
-    lines: Vec<(String, String, &'static str)>,
+    lines: Vec<String>,
 }
 
 impl Figures {
     /// One figure, its value already formatted to the precision it deserves.
     pub fn add(&mut self, name: impl Into<String>, value: String, unit: &'static str) {
-        self.lines.push((name.into(), value, unit));
+        self.line(format!("bench {} {value} {unit}", name.into()));
     }
 
-    /// Writes the ratios, then the rest, each group in the order added.
+    /// One whole line (`bench <name> <value> <unit>`, or a `#` comment).
+    pub fn line(&mut self, line: String) {
+        self.lines.push(line);
+    }
+
+    /// Every line of `text` (what a bench in a lower layer wrote).
+    pub fn lines_of(&mut self, text: &[u8]) {
+        for line in String::from_utf8_lossy(text).lines() {
+            self.line(line.to_string());
+        }
+    }
+
+    /// Writes the ratios, then the rest.
     pub fn print(self) {
-        let (ratios, rest): (Vec<_>, Vec<_>) = self.lines.into_iter().partition(|l| l.2 == "x");
-        for (name, value, unit) in ratios.into_iter().chain(rest) {
-            println!("bench {name} {value} {unit}");
+        let (ratios, rest): (Vec<_>, Vec<_>) =
+            self.lines.into_iter().partition(|l| l.ends_with(" x"));
+        for line in ratios.into_iter().chain(rest) {
+            println!("{line}");
         }
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::CliError;
-use super::bench_stats::{ms, pct, us};
+use super::bench_stats::{Figures, ms, pct, us};
 use crate::aem::WorkspaceProvider;
 use crate::workspace::sandbox::{Confined, Sandbox};
 use crate::workspace::scratch::provider;
@@ -70,7 +70,8 @@ pub(super) async fn workspace(files: usize, scratches: usize, runs: usize) -> Re
         "made a repository of {files} files in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    println!("bench workspace.files {files} count");
+    let mut figs = Figures::default();
+    figs.line(format!("bench workspace.files {files} count"));
     for (name, kind) in [
         ("worktree", WorkspaceProvider::GitWorktree),
         ("copy", WorkspaceProvider::Copy),
@@ -87,14 +88,14 @@ pub(super) async fn workspace(files: usize, scratches: usize, runs: usize) -> Re
         }
         made.sort();
         removed.sort();
-        println!(
+        figs.line(format!(
             "bench workspace.{name}_create_p50 {:.1} ms",
             ms(pct(&made, 50.0))
-        );
-        println!(
+        ));
+        figs.line(format!(
             "bench workspace.{name}_remove_p50 {:.1} ms",
             ms(pct(&removed, 50.0))
-        );
+        ));
     }
     let scratch = temp.path().join("confined");
     std::fs::create_dir_all(&scratch).map_err(|source| CliError::Io {
@@ -126,19 +127,23 @@ pub(super) async fn workspace(files: usize, scratches: usize, runs: usize) -> Re
     confined.sort();
     plain.sort();
     let (c50, p50) = (pct(&confined, 50.0), pct(&plain, 50.0));
-    println!("bench workspace.confined_true_p50 {:.1} us", us(c50));
-    println!(
+    figs.line(format!(
+        "bench workspace.confined_true_p50 {:.1} us",
+        us(c50)
+    ));
+    figs.line(format!(
         "bench workspace.confined_true_p99 {:.1} us",
         us(pct(&confined, 99.0))
-    );
-    println!("bench workspace.plain_true_p50 {:.1} us", us(p50));
-    println!(
+    ));
+    figs.line(format!("bench workspace.plain_true_p50 {:.1} us", us(p50)));
+    figs.line(format!(
         "bench workspace.plain_true_p99 {:.1} us",
         us(pct(&plain, 99.0))
-    );
-    println!(
+    ));
+    figs.line(format!(
         "bench workspace.confined_ratio_p50 {:.2} x",
         us(c50) / us(p50)
-    );
+    ));
+    figs.print();
     Ok(())
 }
