@@ -79,6 +79,12 @@ impl JetStream {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .collect();
+        if servers.is_empty() {
+            return Err(DurableError::Unavailable {
+                op: "connect",
+                source: format!("no NATS server in {url:?}").into(),
+            });
+        }
         let client = tokio::time::timeout(options.timeout, connect.connect(servers))
             .await
             .map_err(|_| DurableError::Timeout {
