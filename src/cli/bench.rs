@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::{
     CliError,
-    bench_stats::{BenchNats, Figures, PrivateRouter, beside_iron, pct, us},
+    bench_stats::{BenchNats, Figures, PrivateRouter, beside_iron, pct, scratch_dir, us},
 };
 use crate::{
     interfaces::{AolTask, AolTaskGoal},
@@ -181,10 +181,7 @@ pub(super) fn catalog(experts: usize) -> Result<(), CliError> {
 pub(super) async fn log(events: usize, nats: Option<String>) -> Result<(), CliError> {
     super::bench_stats::print_machine("log");
     use crate::spine::durable::{JetStream, JetStreamOptions};
-    let dir = tempfile::tempdir().map_err(|source| CliError::Io {
-        what: "creating a temporary directory".into(),
-        source,
-    })?;
+    let dir = scratch_dir()?;
     let nats = BenchNats::given_or_local(nats, dir.path()).await?;
     let result = async {
         let js = JetStream::connect(&nats.url, JetStreamOptions::default())
@@ -250,10 +247,7 @@ pub(super) async fn tools(calls: usize, nats: Option<String>) -> Result<(), CliE
                 .into(),
         )
     })?;
-    let dir = tempfile::tempdir().map_err(|source| CliError::Io {
-        what: "creating a temporary directory".into(),
-        source,
-    })?;
+    let dir = scratch_dir()?;
     let nats = BenchNats::given_or_local(nats, dir.path()).await?;
     let result = async {
         let open = |backend, nats_url: &str| {

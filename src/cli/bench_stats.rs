@@ -122,6 +122,14 @@ impl PrivateRouter {
     }
 }
 
+/// A temporary directory for a bench's files, removed when dropped.
+pub(super) fn scratch_dir() -> Result<tempfile::TempDir, CliError> {
+    tempfile::tempdir().map_err(|source| CliError::Io {
+        what: "creating a temporary directory".into(),
+        source,
+    })
+}
+
 /// The NATS server a benchmark runs against: the one given, or else a local `nats-server`
 /// on free ports with its store under `dir` (stopped by [`BenchNats::stop`]).
 pub(super) struct BenchNats {

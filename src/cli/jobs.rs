@@ -285,10 +285,7 @@ pub(super) async fn bench(
 ) -> Result<(), CliError> {
     super::bench_stats::print_machine("jobs");
     use crate::spine::durable::{JetStream, JetStreamOptions, StreamSpec, bootstrap};
-    let dir = tempfile::tempdir().map_err(|source| CliError::Io {
-        what: "creating a temporary directory".into(),
-        source,
-    })?;
+    let dir = super::bench_stats::scratch_dir()?;
     let nats = super::bench_stats::BenchNats::given_or_local(nats, dir.path()).await?;
     let (url, monitor) = (nats.url.clone(), nats.monitor.clone());
     let result = async {
