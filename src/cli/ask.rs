@@ -94,7 +94,17 @@ async fn follow(
     let deadline = Instant::now() + wait;
     let mut turn = Turn::new(destination);
     loop {
-        let page = log.read(MEM, filter, from, 500).await.map_err(failed)?;
+        // A read that times out or finds the log unreachable (a cluster electing a leader)
+        // is tried again while the wait lasts; anything else ends the ask.
+        let page = match log.read(MEM, filter, from, 500).await {
+            Ok(page) => page,
+            Err(e) if e.is_retryable() && Instant::now() < deadline => {
+                tracing::warn!("reading the log: {e}; trying again");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+            Err(e) => return Err(failed(e)),
+        };
         for message in &page {
             from = message.seq + 1;
             if let Ok(event) = serde_json::from_slice::<Envelope>(&message.payload)

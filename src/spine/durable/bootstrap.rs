@@ -254,7 +254,7 @@ pub async fn bootstrap(
     };
     for spec in streams {
         let declared = spec.server_config();
-        match log.stream_config(&spec.name).await? {
+        match stream_config(log, &spec.name).await? {
             Some(found) => {
                 check(spec, &declared, &found)?;
                 report.verified.push(spec.name.clone());
@@ -269,6 +269,28 @@ pub async fn bootstrap(
         }
     }
     Ok(report)
+}
+
+/// How many times a stream's configuration is asked for when the cluster does not answer.
+const STREAM_INFO_ATTEMPTS: u32 = 3;
+
+/// The stream's configuration, asked again (up to [`STREAM_INFO_ATTEMPTS`] times) while the
+/// answer times out or the server is unreachable: right after a server of a cluster dies, the
+/// streams it led answer nothing until another leader is elected, which takes seconds.
+async fn stream_config(log: &JetStream, name: &str) -> Result<Option<Value>, DurableError> {
+    let mut attempt = 1;
+    loop {
+        match log.stream_config(name).await {
+            Err(e) if e.is_retryable() && attempt < STREAM_INFO_ATTEMPTS => {
+                tracing::warn!(
+                    stream = %name,
+                    "no answer about the stream ({e}); a cluster may be electing its leader, asking again"
+                );
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
 }
 
 fn check(spec: &StreamSpec, declared: &Value, found: &Value) -> Result<(), BootstrapError> {

@@ -332,7 +332,17 @@ impl EventLog for JetStream {
         let consumer = self
             .within("read", handle.create_consumer(config))
             .await?
-            .map_err(|e| backend("read", e))?;
+            .map_err(|e| {
+                // The server did not answer in time (a cluster electing a leader): retryable.
+                if e.kind() == async_nats::jetstream::stream::ConsumerErrorKind::TimedOut {
+                    DurableError::Timeout {
+                        op: "read",
+                        after: self.timeout,
+                    }
+                } else {
+                    backend("read", e)
+                }
+            })?;
         let name = consumer.cached_info().name.clone();
         let want = (consumer.cached_info().num_pending as usize).min(max);
         let mut out = Vec::with_capacity(want);
