@@ -392,10 +392,11 @@ async fn iron_ask_answers_from_what_the_newsroom_sees_without_a_model() {
         stdout.contains("Harbour bridge closed to traffic for structural inspection"),
         "{stdout}"
     );
-    // The conversation can go on under its name.
+    // The conversation can go on under its name (its own line of stderr: log lines of the
+    // libraries may come before it).
     let session = stderr
-        .split_whitespace()
-        .nth(1)
+        .lines()
+        .find_map(|l| l.strip_prefix("session ")?.split_whitespace().next())
         .filter(|s| s.starts_with("ask-"))
         .unwrap_or_else(|| panic!("no session named on stderr: {stderr}"));
     let out = p.iron(&[
