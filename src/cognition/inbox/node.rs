@@ -26,7 +26,7 @@ use crate::{
         control::{
             ControlError,
             action::{ActionClient, GoalId, GoalStatus, ServerRefusal},
-            lifecycle::{CallbackError, LifecycleClient, ManagedNode, NodeContext, State},
+            lifecycle::{CallbackError, ManagedNode, NodeContext},
         },
         durable::AnyLog,
     },
@@ -455,13 +455,13 @@ impl InboxDeps {
                 // An engine that refuses a goal for its content refuses it for good (it wrote
                 // why to the log): the message leaves the queue so it cannot block the ones
                 // behind it. An engine that is not active (or is full) refuses everything: that
-                // is waiting, not refusal. Without the published code, the engine's state
-                // decides (racy only against a server that publishes no reasons).
-                if let ControlError::Rejected { code, .. } = &e
-                    && match code.as_deref() {
-                        Some(code) => !ServerRefusal::is_transient(code),
-                        None => self.engine_active(options).await,
-                    }
+                // is waiting, not refusal. A refusal whose reason did not arrive (the engine's
+                // publisher not yet seen, right after it started) is waiting too: a message is
+                // dropped only on a reason that says it is the goal itself.
+                if let ControlError::Rejected {
+                    code: Some(code), ..
+                } = &e
+                    && !ServerRefusal::is_transient(code)
                 {
                     warn!(task = %task_id, "the engine refused the message for good: {e}");
                     self.store
@@ -569,15 +569,6 @@ impl InboxDeps {
             if page.len() < 1000 {
                 return false;
             }
-        }
-    }
-
-    /// Whether the engine node (the action's parent) reports `active`.
-    async fn engine_active(&self, options: &InboxOptions) -> bool {
-        let node = options.engine_action.trim_end_matches("/task");
-        match LifecycleClient::new(&self.ctx.node, node, options.send_timeout) {
-            Ok(c) => matches!(c.get_state().await, Ok(State::Active)),
-            Err(_) => false,
         }
     }
 
