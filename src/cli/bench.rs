@@ -11,7 +11,7 @@ use super::{
 use crate::{
     interfaces::{AolTask, AolTaskGoal},
     spine::control::{
-        ControlConfig, ControlPlane, ROUTER_ENV,
+        ROUTER_ENV,
         action::{ActionClient, GoalStatus},
         demo::echo_key,
         lifecycle::LifecycleClient,
@@ -47,13 +47,7 @@ pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), 
             source,
         })?;
 
-    let control = ControlPlane::connect(ControlConfig {
-        router: endpoint.clone(),
-        ..ControlConfig::from_env()?
-    })
-    .await?;
-    let node = control.node("iron_bench", "/")?;
-    control.wait_for_router(&node, timeout).await?;
+    let (_control, node) = super::commands::connect(&endpoint, timeout).await?;
     let life = LifecycleClient::new(&node, "/iron/bench", timeout * 3)?;
     for step in ["configure", "activate"] {
         if !life.set(step).await? {

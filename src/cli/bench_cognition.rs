@@ -41,7 +41,7 @@ use super::{
 use crate::{
     interfaces::{AolTask, AolTaskGoal, InboxMessage},
     spine::control::{
-        ControlConfig, ControlError, ControlPlane, ROUTER_ENV,
+        ControlError, ControlPlane, ROUTER_ENV,
         action::{ActionClient, now_stamp},
         lifecycle::LifecycleClient,
     },
@@ -98,13 +98,7 @@ impl Stage {
         let config = write_state(dir.path())?;
         let router = PrivateRouter::start().await?;
         let endpoint = router.endpoint.clone();
-        let control = ControlPlane::connect(ControlConfig {
-            router: endpoint.clone(),
-            ..ControlConfig::from_env()?
-        })
-        .await?;
-        let node = control.node("iron_bench", "/")?;
-        control.wait_for_router(&node, timeout).await?;
+        let (control, node) = super::commands::connect(&endpoint, timeout).await?;
         Ok(Stage {
             dir,
             config,

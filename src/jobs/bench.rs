@@ -1,7 +1,8 @@
 //! `iron bench jobs`: what journaling costs. A no-op step journaled through the runner's
 //! fenced writer (p50/p99) against one raw JetStream publish-ack of the same size (p50/p99
-//! and the ratio, first), the two alternating in one run, the extra cost of a step in a Python flow, and the time to resume a job whose
-//! journal holds 10,000 steps. Prints `bench jobs.<name> <value> <unit>`; never asserted.
+//! and the ratio, first), the two alternating in one run; the extra cost of a step in a
+//! Python flow; and the time to resume a job whose journal holds 10,000 steps. Prints
+//! `bench jobs.<name> <value> <unit>`; never asserted.
 
 use std::io::Write;
 use std::path::Path;
