@@ -79,7 +79,10 @@ CREATE TABLE IF NOT EXISTS streams(name TEXT PRIMARY KEY, config TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS messages(
     stream TEXT NOT NULL, seq INTEGER NOT NULL, subject TEXT NOT NULL, msg_id TEXT,
     payload BLOB NOT NULL, ts_ms INTEGER NOT NULL, PRIMARY KEY(stream, seq)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS messages_msg_id ON messages(stream, msg_id);
+-- Duplicates are found in the writer's memory (embedded_append.rs); the index that served
+-- them once cost every append a write at a random place.
+DROP INDEX IF EXISTS messages_msg_id;
+-- The fencing check of an append that expects its subject's last sequence.
 CREATE INDEX IF NOT EXISTS messages_subject ON messages(stream, subject, seq);
 CREATE TRIGGER IF NOT EXISTS messages_no_delete BEFORE DELETE ON messages
     BEGIN SELECT RAISE(ABORT, 'the log is append-only'); END;
@@ -96,13 +99,6 @@ CREATE TABLE IF NOT EXISTS object_buckets(bucket TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS objects(
     bucket TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY(bucket, name));
 ";
-
-/// The newest message of a stream with a given message id: the duplicate check of every
-/// append. Pinned to its index: left to itself the planner walks the primary key backwards
-/// through the whole stream (an append that grows slower with every event).
-pub(crate) const LAST_WITH_MSG_ID: &str =
-    "SELECT seq, ts_ms FROM messages INDEXED BY messages_msg_id
-     WHERE stream = ?1 AND msg_id = ?2 ORDER BY seq DESC LIMIT 1";
 
 /// Whether `e` says another connection holds the lock (worth waiting for).
 fn is_busy(e: &rusqlite::Error) -> bool {

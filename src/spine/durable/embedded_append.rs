@@ -1,16 +1,25 @@
 //! Group commit for the embedded log: appends go to the handle's writer thread, which writes
 //! every append waiting at that moment in one transaction and one fsync, then answers each
 //! caller only once its own event is durable.
+//!
+//! The writer keeps each stream's tail in memory (its last sequence and the message ids inside
+//! its duplicate window), so an append costs one row: no index of message ids, no query for
+//! the next sequence. The file may have other writers (each process of `iron up` has its own
+//! connection); `PRAGMA data_version` tells the writer when one of them committed, and it then
+//! reads the rows they added, by primary key, before it writes.
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use std::collections::{HashMap, VecDeque};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::{Mutex, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, TransactionBehavior, params};
 use tokio::sync::oneshot;
 
-use super::{Inner, LAST_WITH_MSG_ID, is_busy};
+use super::{Inner, is_busy};
 use crate::core::durable::{AppendAck, AppendRequest, DurableError};
 use crate::core::envelope::now_ms;
 use crate::spine::durable::streams::StreamSpec;
-use std::sync::mpsc::Receiver;
-use std::sync::{Mutex, PoisonError, Weak};
 
 /// An append waiting for its batch.
 pub(super) struct Pending {
@@ -26,35 +35,63 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Most appends in one transaction.
 const MAX_BATCH: usize = 1024;
 
-/// The writer thread: waits for an append, takes every other one waiting with it, writes
-/// them together; ends when every handle (and so every sender) is gone.
+/// Longest the writer holds a batch open for writers expected back (see [`gather`]).
+const GATHER_WAIT: Duration = Duration::from_micros(100);
+
+/// The writer thread: waits for an append, gathers the others that come with it, writes them
+/// together; ends when every handle (and so every sender) is gone.
 pub(super) fn writer(inner: Weak<Inner>, queued: Receiver<Pending>) {
+    let mut tails = Tails::default();
+    let mut last_batch = 1;
     while let Ok(first) = queued.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match queued.try_recv() {
-                Ok(p) => batch.push(p),
-                Err(_) => break,
-            }
-        }
+        let batch = gather(first, &queued, last_batch);
+        last_batch = batch.len();
         let Some(inner) = inner.upgrade() else {
             return;
         };
         let mut conn = lock(&inner.conn);
-        write_batch(&mut conn, &inner, batch);
+        write_batch(&mut conn, &inner, &mut tails, batch);
     }
+}
+
+/// The batch that starts with `first`: every append already waiting, and, when the previous
+/// batch was larger (writers that were answered together and are coming back one by one),
+/// those that arrive within [`GATHER_WAIT`] until it is as large again. Without that wait
+/// concurrent writers split into a batch of the first to return and one of all the others,
+/// taking turns, and share half as many commits.
+fn gather(first: Pending, queued: &Receiver<Pending>, expected: usize) -> Vec<Pending> {
+    let mut batch = vec![first];
+    let deadline = Instant::now() + GATHER_WAIT;
+    while batch.len() < MAX_BATCH {
+        match queued.try_recv() {
+            Ok(p) => {
+                batch.push(p);
+                continue;
+            }
+            Err(TryRecvError::Disconnected) => break,
+            Err(TryRecvError::Empty) if batch.len() >= expected => break,
+            Err(TryRecvError::Empty) => {}
+        }
+        match queued.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(p) => batch.push(p),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    batch
 }
 
 /// Writes `batch` in one transaction and one fsync, then answers each append: its own
 /// acknowledgement once the commit is durable, or why it was refused. When the transaction
-/// fails nothing of the batch was written, and every append in it gets the error.
-fn write_batch(conn: &mut Connection, inner: &Inner, batch: Vec<Pending>) {
+/// fails nothing of the batch was written, every append in it gets the error, and the tails
+/// (which took the batch's rows in) are read from the database again.
+fn write_batch(conn: &mut Connection, inner: &Inner, tails: &mut Tails, batch: Vec<Pending>) {
     let written = (|| {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tails.catch_up(&tx)?;
         let now = now_ms();
         let results = batch
             .iter()
-            .map(|p| append_one(&tx, &p.spec, &p.request, now))
+            .map(|p| append_one(&tx, tails, &p.spec, &p.request, now))
             .collect::<rusqlite::Result<Vec<_>>>()?;
         tx.commit()?;
         Ok::<_, rusqlite::Error>(results)
@@ -70,6 +107,7 @@ fn write_batch(conn: &mut Connection, inner: &Inner, batch: Vec<Pending>) {
             }
         }
         Err(e) => {
+            *tails = Tails::default();
             for p in batch {
                 // Each caller gets its own error value, of the same kind.
                 let source: Box<dyn std::error::Error + Send + Sync> = e.to_string().into();
@@ -90,28 +128,21 @@ fn write_batch(conn: &mut Connection, inner: &Inner, batch: Vec<Pending>) {
     }
 }
 
-/// One append inside the batch's transaction: the duplicate window (which sees the batch's
-/// own earlier rows), the fencing check, the next sequence, the row and the stream's limits.
-/// A refusal is the append's own answer (`Ok(Err(..))`); a database failure fails the batch.
+/// One append inside the batch's transaction: the duplicate window (which holds the batch's
+/// own earlier rows), the fencing check, the row and the stream's limits. A refusal is the
+/// append's own answer (`Ok(Err(..))`); a database failure fails the batch.
 fn append_one(
     tx: &rusqlite::Transaction<'_>,
+    tails: &mut Tails,
     spec: &StreamSpec,
     request: &AppendRequest,
     now: u64,
 ) -> rusqlite::Result<Result<AppendAck, DurableError>> {
-    let window = spec.duplicate_window.as_millis() as u64;
-    let previous: Option<(i64, i64)> = tx
-        .prepare_cached(LAST_WITH_MSG_ID)?
-        .query_row(params![spec.name, request.msg_id], |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })
-        .optional()?;
-    if let Some((seq, ts)) = previous
-        && now.saturating_sub(ts as u64) < window
-    {
+    let tail = tails.of(tx, spec, now)?;
+    if let Some(seq) = tail.duplicate_of(&request.msg_id, now) {
         return Ok(Ok(AppendAck {
             stream: spec.name.clone(),
-            seq: seq as u64,
+            seq,
             duplicate: true,
         }));
     }
@@ -128,25 +159,24 @@ fn append_one(
             }));
         }
     }
-    let seq: i64 = tx
-        .prepare_cached("SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE stream = ?1")?
-        .query_row([&spec.name], |row| row.get(0))?;
+    let seq = tail.last_seq + 1;
     tx.prepare_cached(
         "INSERT INTO messages(stream, seq, subject, msg_id, payload, ts_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
     .execute(params![
         spec.name,
-        seq,
+        seq as i64,
         request.subject,
         request.msg_id,
         request.payload,
         now as i64
     ])?;
-    apply_limits(tx, spec, seq, now)?;
+    tail.record(seq, &request.msg_id, now);
+    apply_limits(tx, spec, seq as i64, now)?;
     Ok(Ok(AppendAck {
         stream: spec.name.clone(),
-        seq: seq as u64,
+        seq,
         duplicate: false,
     }))
 }
@@ -173,4 +203,132 @@ fn apply_limits(
         )?;
     }
     Ok(())
+}
+
+/// What the writer knows of the streams' tails, valid while no other connection has written
+/// the file since it was last brought up to date.
+#[derive(Default)]
+pub(super) struct Tails {
+    /// `PRAGMA data_version` at that moment: another connection's commit changes it, this
+    /// connection's own commits do not.
+    version: Option<i64>,
+    streams: HashMap<String, Tail>,
+}
+
+/// One stream's last sequence and the message ids appended inside its duplicate window.
+struct Tail {
+    last_seq: u64,
+    window_ms: u64,
+    /// Message id → (sequence, time appended) of its newest append in the window.
+    ids: HashMap<String, (u64, u64)>,
+    /// The same appends, oldest first, to let them go as the window moves on.
+    order: VecDeque<(u64, u64, String)>,
+}
+
+impl Tails {
+    /// Within the batch's transaction (no other writer can commit until it ends): when another
+    /// connection has committed since the last look, takes in each known stream's rows past
+    /// its last sequence.
+    fn catch_up(&mut self, tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+        let version: i64 = tx.query_row("PRAGMA data_version", [], |row| row.get(0))?;
+        if self.version == Some(version) {
+            return Ok(());
+        }
+        for (name, tail) in &mut self.streams {
+            let mut newer = tx.prepare_cached(
+                "SELECT seq, msg_id, ts_ms FROM messages WHERE stream = ?1 AND seq > ?2
+                 ORDER BY seq",
+            )?;
+            let mut rows = newer.query(params![name, tail.last_seq as i64])?;
+            while let Some(row) = rows.next()? {
+                let (seq, id, ts) = row_tail(row)?;
+                tail.record(seq, &id.unwrap_or_default(), ts);
+            }
+        }
+        self.version = Some(version);
+        Ok(())
+    }
+
+    /// The tail of `spec`'s stream, read from the database the first time: its last sequence
+    /// and, walking back from it, every message id younger than the window.
+    fn of(
+        &mut self,
+        tx: &rusqlite::Transaction<'_>,
+        spec: &StreamSpec,
+        now: u64,
+    ) -> rusqlite::Result<&mut Tail> {
+        if !self.streams.contains_key(&spec.name) {
+            let window_ms = spec.duplicate_window.as_millis() as u64;
+            let mut tail = Tail {
+                last_seq: 0,
+                window_ms,
+                ids: HashMap::new(),
+                order: VecDeque::new(),
+            };
+            let mut newest_first = tx.prepare_cached(
+                "SELECT seq, msg_id, ts_ms FROM messages WHERE stream = ?1 ORDER BY seq DESC",
+            )?;
+            let mut rows = newest_first.query([&spec.name])?;
+            let mut recent = Vec::new();
+            while let Some(row) = rows.next()? {
+                let (seq, id, ts) = row_tail(row)?;
+                tail.last_seq = tail.last_seq.max(seq);
+                if now.saturating_sub(ts) >= window_ms {
+                    break;
+                }
+                recent.push((seq, id, ts));
+            }
+            for (seq, id, ts) in recent.into_iter().rev() {
+                tail.remember(seq, &id.unwrap_or_default(), ts);
+            }
+            self.streams.insert(spec.name.clone(), tail);
+        }
+        Ok(self
+            .streams
+            .get_mut(&spec.name)
+            .expect("the tail was just inserted"))
+    }
+}
+
+fn row_tail(row: &rusqlite::Row<'_>) -> rusqlite::Result<(u64, Option<String>, u64)> {
+    Ok((
+        row.get::<_, i64>(0)? as u64,
+        row.get(1)?,
+        row.get::<_, i64>(2)?.max(0) as u64,
+    ))
+}
+
+impl Tail {
+    /// The sequence `msg_id` was appended at, if that was inside the window.
+    fn duplicate_of(&mut self, msg_id: &str, now: u64) -> Option<u64> {
+        self.forget_before(now.saturating_sub(self.window_ms));
+        self.ids
+            .get(msg_id)
+            .filter(|(_, ts)| now.saturating_sub(*ts) < self.window_ms)
+            .map(|(seq, _)| *seq)
+    }
+
+    /// An append at `seq`: the new last sequence, and its id in the window.
+    fn record(&mut self, seq: u64, msg_id: &str, ts: u64) {
+        self.last_seq = self.last_seq.max(seq);
+        self.remember(seq, msg_id, ts);
+    }
+
+    fn remember(&mut self, seq: u64, msg_id: &str, ts: u64) {
+        self.ids.insert(msg_id.to_owned(), (seq, ts));
+        self.order.push_back((ts, seq, msg_id.to_owned()));
+    }
+
+    /// Lets go of the ids appended before `oldest` (ms).
+    fn forget_before(&mut self, oldest: u64) {
+        while let Some((ts, seq, _)) = self.order.front()
+            && *ts < oldest
+        {
+            let seq = *seq;
+            let (_, _, id) = self.order.pop_front().expect("the front was just read");
+            if self.ids.get(&id).is_some_and(|(s, _)| *s == seq) {
+                self.ids.remove(&id);
+            }
+        }
+    }
 }

@@ -2,22 +2,73 @@
 
 use super::*;
 
-#[test]
-fn the_duplicate_check_uses_its_index_not_a_scan_of_the_stream() {
-    let conn = Connection::open_in_memory().unwrap();
-    conn.execute_batch(SCHEMA).unwrap();
-    let plan: Vec<String> = conn
-        .prepare(&format!("EXPLAIN QUERY PLAN {LAST_WITH_MSG_ID}"))
-        .unwrap()
-        .query_map(params!["S", "id"], |row| row.get::<_, String>(3))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let plan = plan.join("; ");
-    assert!(
-        plan.contains("messages_msg_id (stream=? AND msg_id=?)"),
-        "the duplicate check must search its index, the plan was: {plan}"
+fn append(subject: &str, id: &str) -> AppendRequest {
+    AppendRequest {
+        subject: subject.into(),
+        msg_id: id.into(),
+        payload: b"x".to_vec(),
+        expected_last_subject_seq: None,
+    }
+}
+
+/// (sequence, duplicate) of an append.
+async fn ack(log: &Embedded, id: &str) -> (u64, bool) {
+    let ack = log.append(append("mem.t.a", id)).await.unwrap();
+    (ack.seq, ack.duplicate)
+}
+
+#[tokio::test]
+async fn writers_on_two_connections_share_sequences_and_the_duplicate_window() {
+    // Each process of `iron up` has its own connection and its own writer's memory of the
+    // tail; each must see what the other appended before it writes.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.db");
+    let streams = [StreamSpec::mem()];
+    let open = || Embedded::open(&path, &streams, EmbeddedOptions::default());
+    let (a, b) = (open().await.unwrap(), open().await.unwrap());
+    assert_eq!(ack(&a, "x").await, (1, false));
+    assert_eq!(ack(&b, "y").await, (2, false));
+    assert_eq!(ack(&a, "y").await, (2, true), "a sees b's id");
+    assert_eq!(ack(&b, "x").await, (1, true), "b sees a's id");
+    assert_eq!(ack(&a, "z").await, (3, false));
+    assert_eq!(ack(&b, "w").await, (4, false));
+    assert_eq!(ack(&a, "w").await, (4, true));
+    // A reopened log reads its window back from the file.
+    drop((a, b));
+    let again = open().await.unwrap();
+    assert_eq!(ack(&again, "z").await, (3, true));
+    assert_eq!(ack(&again, "v").await, (5, false));
+}
+
+#[tokio::test]
+async fn an_id_older_than_the_window_is_a_new_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.db");
+    let mut spec = StreamSpec::mem();
+    spec.duplicate_window = Duration::from_millis(200);
+    let open = || {
+        Embedded::open(
+            &path,
+            std::slice::from_ref(&spec),
+            EmbeddedOptions::default(),
+        )
+    };
+    let log = open().await.unwrap();
+    assert_eq!(ack(&log, "x").await, (1, false));
+    assert_eq!(ack(&log, "old").await, (2, false));
+    assert_eq!(ack(&log, "x").await, (1, true));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(ack(&log, "x").await, (3, false), "the window moved past it");
+    assert_eq!(
+        ack(&log, "x").await,
+        (3, true),
+        "the new one is in the window"
     );
+    // Read back from the file: "old" is out of the window, the second "x" still in it.
+    drop(log);
+    let log = open().await.unwrap();
+    assert_eq!(ack(&log, "x").await, (3, true));
+    assert_eq!(ack(&log, "old").await, (4, false));
 }
 
 #[test]
