@@ -353,6 +353,7 @@ async fn bench_prints_every_figure() {
     let dir = tempfile::tempdir().unwrap();
     let options = iron::memory::bench::BenchOptions {
         events: 30,
+        burst: 200,
         payload_bytes: 100,
         scratch_dir: dir.path().to_path_buf(),
     };
@@ -373,9 +374,17 @@ async fn bench_prints_every_figure() {
         "embedded_emit_throughput",
         "sqlite_insert_throughput",
         "embedded_vs_sqlite_throughput_ratio",
+        "embedded_vs_sqlite_p50_ratio",
+        "embedded_emit_8_writers_throughput",
+        "embedded_8_writers_vs_one_ratio",
         "projector_throughput",
-        "sqlite_batched_insert_throughput",
-        "projector_vs_batched_ratio",
+        "sqlite_same_rows_batched_throughput",
+        "sqlite_plain_batched_insert_throughput",
+        "projector_vs_same_rows_ratio",
+        "projector_vs_plain_batched_ratio",
+        "projector_burst",
+        "projector_burst_written_in",
+        "projector_lag_after_burst",
     ] {
         let line = out
             .lines()

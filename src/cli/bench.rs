@@ -172,7 +172,7 @@ pub(super) fn catalog(experts: usize) -> Result<(), CliError> {
 
 /// `iron bench log`: against `nats` if given, else a local nats-server on free ports with its
 /// store in a temporary directory.
-pub(super) async fn log(events: usize, nats: Option<String>) -> Result<(), CliError> {
+pub(super) async fn log(events: usize, burst: usize, nats: Option<String>) -> Result<(), CliError> {
     super::bench_stats::print_machine("log");
     use crate::spine::durable::{JetStream, JetStreamOptions};
     let dir = scratch_dir()?;
@@ -183,6 +183,7 @@ pub(super) async fn log(events: usize, nats: Option<String>) -> Result<(), CliEr
             .map_err(|e| CliError::Failed(format!("cannot reach NATS at {}: {e}", nats.url)))?;
         let options = crate::memory::bench::BenchOptions {
             events,
+            burst,
             payload_bytes: 256,
             scratch_dir: dir.path().join("sqlite"),
         };

@@ -489,7 +489,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Bench(BenchCommand::Newsroom { feeds, items, new }) => {
             super::bench_newsroom::newsroom(feeds, items, new).await
         }
-        Command::Bench(BenchCommand::Log { events, nats }) => bench::log(events, nats).await,
+        Command::Bench(BenchCommand::Log {
+            events,
+            burst,
+            nats,
+        }) => bench::log(events, burst, nats).await,
         Command::Bench(BenchCommand::Workspace {
             files,
             scratches,

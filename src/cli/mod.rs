@@ -485,11 +485,15 @@ pub enum BenchCommand {
         iterations: usize,
     },
     /// The log: raw async-nats publish-with-ack against emit() on JetStream, the embedded
-    /// backend against raw SQLite inserts, and the projector against batched inserts.
+    /// backend against raw SQLite inserts (one writer and eight), and the projector against
+    /// raw batched inserts of the same rows, with its lag behind a burst.
     Log {
         /// Events per series.
         #[arg(long, default_value_t = 5000)]
         events: usize,
+        /// Events in the burst the projector's lag is measured after.
+        #[arg(long, default_value_t = 10_000)]
+        burst: usize,
         /// A running NATS server; by default a local one is started on free ports.
         #[arg(long)]
         nats: Option<String>,

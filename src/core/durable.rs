@@ -255,7 +255,9 @@ pub trait LogConsumer: Send + 'static {
     /// What acknowledges one delivery.
     type Ack: Send + 'static;
 
-    /// The next delivery, or `None` when nothing arrived within `wait`.
+    /// The next delivery, or `None` when nothing arrived within `wait`. Cancel-safe: a call
+    /// dropped before it returns takes no delivery with it (the projector fetches while it
+    /// writes, and drops the fetch when the write ends).
     fn next(
         &mut self,
         wait: Duration,

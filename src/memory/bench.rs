@@ -30,6 +30,8 @@ const BENCH_ROOT: &str = "ironbench";
 pub struct BenchOptions {
     /// Events per measured series.
     pub events: usize,
+    /// Events in the burst the projector's lag is measured after.
+    pub burst: usize,
     /// Approximate payload text size per event.
     pub payload_bytes: usize,
     /// Directory for the SQLite files (created; its files are replaced).
@@ -200,7 +202,7 @@ pub async fn log(
         .map(|e| serde_json::to_vec(e).unwrap_or_default())
         .collect();
     let context = js.context().clone();
-    let emitter = Emitter::new(js.clone()).with_root(BENCH_ROOT);
+    let emitter_js = Emitter::new(js.clone()).with_root(BENCH_ROOT);
     let events = envelopes(n, options.payload_bytes);
     let (raw, emitted) = measure_pair(
         n,
@@ -225,7 +227,7 @@ pub async fn log(
                 Ok::<_, BenchError>(())
             }
         },
-        |i| emit_one(&emitter, &events[i]),
+        |i| emit_one(&emitter_js, &events[i]),
     )
     .await?;
     print_series(out, "raw_publish", &raw)?;
@@ -299,7 +301,8 @@ pub async fn log(
         concurrent / embedded_series.per_second
     )?;
 
-    // Projector over the JetStream stream written above against raw batched inserts.
+    // Projector over the JetStream stream written above, against raw batched inserts of the
+    // same rows; then its lag behind a burst while it runs.
     let last = js.last_sequence(BENCH_STREAM).await?;
     let db = dir.join("bench-projection.db");
     let mut deps = ProjectorDeps::new(js.clone(), &db);
@@ -309,31 +312,145 @@ pub async fn log(
     let shutdown = CancellationToken::new();
     let start = Instant::now();
     let task = tokio::spawn(projector::run(deps, shutdown.clone()));
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        if db.exists()
-            && let Ok(recall) = Recall::open(&db)
-            && recall.projected_seq(BENCH_STREAM).unwrap_or(0) >= last
-        {
-            break;
-        }
-        if task.is_finished() || Instant::now() > deadline {
-            shutdown.cancel();
-            let outcome = task.await;
-            return Err(BenchError::Stalled(format!(
-                "projector did not reach sequence {last}: {outcome:?}"
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let projected = |seq| wait_projected(&db, seq, &task);
+    projected(last).await?;
     let projector_rate = last as f64 / start.elapsed().as_secs_f64();
+    let mut all: Vec<Envelope> = raw_events;
+    all.extend(envelopes(n, options.payload_bytes));
+    let same_rows_rate = raw_projection_rows(&dir.join("bench-same-rows.db"), &all)?;
+    let plain_rate = raw_plain_rows(&dir.join("bench-batched.db"), &raw_payloads)?;
+    // The burst: `options.burst` events published at once (acks awaited together), then the time until
+    // the running projector has them all.
+    let burst = envelopes(options.burst, options.payload_bytes);
+    let burst_start = Instant::now();
+    let acks = burst.iter().map(|event| emit_one(&emitter_js, event));
+    futures_util::future::try_join_all(acks).await?;
+    let burst_written = burst_start.elapsed();
+    let burst_end = Instant::now();
+    projected(last + options.burst as u64).await?;
+    let lag = burst_end.elapsed();
     shutdown.cancel();
     let _ = task.await;
-    let batched = raw_sqlite(&dir.join("bench-batched.db"))?;
+    writeln!(
+        out,
+        "bench log.projector_vs_same_rows_ratio {:.3} x",
+        projector_rate / same_rows_rate
+    )?;
+    writeln!(
+        out,
+        "bench log.projector_vs_plain_batched_ratio {:.3} x",
+        projector_rate / plain_rate
+    )?;
+    writeln!(
+        out,
+        "bench log.projector_throughput {projector_rate:.1} events/s"
+    )?;
+    writeln!(
+        out,
+        "bench log.sqlite_same_rows_batched_throughput {same_rows_rate:.1} events/s"
+    )?;
+    writeln!(
+        out,
+        "bench log.sqlite_plain_batched_insert_throughput {plain_rate:.1} rows/s"
+    )?;
+    writeln!(out, "bench log.projector_burst {} events", options.burst)?;
+    writeln!(
+        out,
+        "bench log.projector_burst_written_in {:.1} ms",
+        burst_written.as_secs_f64() * 1e3
+    )?;
+    writeln!(
+        out,
+        "bench log.projector_lag_after_burst {:.1} ms",
+        lag.as_secs_f64() * 1e3
+    )?;
+    let _ = js.context().delete_stream(BENCH_STREAM).await;
+    Ok(())
+}
+
+/// Waits until the projection at `db` has reached `seq`, or fails when the projector ended or
+/// five minutes passed.
+async fn wait_projected(
+    db: &std::path::Path,
+    seq: u64,
+    task: &tokio::task::JoinHandle<Result<projector::ProjectorExit, ProjectorError>>,
+) -> Result<(), BenchError> {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        if let Ok(recall) = Recall::open(db)
+            && recall.projected_seq(BENCH_STREAM).unwrap_or(0) >= seq
+        {
+            return Ok(());
+        }
+        if task.is_finished() || Instant::now() > deadline {
+            return Err(BenchError::Stalled(format!(
+                "the projector did not reach sequence {seq} (it ended: {})",
+                task.is_finished()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Rows per transaction of the raw baselines, as the projector's default batch.
+const RAW_BATCH: usize = 256;
+
+/// The rows the projector writes for `events` (event, full-text entry, applied sequence, the
+/// cursor once per batch) in a projection of its own schema, with raw prepared inserts of
+/// values computed beforehand: what the projector's SQL costs without the log, the parsing
+/// and the acknowledgements. Events per second.
+fn raw_projection_rows(path: &std::path::Path, events: &[Envelope]) -> Result<f64, BenchError> {
+    remove_db(path);
+    let mut conn = projector::open_writer(path)?;
+    let rows: Vec<_> = events
+        .iter()
+        .map(|e| {
+            let (ns, body) = projector::fts_row(e);
+            (e, e.namespace_path(), e.payload.to_string(), ns, body)
+        })
+        .collect();
     let start = Instant::now();
-    let mut all: Vec<&Vec<u8>> = raw_payloads.iter().collect();
-    all.extend(raw_payloads.iter());
-    for chunk in all.chunks(256) {
+    for (chunk, first) in rows.chunks(RAW_BATCH).zip((1..).step_by(RAW_BATCH)) {
+        let tx = conn.transaction()?;
+        for ((e, namespace, payload, ns, body), seq) in chunk.iter().zip(first..) {
+            tx.prepare_cached(
+                "INSERT INTO events(event_id, seq, subject, ts, tenant, namespace, actor, kind,
+                    payload, result, cause) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, NULL)",
+            )?
+            .execute(params![
+                e.event_id.as_str(),
+                seq as i64,
+                "ironbench.raw",
+                e.ts as i64,
+                e.tenant,
+                namespace,
+                e.actor,
+                e.kind.as_str(),
+                payload
+            ])?;
+            tx.prepare_cached("INSERT INTO events_fts(event_id, ns, body) VALUES (?1, ?2, ?3)")?
+                .execute(params![e.event_id.as_str(), ns, body])?;
+            tx.prepare_cached("INSERT INTO applied(seq, msg_id, event_id) VALUES (?1, ?2, ?2)")?
+                .execute(params![seq as i64, e.event_id.as_str()])?;
+        }
+        tx.prepare_cached(
+            "INSERT INTO cursor(stream, last_seq) VALUES ('bench', ?1)
+             ON CONFLICT(stream) DO UPDATE SET last_seq = excluded.last_seq",
+        )?
+        .execute([(first + chunk.len() - 1) as i64])?;
+        tx.commit()?;
+    }
+    Ok(events.len() as f64 / start.elapsed().as_secs_f64())
+}
+
+/// The same number of rows (each event's JSON twice, as the stream holds two series) into a
+/// plain table of one B-tree: the floor of what SQLite can do. Rows per second.
+fn raw_plain_rows(path: &std::path::Path, payloads: &[Vec<u8>]) -> Result<f64, BenchError> {
+    remove_db(path);
+    let batched = raw_sqlite(path)?;
+    let all: Vec<&Vec<u8>> = payloads.iter().chain(payloads).collect();
+    let start = Instant::now();
+    for chunk in all.chunks(RAW_BATCH) {
         let tx = batched.unchecked_transaction()?;
         for (i, payload) in chunk.iter().enumerate() {
             tx.execute(
@@ -343,20 +460,5 @@ pub async fn log(
         }
         tx.commit()?;
     }
-    let batched_rate = all.len() as f64 / start.elapsed().as_secs_f64();
-    writeln!(
-        out,
-        "bench log.projector_throughput {projector_rate:.1} events/s"
-    )?;
-    writeln!(
-        out,
-        "bench log.sqlite_batched_insert_throughput {batched_rate:.1} rows/s"
-    )?;
-    writeln!(
-        out,
-        "bench log.projector_vs_batched_ratio {:.3} x",
-        projector_rate / batched_rate
-    )?;
-    let _ = js.context().delete_stream(BENCH_STREAM).await;
-    Ok(())
+    Ok(all.len() as f64 / start.elapsed().as_secs_f64())
 }

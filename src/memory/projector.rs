@@ -325,6 +325,16 @@ fn index_text(value: &Value, out: &mut String) {
     }
 }
 
+/// The full-text row of an event: the scope tokens of its namespace and its indexed text.
+pub(crate) fn fts_row(envelope: &Envelope) -> (String, String) {
+    let mut body = String::new();
+    index_text(&envelope.payload, &mut body);
+    if let Some(result) = &envelope.result {
+        index_text(result, &mut body);
+    }
+    (scope_tokens(&envelope.namespace_path()), body)
+}
+
 /// What applying one batch found.
 enum Stop {
     Gap { expected: u64, found: u64 },
@@ -373,12 +383,12 @@ fn apply(
             });
             break;
         }
-        let parsed = serde_json::from_slice::<Value>(&message.payload)
-            .map_err(|e| format!("payload is not JSON ({e})"))
-            .and_then(|v| {
-                serde_json::from_value::<Envelope>(v)
-                    .map_err(|e| format!("payload is not an Iron envelope ({e})"))
-            });
+        let parsed = serde_json::from_slice::<Envelope>(&message.payload).map_err(|e| {
+            match serde_json::from_slice::<serde::de::IgnoredAny>(&message.payload) {
+                Ok(_) => format!("payload is not an Iron envelope ({e})"),
+                Err(e) => format!("payload is not JSON ({e})"),
+            }
+        });
         let mut event_id = None;
         match parsed {
             Ok(envelope) => {
@@ -414,19 +424,11 @@ fn apply(
                     }
                 }
                 if inserted == 1 {
-                    let mut body = String::new();
-                    index_text(&envelope.payload, &mut body);
-                    if let Some(result) = &envelope.result {
-                        index_text(result, &mut body);
-                    }
+                    let (ns, body) = fts_row(&envelope);
                     tx.prepare_cached(
                         "INSERT INTO events_fts(event_id, ns, body) VALUES (?1, ?2, ?3)",
                     )?
-                    .execute(params![
-                        envelope.event_id.as_str(),
-                        scope_tokens(&envelope.namespace_path()),
-                        body
-                    ])?;
+                    .execute(params![envelope.event_id.as_str(), ns, body])?;
                 }
                 event_id = Some(envelope.event_id.to_string());
             }
@@ -493,26 +495,57 @@ pub async fn run<L: EventLog>(
         .await?;
     let conn = std::sync::Arc::new(std::sync::Mutex::new(conn));
     let mut last_seq = 0;
+    // Deliveries fetched while the previous batch was being written, and those committed
+    // but not yet acknowledged (acknowledged while the next batch is written).
+    let mut fetched: Vec<(StoredMessage, <L::Consumer as LogConsumer>::Ack)> = Vec::new();
+    let mut committed = Vec::new();
     loop {
-        let first = tokio::select! {
-            _ = shutdown.cancelled() => return Ok(ProjectorExit::Stopped { last_seq }),
-            next = consumer.next(deps.idle_wait) => next?,
-        };
-        let Some(first) = first else { continue };
-        let mut messages = vec![first.0.message];
-        let mut acks = vec![first.1];
-        while messages.len() < deps.max_batch {
+        if shutdown.is_cancelled() {
+            // What was fetched and not written is delivered again to the next projector.
+            acknowledge(&mut consumer, &mut committed).await?;
+            return Ok(ProjectorExit::Stopped { last_seq });
+        }
+        if fetched.is_empty() {
+            acknowledge(&mut consumer, &mut committed).await?;
+            let first = tokio::select! {
+                _ = shutdown.cancelled() => return Ok(ProjectorExit::Stopped { last_seq }),
+                next = consumer.next(deps.idle_wait) => next?,
+            };
+            let Some((delivery, ack)) = first else {
+                continue;
+            };
+            fetched.push((delivery.message, ack));
+        }
+        while fetched.len() < deps.max_batch {
             match consumer.next(Duration::ZERO).await? {
-                Some((delivery, ack)) => {
-                    messages.push(delivery.message);
-                    acks.push(ack);
-                }
+                Some((delivery, ack)) => fetched.push((delivery.message, ack)),
                 None => break,
             }
         }
+        let (mut messages, mut acks): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut fetched).into_iter().unzip();
         while !messages.is_empty() {
-            let (handled, stop, last) =
-                apply_blocking(&conn, &path, &deps.stream, &messages).await?;
+            // While this batch is written the one before it is acknowledged and the next one
+            // fetched; each is acknowledged only after its own commit.
+            let (handled, stop, last) = {
+                let writing = apply_blocking(&conn, &path, &deps.stream, &messages);
+                tokio::pin!(writing);
+                acknowledge(&mut consumer, &mut committed).await?;
+                loop {
+                    if fetched.len() >= deps.max_batch {
+                        break writing.await?;
+                    }
+                    tokio::select! {
+                        biased;
+                        written = &mut writing => break written?,
+                        next = consumer.next(deps.idle_wait) => {
+                            if let Some((delivery, ack)) = next? {
+                                fetched.push((delivery.message, ack));
+                            }
+                        }
+                    }
+                }
+            };
             last_seq = last;
             #[cfg(feature = "test-support")]
             if let Some(halt) = deps.halt_after_commit
@@ -521,8 +554,10 @@ pub async fn run<L: EventLog>(
                 return Err(ProjectorError::Halted { seq: halt });
             }
             messages.drain(..handled);
-            let done: Vec<_> = acks.drain(..handled).collect();
-            consumer.ack(done).await?;
+            committed.extend(acks.drain(..handled));
+            if stop.is_some() {
+                acknowledge(&mut consumer, &mut committed).await?;
+            }
             match stop {
                 None => {}
                 Some(Stop::Gap { expected, found }) => {
@@ -561,25 +596,41 @@ pub async fn run<L: EventLog>(
     }
 }
 
-async fn apply_blocking(
+/// Starts writing `messages` on a blocking thread at once; the returned future is its outcome.
+fn apply_blocking(
     conn: &std::sync::Arc<std::sync::Mutex<Connection>>,
     path: &Path,
     stream: &str,
     messages: &[StoredMessage],
-) -> Result<(usize, Option<Stop>, u64), ProjectorError> {
+) -> impl std::future::Future<Output = Result<(usize, Option<Stop>, u64), ProjectorError>> + use<> {
     let (conn, stream, messages) = (conn.clone(), stream.to_owned(), messages.to_vec());
-    tokio::task::spawn_blocking(move || {
+    let writing = tokio::task::spawn_blocking(move || {
         let mut conn = conn
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         apply(&mut conn, &stream, &messages)
-    })
-    .await
-    .map_err(|e| DurableError::Backend {
-        op: "project",
-        source: Box::new(e),
-    })?
-    .map_err(db_err(path))
+    });
+    let path = path.to_owned();
+    async move {
+        writing
+            .await
+            .map_err(|e| DurableError::Backend {
+                op: "project",
+                source: Box::new(e),
+            })?
+            .map_err(db_err(&path))
+    }
+}
+
+/// Acknowledges the deliveries committed and not yet acknowledged.
+async fn acknowledge<C: LogConsumer>(
+    consumer: &mut C,
+    committed: &mut Vec<C::Ack>,
+) -> Result<(), DurableError> {
+    if committed.is_empty() {
+        return Ok(());
+    }
+    consumer.ack(std::mem::take(committed)).await
 }
 
 /// Writes a `projector_gap` event (id computed, so a restarted projector does not repeat it)
