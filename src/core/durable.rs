@@ -58,6 +58,17 @@ pub enum DurableError {
         /// The sequence the writer expected to be last.
         expected: u64,
     },
+    /// An append expected its subject's last sequence on a stream that does not declare
+    /// fencing (`StreamSpec::fenced`): the embedded log keeps no index to check it with.
+    #[error(
+        "an append to {subject:?} expected its last sequence, but stream {stream} does not declare fencing"
+    )]
+    NotFenced {
+        /// The stream.
+        stream: String,
+        /// The subject written to.
+        subject: String,
+    },
     /// The log is append-only and refused a delete or a purge.
     #[error("{op} refused on stream {stream}: the log is append-only (deny_delete / deny_purge)")]
     Denied {

@@ -6,7 +6,8 @@
 //!
 //! Differences from JetStream, by design: an unacknowledged delivery is delivered again when the
 //! consumer is reopened (not after `ack_wait` while it stays open); waiting consumers are woken
-//! by appends made through the same handle and otherwise poll every 250 ms.
+//! by appends made through the same handle and otherwise poll every 250 ms; an append may expect
+//! its subject's last sequence only on a stream that declares fencing (`StreamSpec::fenced`).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -82,8 +83,9 @@ CREATE TABLE IF NOT EXISTS messages(
 -- Duplicates are found in the writer's memory (embedded_append.rs); the index that served
 -- them once cost every append a write at a random place.
 DROP INDEX IF EXISTS messages_msg_id;
--- The fencing check of an append that expects its subject's last sequence.
-CREATE INDEX IF NOT EXISTS messages_subject ON messages(stream, subject, seq);
+-- Subjects are indexed only for the streams that declare fencing (see `fence_index`); an
+-- index of every stream's subjects cost every append a second page.
+DROP INDEX IF EXISTS messages_subject;
 CREATE TRIGGER IF NOT EXISTS messages_no_delete BEFORE DELETE ON messages
     BEGIN SELECT RAISE(ABORT, 'the log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS messages_no_update BEFORE UPDATE ON messages
@@ -99,6 +101,22 @@ CREATE TABLE IF NOT EXISTS object_buckets(bucket TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS objects(
     bucket TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY(bucket, name));
 ";
+
+/// The index of a fenced stream's subjects (created by [`Embedded::open`]) and the query of a
+/// subject's last sequence that uses it. The stream's name is written into both: a partial
+/// index serves only a query whose condition names its stream as a literal.
+pub(crate) fn fence_index(stream: &str) -> (String, String) {
+    let index = format!("messages_fence_{stream}");
+    (
+        format!(
+            "CREATE INDEX IF NOT EXISTS {index} ON messages(subject, seq) WHERE stream = '{stream}'"
+        ),
+        format!(
+            "SELECT coalesce(max(seq), 0) FROM messages INDEXED BY {index}
+             WHERE stream = '{stream}' AND subject = ?1"
+        ),
+    )
+}
 
 /// Whether `e` says another connection holds the lock (worth waiting for).
 fn is_busy(e: &rusqlite::Error) -> bool {
@@ -237,6 +255,12 @@ impl Embedded {
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(db_err)?;
         conn.execute_batch(SCHEMA).map_err(db_err)?;
+        for spec in streams.iter().filter(|s| s.fenced) {
+            // Written into SQL: only a name of letters, digits, '-' and '_'.
+            check_name("stream", &spec.name, false).map_err(BootstrapError::Durable)?;
+            conn.execute(&fence_index(&spec.name).0, [])
+                .map_err(db_err)?;
+        }
         for spec in streams {
             let declared = spec.server_config();
             // Insert-if-absent then read back, so processes opening a fresh log at the

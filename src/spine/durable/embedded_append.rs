@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, TransactionBehavior, params};
 use tokio::sync::oneshot;
 
-use super::{Inner, is_busy};
+use super::{Inner, fence_index, is_busy};
 use crate::core::durable::{AppendAck, AppendRequest, DurableError};
 use crate::core::envelope::now_ms;
 use crate::spine::durable::streams::StreamSpec;
@@ -147,11 +147,15 @@ fn append_one(
         }));
     }
     if let Some(expected) = request.expected_last_subject_seq {
+        if !spec.fenced {
+            return Ok(Err(DurableError::NotFenced {
+                stream: spec.name.clone(),
+                subject: request.subject.clone(),
+            }));
+        }
         let last: i64 = tx
-            .prepare_cached(
-                "SELECT coalesce(max(seq), 0) FROM messages WHERE stream = ?1 AND subject = ?2",
-            )?
-            .query_row(params![spec.name, request.subject], |row| row.get(0))?;
+            .prepare_cached(&fence_index(&spec.name).1)?
+            .query_row([&request.subject], |row| row.get(0))?;
         if last as u64 != expected {
             return Ok(Err(DurableError::WrongLastSequence {
                 subject: request.subject.clone(),

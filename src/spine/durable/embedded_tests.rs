@@ -41,6 +41,41 @@ async fn writers_on_two_connections_share_sequences_and_the_duplicate_window() {
 }
 
 #[tokio::test]
+async fn fencing_is_checked_with_the_subject_index_of_a_fenced_stream_and_refused_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.db");
+    let log = Embedded::open(&path, &StreamSpec::all(), EmbeddedOptions::default())
+        .await
+        .unwrap();
+    let (create, query) = fence_index(crate::spine::durable::streams::JOBS);
+    let conn = Connection::open(&path).unwrap();
+    let plan: Vec<String> = conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {query}"))
+        .unwrap()
+        .query_map(["jobs.m.evt.j"], |row| row.get::<_, String>(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let plan = plan.join("; ");
+    assert!(
+        plan.contains("messages_fence_JOBS (subject=?)"),
+        "the fencing check must search its index, the plan was: {plan} (index: {create})"
+    );
+    let mut fenced = append("mem.t.a", "f");
+    fenced.expected_last_subject_seq = Some(0);
+    let refused = log.append(fenced).await.unwrap_err();
+    assert!(
+        matches!(&refused, DurableError::NotFenced { stream, .. } if stream == "MEM"),
+        "{refused}"
+    );
+    assert_eq!(
+        log.last_sequence("MEM").await.unwrap(),
+        0,
+        "nothing written"
+    );
+}
+
+#[tokio::test]
 async fn an_id_older_than_the_window_is_a_new_message() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.db");
@@ -174,9 +209,11 @@ async fn concurrent_appends_share_commits_and_each_is_durable_when_acknowledged(
 #[tokio::test]
 async fn a_batch_sees_its_own_rows_for_duplicates_and_fencing() {
     let dir = tempfile::tempdir().unwrap();
+    let mut fenced = StreamSpec::mem();
+    fenced.fenced = true;
     let log = Embedded::open(
         dir.path().join("log.db"),
-        &[StreamSpec::mem()],
+        &[fenced],
         EmbeddedOptions::default(),
     )
     .await

@@ -26,6 +26,10 @@ pub struct StreamSpec {
     pub max_age: Duration,
     /// Copies JetStream keeps, each on another server of a cluster (1 to 5).
     pub replicas: u8,
+    /// Appends may expect their subject's last sequence (fencing: the jobs journal's steps).
+    /// JetStream checks that on any stream; the embedded log indexes subjects, a cost to every
+    /// append, only of streams that declare it, and refuses it elsewhere.
+    pub fenced: bool,
 }
 
 /// Name of the memory ledger stream.
@@ -51,11 +55,12 @@ impl StreamSpec {
             max_msgs: -1,
             max_age: Duration::ZERO,
             replicas: 1,
+            fenced: false,
         }
     }
 
     /// `JOBS`: `jobs.>` (journal `jobs.<mesh>.evt.<job>`, wake queue `jobs.<mesh>.wake.<job>`),
-    /// duplicate window 900 s, append-only.
+    /// duplicate window 900 s, append-only, fenced (each journal step expects the last).
     pub fn jobs() -> Self {
         Self {
             name: JOBS.into(),
@@ -66,6 +71,7 @@ impl StreamSpec {
             max_msgs: -1,
             max_age: Duration::ZERO,
             replicas: 1,
+            fenced: true,
         }
     }
 
@@ -82,6 +88,7 @@ impl StreamSpec {
             max_msgs: LOGS_MAX_MSGS,
             max_age: LOGS_MAX_AGE,
             replicas: 1,
+            fenced: false,
         }
     }
 
