@@ -276,20 +276,28 @@ pub async fn log(
         &embedded_series,
         &raw_sqlite_series,
     )?;
-    // Eight writers at once on the same handle: appends waiting together share a commit.
+    // Eight writers at once on the same handle, each its own task as concurrent callers in a
+    // process are: appends waiting together share a commit.
     const WRITERS: usize = 8;
     let events = envelopes(n, options.payload_bytes);
     let start = Instant::now();
-    let writers = events.chunks(n.div_ceil(WRITERS)).map(|chunk| {
-        let emitter = &emitter;
-        async move {
-            for event in chunk {
-                emitter.emit(event).await.map_err(BenchError::from)?;
-            }
-            Ok::<_, BenchError>(())
-        }
-    });
-    futures_util::future::try_join_all(writers).await?;
+    let writers: Vec<_> = events
+        .chunks(n.div_ceil(WRITERS))
+        .map(|chunk| {
+            let (emitter, chunk) = (emitter.clone(), chunk.to_vec());
+            tokio::spawn(async move {
+                for event in &chunk {
+                    emitter.emit(event).await?;
+                }
+                Ok::<_, EmitError>(())
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer
+            .await
+            .map_err(|e| BenchError::Stalled(format!("a writer task failed: {e}")))??;
+    }
     let concurrent = n as f64 / start.elapsed().as_secs_f64();
     writeln!(
         out,

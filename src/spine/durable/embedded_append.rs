@@ -36,32 +36,40 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 const MAX_BATCH: usize = 1024;
 
 /// Longest the writer holds a batch open for writers expected back (see [`gather`]).
-const GATHER_WAIT: Duration = Duration::from_micros(100);
+const GATHER_WAIT_MAX: Duration = Duration::from_millis(1);
 
 /// The writer thread: waits for an append, gathers the others that come with it, writes them
 /// together; ends when every handle (and so every sender) is gone.
 pub(super) fn writer(inner: Weak<Inner>, queued: Receiver<Pending>) {
     let mut tails = Tails::default();
-    let mut last_batch = 1;
+    let (mut last_batch, mut last_write) = (1, Duration::ZERO);
     while let Ok(first) = queued.recv() {
-        let batch = gather(first, &queued, last_batch);
+        let batch = gather(first, &queued, last_batch, last_write.min(GATHER_WAIT_MAX));
         last_batch = batch.len();
         let Some(inner) = inner.upgrade() else {
             return;
         };
         let mut conn = lock(&inner.conn);
+        let started = Instant::now();
         write_batch(&mut conn, &inner, &mut tails, batch);
+        last_write = started.elapsed();
     }
 }
 
 /// The batch that starts with `first`: every append already waiting, and, when the previous
 /// batch was larger (writers that were answered together and are coming back one by one),
-/// those that arrive within [`GATHER_WAIT`] until it is as large again. Without that wait
-/// concurrent writers split into a batch of the first to return and one of all the others,
-/// taking turns, and share half as many commits.
-fn gather(first: Pending, queued: &Receiver<Pending>, expected: usize) -> Vec<Pending> {
+/// those that arrive within `wait` until it is as large again. Without that wait concurrent
+/// writers split into a batch of the first to return and one of all the others, taking
+/// turns, and share half as many commits. The wait is at most what the last write took: a
+/// writer left out would have waited that long for its own commit anyway.
+fn gather(
+    first: Pending,
+    queued: &Receiver<Pending>,
+    expected: usize,
+    wait: Duration,
+) -> Vec<Pending> {
     let mut batch = vec![first];
-    let deadline = Instant::now() + GATHER_WAIT;
+    let deadline = Instant::now() + wait;
     while batch.len() < MAX_BATCH {
         match queued.try_recv() {
             Ok(p) => {
