@@ -489,7 +489,7 @@ pub enum BenchCommand {
     /// raw batched inserts of the same rows, with its lag behind a burst.
     Log {
         /// Events per series.
-        #[arg(long, default_value_t = 5000)]
+        #[arg(long, default_value_t = 5000, value_parser = at_least_one)]
         events: usize,
         /// Events in the burst the projector's lag is measured after.
         #[arg(long, default_value_t = 10_000)]
@@ -663,6 +663,13 @@ pub fn stop_on_signals(token: CancellationToken) {
 }
 
 /// A rate in messages per second: a finite number above 0.
+fn at_least_one(text: &str) -> Result<usize, String> {
+    text.parse::<usize>()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| format!("{text:?} is not a count of at least 1"))
+}
+
 fn positive_rate(text: &str) -> Result<f64, String> {
     text.parse::<f64>()
         .ok()

@@ -28,7 +28,7 @@ const BENCH_ROOT: &str = "ironbench";
 /// Benchmark settings.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
-    /// Events per measured series.
+    /// Events per measured series (at least 1).
     pub events: usize,
     /// Events in the burst the projector's lag is measured after.
     pub burst: usize,
