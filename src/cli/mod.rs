@@ -662,7 +662,7 @@ pub fn stop_on_signals(token: CancellationToken) {
     });
 }
 
-/// A rate in messages per second: a finite number above 0.
+/// A count of at least 1.
 fn at_least_one(text: &str) -> Result<usize, String> {
     text.parse::<usize>()
         .ok()
@@ -670,6 +670,7 @@ fn at_least_one(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("{text:?} is not a count of at least 1"))
 }
 
+/// A rate in messages per second: a finite number above 0.
 fn positive_rate(text: &str) -> Result<f64, String> {
     text.parse::<f64>()
         .ok()

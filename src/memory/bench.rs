@@ -319,23 +319,22 @@ pub async fn log(
     deps.consumer = "bench_projector".into();
     let shutdown = CancellationToken::new();
     let start = Instant::now();
-    let task = tokio::spawn(projector::run(deps, shutdown.clone()));
-    let projected = |seq| wait_projected(&db, seq, &task);
-    projected(last).await?;
+    let mut task = tokio::spawn(projector::run(deps, shutdown.clone()));
+    wait_projected(&db, last, &mut task, &shutdown).await?;
     let projector_rate = last as f64 / start.elapsed().as_secs_f64();
     let mut all: Vec<Envelope> = raw_events;
     all.extend(envelopes(n, options.payload_bytes));
     let same_rows_rate = raw_projection_rows(&dir.join("bench-same-rows.db"), &all)?;
     let plain_rate = raw_plain_rows(&dir.join("bench-batched.db"), &raw_payloads)?;
-    // The burst: `options.burst` events published at once (acks awaited together), then the time until
-    // the running projector has them all.
+    // The burst: `options.burst` events published at once (acks awaited together), then the
+    // time until the running projector has them all.
     let burst = envelopes(options.burst, options.payload_bytes);
     let burst_start = Instant::now();
     let acks = burst.iter().map(|event| emit_one(&emitter_js, event));
     futures_util::future::try_join_all(acks).await?;
     let burst_written = burst_start.elapsed();
     let burst_end = Instant::now();
-    projected(last + options.burst as u64).await?;
+    wait_projected(&db, last + options.burst as u64, &mut task, &shutdown).await?;
     let lag = burst_end.elapsed();
     shutdown.cancel();
     let _ = task.await;
@@ -377,11 +376,12 @@ pub async fn log(
 }
 
 /// Waits until the projection at `db` has reached `seq`, or fails when the projector ended or
-/// five minutes passed.
+/// five minutes passed (then stopping it, and saying how it ended).
 async fn wait_projected(
     db: &std::path::Path,
     seq: u64,
-    task: &tokio::task::JoinHandle<Result<projector::ProjectorExit, ProjectorError>>,
+    task: &mut tokio::task::JoinHandle<Result<projector::ProjectorExit, ProjectorError>>,
+    shutdown: &CancellationToken,
 ) -> Result<(), BenchError> {
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
@@ -391,9 +391,10 @@ async fn wait_projected(
             return Ok(());
         }
         if task.is_finished() || Instant::now() > deadline {
+            shutdown.cancel();
+            let outcome = (&mut *task).await;
             return Err(BenchError::Stalled(format!(
-                "the projector did not reach sequence {seq} (it ended: {})",
-                task.is_finished()
+                "the projector did not reach sequence {seq}: {outcome:?}"
             )));
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
