@@ -18,7 +18,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::{Notify, oneshot};
 
 use super::bootstrap::{BootstrapError, diff_config};
-use super::streams::{StreamSpec, stream_for};
+use super::streams::StreamSpec;
 use super::subject;
 use crate::core::durable::{
     AppendAck, AppendRequest, ConsumerSpec, Delivery, DurableError, EventLog, KeyValue, KvEntry,
@@ -387,11 +387,14 @@ impl EventLog for Embedded {
     type Consumer = EmbeddedConsumer;
 
     async fn append(&self, request: AppendRequest) -> Result<AppendAck, DurableError> {
-        let spec = stream_for(&self.inner.streams, &request.subject)
+        let stream = self
+            .inner
+            .streams
+            .iter()
+            .position(|s| s.takes(&request.subject))
             .ok_or_else(|| DurableError::NoStream {
                 subject: request.subject.clone(),
-            })?
-            .clone();
+            })?;
         let size = request.payload.len() + request.msg_id.len();
         let max = self.inner.options.max_message_size;
         if size > max {
@@ -399,7 +402,7 @@ impl EventLog for Embedded {
         }
         let (answer, answered) = oneshot::channel();
         let queued = self.inner.writes.send(Pending {
-            spec,
+            stream,
             request,
             answer,
         });
