@@ -4,9 +4,12 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::message::PublishMessage;
+use futures_util::FutureExt;
+use futures_util::future::LocalBoxFuture;
 use rusqlite::{Connection, params};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -136,30 +139,27 @@ async fn emit_one<L: EventLog>(emitter: &Emitter<L>, event: &Envelope) -> Result
         .map_err(BenchError::from)
 }
 
-/// Two series interleaved (a, b, a, b, …), so machine noise hits both alike; each one's
+/// One operation of a series: its `i`-th call.
+type Op<'a, E> = Box<dyn FnMut(usize) -> LocalBoxFuture<'a, Result<(), E>> + 'a>;
+
+/// Series interleaved (a, b, c, a, b, c, …), so machine noise hits them alike; each one's
 /// throughput is its operations over the time spent in them.
-async fn measure_pair<A, FutA, B, FutB, E>(
+async fn measure_interleaved<const K: usize, E>(
     n: usize,
-    mut a: A,
-    mut b: B,
-) -> Result<(Series, Series), E>
-where
-    A: FnMut(usize) -> FutA,
-    FutA: std::future::Future<Output = Result<(), E>>,
-    B: FnMut(usize) -> FutB,
-    FutB: std::future::Future<Output = Result<(), E>>,
-{
-    let (mut la, mut lb) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    mut ops: [Op<'_, E>; K],
+) -> Result<[Series; K], E> {
+    let mut latencies: [Vec<Duration>; K] = std::array::from_fn(|_| Vec::with_capacity(n));
     for i in 0..n {
-        let t = Instant::now();
-        a(i).await?;
-        la.push(t.elapsed());
-        let t = Instant::now();
-        b(i).await?;
-        lb.push(t.elapsed());
+        for (op, spent) in ops.iter_mut().zip(&mut latencies) {
+            let t = Instant::now();
+            op(i).await?;
+            spent.push(t.elapsed());
+        }
     }
-    let (ta, tb) = (la.iter().sum(), lb.iter().sum());
-    Ok((series(la, ta), series(lb, tb)))
+    Ok(latencies.map(|spent| {
+        let total = spent.iter().sum();
+        series(spent, total)
+    }))
 }
 
 /// Removes the SQLite database at `path` with its WAL and shared-memory files.
@@ -179,6 +179,14 @@ fn raw_sqlite(path: &std::path::Path) -> Result<Connection, rusqlite::Error> {
         "CREATE TABLE IF NOT EXISTS raw(seq INTEGER PRIMARY KEY, subject TEXT, msg_id TEXT, payload BLOB)",
     )?;
     Ok(conn)
+}
+
+/// One autocommitted (so fsync'd) insert into [`raw_sqlite`]'s table: the baseline an append
+/// is judged against.
+fn raw_insert(conn: &Connection, i: usize, payload: &[u8]) -> rusqlite::Result<()> {
+    conn.prepare_cached("INSERT INTO raw(subject, msg_id, payload) VALUES (?1, ?2, ?3)")?
+        .execute(params!["ironbench.raw", i.to_string(), payload])
+        .map(drop)
 }
 
 /// Runs every series and prints its lines to `out`. Needs a running JetStream server; the
@@ -204,30 +212,33 @@ pub async fn log(
     let context = js.context().clone();
     let emitter_js = Emitter::new(js.clone()).with_root(BENCH_ROOT);
     let events = envelopes(n, options.payload_bytes);
-    let (raw, emitted) = measure_pair(
+    let [raw, emitted] = measure_interleaved::<2, BenchError>(
         n,
-        |i| {
-            let context = context.clone();
-            let (payload, id) = (raw_payloads[i].clone(), raw_events[i].event_id.to_string());
-            async move {
-                let publish = PublishMessage::build()
-                    .payload(payload.into())
-                    .message_id(id);
-                let ack = context
-                    .send_publish(format!("{BENCH_ROOT}.bench.raw"), publish)
-                    .await
-                    .map_err(|e| DurableError::Backend {
-                        op: "raw publish",
+        [
+            Box::new(|i| {
+                let context = context.clone();
+                let (payload, id) = (raw_payloads[i].clone(), raw_events[i].event_id.to_string());
+                async move {
+                    let publish = PublishMessage::build()
+                        .payload(payload.into())
+                        .message_id(id);
+                    let ack = context
+                        .send_publish(format!("{BENCH_ROOT}.bench.raw"), publish)
+                        .await
+                        .map_err(|e| DurableError::Backend {
+                            op: "raw publish",
+                            source: Box::new(e),
+                        })?;
+                    ack.await.map_err(|e| DurableError::Backend {
+                        op: "raw ack",
                         source: Box::new(e),
                     })?;
-                ack.await.map_err(|e| DurableError::Backend {
-                    op: "raw ack",
-                    source: Box::new(e),
-                })?;
-                Ok::<_, BenchError>(())
-            }
-        },
-        |i| emit_one(&emitter_js, &events[i]),
+                    Ok(())
+                }
+                .boxed_local()
+            }),
+            Box::new(|i| emit_one(&emitter_js, &events[i]).boxed_local()),
+        ],
     )
     .await?;
     print_series(out, "raw_publish", &raw)?;
@@ -239,6 +250,7 @@ pub async fn log(
     for file in [
         "bench-embedded.db",
         "bench-raw.db",
+        "bench-raw-off.db",
         "bench-batched.db",
         "bench-projection.db",
     ] {
@@ -253,28 +265,50 @@ pub async fn log(
     let emitter = Emitter::new(embedded.clone()).with_root(BENCH_ROOT);
     let events = envelopes(n, options.payload_bytes);
     let raw_conn = raw_sqlite(&dir.join("bench-raw.db"))?;
-    let (embedded_series, raw_sqlite_series) = measure_pair(
-        n,
-        |i| emit_one(&emitter, &events[i]),
-        |i| {
-            let inserted = raw_conn
-                .execute(
-                    "INSERT INTO raw(subject, msg_id, payload) VALUES (?1, ?2, ?3)",
-                    params!["ironbench.raw", i.to_string(), raw_payloads[i]],
-                )
-                .map(drop)
-                .map_err(BenchError::from);
-            std::future::ready(inserted)
-        },
-    )
-    .await?;
+    let off_runtime_conn = Arc::new(Mutex::new(raw_sqlite(&dir.join("bench-raw-off.db"))?));
+    let [embedded_series, raw_sqlite_series, off_runtime_series] =
+        measure_interleaved::<3, BenchError>(
+            n,
+            [
+                Box::new(|i| emit_one(&emitter, &events[i]).boxed_local()),
+                // On the caller's thread, as the goal is set: no hand-off, the runtime blocked.
+                Box::new(|i| {
+                    let inserted = raw_insert(&raw_conn, i, &raw_payloads[i]);
+                    std::future::ready(inserted.map_err(BenchError::from)).boxed_local()
+                }),
+                // As async code would call it without blocking its runtime: on a blocking
+                // thread, and back.
+                Box::new(|i| {
+                    let conn = off_runtime_conn.clone();
+                    let payload = raw_payloads[i].clone();
+                    async move {
+                        tokio::task::spawn_blocking(move || {
+                            let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                            raw_insert(&conn, i, &payload)
+                        })
+                        .await
+                        .map_err(|e| BenchError::Stalled(format!("a blocking insert failed: {e}")))?
+                        .map_err(BenchError::from)
+                    }
+                    .boxed_local()
+                }),
+            ],
+        )
+        .await?;
     print_series(out, "embedded_emit", &embedded_series)?;
     print_series(out, "sqlite_insert", &raw_sqlite_series)?;
+    print_series(out, "sqlite_insert_off_runtime", &off_runtime_series)?;
     print_ratios(
         out,
         "embedded_vs_sqlite",
         &embedded_series,
         &raw_sqlite_series,
+    )?;
+    print_ratios(
+        out,
+        "embedded_vs_sqlite_off_runtime",
+        &embedded_series,
+        &off_runtime_series,
     )?;
     // Eight writers at once on the same handle, each its own task as concurrent callers in a
     // process are: appends waiting together share a commit.
