@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use iron::core::config::{Backend, Config};
-use iron::core::durable::{EventLog, StartAt};
+use iron::core::durable::{ConsumerSpec, EventLog, LogConsumer, StartAt};
 use iron::core::envelope::Envelope;
 use iron::core::event_kind::EventKind;
 use iron::memory::emit::{EmitError, EmitPolicy, Emitter};
@@ -28,6 +28,7 @@ async fn connect(server: &NatsServer, timeout: Duration) -> JetStream {
         JetStreamOptions {
             timeout,
             name: Some("faults".into()),
+            ..JetStreamOptions::default()
         },
     )
     .await
@@ -344,6 +345,78 @@ async fn log_tail_follows_new_events() {
     );
     assert!(lines[0].ends_with(r#"{"text":"after"}"#), "{out}");
     assert_eq!(lines[1], "3 ? mem.foreign.x 9 bytes");
+}
+
+/// A server that answers nothing for longer than two heartbeats (frozen with SIGSTOP, as a
+/// stalled host would be) costs a consumer empty waits, not its life: it pulls again and
+/// gets what is published after. (It ended the projector during a `bench log` run.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_outlives_missed_heartbeats() {
+    let server = NatsServer::start();
+    let js = JetStream::connect(
+        &server.url(),
+        JetStreamOptions {
+            timeout: Duration::from_secs(10),
+            name: Some("faults".into()),
+            idle_heartbeat: Duration::from_millis(300),
+        },
+    )
+    .await
+    .unwrap();
+    bootstrap::bootstrap(&js, &StreamSpec::all(), &opts(&server))
+        .await
+        .unwrap();
+    let mut consumer = js
+        .consumer(ConsumerSpec {
+            stream: "MEM".into(),
+            durable: Some("heartbeats".into()),
+            filter_subject: "mem.>".into(),
+            start: StartAt::First,
+            ack_wait: Duration::from_secs(30),
+        })
+        .await
+        .unwrap();
+    assert!(
+        consumer
+            .next(Duration::from_millis(100))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    server.pause();
+    // Long enough for the client to see two heartbeats missing (0.6 s) and more.
+    let frozen = tokio::time::Instant::now();
+    while frozen.elapsed() < Duration::from_millis(1500) {
+        match consumer.next(Duration::from_millis(200)).await {
+            Ok(None) => {}
+            Ok(Some((delivery, _))) => panic!("delivered while frozen: {:?}", delivery.message),
+            Err(e) => panic!("while the server is frozen: {e}"),
+        }
+    }
+    server.resume();
+    let emitted = Emitter::new(js.clone())
+        .emit(&Envelope::new(
+            "acme",
+            ["facts"],
+            "w",
+            EventKind::FactLearned,
+            json!({"text": "after the freeze"}),
+        ))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let delivered = loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "nothing delivered after the freeze"
+        );
+        match consumer.next(Duration::from_millis(500)).await {
+            Ok(Some((delivery, _ack))) => break delivery,
+            Ok(None) => continue,
+            Err(e) => panic!("after the freeze: {e}"),
+        }
+    };
+    assert_eq!(delivered.message.seq, emitted.seq);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -233,6 +233,26 @@ impl NatsServer {
         }
     }
 
+    /// Freezes the server (SIGSTOP): its connections stay open and it answers nothing, as a
+    /// stalled host would, until [`resume`](Self::resume).
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a [`pause`](Self::pause)d server run again (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("the server is running");
+        let sent = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "kill {signal} failed");
+    }
+
     /// Stops the server the way an operator would (SIGTERM: it flushes and exits) and reaps it.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -100,6 +100,7 @@ impl AnyLog {
                     JetStreamOptions {
                         timeout,
                         name: Some(format!("iron-{}", std::process::id())),
+                        ..JetStreamOptions::default()
                     },
                 )
                 .await

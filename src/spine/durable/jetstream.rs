@@ -26,6 +26,9 @@ pub struct JetStreamOptions {
     pub timeout: Duration,
     /// Connection name shown by the server.
     pub name: Option<String>,
+    /// How often the server says a consumer's pull is still alive when it has nothing to
+    /// deliver; two missed in a row and the pull is made again.
+    pub idle_heartbeat: Duration,
 }
 
 impl Default for JetStreamOptions {
@@ -33,6 +36,7 @@ impl Default for JetStreamOptions {
         Self {
             timeout: Duration::from_secs(5),
             name: None,
+            idle_heartbeat: Duration::from_secs(15),
         }
     }
 }
@@ -43,6 +47,7 @@ pub struct JetStream {
     client: async_nats::Client,
     context: jetstream::Context,
     timeout: Duration,
+    idle_heartbeat: Duration,
     kv: Arc<Mutex<HashMap<String, kv::Store>>>,
     objects: Arc<Mutex<HashMap<String, object_store::ObjectStore>>>,
 }
@@ -101,6 +106,7 @@ impl JetStream {
             client,
             context,
             timeout: options.timeout,
+            idle_heartbeat: options.idle_heartbeat,
             kv: Arc::default(),
             objects: Arc::default(),
         })
@@ -404,14 +410,14 @@ impl EventLog for JetStream {
             }
         }
         .map_err(|e| backend("consumer", e))?;
-        let messages = self
-            .within("consumer", consumer.messages())
-            .await?
-            .map_err(|e| backend("consumer", e))?;
-        Ok(JetStreamConsumer {
-            messages,
+        let mut pulled = JetStreamConsumer {
+            consumer,
+            messages: None,
             timeout: self.timeout,
-        })
+            idle_heartbeat: self.idle_heartbeat,
+        };
+        pulled.pull().await?;
+        Ok(pulled)
     }
 
     async fn delete_message(&self, stream: &str, seq: u64) -> Result<(), DurableError> {
@@ -453,8 +459,37 @@ impl EventLog for JetStream {
 
 /// A pull consumer on JetStream.
 pub struct JetStreamConsumer {
-    messages: pull::Stream,
+    consumer: consumer::Consumer<pull::Config>,
+    /// The open pull; `None` after two missed heartbeats until the next call makes it again.
+    messages: Option<pull::Stream>,
     timeout: Duration,
+    idle_heartbeat: Duration,
+}
+
+impl JetStreamConsumer {
+    /// Opens the pull: the server sends messages as they come, and a heartbeat when it has
+    /// none for `idle_heartbeat`.
+    async fn pull(&mut self) -> Result<&mut pull::Stream, DurableError> {
+        if self.messages.is_none() {
+            let opened = self
+                .consumer
+                .stream()
+                .heartbeat(self.idle_heartbeat)
+                .messages();
+            let messages = tokio::time::timeout(self.timeout, opened)
+                .await
+                .map_err(|_| DurableError::Timeout {
+                    op: "consume",
+                    after: self.timeout,
+                })?
+                .map_err(|e| DurableError::Unavailable {
+                    op: "consume",
+                    source: Box::new(e),
+                })?;
+            self.messages = Some(messages);
+        }
+        Ok(self.messages.as_mut().expect("the pull was just opened"))
+    }
 }
 
 impl LogConsumer for JetStreamConsumer {
@@ -464,8 +499,20 @@ impl LogConsumer for JetStreamConsumer {
         &mut self,
         wait: Duration,
     ) -> Result<Option<(Delivery, Self::Ack)>, DurableError> {
-        match tokio::time::timeout(wait, self.messages.next()).await {
+        let messages = self.pull().await?;
+        match tokio::time::timeout(wait, messages.next()).await {
             Err(_) | Ok(None) => Ok(None),
+            // Nothing came, not even the heartbeats of a pull the server should be holding:
+            // the pull is made again on the next call (as the NATS clients do), and what it
+            // had been sent and not acknowledged comes back after the ack wait.
+            Ok(Some(Err(e))) if e.kind() == pull::MessagesErrorKind::MissingHeartbeat => {
+                tracing::warn!(
+                    "consume: no message or heartbeat from the server for two heartbeat \
+                     intervals; pulling again"
+                );
+                self.messages = None;
+                Ok(None)
+            }
             Ok(Some(Err(e))) => Err(DurableError::Unavailable {
                 op: "consume",
                 source: Box::new(e),
