@@ -470,25 +470,27 @@ impl JetStreamConsumer {
     /// Opens the pull: the server sends messages as they come, and a heartbeat when it has
     /// none for `idle_heartbeat`.
     async fn pull(&mut self) -> Result<&mut pull::Stream, DurableError> {
-        if self.messages.is_none() {
-            let opened = self
-                .consumer
-                .stream()
-                .heartbeat(self.idle_heartbeat)
-                .messages();
-            let messages = tokio::time::timeout(self.timeout, opened)
-                .await
-                .map_err(|_| DurableError::Timeout {
-                    op: "consume",
-                    after: self.timeout,
-                })?
-                .map_err(|e| DurableError::Unavailable {
-                    op: "consume",
-                    source: Box::new(e),
-                })?;
-            self.messages = Some(messages);
-        }
-        Ok(self.messages.as_mut().expect("the pull was just opened"))
+        let messages = match self.messages.take() {
+            Some(open) => open,
+            None => {
+                let opened = self
+                    .consumer
+                    .stream()
+                    .heartbeat(self.idle_heartbeat)
+                    .messages();
+                tokio::time::timeout(self.timeout, opened)
+                    .await
+                    .map_err(|_| DurableError::Timeout {
+                        op: "consume",
+                        after: self.timeout,
+                    })?
+                    .map_err(|e| DurableError::Unavailable {
+                        op: "consume",
+                        source: Box::new(e),
+                    })?
+            }
+        };
+        Ok(self.messages.insert(messages))
     }
 }
 
