@@ -90,12 +90,8 @@ impl JetStream {
                 source: format!("no NATS server in {url:?}").into(),
             });
         }
-        let client = tokio::time::timeout(options.timeout, connect.connect(servers))
-            .await
-            .map_err(|_| DurableError::Timeout {
-                op: "connect",
-                after: options.timeout,
-            })?
+        let client = within("connect", options.timeout, connect.connect(servers))
+            .await?
             .map_err(|e| DurableError::Unavailable {
                 op: "connect",
                 source: Box::new(e),
@@ -137,12 +133,7 @@ impl JetStream {
         op: &'static str,
         fut: impl Future<Output = Result<T, E>>,
     ) -> Result<Result<T, E>, DurableError> {
-        tokio::time::timeout(self.timeout, fut)
-            .await
-            .map_err(|_| DurableError::Timeout {
-                op,
-                after: self.timeout,
-            })
+        within(op, self.timeout, fut).await
     }
 
     /// A JetStream API request answered with JSON; API errors come back as `Err(error)`.
@@ -457,6 +448,17 @@ impl EventLog for JetStream {
     }
 }
 
+/// `fut`, or [`DurableError::Timeout`] for `op` when it takes longer than `after`.
+async fn within<T, E>(
+    op: &'static str,
+    after: Duration,
+    fut: impl Future<Output = Result<T, E>>,
+) -> Result<Result<T, E>, DurableError> {
+    tokio::time::timeout(after, fut)
+        .await
+        .map_err(|_| DurableError::Timeout { op, after })
+}
+
 /// A pull consumer on JetStream.
 pub struct JetStreamConsumer {
     consumer: consumer::Consumer<pull::Config>,
@@ -478,12 +480,8 @@ impl JetStreamConsumer {
                     .stream()
                     .heartbeat(self.idle_heartbeat)
                     .messages();
-                tokio::time::timeout(self.timeout, opened)
-                    .await
-                    .map_err(|_| DurableError::Timeout {
-                        op: "consume",
-                        after: self.timeout,
-                    })?
+                within("consume", self.timeout, opened)
+                    .await?
                     .map_err(|e| DurableError::Unavailable {
                         op: "consume",
                         source: Box::new(e),

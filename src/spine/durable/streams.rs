@@ -148,8 +148,3 @@ impl StreamSpec {
         })
     }
 }
-
-/// The stream among `streams` that takes `subject`.
-pub fn stream_for<'a>(streams: &'a [StreamSpec], subject_name: &str) -> Option<&'a StreamSpec> {
-    streams.iter().find(|s| s.takes(subject_name))
-}
