@@ -255,7 +255,9 @@ impl Delivery {
             .create(true)
             .append(true)
             .open(&self.outbox)?;
-        writeln!(file, "{record}")?;
+        // One write of the whole line: a reader never sees part of a record (`writeln!`
+        // wrote a record in pieces).
+        file.write_all(format!("{record}\n").as_bytes())?;
         file.sync_data()
     }
 }

@@ -137,10 +137,12 @@ impl Project {
         .unwrap()
     }
 
-    /// Every record of the delivery bridge's outbox, in order.
+    /// Every finished record of the delivery bridge's outbox, in order (a line still being
+    /// written, with no newline yet, is not one).
     pub fn outbox(&self) -> Vec<serde_json::Value> {
-        std::fs::read_to_string(self.path("outbox.jsonl"))
-            .unwrap_or_default()
+        let text = std::fs::read_to_string(self.path("outbox.jsonl")).unwrap_or_default();
+        let finished = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
+        finished
             .lines()
             .map(|l| serde_json::from_str(l).expect("an outbox line is JSON"))
             .collect()
