@@ -178,3 +178,50 @@ fn iron_bench_jobs_leads_with_the_interleaved_ratio() {
         );
     }
 }
+
+/// A count a benchmark cannot measure with (no calls, no runs; one task where half are
+/// traced) is refused before anything starts, naming the option and its least value, rather
+/// than printing figures of empty series.
+#[test]
+fn every_bench_refuses_a_count_too_small_to_measure() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("control", "--iterations", "0"),
+        ("log", "--events", "0"),
+        ("log", "--burst", "0"),
+        ("tools", "--calls", "0"),
+        ("cognition", "--messages", "0"),
+        ("cognition", "--starts", "0"),
+        ("workspace", "--files", "0"),
+        ("workspace", "--scratches", "0"),
+        ("workspace", "--runs", "0"),
+        ("memory", "--corpus", "0"),
+        ("memory", "--burst", "1"),
+        ("memory", "--queries", "0"),
+        ("jobs", "--steps", "0"),
+        ("console", "--events", "0"),
+        ("console", "--clients", "0"),
+        ("console", "--tasks", "1"),
+        ("catalog", "--experts", "0"),
+    ];
+    for (bench, option, value) in cases {
+        let out = std::process::Command::new(bin("iron"))
+            .args(["bench", bench, option, value])
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{bench} {option} {value}: {stderr}"
+        );
+        assert!(
+            stderr.contains(option) && stderr.contains("is not a count of at least"),
+            "{bench} {option} {value}: {stderr}"
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "{bench} {option} {value}: printed figures"
+        );
+    }
+}

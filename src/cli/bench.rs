@@ -208,11 +208,6 @@ pub(super) async fn memory(
     dir: Option<std::path::PathBuf>,
 ) -> Result<(), CliError> {
     super::bench_stats::print_machine("memory");
-    if corpus == 0 || burst < 2 || queries == 0 {
-        return Err(CliError::Failed(
-            "--corpus and --queries must be at least 1 and --burst at least 2".into(),
-        ));
-    }
     let temp = tempfile::tempdir().map_err(|source| CliError::Io {
         what: "creating a temporary directory".into(),
         source,

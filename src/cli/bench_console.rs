@@ -52,8 +52,8 @@ pub(super) async fn console(
 ) -> Result<(), CliError> {
     print_machine("console");
     let mut figs = Figures::default();
-    streaming(events, clients.max(1), &mut figs).await?;
-    tracing_cost(tasks.max(2), timeout, &mut figs).await?;
+    streaming(events, clients, &mut figs).await?;
+    tracing_cost(tasks, timeout, &mut figs).await?;
     figs.print();
     Ok(())
 }

@@ -481,7 +481,7 @@ pub enum BenchCommand {
     /// same two processes (p50, p99, ratio). Starts its own router and demo node.
     Control {
         /// Round trips per measurement.
-        #[arg(long, default_value_t = 2000)]
+        #[arg(long, default_value_t = 2000, value_parser = at_least(1))]
         iterations: usize,
     },
     /// The log: raw async-nats publish-with-ack against emit() on JetStream, the embedded
@@ -489,10 +489,10 @@ pub enum BenchCommand {
     /// raw batched inserts of the same rows, with its lag behind a burst.
     Log {
         /// Events per series.
-        #[arg(long, default_value_t = 5000, value_parser = at_least_one)]
+        #[arg(long, default_value_t = 5000, value_parser = at_least(1))]
         events: usize,
         /// Events in the burst the projector's lag is measured after.
-        #[arg(long, default_value_t = 10_000)]
+        #[arg(long, default_value_t = 10_000, value_parser = at_least(1))]
         burst: usize,
         /// A running NATS server; by default a local one is started on free ports.
         #[arg(long)]
@@ -503,7 +503,7 @@ pub enum BenchCommand {
     /// events in memory, on the embedded log and on JetStream.
     Tools {
         /// Calls per side.
-        #[arg(long, default_value_t = 500)]
+        #[arg(long, default_value_t = 500, value_parser = at_least(1))]
         calls: usize,
         /// A running NATS server; by default a local one is started on free ports.
         #[arg(long)]
@@ -514,13 +514,13 @@ pub enum BenchCommand {
     /// node's, and the resident memory of an idle expert. Starts its own router and nodes.
     Cognition {
         /// Messages published to the inbox in each of the burst and the rate series.
-        #[arg(long, default_value_t = 5000)]
+        #[arg(long, default_value_t = 5000, value_parser = at_least(1))]
         messages: usize,
         /// Messages per second offered in the rate series (the inbox goal's rate).
         #[arg(long, default_value_t = 5000.0, value_parser = positive_rate)]
         rate: f64,
         /// Cold starts of each kind.
-        #[arg(long, default_value_t = 30)]
+        #[arg(long, default_value_t = 30, value_parser = at_least(1))]
         starts: usize,
     },
     /// The workspace: making and removing a scratch of a repository of `--files` files (a git
@@ -528,13 +528,13 @@ pub enum BenchCommand {
     /// spawn of `true`, interleaved (p50, p99, ratio). Needs bubblewrap.
     Workspace {
         /// Files in the generated repository.
-        #[arg(long, default_value_t = 10_000)]
+        #[arg(long, default_value_t = 10_000, value_parser = at_least(1))]
         files: usize,
         /// Scratches made and removed per provider.
-        #[arg(long, default_value_t = 10)]
+        #[arg(long, default_value_t = 10, value_parser = at_least(1))]
         scratches: usize,
         /// Runs of `true`, confined and plain each.
-        #[arg(long, default_value_t = 200)]
+        #[arg(long, default_value_t = 200, value_parser = at_least(1))]
         runs: usize,
     },
     /// Memory at scale: full-text recall over a generated projection (build time, size, p50
@@ -542,13 +542,13 @@ pub enum BenchCommand {
     /// backlog of a scratch embedded log, and each one's lag after a burst.
     Memory {
         /// Events in the recall corpus.
-        #[arg(long, default_value_t = 1_000_000)]
+        #[arg(long, default_value_t = 1_000_000, value_parser = at_least(1))]
         corpus: usize,
         /// Events per burst on the log.
-        #[arg(long, default_value_t = 10_000)]
+        #[arg(long, default_value_t = 10_000, value_parser = at_least(2))]
         burst: usize,
         /// Recall queries timed per kind.
-        #[arg(long, default_value_t = 500)]
+        #[arg(long, default_value_t = 500, value_parser = at_least(1))]
         queries: usize,
         /// Keep the scratch databases here instead of a temporary directory.
         #[arg(long)]
@@ -584,7 +584,7 @@ pub enum BenchCommand {
     /// journal.
     Jobs {
         /// Steps per latency series.
-        #[arg(long, default_value_t = 2000)]
+        #[arg(long, default_value_t = 2000, value_parser = at_least(1))]
         steps: usize,
         /// Steps in the journal of the resumed job.
         #[arg(long, default_value_t = 10_000)]
@@ -601,19 +601,19 @@ pub enum BenchCommand {
     /// exported over OTLP against without (ratio). Starts its own router and nodes.
     Console {
         /// Events in the streamed log.
-        #[arg(long, default_value_t = 20_000)]
+        #[arg(long, default_value_t = 20_000, value_parser = at_least(1))]
         events: usize,
         /// Clients streaming at once in the second series.
-        #[arg(long, default_value_t = 20)]
+        #[arg(long, default_value_t = 20, value_parser = at_least(1))]
         clients: usize,
         /// Tasks timed, half traced.
-        #[arg(long, default_value_t = 40)]
+        #[arg(long, default_value_t = 40, value_parser = at_least(2))]
         tasks: usize,
     },
     /// Build time of a generated mesh of 1,000 experts.
     Catalog {
         /// Experts in the generated mesh.
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = 1000, value_parser = at_least(1))]
         experts: usize,
     },
 }
@@ -662,12 +662,14 @@ pub fn stop_on_signals(token: CancellationToken) {
     });
 }
 
-/// A count of at least 1.
-fn at_least_one(text: &str) -> Result<usize, String> {
-    text.parse::<usize>()
-        .ok()
-        .filter(|n| *n >= 1)
-        .ok_or_else(|| format!("{text:?} is not a count of at least 1"))
+/// A count of at least `min` (a benchmark series of none has no figures to print).
+fn at_least(min: usize) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
+    move |text| {
+        text.parse::<usize>()
+            .ok()
+            .filter(|n| *n >= min)
+            .ok_or_else(|| format!("{text:?} is not a count of at least {min}"))
+    }
 }
 
 /// A rate in messages per second: a finite number above 0.
