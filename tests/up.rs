@@ -158,3 +158,65 @@ fn a_node_that_fails_to_configure_says_why_in_ups_output() {
     up.signal(libc::SIGINT);
     up.wait_exit(T).expect("iron up stops on SIGINT");
 }
+
+/// A node whose run fails (its process alive, the node fallen through error processing to
+/// `unconfigured`) is configured and activated again by `iron up`, with backoff, until it
+/// stays active; then it serves.
+#[test]
+fn a_node_whose_run_fails_is_brought_back_to_active() {
+    let p = Project::offline();
+    let mut up = p.up(
+        "nodes:\n  - name: flaky\n    executable: demo_node\n    args: [--fail-runs, '2']\n",
+        &[],
+    );
+    up.wait_for("up: 1 node(s) running", T);
+    // Two failed runs, each followed by a try one backoff later (1 s, then 2 s).
+    let deadline = std::time::Instant::now() + T;
+    while up.matching("/iron/flaky: active").len() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not brought back:\n{}",
+            up.output().join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let again =
+        up.matching("fell to unconfigured after an error; configuring and activating it again in");
+    assert_eq!(again.len(), 2, "{}", up.output().join("\n"));
+    assert!(
+        again[0].ends_with("in 1s") && again[1].ends_with("in 2s"),
+        "{again:?}"
+    );
+    assert_eq!(
+        up.matching("run failed: running: told to fail").len(),
+        2,
+        "the node said why"
+    );
+    assert_eq!(
+        up.matching(": exited").len(),
+        0,
+        "the process was not restarted"
+    );
+    assert!(
+        p.iron_ok(&["lifecycle", "get", "/iron/flaky"])
+            .starts_with("active")
+    );
+    let out = p.iron_ok(&[
+        "task",
+        "send",
+        "--action",
+        "/iron/flaky/task",
+        "after two falls",
+    ]);
+    assert!(out.contains("echo: after two falls"), "{out}");
+
+    // A person's deactivation is theirs: the node stays inactive.
+    p.iron_ok(&["lifecycle", "set", "/iron/flaky", "deactivate"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        p.iron_ok(&["lifecycle", "get", "/iron/flaky"])
+            .starts_with("inactive")
+    );
+    up.signal(libc::SIGINT);
+    up.wait_exit(T).expect("iron up stops on SIGINT");
+}

@@ -15,6 +15,9 @@ struct Args {
     /// Make this lifecycle callback error; repeatable.
     #[arg(long, value_name = "TRANSITION")]
     error_on: Vec<String>,
+    /// End the first N runs (each activation's) in an error at once.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    fail_runs: usize,
     /// What a result's text starts with (a ROS parameter `echo_prefix` sets it too).
     #[arg(long, default_value = "echo: ")]
     echo_prefix: String,
@@ -26,6 +29,7 @@ fn main() -> ExitCode {
             fail_on: a.fail_on,
             error_on: a.error_on,
             echo_prefix: a.echo_prefix,
+            failing_runs: std::sync::Arc::new(a.fail_runs.into()),
         };
         Ok(Start::new(node, "demo", "/iron"))
     })

@@ -1,4 +1,10 @@
 //! `iron up`: start, configure, activate and supervise the launch list; stop it in reverse.
+//!
+//! Supervision keeps every autostarted node active: a process that exits is started again, and
+//! a live process that left `active` through error processing (its run or a callback failed,
+//! as when the durable plane was away longer than its timeout) or never got there is
+//! configured and activated again, both with the same backoff. A node a person takes out of
+//! `active` with a transition that succeeds is left as they put it.
 
 use std::time::{Duration, Instant};
 
@@ -17,7 +23,7 @@ use crate::spine::control::{
 };
 use crate::view::ship::{Shipper, Stream, tee};
 
-/// Restart backoff: 1 s, doubling, at most 30 s; reset after a minute of good health.
+/// Restart backoff: 1 s, doubling, at most 30 s; reset after a minute active.
 const RESTART: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
 const HEALTHY_AFTER: Duration = Duration::from_secs(60);
 /// How long a node process may take to answer its lifecycle services after it starts.
@@ -26,9 +32,38 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
 struct Managed {
     spec: NodeSpec,
     child: Option<Child>,
-    started: Instant,
+    /// When the node was last brought to `active` (or its process started).
+    up_since: Instant,
     backoff: Backoff,
+    /// When to start the process again.
     restart_at: Option<Instant>,
+    /// When to configure and activate the live process again.
+    reactivate_at: Option<Instant>,
+}
+
+impl Managed {
+    /// Schedules the next try at bringing the live process to `active`, after the backoff.
+    fn reactivate_later(&mut self, why: &str) {
+        let wait = self.backoff.fail();
+        warn!(
+            "{}: {why}; configuring and activating it again in {wait:?}",
+            self.spec.fqn()
+        );
+        self.reactivate_at = Some(Instant::now() + wait);
+    }
+
+    /// After [`start`] failed: the process is started again if it did not start, and an
+    /// autostarted one that did is brought to `active` again, each after the backoff.
+    fn start_failed(&mut self, e: LaunchError) {
+        error!("{e}");
+        if self.child.is_none() {
+            if self.spec.respawn {
+                self.restart_at = Some(Instant::now() + self.backoff.fail());
+            }
+        } else if self.spec.autostart {
+            self.reactivate_later("did not become active");
+        }
+    }
 }
 
 /// What every node process is started with.
@@ -74,17 +109,25 @@ pub async fn up(
     let me = control.node(&format!("iron_up_{}", std::process::id()), "/")?;
     control.wait_for_router(&me, timeout).await?;
 
+    // Each autostarted node's transition events: one that ends error processing in
+    // `unconfigured` sends the node's index here.
+    let (errored, mut errored_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut watches = Vec::new();
     let mut nodes = Vec::new();
-    for spec in plan.nodes {
+    for (index, spec) in plan.nodes.into_iter().enumerate() {
+        if spec.autostart {
+            watches.push(watch_errors(&me, &spec.fqn(), index, errored.clone())?);
+        }
         let mut m = Managed {
             spec,
             child: None,
-            started: Instant::now(),
+            up_since: Instant::now(),
             backoff: RESTART,
             restart_at: None,
+            reactivate_at: None,
         };
         if let Err(e) = start(&mut m, &launch, &me, timeout).await {
-            error!("{e}");
+            m.start_failed(e);
         }
         nodes.push(m);
     }
@@ -94,6 +137,13 @@ pub async fn up(
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
+            Some(index) = errored_rx.recv() => {
+                let m: &mut Managed = &mut nodes[index];
+                if m.child.is_some() && m.reactivate_at.is_none() {
+                    m.reactivate_later("fell to unconfigured after an error");
+                }
+                continue;
+            }
             _ = tick.tick() => {}
         }
         for m in &mut nodes {
@@ -101,6 +151,7 @@ pub async fn up(
         }
     }
 
+    drop(watches);
     info!("stopping {} node(s) in reverse order", nodes.len());
     for m in nodes.iter_mut().rev() {
         stop(m, &me, timeout).await;
@@ -121,13 +172,22 @@ async fn supervise(
     if let Some(child) = m.child.as_mut() {
         match child.try_wait() {
             Ok(None) => {
-                if m.started.elapsed() > HEALTHY_AFTER {
+                if let Some(at) = m.reactivate_at {
+                    if Instant::now() >= at {
+                        m.reactivate_at = None;
+                        if let Err(e) = bring_up(m, me, timeout).await {
+                            error!("{e}");
+                            m.reactivate_later("is still not active");
+                        }
+                    }
+                } else if m.up_since.elapsed() > HEALTHY_AFTER {
                     m.backoff.reset();
                 }
                 return;
             }
             Ok(Some(status)) => {
                 m.child = None;
+                m.reactivate_at = None;
                 if !m.spec.respawn {
                     warn!(
                         "{} exited ({status}); not restarting (respawn: false)",
@@ -150,8 +210,7 @@ async fn supervise(
     {
         m.restart_at = None;
         if let Err(e) = start(m, launch, me, timeout).await {
-            error!("{e}");
-            m.restart_at = Some(Instant::now() + m.backoff.fail());
+            m.start_failed(e);
         }
     }
 }
@@ -218,15 +277,14 @@ async fn start(
         child.id()
     );
     m.child = Some(child);
-    m.started = Instant::now();
+    m.up_since = Instant::now();
 
     let fqn = m.spec.fqn();
     let node_err = |problem: String| LaunchError::Node {
         node: fqn.clone(),
         problem,
     };
-    let client = LifecycleClient::new(me, &fqn, STARTUP_TIMEOUT)?;
-    let state = client
+    let state = LifecycleClient::new(me, &fqn, STARTUP_TIMEOUT)?
         .get_state()
         .await
         .map_err(|e| node_err(format!("did not come up: {e}")))?;
@@ -234,8 +292,29 @@ async fn start(
         info!("{fqn}: {state}, waiting for a person to configure it");
         return Ok(());
     }
+    bring_up(m, me, timeout).await
+}
+
+/// Takes the node's live process from where it is to `active`: configure (when unconfigured)
+/// and activate.
+async fn bring_up(
+    m: &mut Managed,
+    me: &hiroz::node::ZNode,
+    timeout: Duration,
+) -> Result<(), LaunchError> {
+    let fqn = m.spec.fqn();
+    let node_err = |problem: String| LaunchError::Node {
+        node: fqn.clone(),
+        problem,
+    };
     let client = LifecycleClient::new(me, &fqn, timeout)?.with_reasons(me)?;
-    for step in ["configure", "activate"] {
+    let steps: &[&str] = match client.get_state().await? {
+        State::Unconfigured => &["configure", "activate"],
+        State::Inactive => &["activate"],
+        State::Active => &[],
+        other => return Err(node_err(format!("is {other}, not ready to configure"))),
+    };
+    for step in steps {
         match client.transition(step).await {
             Ok(()) => {}
             Err(ControlError::Transition { reason, .. }) => {
@@ -247,8 +326,34 @@ async fn start(
             Err(e) => return Err(e.into()),
         }
     }
+    m.up_since = Instant::now();
     info!("{fqn}: active");
     Ok(())
+}
+
+/// Subscribes to `fqn`'s transition events; one that ends error processing in
+/// `unconfigured` sends `index` to `errored`.
+fn watch_errors(
+    me: &hiroz::node::ZNode,
+    fqn: &str,
+    index: usize,
+    errored: tokio::sync::mpsc::UnboundedSender<usize>,
+) -> Result<impl Sized + use<>, LaunchError> {
+    use crate::interfaces::lifecycle::TransitionEvent;
+    me.create_sub::<TransitionEvent>(&format!("{fqn}/transition_event"))
+        .build_with_callback(move |e: TransitionEvent| {
+            if e.start_state.id == State::ErrorProcessing.id()
+                && e.goal_state.id == State::Unconfigured.id()
+            {
+                let _ = errored.send(index);
+            }
+        })
+        .map_err(|source| {
+            LaunchError::Control(ControlError::Declare {
+                what: format!("subscriber on {fqn}/transition_event"),
+                source,
+            })
+        })
 }
 
 /// Deactivates and shuts the node down through its lifecycle, then makes sure it exited.

@@ -9,7 +9,9 @@
 //! ends the goal as canceled at the next step.
 
 use crate::spine::control::lifecycle::RunError;
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use tokio::{sync::Mutex, task::JoinSet};
 use tokio_util::sync::CancellationToken;
@@ -21,13 +23,17 @@ use super::{
 };
 use crate::interfaces::{AolTask, AolTaskFeedback, AolTaskResult};
 
-/// Which callbacks should refuse (`Failure`) or break (`Error`): for exercising the lifecycle.
+/// Which callbacks should refuse (`Failure`) or break (`Error`), and how many runs end in an
+/// error: for exercising the lifecycle and its supervision.
 #[derive(Debug, Clone)]
 pub struct DemoNode {
     /// Transition names (configure, activate, deactivate, cleanup, shutdown) that fail.
     pub fail_on: Vec<String>,
     /// Transition names that error.
     pub error_on: Vec<String>,
+    /// How many of the next runs end in an error as soon as they start (as a node's run does
+    /// when what it depends on goes away), taking the node through error processing.
+    pub failing_runs: Arc<AtomicUsize>,
     /// What a result's text starts with (`echo: ` by default).
     pub echo_prefix: String,
 }
@@ -99,6 +105,15 @@ impl ManagedNode for DemoNode {
         deps: Arc<DemoDeps>,
         shutdown: CancellationToken,
     ) -> Result<(), RunError> {
+        let failing = self
+            .failing_runs
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        if let Ok(left) = failing {
+            return Err(RunError::new(
+                "running",
+                format!("told to fail ({left} more run(s) will)"),
+            ));
+        }
         deps.server.set_accepting(true);
         let mut goals = deps.goals.lock().await;
         let mut running = JoinSet::new();
