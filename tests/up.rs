@@ -220,3 +220,35 @@ fn a_node_whose_run_fails_is_brought_back_to_active() {
     up.signal(libc::SIGINT);
     up.wait_exit(T).expect("iron up stops on SIGINT");
 }
+
+/// `iron up --nats auto` from a project whose state directory is relative (`.iron`, the
+/// default): its own nats-server starts with the store under it and the nodes run. The
+/// server's configuration language read a bare `.iron/nats` as a malformed number, and the
+/// launcher then waited 20 s for a server that had already exited.
+#[test]
+fn up_with_nats_auto_keeps_the_store_under_a_relative_state_directory() {
+    let p = Project::offline();
+    p.write("iron.yaml", "state_dir: .iron\n");
+    p.write(
+        "config/nats-server.conf",
+        &std::fs::read_to_string("config/nats-server.conf").unwrap(),
+    );
+    let aem = std::fs::canonicalize("aem").unwrap();
+    let mut up = p.up_inside(
+        "nodes:\n  - name: first\n    executable: demo_node\n",
+        &["--nats", "auto", "--aem", aem.to_str().unwrap()],
+    );
+    up.wait_for("up: 1 node(s) running", T);
+    assert_eq!(
+        up.matching("nats-server up at nats://127.0.0.1:4222").len(),
+        1
+    );
+    assert!(
+        p.path(".iron/nats/jetstream").is_dir(),
+        "{}",
+        up.output().join("\n")
+    );
+    up.signal(libc::SIGINT);
+    let status = up.wait_exit(T).expect("iron up stops on SIGINT");
+    assert!(status.success(), "{status}\n{}", up.output().join("\n"));
+}

@@ -40,6 +40,7 @@ impl LocalNats {
             executable: store_dir.to_path_buf(),
             source,
         })?;
+        let store = config_string(store_dir)?;
         let child = Command::new(&exe)
             .arg("-c")
             .arg(config)
@@ -51,7 +52,7 @@ impl LocalNats {
                 "-m",
                 &monitor_port.to_string(),
             ])
-            .env("IRON_NATS_STORE_DIR", store_dir)
+            .env("IRON_NATS_STORE_DIR", store)
             .kill_on_drop(true)
             .spawn()
             .map_err(|source| LaunchError::Node {
@@ -61,7 +62,7 @@ impl LocalNats {
                     exe.display()
                 ),
             })?;
-        let nats = LocalNats {
+        let mut nats = LocalNats {
             child,
             url: format!("nats://127.0.0.1:{port}"),
             monitor: format!("http://127.0.0.1:{monitor_port}"),
@@ -70,13 +71,23 @@ impl LocalNats {
         Ok(nats)
     }
 
-    async fn wait_healthy(&self, limit: Duration) -> Result<(), LaunchError> {
+    async fn wait_healthy(&mut self, limit: Duration) -> Result<(), LaunchError> {
         let until = Instant::now() + limit;
         let addr = format!(
             "127.0.0.1:{}",
             self.monitor.rsplit(':').next().unwrap_or("8222")
         );
         while Instant::now() < until {
+            // One that exited (a port taken, a configuration it refused) is not waited for,
+            // nor mistaken for another server answering on the same port.
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(LaunchError::Node {
+                    node: "nats-server".into(),
+                    problem: format!(
+                        "exited ({status}) before it was ready; its output above says why"
+                    ),
+                });
+            }
             if health_ok(&addr).await {
                 return Ok(());
             }
@@ -101,6 +112,29 @@ impl LocalNats {
             let _ = self.child.kill().await;
         }
     }
+}
+
+/// `path`, absolute, as a quoted string of the server's configuration language: a bare value
+/// there is parsed as a number or a word (`.iron/nats` is a malformed float; a space ends
+/// it), and the store directory reaches the configuration through a variable.
+fn config_string(path: &Path) -> Result<String, LaunchError> {
+    let refuse = |problem: String| LaunchError::Node {
+        node: "nats-server".into(),
+        problem,
+    };
+    let absolute = std::path::absolute(path).map_err(|e| {
+        refuse(format!(
+            "cannot resolve the store directory {}: {e}",
+            path.display()
+        ))
+    })?;
+    let text = absolute.to_str().ok_or_else(|| {
+        refuse(format!(
+            "the store directory {} is not valid UTF-8",
+            absolute.display()
+        ))
+    })?;
+    serde_json::to_string(text).map_err(|e| refuse(e.to_string()))
 }
 
 /// `GET /healthz?js-enabled-only=true` answers 200.

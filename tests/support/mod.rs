@@ -125,12 +125,21 @@ impl Proc {
         self.lines.lock().unwrap().clone()
     }
 
-    /// Waits until a line contains `needle`; panics with the output after `timeout`.
+    /// Waits until a line contains `needle`; panics with the output after `timeout`, or as
+    /// soon as the process has closed its output without one.
     pub fn wait_for(&self, needle: &str, timeout: Duration) {
         let until = Instant::now() + timeout;
         while Instant::now() < until {
+            let closed = self.open.load(std::sync::atomic::Ordering::SeqCst) == 0;
             if self.output().iter().any(|l| l.contains(needle)) {
                 return;
+            }
+            if closed {
+                panic!(
+                    "{}: ended its output with no line containing {needle:?}; output:\n{}",
+                    self.name,
+                    self.output().join("\n")
+                );
             }
             thread::sleep(Duration::from_millis(20));
         }
