@@ -222,9 +222,10 @@ fn a_node_whose_run_fails_is_brought_back_to_active() {
 }
 
 /// `iron up --nats auto` from a project whose state directory is relative (`.iron`, the
-/// default): its own nats-server starts with the store under it and the nodes run. The
-/// server's configuration language read a bare `.iron/nats` as a malformed number, and the
-/// launcher then waited 20 s for a server that had already exited.
+/// default): its own nats-server starts with the store under it, the nodes run, and other
+/// commands read the log they write. The server's configuration language read a bare
+/// `.iron/nats` as a malformed number, the launcher then waited 20 s for a server that had
+/// already exited, and commands beside it read the configuration's embedded log.
 #[test]
 fn up_with_nats_auto_keeps_the_store_under_a_relative_state_directory() {
     let p = Project::offline();
@@ -247,6 +248,21 @@ fn up_with_nats_auto_keeps_the_store_under_a_relative_state_directory() {
         p.path(".iron/nats/jetstream").is_dir(),
         "{}",
         up.output().join("\n")
+    );
+    // A command run beside it reads the log the nodes write (JetStream), not the
+    // configuration's default (the embedded log): here the node's output, shipped by `up`.
+    let deadline = std::time::Instant::now() + T;
+    loop {
+        let read = p.iron_ok_inside(&["logs", "/iron/first", "--last", "0"]);
+        if read.contains("callback activate") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{read}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        !p.path(".iron/log.db").exists(),
+        "nothing opened the embedded log"
     );
     up.signal(libc::SIGINT);
     let status = up.wait_exit(T).expect("iron up stops on SIGINT");

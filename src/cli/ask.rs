@@ -13,9 +13,7 @@ use serde_json::Value;
 
 use super::CliError;
 use super::commands::{connect, publish_inbox};
-use crate::core::{
-    config::Config, durable::EventLog, envelope::Envelope, event_kind::EventKind, ids::EventId,
-};
+use crate::core::{durable::EventLog, envelope::Envelope, event_kind::EventKind, ids::EventId};
 use crate::spine::durable::{AnyLog, streams::MEM};
 
 /// What the person asked and where it goes.
@@ -49,7 +47,7 @@ pub async fn run(ask: Ask, router: &str, timeout: Duration) -> Result<(), CliErr
             "--user must be a non-empty name without '/'".into(),
         ));
     }
-    let config = Config::load()?;
+    let config = super::load_config()?;
     let log = AnyLog::open(&config).await?;
     let from = log.last_sequence(MEM).await.map_err(failed)? + 1;
     let id = uuid::Uuid::now_v7().simple().to_string();

@@ -82,6 +82,7 @@ async fn up(
     // unconfigured; its warnings are said here once, not again by every node.
     let mut plane = config.clone();
     plane.apply_env(|k| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))?;
+    let plane_env = env.clone();
     if let Err(e) = AnyLog::open(&plane).await {
         if let Some(server) = local {
             server.stop().await;
@@ -95,7 +96,7 @@ async fn up(
         "1".to_string(),
     ));
     // What `iron lifecycle list` checks a listing against; gone when `up` ends.
-    let running = crate::launch::Running::of(&plan, router)
+    let running = crate::launch::Running::of(&plan, router, &plane_env)
         .write(&config.state_dir)
         .map_err(|source| CliError::Io {
             what: format!(
@@ -160,7 +161,7 @@ async fn query_vector(
 }
 
 async fn recall_as(expert: &str, instruction: &str) -> Result<(), CliError> {
-    let config = Config::load()?;
+    let config = super::load_config()?;
     let catalog =
         crate::aem::read_state_catalog(&config).map_err(|e| CliError::Failed(e.to_string()))?;
     let entry = catalog.expert(expert).ok_or_else(|| {
@@ -219,7 +220,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             nats,
         } => up(&launch, &aem, &cli.router, !no_router, nats, timeout).await,
         Command::Log(LogCommand::Tail { from_start, limit }) => {
-            let config = Config::load()?;
+            let config = super::load_config()?;
             let log = AnyLog::open(&config).await?;
             let start = if from_start {
                 StartAt::First
@@ -234,7 +235,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Log(LogCommand::Replay { prefix }) => {
-            let config = Config::load()?;
+            let config = super::load_config()?;
             let db = config.state_path(&config.memory.projection);
             let n = crate::memory::cli::log_replay(&db, &prefix, &mut std::io::stdout())?;
             eprintln!("{n} event(s)");
@@ -249,7 +250,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             documents: false,
             as_expert: None,
         } => {
-            let config = Config::load()?;
+            let config = super::load_config()?;
             let db = config.state_path(&config.memory.projection);
             let index = crate::memory::node::Worker::Semantic.state(&config);
             let vector = if semantic {
@@ -274,7 +275,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             documents: true,
             ..
         } => {
-            let config = Config::load()?;
+            let config = super::load_config()?;
             let index = crate::memory::node::Worker::Documents.state(&config);
             let out = &mut std::io::stdout();
             let n = crate::memory::cli::documents(&index, &query, scope.as_deref(), out)?;
@@ -287,7 +288,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             graph: true,
             ..
         } => {
-            let config = Config::load()?;
+            let config = super::load_config()?;
             let db = config.state_path(&config.memory.projection);
             let graph = crate::memory::node::Worker::Graph.state(&config);
             let out = &mut std::io::stdout();
@@ -312,7 +313,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             user,
         }) => super::memory::save(&source, &scope, &title, kind.as_deref(), &user, timeout).await,
         Command::Memory(MemoryCommand::Status) => {
-            let config = Config::load()?;
+            let config = super::load_config()?;
             let log = AnyLog::open(&config).await?;
             let workers: Vec<_> = crate::memory::node::Worker::ALL
                 .iter()

@@ -63,7 +63,7 @@ pub enum HunksCommand {
 
 /// Runs `command`.
 pub async fn run(command: HunksCommand) -> Result<(), CliError> {
-    let config = Config::load()?;
+    let config = super::load_config()?;
     let log = AnyLog::open(&config).await?;
     let review = read_review(&log).await.map_err(failed)?;
     match command {

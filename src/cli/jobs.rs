@@ -88,7 +88,7 @@ fn json_arg(what: &str, text: &str) -> Result<Value, CliError> {
 
 /// Runs one `iron jobs` command.
 pub async fn run(command: JobsCommand) -> Result<(), CliError> {
-    let config = Config::load()?;
+    let config = super::load_config()?;
     let log = AnyLog::open(&config).await?;
     match command {
         JobsCommand::Start { flow, input, aem } => {

@@ -12,7 +12,6 @@ use futures_util::future::join_all;
 
 use super::{CliError, LifecycleCommand, commands::connect};
 use crate::{
-    core::config::Config,
     launch::{Plan, Running},
     spine::control::{ControlPlane, lifecycle::LifecycleClient},
 };
@@ -54,7 +53,7 @@ fn expected_nodes(launch: Option<&Path>, router: &str) -> Result<BTreeSet<String
         let plan = Plan::load(path)?;
         return Ok(plan.nodes.iter().map(|n| n.fqn()).collect());
     }
-    let config = Config::load()?;
+    let config = super::load_config()?;
     Ok(Running::find(&config.state_dir, router)
         .map(|r| r.nodes.into_iter().collect())
         .unwrap_or_default())

@@ -11,7 +11,6 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::{CliError, stop_on_signals};
-use crate::core::config::Config;
 use crate::core::durable::EventLog;
 use crate::spine::durable::AnyLog;
 use crate::spine::durable::streams::LOGS;
@@ -19,7 +18,7 @@ use crate::view::ship::{Batch, Shipper, Stream, subject_of, tee};
 
 /// `iron logs [NODE] [--last N] [--follow]`.
 pub async fn logs(node: Option<String>, last: usize, follow: bool) -> Result<(), CliError> {
-    let config = Config::load()?;
+    let config = super::load_config()?;
     let log = AnyLog::open(&config).await?;
     let filter = match &node {
         Some(n) => subject_of(n),
@@ -109,7 +108,7 @@ fn lines_of(payload: &[u8], many: bool) -> Vec<String> {
 /// it. Once it exits, what is queued is shipped for up to `flush` (the plane may be down), and
 /// this process exits as the command did.
 pub async fn ship(node: String, flush: Duration, command: Vec<String>) -> Result<(), CliError> {
-    let config = Config::load()?;
+    let config = super::load_config()?;
     let Some((program, args)) = command.split_first() else {
         return Err(CliError::Failed(
             "name the command to run after `--`".into(),

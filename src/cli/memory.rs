@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use super::CliError;
 use crate::{
-    core::config::Config,
     memory::{
         documents::{self, Saving},
         fetch,
@@ -38,7 +37,7 @@ pub async fn save(
     };
     let kind = fetch::kind_of(source, &bytes, named, served)
         .map_err(|e| CliError::Failed(format!("{e} with --type")))?;
-    let config = Config::load()?;
+    let config = super::load_config()?;
     let log = AnyLog::open(&config).await?;
     let saving = Saving {
         name: source.to_string(),

@@ -662,6 +662,23 @@ pub fn stop_on_signals(token: CancellationToken) {
     });
 }
 
+/// The configuration as the nodes of a running `iron up` on its state directory see it: the
+/// durable plane that `iron up` gave them (`--nats`) applies, except for a variable this
+/// process's own environment sets. Every command that opens the log loads it this way, so it
+/// reads what the nodes write.
+fn load_config() -> Result<crate::core::config::Config, crate::core::config::ConfigError> {
+    let mut config = crate::core::config::Config::load()?;
+    if let Some(running) = crate::launch::Running::alive(&config.state_dir) {
+        config.apply_env(|k| {
+            let recorded = running.plane_env.iter().find(|(n, _)| n == k);
+            recorded
+                .filter(|_| std::env::var_os(k).is_none())
+                .map(|(_, v)| v.clone())
+        })?;
+    }
+    Ok(config)
+}
+
 /// A count of at least `min` (a benchmark series of none has no figures to print).
 fn at_least(min: usize) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
     move |text| {

@@ -7,7 +7,6 @@ use clap::Subcommand;
 
 use super::CliError;
 use crate::{
-    core::config::Config,
     msp::{
         feeds,
         reader::{self, Outcome},
@@ -121,7 +120,7 @@ async fn feeds_loop(
 
 async fn read(source: &str, router: &str, timeout: Duration) -> Result<(), CliError> {
     let (mesh, name) = split_name(source).map_err(|e| CliError::Failed(e.to_string()))?;
-    let config = Config::load()?;
+    let config = super::load_config()?;
     let kv = AnyLog::open(&config).await?;
     let (_control, node) = super::commands::connect(router, timeout).await?;
     let readings = reader::read_all(

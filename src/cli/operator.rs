@@ -7,7 +7,6 @@ use std::time::Duration;
 use super::{CliError, commands::connect};
 use crate::{
     cognition::expert::operator::{OperatorVoice, QUESTIONS, questions_qos},
-    core::config::Config,
     interfaces::Question,
     spine::{control::ControlError, durable::AnyLog},
     view::overview::Overview,
@@ -64,7 +63,7 @@ pub(super) async fn questions(
     follow: bool,
     timeout: Duration,
 ) -> Result<(), CliError> {
-    let config = Config::load()?;
+    let config = super::load_config()?;
     let log = AnyLog::open(&config).await?;
     let mut overview = Overview::of_tenant(&config.tenant);
     overview

@@ -41,7 +41,23 @@ impl LocalNats {
             source,
         })?;
         let store = config_string(store_dir)?;
-        let child = Command::new(&exe)
+        // A port already taken would make the new server exit while the health check
+        // reached the one holding it.
+        for p in [port, monitor_port] {
+            if let Err(e) = std::net::TcpListener::bind(("127.0.0.1", p)) {
+                return Err(LaunchError::Node {
+                    node: "nats-server".into(),
+                    problem: format!(
+                        "127.0.0.1:{p} is not free ({e}); stop what listens there, or give --nats its URL"
+                    ),
+                });
+            }
+        }
+        let mut cmd = Command::new(&exe);
+        // It dies with the process that started it (which stops it last, after the nodes
+        // that write to it), and a terminal's Ctrl-C does not reach it first.
+        crate::core::exe::die_with_parent(&mut cmd, true);
+        let child = cmd
             .arg("-c")
             .arg(config)
             .args([

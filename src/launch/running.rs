@@ -1,6 +1,8 @@
 //! What a running `iron up` leaves in the state directory (`up.json`): its pid, the router
-//! its nodes use and the nodes of its launch list. `iron lifecycle list` reads it to know
-//! which nodes should answer, so a listing that misses some can say it is partial.
+//! its nodes use, the nodes of its launch list and the durable plane it gave them.
+//! `iron lifecycle list` reads it to know which nodes should answer, so a listing that misses
+//! some can say it is partial; every command that opens the log reads the plane, so that
+//! after `iron up --nats auto` it reads the log the nodes write.
 
 use std::path::{Path, PathBuf};
 
@@ -20,15 +22,20 @@ pub struct Running {
     pub router: String,
     /// Fully qualified names of the nodes of its launch list, in start order.
     pub nodes: Vec<String>,
+    /// The durable plane it gave its nodes over the configuration (`IRON_DURABLE`,
+    /// `IRON_NATS_URL`, … from `--nats`); empty when they use the configuration's.
+    #[serde(default)]
+    pub plane_env: Vec<(String, String)>,
 }
 
 impl Running {
-    /// The record for this process running `plan` on `router`.
-    pub fn of(plan: &Plan, router: &str) -> Running {
+    /// The record for this process running `plan` on `router`, its nodes given `plane_env`.
+    pub fn of(plan: &Plan, router: &str, plane_env: &[(String, String)]) -> Running {
         Running {
             pid: std::process::id(),
             router: router.to_string(),
             nodes: plan.nodes.iter().map(|n| n.fqn()).collect(),
+            plane_env: plane_env.to_vec(),
         }
     }
 
@@ -49,11 +56,17 @@ impl Running {
     /// The record of an `iron up` that is still running on `router`, if there is one
     /// (a record left by a process that has died, or for another router, is ignored).
     pub fn find(state_dir: &Path, router: &str) -> Option<Running> {
+        Running::alive(state_dir).filter(|r| r.router == router)
+    }
+
+    /// The record of an `iron up` that is still running on this state directory, whatever
+    /// its router.
+    pub fn alive(state_dir: &Path) -> Option<Running> {
         let text = std::fs::read(Running::path(state_dir)).ok()?;
         let running: Running = serde_json::from_slice(&text).ok()?;
         // SAFETY: kill(2) with signal 0 only checks that the process exists.
         let alive = unsafe { libc::kill(running.pid as i32, 0) } == 0;
-        (alive && running.router == router).then_some(running)
+        alive.then_some(running)
     }
 }
 
@@ -86,6 +99,7 @@ mod tests {
             pid: std::process::id(),
             router: "tcp/127.0.0.1:7447".into(),
             nodes: vec!["/iron/inbox".into()],
+            plane_env: vec![("IRON_DURABLE".into(), "jetstream".into())],
         };
         let guard = mine.write(dir.path()).unwrap();
         assert_eq!(
