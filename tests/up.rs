@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::project::Project;
+use support::{project::Project, wait_until};
 
 const T: Duration = Duration::from_secs(30);
 
@@ -98,15 +98,11 @@ fn up_starts_supervises_and_stops_in_reverse_order() {
     // SAFETY: kill(2) on a process this test started through `iron up`.
     unsafe { libc::kill(pid, libc::SIGKILL) };
     up.wait_for("/iron/first exited", T);
-    let deadline = std::time::Instant::now() + T;
-    while up.matching("/iron/first: active").len() < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not restarted:\n{}",
-            up.output().join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        T,
+        || up.matching("/iron/first: active").len() >= 2,
+        || format!("not restarted:\n{}", up.output().join("\n")),
+    );
     assert!(
         p.iron_ok(&["lifecycle", "get", "/iron/first"])
             .starts_with("active")
@@ -171,15 +167,11 @@ fn a_node_whose_run_fails_is_brought_back_to_active() {
     );
     up.wait_for("up: 1 node(s) running", T);
     // Two failed runs, each followed by a try one backoff later (1 s, then 2 s).
-    let deadline = std::time::Instant::now() + T;
-    while up.matching("/iron/flaky: active").len() < 3 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not brought back:\n{}",
-            up.output().join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        T,
+        || up.matching("/iron/flaky: active").len() >= 3,
+        || format!("not brought back:\n{}", up.output().join("\n")),
+    );
     let again =
         up.matching("fell to unconfigured after an error; configuring and activating it again in");
     assert_eq!(again.len(), 2, "{}", up.output().join("\n"));
@@ -251,15 +243,8 @@ fn up_with_nats_auto_keeps_the_store_under_a_relative_state_directory() {
     );
     // A command run beside it reads the log the nodes write (JetStream), not the
     // configuration's default (the embedded log): here the node's output, shipped by `up`.
-    let deadline = std::time::Instant::now() + T;
-    loop {
-        let read = p.iron_ok_inside(&["logs", "/iron/first", "--last", "0"]);
-        if read.contains("callback activate") {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "{read}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let read = || p.iron_ok_inside(&["logs", "/iron/first", "--last", "0"]);
+    wait_until(T, || read().contains("callback activate"), read);
     assert!(
         !p.path(".iron/log.db").exists(),
         "nothing opened the embedded log"
