@@ -43,12 +43,21 @@ impl Running {
         state_dir.join(RUNNING_FILE)
     }
 
-    /// Writes the record; it is removed when the returned guard is dropped.
+    /// Writes the record, readable by its owner only (the plane's URL may carry credentials);
+    /// it is removed when the returned guard is dropped.
     pub fn write(&self, state_dir: &Path) -> std::io::Result<RunningGuard> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
         std::fs::create_dir_all(state_dir)?;
         let path = Running::path(state_dir);
         let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self).unwrap_or_default())?;
+        let _ = std::fs::remove_file(&tmp);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?
+            .write_all(&serde_json::to_vec_pretty(self).unwrap_or_default())?;
         std::fs::rename(&tmp, &path)?;
         Ok(RunningGuard { path })
     }
@@ -102,6 +111,13 @@ mod tests {
             plane_env: vec![("IRON_DURABLE".into(), "jetstream".into())],
         };
         let guard = mine.write(dir.path()).unwrap();
+        let mode = std::fs::metadata(dir.path().join(RUNNING_FILE))
+            .unwrap()
+            .permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o600
+        );
         assert_eq!(
             Running::find(dir.path(), "tcp/127.0.0.1:7447"),
             Some(mine.clone())
