@@ -204,6 +204,7 @@ pub async fn log(
         .await?;
 
     // JetStream: raw publish-with-ack against emit(), same envelope sizes.
+    tracing::info!("bench log: {n} JetStream publishes against as many emit() calls");
     let raw_events = envelopes(n, options.payload_bytes);
     let raw_payloads: Vec<Vec<u8>> = raw_events
         .iter()
@@ -246,6 +247,7 @@ pub async fn log(
     print_ratios(out, "emit_vs_raw", &emitted, &raw)?;
 
     // Embedded: emit() on the embedded log against raw single-row SQLite inserts.
+    tracing::info!("bench log: {n} embedded appends against raw inserts, on and off the runtime");
     let dir = &options.scratch_dir;
     for file in [
         "bench-embedded.db",
@@ -310,6 +312,7 @@ pub async fn log(
         &embedded_series,
         &off_runtime_series,
     )?;
+    tracing::info!("bench log: {n} appends from eight writers");
     // Eight writers at once on the same handle, each its own task as concurrent callers in a
     // process are: appends waiting together share a commit.
     const WRITERS: usize = 8;
@@ -343,6 +346,10 @@ pub async fn log(
         concurrent / embedded_series.per_second
     )?;
 
+    tracing::info!(
+        "bench log: the projector over those events, then its lag behind {} more",
+        options.burst
+    );
     // Projector over the JetStream stream written above, against raw batched inserts of the
     // same rows; then its lag behind a burst while it runs.
     let last = js.last_sequence(BENCH_STREAM).await?;
