@@ -6,7 +6,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = iron::cli::Cli::parse();
-    iron::cli::init_tracing(None);
+    iron::cli::init_command_tracing(&cli);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

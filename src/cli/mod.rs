@@ -618,8 +618,24 @@ pub enum BenchCommand {
     },
 }
 
-/// Logs to stderr; `RUST_LOG` or `--log-level` choose the level (info by default).
+/// Like [`init_tracing`] for the `iron` command itself: a command that answers and exits
+/// leaves out the NATS client's notes on its own connection ("connected successfully"), which
+/// a service (`iron up`, `iron router`, `iron ship`) keeps in its log.
+pub fn init_command_tracing(cli: &Cli) {
+    let serves = matches!(
+        cli.command,
+        Command::Up { .. } | Command::Router { .. } | Command::Ship { .. }
+    );
+    init_tracing_with(None, if serves { "" } else { ",async_nats=warn" });
+}
+
+/// Logs to stderr; `RUST_LOG` or `--log-level` choose the level (info by default). The
+/// chatter of Zenoh and hiroz is left out.
 pub fn init_tracing(level: Option<&str>) {
+    init_tracing_with(level, "");
+}
+
+fn init_tracing_with(level: Option<&str>, extra: &str) {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     // Zenoh and hiroz narrate normal events (a query's late final, scouting) as warnings.
@@ -630,9 +646,9 @@ pub fn init_tracing(level: Option<&str>) {
     const QUIET: &str = "zenoh=error,zenoh_transport=error,hiroz=error,\
         zenoh::net::routing::hat=off,zenoh::api::admin=off";
     let filter = match level {
-        Some(l) => EnvFilter::new(format!("{l},{QUIET}")),
+        Some(l) => EnvFilter::new(format!("{l},{QUIET}{extra}")),
         None => EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| EnvFilter::new(format!("info,{QUIET}"))),
+            .unwrap_or_else(|_| EnvFilter::new(format!("info,{QUIET}{extra}"))),
     };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
