@@ -267,3 +267,99 @@ fn a_batch_the_queue_cannot_take_is_kept_and_retried() {
         "the inbox kept serving"
     );
 }
+
+/// A mesh with one expert, `<mesh>/<role>`, with `status`.
+fn write_mesh(p: &Project, mesh: &str, role: &str, status: &str) {
+    p.write(
+        &format!("aem/{mesh}/AEM.md"),
+        &format!("---\nname: {mesh}\nstatus: {status}\ndescription: The {mesh} team of the test.\ndefaults:\n  model: standard\n  clearance: read\n---\n\nFor tests.\n"),
+    );
+    p.write(
+        &format!("aem/{mesh}/skills/{role}/SKILL.md"),
+        &format!("---\nname: {role}\nidentity: The {role}.\ndescription: Answers what it is asked.\n---\n\nAnswer.\n"),
+    );
+    p.write(
+        &format!("aem/{mesh}/skills/{role}/capabilities.md"),
+        "---\nclearance: read\n---\n\nAnswers.\n",
+    );
+}
+
+/// A session stuck to an expert (`iron inbox stick`) gets its messages there without routing;
+/// once the engine refuses that expert (its mesh parked since), the message is neither dropped
+/// nor retried against it: the inbox unsticks the session and the message is routed and
+/// answered, as the same task.
+#[test]
+fn a_session_stuck_to_an_expert_the_engine_refuses_is_routed_instead() {
+    let p = Project::offline();
+    write_mesh(&p, "core", "assistant", "active");
+    write_mesh(&p, "lab", "clerk", "active");
+    let up = p.up_inside(
+        "nodes:\n  - name: delivery\n    namespace: /iron/tools\n    executable: delivery_node\n  - name: inbox\n    executable: inbox_node\n  - name: engine\n    executable: engine_node\n",
+        &[],
+    );
+    up.wait_for("up: 3 node(s) running", T);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let events = |kind: &str| rt.block_on(p.events(kind));
+    let send = |text: &str, replies: usize| {
+        p.iron_ok(&["inbox", "send", "--source", "test", "--user", "ana", text]);
+        wait_until(
+            T,
+            || events("reply_delivered").len() >= replies,
+            || {
+                format!(
+                    "no reply to {text:?}: {:#?}\n{}",
+                    rt.block_on(p.all_events())
+                        .iter()
+                        .map(|e| (e.kind.as_str().to_string(), e.payload.clone()))
+                        .collect::<Vec<_>>(),
+                    up.output().join("\n")
+                )
+            },
+        );
+    };
+    send("first", 1);
+    let session = events("chat_turn")[0].payload["session_id"]
+        .as_str()
+        .expect("a turn names its session")
+        .to_string();
+
+    // Refused up front: an expert the catalog does not have.
+    let refused = p.iron(&["inbox", "stick", "--session", &session, "lab/nobody"]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("cannot stick a session to lab/nobody"),
+        "{refused:?}"
+    );
+    p.iron_ok(&["inbox", "stick", "--session", &session, "lab/clerk"]);
+    up.wait_for("stuck to lab/clerk", T);
+    send("second", 2);
+    let given = events("routing_decided");
+    assert!(
+        given
+            .last()
+            .is_some_and(|e| e.payload.to_string().contains("lab/clerk")),
+        "the stuck session's message did not go to lab/clerk: {given:#?}"
+    );
+
+    // The lab mesh is parked and the engine reconfigured on the new catalog.
+    write_mesh(&p, "lab", "clerk", "parked");
+    p.build_catalog();
+    for step in ["deactivate", "cleanup", "configure", "activate"] {
+        p.iron_ok(&["lifecycle", "set", "/iron/engine", step]);
+    }
+    send("third", 3);
+    let rejected = events("task_rejected");
+    assert_eq!(rejected.len(), 1, "{rejected:#?}");
+    assert_eq!(rejected[0].payload["code"], "parked_mesh");
+    let task = rejected[0].payload["task_id"].as_str().unwrap();
+    let replies = events("reply_delivered");
+    assert_eq!(
+        replies[2].payload["task_id"], task,
+        "the third reply is not the refused task's, routed: {replies:#?}"
+    );
+    assert_eq!(
+        up.matching("unstuck, the message is routed instead").len(),
+        1
+    );
+    assert!(up.matching("refused the message for good").is_empty());
+}

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::CliError;
-use super::commands::{connect, publish_inbox};
+use super::commands::connect;
+use super::inbox::publish_inbox;
 use crate::core::{durable::EventLog, envelope::Envelope, event_kind::EventKind, ids::EventId};
 use crate::spine::durable::{AnyLog, streams::MEM};
 

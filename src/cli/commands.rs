@@ -2,16 +2,15 @@
 
 use std::{collections::BTreeSet, time::Duration};
 
-use hiroz::Builder;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    BenchCommand, CatalogCommand, Cli, CliError, Command, InboxCommand, LogCommand, MemoryCommand,
-    NodeCommand, TaskCommand, ToolsCommand, bench, stop_on_signals,
+    BenchCommand, CatalogCommand, Cli, CliError, Command, LogCommand, MemoryCommand, NodeCommand,
+    TaskCommand, ToolsCommand, bench, stop_on_signals,
 };
 use crate::{
     core::{config::Config, durable::StartAt},
-    interfaces::{AolTask, AolTaskGoal, InboxMessage},
+    interfaces::{AolTask, AolTaskGoal},
     spine::control::{
         ControlConfig, ControlPlane,
         action::{ActionClient, GoalStatus},
@@ -436,12 +435,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Task(TaskCommand::Questions { follow }) => {
             super::operator::questions(&cli.router, follow, timeout).await
         }
-        Command::Inbox(InboxCommand::Send {
-            source,
-            user,
-            destination,
-            text,
-        }) => inbox_send(&cli.router, source, user, destination, text, timeout).await,
+        Command::Inbox(command) => super::inbox::run(&cli.router, command, timeout).await,
         Command::Ask {
             question,
             user,
@@ -616,74 +610,6 @@ async fn task_send(
         GoalStatus::Succeeded => Ok(()),
         other => Err(CliError::Failed(format!("the task ended {other:?}"))),
     }
-}
-
-async fn inbox_send(
-    router: &str,
-    source: String,
-    user: String,
-    destination: String,
-    text: String,
-    timeout: Duration,
-) -> Result<(), CliError> {
-    if user.trim().is_empty() {
-        return Err(CliError::Failed("--user must not be empty".into()));
-    }
-    let text = if text == "-" {
-        std::io::read_to_string(std::io::stdin()).map_err(|source| CliError::Io {
-            what: "reading the message from stdin".into(),
-            source,
-        })?
-    } else {
-        text
-    };
-    let (_control, node) = connect(router, timeout).await?;
-    publish_inbox(&node, &source, &user, &destination, &text, timeout).await?;
-    println!("sent");
-    Ok(())
-}
-
-/// Publishes one message on `/iron/raw_inbox`, once the inbox is listening (a message nobody
-/// receives is lost: refuse rather than pretend).
-pub(super) async fn publish_inbox(
-    node: &hiroz::node::ZNode,
-    source: &str,
-    user: &str,
-    destination: &str,
-    text: &str,
-    timeout: Duration,
-) -> Result<(), CliError> {
-    let publisher = node
-        .create_pub::<InboxMessage>("/iron/raw_inbox")
-        .build()
-        .map_err(|source| crate::spine::control::ControlError::Declare {
-            what: "publisher on /iron/raw_inbox".into(),
-            source,
-        })?;
-    if !publisher.wait_for_subscription(1, timeout).await {
-        return Err(CliError::Failed(format!(
-            "nobody subscribes to /iron/raw_inbox after {timeout:?}; is the inbox running (`iron up`)?"
-        )));
-    }
-    let now = crate::spine::control::action::now_stamp();
-    let msg = InboxMessage {
-        source: source.into(),
-        user_id: user.into(),
-        destination: destination.into(),
-        text: text.into(),
-        attachments_json: "[]".into(),
-        received: hiroz_msgs::builtin_interfaces::Time {
-            sec: now.sec,
-            nanosec: now.nanosec,
-        },
-    };
-    publisher.async_publish(&msg).await.map_err(|source| {
-        crate::spine::control::ControlError::Call {
-            what: "publish on /iron/raw_inbox".into(),
-            source,
-        }
-    })?;
-    Ok(())
 }
 
 /// After a catalog build: probe the local servers, or report which recorded probes are stale.

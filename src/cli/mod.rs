@@ -10,6 +10,7 @@ mod bench_stats;
 mod bench_workspace;
 mod commands;
 mod hunks;
+mod inbox;
 mod jobs;
 mod lifecycle;
 mod logs;
@@ -472,6 +473,23 @@ pub enum InboxCommand {
         destination: String,
         /// The message; `-` reads it from stdin.
         text: String,
+    },
+    /// Send a session's next messages straight to one expert, without routing, until it is
+    /// unstuck (as the engine does mid-conversation). Refused for an expert the built catalog
+    /// does not have or whose mesh is parked; if the engine refuses it later (the catalog
+    /// changed), the inbox unsticks the session and routes its message instead.
+    Stick {
+        /// The session id (a `chat_turn` event's `session_id`, e.g. from `iron log`).
+        #[arg(long)]
+        session: String,
+        /// The expert, `<mesh>/<role>`.
+        expert: String,
+    },
+    /// Let a stuck session's messages be routed again.
+    Unstick {
+        /// The session id.
+        #[arg(long)]
+        session: String,
     },
 }
 

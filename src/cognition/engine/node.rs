@@ -341,7 +341,12 @@ impl EngineDeps {
             self.record(
                 &goal,
                 EventKind::TaskRejected,
-                serde_json::json!({"task_id": goal.task_id, "domain": goal.domain, "reason": why.to_string()}),
+                serde_json::json!({
+                    "task_id": goal.task_id,
+                    "domain": goal.domain,
+                    "code": why.code(),
+                    "reason": why.to_string(),
+                }),
                 ctx.cause.as_ref(),
             )
             .await;
@@ -391,7 +396,7 @@ impl EngineDeps {
             self.record(
                 &goal,
                 EventKind::TaskRejected,
-                serde_json::json!({"task_id": goal.task_id, "reason": why}),
+                serde_json::json!({"task_id": goal.task_id, "code": Rejection::NoRouter.code(), "reason": why}),
                 ctx.cause.as_ref(),
             )
             .await;

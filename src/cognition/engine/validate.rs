@@ -46,6 +46,19 @@ impl Rejection {
             Rejection::NotAPeer { .. } => "not_a_peer",
         }
     }
+
+    /// Whether a goal refused with `code` was refused for the expert it named (malformed,
+    /// unknown, or in a parked mesh) rather than for itself: the same goal with no domain, left
+    /// to routing, may be taken.
+    pub fn is_about_domain(code: &str) -> bool {
+        [
+            Rejection::MalformedDomain(String::new()),
+            Rejection::UnknownDomain(String::new(), String::new()),
+            Rejection::ParkedMesh(String::new()),
+        ]
+        .iter()
+        .any(|r| r.code() == code)
+    }
 }
 
 /// Checks a goal against the catalog. A goal with an empty domain passes (it will be routed).

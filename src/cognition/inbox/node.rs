@@ -14,6 +14,7 @@ use super::store::{Arrival, InFlight, Queued, Store, StoreError};
 use crate::core::backoff::Backoff;
 use crate::core::durable::EventLog;
 use crate::{
+    cognition::engine::Rejection,
     core::{
         config::Config,
         envelope::{Envelope, now_ms},
@@ -425,6 +426,7 @@ impl InboxDeps {
             .lock()
             .expect("store lock")
             .stuck_expert(&first.session_id)?;
+        let stuck_to = stuck.is_some();
         let task_id = EventId::computed(&["inbox", &first.event_id]).to_string();
         let turns: Vec<&str> = batch.iter().map(|q| q.event_id.as_str()).collect();
         let goal = AolTaskGoal {
@@ -458,6 +460,26 @@ impl InboxDeps {
                 // is waiting, not refusal. A refusal whose reason did not arrive (the engine's
                 // publisher not yet seen, right after it started) is waiting too: a message is
                 // dropped only on a reason that says it is the goal itself.
+                // A session stuck to an expert that cannot take goals (never existed, gone
+                // from the catalog, its mesh parked) is unstuck instead: its messages are not
+                // at fault, and routing offers them again to whichever expert fits.
+                if let ControlError::Rejected {
+                    code: Some(code), ..
+                } = &e
+                    && stuck_to
+                    && Rejection::is_about_domain(code)
+                {
+                    warn!(
+                        session = %session_id,
+                        "the engine refused the expert the session is stuck to ({e}); unstuck, the message is routed instead"
+                    );
+                    self.store.lock().expect("store lock").stick(
+                        &session_id,
+                        None,
+                        now_ms() as i64,
+                    )?;
+                    return Ok(true);
+                }
                 if let ControlError::Rejected {
                     code: Some(code), ..
                 } = &e
@@ -555,7 +577,16 @@ impl InboxDeps {
                 };
                 let id = e.payload["task_id"].as_str().unwrap_or("");
                 let ended = match e.kind {
-                    EventKind::ReplyDelivered | EventKind::TaskRejected => id == task.task_id,
+                    EventKind::ReplyDelivered => id == task.task_id,
+                    // Not a refusal of the expert the session was stuck to (the only goals
+                    // the inbox names one for): those messages were offered again, routed, as
+                    // the same task.
+                    EventKind::TaskRejected => {
+                        id == task.task_id
+                            && !e.payload["code"]
+                                .as_str()
+                                .is_some_and(Rejection::is_about_domain)
+                    }
                     EventKind::TaskJudged => {
                         e.payload["answered"] == false
                             && (id == task.task_id || id.starts_with(&part))
@@ -586,6 +617,7 @@ impl InboxDeps {
             EventKind::ChatTurn,
             serde_json::json!({
                 "role": "user",
+                "session_id": q.session_id,
                 "source": q.source,
                 "user_id": q.user_id,
                 "destination": q.destination,
