@@ -323,13 +323,18 @@ fn a_session_stuck_to_an_expert_the_engine_refuses_is_routed_instead() {
         .expect("a turn names its session")
         .to_string();
 
-    // Refused up front: an expert the catalog does not have.
-    let refused = p.iron(&["inbox", "stick", "--session", &session, "lab/nobody"]);
-    assert!(!refused.status.success());
-    assert!(
-        String::from_utf8_lossy(&refused.stderr).contains("cannot stick a session to lab/nobody"),
-        "{refused:?}"
-    );
+    // Refused up front: an expert the catalog does not have, or none.
+    for (expert, why) in [
+        ("lab/nobody", "cannot stick a session to lab/nobody"),
+        ("", "the expert must not be empty"),
+    ] {
+        let refused = p.iron(&["inbox", "stick", "--session", &session, expert]);
+        assert!(!refused.status.success());
+        assert!(
+            String::from_utf8_lossy(&refused.stderr).contains(why),
+            "{refused:?}"
+        );
+    }
     p.iron_ok(&["inbox", "stick", "--session", &session, "lab/clerk"]);
     up.wait_for("stuck to lab/clerk", T);
     send("second", 2);

@@ -63,6 +63,11 @@ async fn send(
 /// Refuses to stick a session to an expert the engine would refuse a goal for: not
 /// `<mesh>/<role>`, not in the built catalog, or in a parked mesh (the engine's own check).
 fn check_expert(expert: &str) -> Result<(), CliError> {
+    if expert.trim().is_empty() {
+        return Err(CliError::Failed(
+            "the expert must not be empty (`iron inbox unstick` lets routing choose again)".into(),
+        ));
+    }
     let config = super::load_config()?;
     let catalog = crate::aem::read_state_catalog(&config)
         .map_err(|e| CliError::Failed(format!("{e}; build it with `iron catalog build`")))?;

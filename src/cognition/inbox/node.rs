@@ -370,6 +370,10 @@ impl InboxDeps {
 
     fn control(&self, c: SessionControl) {
         let expert = match c.op {
+            SessionControl::OP_STICK if c.expert.is_empty() => {
+                warn!(session = %c.session_id, "ignored session_control sticking to no expert");
+                return;
+            }
             SessionControl::OP_STICK => Some(c.expert.as_str()),
             SessionControl::OP_UNSTICK => None,
             other => {
