@@ -18,6 +18,17 @@ fn up_starts_supervises_and_stops_in_reverse_order() {
     );
     up.wait_for("up: 3 node(s) running", T);
 
+    // A second `iron up` on the same project is refused before it touches anything: the
+    // listing below still checks against the first one's record.
+    let mut second = p.up("nodes:\n  - name: first\n    executable: demo_node\n", &[]);
+    let status = second.wait_exit(T).expect("a second up exits");
+    assert!(!status.success());
+    assert!(
+        !second.matching("another `iron up`").is_empty(),
+        "{}",
+        second.output().join("\n")
+    );
+
     assert!(
         p.iron_ok(&["lifecycle", "get", "/iron/first"])
             .starts_with("active")

@@ -30,6 +30,17 @@ async fn up(
 ) -> Result<(), CliError> {
     let plan = crate::launch::Plan::load(launch)?;
     let config = Config::load()?;
+    // A second `iron up` on the same state directory and router would rewrite the catalog
+    // and `up.json` under the first and start its nodes again beside them.
+    if let Some(other) = crate::launch::Running::find(&config.state_dir, router) {
+        return Err(CliError::Failed(format!(
+            "another `iron up` (pid {}) is running on {} with router {router}; stop it first \
+             (Ctrl-C there, or `kill {}`)",
+            other.pid,
+            config.state_dir.display(),
+            other.pid
+        )));
+    }
     // The runtime reads only the compiled catalog: compile the agent folders first, refusing
     // to start on any error in them.
     if aem.is_dir() {
