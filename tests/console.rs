@@ -263,6 +263,28 @@ async fn the_console_needs_its_token_and_shows_metrics_and_live_events() {
             .any(|t| t["domain"] == "core/assistant" && t["status"] == "succeeded"),
         "{state:#}"
     );
+    // The page and /metrics read on from where they were: a job started since is in both.
+    let job = p.iron_ok(&["jobs", "start", "newsroom/monitor/monitor"]);
+    let job = job.trim();
+    let state: serde_json::Value = http
+        .get(format!("{base}/api/state"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        state["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|j| j["job"] == job && j["flow"] == "monitor/monitor"),
+        "{job} not in {state:#}"
+    );
+    let running = |s: &[String]| value(s, "iron_jobs [('state', 'running')]");
+    assert_eq!(running(&scrape().await), running(&after) + 1.0);
     let lifecycle = |transition: &str| {
         http.post(format!("{base}/api/lifecycle"))
             .bearer_auth(&token)

@@ -68,32 +68,64 @@ pub async fn read_all_diaries<L: EventLog>(
     log: &L,
     mesh: &str,
 ) -> Result<BTreeMap<(String, String), Vec<Stored>>, JobError> {
-    let mut jobs: BTreeMap<(String, String), Vec<Stored>> = BTreeMap::new();
-    let filter = diaries_filter(mesh);
-    let mut from = 1;
-    loop {
-        let page = log.read(JOBS, &filter, from, PAGE).await?;
-        let n = page.len();
-        for message in page {
-            from = message.seq + 1;
-            let Some((m, j)) = job_of_subject(&message.subject) else {
-                continue;
-            };
-            let entry: Entry =
-                serde_json::from_slice(&message.payload).map_err(|source| JobError::Corrupt {
-                    subject: message.subject.clone(),
-                    seq: message.seq,
-                    source,
-                })?;
-            jobs.entry((m.to_string(), j.to_string()))
-                .or_default()
-                .push(Stored {
-                    seq: message.seq,
-                    entry,
-                });
+    let mut diaries = Diaries::of(mesh);
+    diaries.refresh(log).await?;
+    Ok(diaries.jobs)
+}
+
+/// Every diary of `mesh` (`*` for all), kept up to date: each [`Diaries::refresh`] reads only
+/// what was appended since the one before, so a reader that looks again and again (the
+/// console) does not read the whole stream each time.
+#[derive(Debug, Default)]
+pub struct Diaries {
+    filter: String,
+    /// The next sequence to read.
+    next: u64,
+    jobs: BTreeMap<(String, String), Vec<Stored>>,
+}
+
+impl Diaries {
+    /// None read yet.
+    pub fn of(mesh: &str) -> Diaries {
+        Diaries {
+            filter: diaries_filter(mesh),
+            next: 1,
+            jobs: BTreeMap::new(),
         }
-        if n < PAGE {
-            return Ok(jobs);
+    }
+
+    /// Reads the entries appended since the last call; every diary, grouped by `(mesh, job)`.
+    pub async fn refresh<L: EventLog>(
+        &mut self,
+        log: &L,
+    ) -> Result<&BTreeMap<(String, String), Vec<Stored>>, JobError> {
+        loop {
+            let page = log.read(JOBS, &self.filter, self.next, PAGE).await?;
+            let n = page.len();
+            for message in page {
+                let Some((m, j)) = job_of_subject(&message.subject) else {
+                    self.next = message.seq + 1;
+                    continue;
+                };
+                let entry: Entry = serde_json::from_slice(&message.payload).map_err(|source| {
+                    JobError::Corrupt {
+                        subject: message.subject.clone(),
+                        seq: message.seq,
+                        source,
+                    }
+                })?;
+                self.jobs
+                    .entry((m.to_string(), j.to_string()))
+                    .or_default()
+                    .push(Stored {
+                        seq: message.seq,
+                        entry,
+                    });
+                self.next = message.seq + 1;
+            }
+            if n < PAGE {
+                return Ok(&self.jobs);
+            }
         }
     }
 }

@@ -2,6 +2,8 @@
 //! list and show. Each writes one event with a computed id to the job's diary and wakes the
 //! job; the runner does the rest.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use crate::core::durable::EventLog;
@@ -249,20 +251,24 @@ pub struct Summary {
 
 /// Every job of `mesh` (`*` for all).
 pub async fn list<L: EventLog>(log: &L, mesh: &str) -> Result<Vec<Summary>, JobError> {
-    let all = read_all_diaries(log, mesh).await?;
-    Ok(all
-        .into_iter()
+    Ok(summaries(&read_all_diaries(log, mesh).await?))
+}
+
+/// Each job of `diaries` ([`read_all_diaries`], [`super::journal::Diaries`]) in a line.
+pub fn summaries(diaries: &BTreeMap<(String, String), Vec<Stored>>) -> Vec<Summary> {
+    diaries
+        .iter()
         .map(|((mesh, job), diary)| {
-            let flow = super::journal::started_of(&diary)
+            let flow = super::journal::started_of(diary)
                 .map(|(_, role, flow, _, _)| format!("{role}/{flow}"))
                 .unwrap_or_else(|| "?".into());
             Summary {
-                mesh,
-                job,
+                mesh: mesh.clone(),
+                job: job.clone(),
                 flow,
-                state: state_of(&diary),
+                state: state_of(diary),
                 entries: diary.len(),
             }
         })
-        .collect())
+        .collect()
 }

@@ -80,22 +80,37 @@ pub enum LandError {
 
 /// Every review event of the log, folded.
 pub async fn read_review(log: &AnyLog) -> Result<Review, LandError> {
-    let mut events: Vec<Envelope> = Vec::new();
-    let mut from = 1;
-    loop {
-        let page = log
-            .read("MEM", "mem.>", from, 10_000)
-            .await
-            .map_err(LandError::Read)?;
-        let Some(last) = page.last() else { break };
-        from = last.seq + 1;
-        events.extend(
-            page.iter()
-                .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
-                .filter(|e| REVIEW_KINDS.contains(&e.kind)),
-        );
+    ReviewReader::default().read(log).await
+}
+
+/// The review kept up to date from the log: each [`ReviewReader::read`] reads only what MEM
+/// gained since the one before (a reader that looks again and again, the console, would
+/// otherwise read the whole stream each time), and keeps only the review's own events.
+#[derive(Debug, Default)]
+pub struct ReviewReader {
+    events: Vec<Envelope>,
+    /// The last sequence read.
+    read_to: u64,
+}
+
+impl ReviewReader {
+    /// Reads what MEM gained since the last call, and folds every review event read so far.
+    pub async fn read(&mut self, log: &AnyLog) -> Result<Review, LandError> {
+        loop {
+            let page = log
+                .read("MEM", "mem.>", self.read_to + 1, 10_000)
+                .await
+                .map_err(LandError::Read)?;
+            let Some(last) = page.last() else { break };
+            self.read_to = last.seq;
+            self.events.extend(
+                page.iter()
+                    .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
+                    .filter(|e| REVIEW_KINDS.contains(&e.kind)),
+            );
+        }
+        Ok(Review::fold(&self.events))
     }
-    Ok(Review::fold(&events))
 }
 
 /// The tree `p` is applied to, and the workspace declaration of its mesh: the tree its

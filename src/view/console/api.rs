@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::Shared;
 use crate::jobs::{JobState, ops};
 use crate::spine::control::lifecycle::LifecycleClient;
-use crate::workspace::land::{Reviewer, read_review};
+use crate::workspace::land::Reviewer;
 use crate::workspace::review::Decision;
 
 /// How long one control-plane request from the console may take.
@@ -49,7 +49,15 @@ pub(super) async fn state(State(shared): State<Arc<Shared>>) -> Result<Json<Valu
         overview.refresh(&shared.log).await.map_err(unavailable)?;
         overview.to_json()
     };
-    let jobs = ops::list(&shared.log, "*").await.map_err(unavailable)?;
+    let jobs = ops::summaries(
+        shared
+            .jobs
+            .lock()
+            .await
+            .refresh(&shared.log)
+            .await
+            .map_err(unavailable)?,
+    );
     v["jobs"] = jobs
         .iter()
         .map(|s| {
@@ -62,7 +70,13 @@ pub(super) async fn state(State(shared): State<Arc<Shared>>) -> Result<Json<Valu
                    "on": on, "reason": reason, "entries": s.entries})
         })
         .collect();
-    let review = read_review(&shared.log).await.map_err(unavailable)?;
+    let review = shared
+        .review
+        .lock()
+        .await
+        .read(&shared.log)
+        .await
+        .map_err(unavailable)?;
     v["hunks"] = review
         .hunks()
         .map(|p| {
@@ -251,7 +265,13 @@ pub(super) async fn hunk(
             ));
         }
     };
-    let review = read_review(&shared.log).await.map_err(unavailable)?;
+    let review = shared
+        .review
+        .lock()
+        .await
+        .read(&shared.log)
+        .await
+        .map_err(unavailable)?;
     let reviewer = Reviewer {
         log: &shared.log,
         tenant: &shared.tenant,

@@ -23,9 +23,6 @@ pub enum MetricsError {
     /// The log failed.
     #[error("reading the log: {0}")]
     Log(#[from] DurableError),
-    /// The jobs could not be listed.
-    #[error("listing the jobs: {0}")]
-    Jobs(#[from] crate::jobs::JobError),
 }
 
 /// Labels of one series, in order.
@@ -223,8 +220,12 @@ impl Metrics {
         );
     }
 
-    /// Reads what MEM gained since the last call, and the current jobs and stream heads.
-    pub async fn refresh(&mut self, log: &AnyLog) -> Result<(), MetricsError> {
+    /// Reads what MEM gained since the last call and the stream heads; counts `jobs` by state.
+    pub async fn refresh(
+        &mut self,
+        log: &AnyLog,
+        jobs: &[crate::jobs::ops::Summary],
+    ) -> Result<(), MetricsError> {
         let next = fold_mem(log, "mem.>", self.next_mem, |e, stored_ms| {
             self.absorb(e);
             self.absorb_append(e, stored_ms);
@@ -289,7 +290,6 @@ impl Metrics {
                 0.0,
             );
         }
-        let jobs = crate::jobs::ops::list(log, "*").await?;
         for job in jobs {
             let state = match job.state {
                 JobState::Waiting { .. } => "waiting",

@@ -35,10 +35,12 @@ use crate::cognition::expert::operator::OperatorVoice;
 use crate::cognition::inbox::store::STORE_FILE;
 use crate::core::config::Config;
 use crate::core::token;
+use crate::jobs::journal::Diaries;
 use crate::spine::control::ControlPlane;
 use crate::spine::control::lifecycle::{CallbackError, ManagedNode, NodeContext, RunError};
 use crate::spine::durable::AnyLog;
 use crate::view::overview::Overview;
+use crate::workspace::land::ReviewReader;
 use metrics::Metrics;
 
 /// Where the console listens unless told otherwise.
@@ -100,6 +102,10 @@ struct Shared {
     operator: String,
     metrics: Mutex<Metrics>,
     overview: Mutex<Overview>,
+    /// Every job's diary, read on as the page and `/metrics` look again.
+    jobs: Mutex<Diaries>,
+    /// The hunks' review, read on likewise.
+    review: Mutex<ReviewReader>,
     control: ControlPlane,
     node: Arc<hiroz::node::ZNode>,
     voice: OperatorVoice,
@@ -135,6 +141,8 @@ impl ManagedNode for ConsoleNode {
                 token,
                 operator: operator_name(&config),
                 overview: Mutex::new(Overview::of_tenant(&config.tenant)),
+                jobs: Mutex::new(Diaries::of("*")),
+                review: Mutex::new(ReviewReader::default()),
                 tenant: config.tenant.clone(),
                 metrics: Mutex::new(Metrics::with_stores(
                     config.state_path(&config.memory.projection),
@@ -250,8 +258,12 @@ fn same_origin(request: &Request, bearer: bool) -> Result<(), String> {
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    let jobs = match shared.jobs.lock().await.refresh(&shared.log).await {
+        Ok(diaries) => crate::jobs::ops::summaries(diaries),
+        Err(e) => return (StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")).into_response(),
+    };
     let mut m = shared.metrics.lock().await;
-    match m.refresh(&shared.log).await {
+    match m.refresh(&shared.log, &jobs).await {
         Ok(()) => (
             [(
                 header::CONTENT_TYPE,
