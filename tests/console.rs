@@ -247,15 +247,17 @@ async fn the_console_needs_its_token_and_shows_metrics_and_live_events() {
     }
     // The page's API: the task is in the tree, the engine in the node list; a transition
     // taken from it is taken.
-    let state: serde_json::Value = http
-        .get(format!("{base}/api/state"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let api_state = || async {
+        http.get(format!("{base}/api/state"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json::<serde_json::Value>()
+            .await
+            .unwrap()
+    };
+    let state = api_state().await;
     let tasks = state["tasks"].as_array().unwrap();
     assert!(
         tasks
@@ -266,15 +268,7 @@ async fn the_console_needs_its_token_and_shows_metrics_and_live_events() {
     // The page and /metrics read on from where they were: a job started since is in both.
     let job = p.iron_ok(&["jobs", "start", "newsroom/monitor/monitor"]);
     let job = job.trim();
-    let state: serde_json::Value = http
-        .get(format!("{base}/api/state"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let state = api_state().await;
     assert!(
         state["jobs"]
             .as_array()

@@ -49,15 +49,7 @@ pub(super) async fn state(State(shared): State<Arc<Shared>>) -> Result<Json<Valu
         overview.refresh(&shared.log).await.map_err(unavailable)?;
         overview.to_json()
     };
-    let jobs = ops::summaries(
-        shared
-            .jobs
-            .lock()
-            .await
-            .refresh(&shared.log)
-            .await
-            .map_err(unavailable)?,
-    );
+    let jobs = shared.jobs().await.map_err(unavailable)?;
     v["jobs"] = jobs
         .iter()
         .map(|s| {
@@ -70,13 +62,7 @@ pub(super) async fn state(State(shared): State<Arc<Shared>>) -> Result<Json<Valu
                    "on": on, "reason": reason, "entries": s.entries})
         })
         .collect();
-    let review = shared
-        .review
-        .lock()
-        .await
-        .read(&shared.log)
-        .await
-        .map_err(unavailable)?;
+    let review = shared.review().await.map_err(unavailable)?;
     v["hunks"] = review
         .hunks()
         .map(|p| {
@@ -265,13 +251,7 @@ pub(super) async fn hunk(
             ));
         }
     };
-    let review = shared
-        .review
-        .lock()
-        .await
-        .read(&shared.log)
-        .await
-        .map_err(unavailable)?;
+    let review = shared.review().await.map_err(unavailable)?;
     let reviewer = Reviewer {
         log: &shared.log,
         tenant: &shared.tenant,

@@ -111,6 +111,23 @@ struct Shared {
     voice: OperatorVoice,
 }
 
+impl Shared {
+    /// Every job, its diary read on from the last look.
+    async fn jobs(&self) -> Result<Vec<crate::jobs::ops::Summary>, crate::jobs::JobError> {
+        let mut diaries = self.jobs.lock().await;
+        Ok(crate::jobs::ops::summaries(
+            diaries.refresh(&self.log).await?,
+        ))
+    }
+
+    /// The hunks' review, read on from the last look.
+    async fn review(
+        &self,
+    ) -> Result<crate::workspace::review::Review, crate::workspace::land::LandError> {
+        self.review.lock().await.read(&self.log).await
+    }
+}
+
 impl ManagedNode for ConsoleNode {
     type Deps = ConsoleDeps;
 
@@ -258,8 +275,8 @@ fn same_origin(request: &Request, bearer: bool) -> Result<(), String> {
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
-    let jobs = match shared.jobs.lock().await.refresh(&shared.log).await {
-        Ok(diaries) => crate::jobs::ops::summaries(diaries),
+    let jobs = match shared.jobs().await {
+        Ok(jobs) => jobs,
         Err(e) => return (StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")).into_response(),
     };
     let mut m = shared.metrics.lock().await;
