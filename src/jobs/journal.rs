@@ -76,7 +76,7 @@ pub async fn read_all_diaries<L: EventLog>(
 /// Every diary of `mesh` (`*` for all), kept up to date: each [`Diaries::refresh`] reads only
 /// what was appended since the one before, so a reader that looks again and again (the
 /// console) does not read the whole stream each time.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Diaries {
     filter: String,
     /// The next sequence to read.

@@ -458,12 +458,6 @@ impl InboxDeps {
         let sent = match self.engine.send(goal, options.send_timeout).await {
             Ok(sent) => sent,
             Err(e) => {
-                // An engine that refuses a goal for its content refuses it for good (it wrote
-                // why to the log): the message leaves the queue so it cannot block the ones
-                // behind it. An engine that is not active (or is full) refuses everything: that
-                // is waiting, not refusal. A refusal whose reason did not arrive (the engine's
-                // publisher not yet seen, right after it started) is waiting too: a message is
-                // dropped only on a reason that says it is the goal itself.
                 // A session stuck to an expert that cannot take goals (never existed, gone
                 // from the catalog, its mesh parked) is unstuck instead: its messages are not
                 // at fault, and routing offers them again to whichever expert fits.
@@ -484,6 +478,12 @@ impl InboxDeps {
                     )?;
                     return Ok(true);
                 }
+                // An engine that refuses a goal for its content refuses it for good (it wrote
+                // why to the log): the message leaves the queue so it cannot block the ones
+                // behind it. An engine that is not active (or is full) refuses everything: that
+                // is waiting, not refusal. A refusal whose reason did not arrive (the engine's
+                // publisher not yet seen, right after it started) is waiting too: a message is
+                // dropped only on a reason that says it is the goal itself.
                 if let ControlError::Rejected {
                     code: Some(code), ..
                 } = &e
