@@ -8,8 +8,8 @@ use hiroz::Builder;
 use super::commands::connect;
 use super::{CliError, InboxCommand};
 use crate::{
-    cognition::engine::validate,
-    interfaces::{AolTaskGoal, InboxMessage, SessionControl},
+    cognition::engine::check_domain,
+    interfaces::{InboxMessage, SessionControl},
     spine::control::ControlError,
 };
 
@@ -71,16 +71,7 @@ fn check_expert(expert: &str) -> Result<(), CliError> {
     let config = super::load_config()?;
     let catalog = crate::aem::read_state_catalog(&config)
         .map_err(|e| CliError::Failed(format!("{e}; build it with `iron catalog build`")))?;
-    let goal = AolTaskGoal {
-        task_id: String::new(),
-        session_id: String::new(),
-        domain: expert.to_string(),
-        instruction: "stick".into(),
-        depth: 0,
-        parent_task_id: String::new(),
-        context_json: String::new(),
-    };
-    validate(&goal, &catalog)
+    check_domain(expert, &catalog)
         .map_err(|why| CliError::Failed(format!("cannot stick a session to {expert}: {why}")))
 }
 
@@ -96,37 +87,51 @@ async fn control(
         return Err(CliError::Failed("--session must not be empty".into()));
     }
     let (_control, node) = connect(router, timeout).await?;
-    let topic = "/iron/session_control";
-    let publisher = node
-        .create_pub::<SessionControl>(topic)
-        .build()
-        .map_err(|source| ControlError::Declare {
-            what: format!("publisher on {topic}"),
-            source,
-        })?;
-    if !publisher.wait_for_subscription(1, timeout).await {
-        return Err(CliError::Failed(format!(
-            "nobody subscribes to {topic} after {timeout:?}; is the inbox running (`iron up`)?"
-        )));
-    }
     let msg = SessionControl {
         session_id: session.to_string(),
         op,
         expert: expert.to_string(),
     };
+    publish_once(&node, "/iron/session_control", &msg, timeout).await?;
+    println!("sent");
+    Ok(())
+}
+
+/// Publishes `msg` on `topic` once the inbox listens (a message nobody receives is lost:
+/// refuse rather than pretend).
+async fn publish_once<M>(
+    node: &hiroz::node::ZNode,
+    topic: &str,
+    msg: &M,
+    timeout: Duration,
+) -> Result<(), CliError>
+where
+    M: hiroz::msg::ZMessage + hiroz::WithTypeInfo + Send + Sync + 'static,
+    for<'a> M::Serdes: hiroz::msg::ZSerializer<Input<'a> = &'a M>,
+{
+    let publisher =
+        node.create_pub::<M>(topic)
+            .build()
+            .map_err(|source| ControlError::Declare {
+                what: format!("publisher on {topic}"),
+                source,
+            })?;
+    if !publisher.wait_for_subscription(1, timeout).await {
+        return Err(CliError::Failed(format!(
+            "nobody subscribes to {topic} after {timeout:?}; is the inbox running (`iron up`)?"
+        )));
+    }
     publisher
-        .async_publish(&msg)
+        .async_publish(msg)
         .await
         .map_err(|source| ControlError::Call {
             what: format!("publish on {topic}"),
             source,
         })?;
-    println!("sent");
     Ok(())
 }
 
-/// Publishes one message on `/iron/raw_inbox`, once the inbox is listening (a message nobody
-/// receives is lost: refuse rather than pretend).
+/// Publishes one message on `/iron/raw_inbox`, as a channel would.
 pub(super) async fn publish_inbox(
     node: &hiroz::node::ZNode,
     source: &str,
@@ -135,18 +140,6 @@ pub(super) async fn publish_inbox(
     text: &str,
     timeout: Duration,
 ) -> Result<(), CliError> {
-    let publisher = node
-        .create_pub::<InboxMessage>("/iron/raw_inbox")
-        .build()
-        .map_err(|source| crate::spine::control::ControlError::Declare {
-            what: "publisher on /iron/raw_inbox".into(),
-            source,
-        })?;
-    if !publisher.wait_for_subscription(1, timeout).await {
-        return Err(CliError::Failed(format!(
-            "nobody subscribes to /iron/raw_inbox after {timeout:?}; is the inbox running (`iron up`)?"
-        )));
-    }
     let now = crate::spine::control::action::now_stamp();
     let msg = InboxMessage {
         source: source.into(),
@@ -159,11 +152,5 @@ pub(super) async fn publish_inbox(
             nanosec: now.nanosec,
         },
     };
-    publisher.async_publish(&msg).await.map_err(|source| {
-        crate::spine::control::ControlError::Call {
-            what: "publish on /iron/raw_inbox".into(),
-            source,
-        }
-    })?;
-    Ok(())
+    publish_once(node, "/iron/raw_inbox", &msg, timeout).await
 }

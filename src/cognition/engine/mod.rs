@@ -11,4 +11,4 @@ mod validate;
 
 pub use background::Background;
 pub use node::{EngineDeps, EngineNode, EngineOptions};
-pub use validate::{Rejection, validate};
+pub use validate::{Rejection, check_domain, validate};

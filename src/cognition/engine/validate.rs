@@ -89,11 +89,17 @@ pub fn validate(goal: &AolTaskGoal, catalog: &Catalog) -> Result<(), Rejection> 
     if goal.domain.is_empty() {
         return Ok(());
     }
-    let Some((mesh, role)) = goal.domain.split_once('/') else {
-        return Err(Rejection::MalformedDomain(goal.domain.clone()));
+    check_domain(&goal.domain, catalog)
+}
+
+/// Checks that `domain` names an expert goals can go to: `<mesh>/<role>`, in the catalog, its
+/// mesh not parked (the refusals [`Rejection::is_about_domain`] names).
+pub fn check_domain(domain: &str, catalog: &Catalog) -> Result<(), Rejection> {
+    let Some((mesh, role)) = domain.split_once('/') else {
+        return Err(Rejection::MalformedDomain(domain.to_string()));
     };
     if mesh.is_empty() || role.is_empty() || role.contains('/') {
-        return Err(Rejection::MalformedDomain(goal.domain.clone()));
+        return Err(Rejection::MalformedDomain(domain.to_string()));
     }
     if catalog
         .mesh(mesh)
@@ -101,10 +107,10 @@ pub fn validate(goal: &AolTaskGoal, catalog: &Catalog) -> Result<(), Rejection> 
     {
         return Err(Rejection::ParkedMesh(mesh.to_string()));
     }
-    if catalog.expert(&goal.domain).is_none() {
+    if catalog.expert(domain).is_none() {
         let known: Vec<&str> = catalog.spawnable().map(|e| e.id.as_str()).collect();
         return Err(Rejection::UnknownDomain(
-            goal.domain.clone(),
+            domain.to_string(),
             known.join(", "),
         ));
     }
