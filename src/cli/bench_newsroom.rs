@@ -16,6 +16,7 @@
 //!
 //! Run it from the repository root (it uses `launch/bringup.yaml` and `aem/`).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -187,6 +188,13 @@ fn owner(f: usize) -> String {
     }
 }
 
+/// The generated events (`gen-<event>-<report>`) of report ids.
+fn events_of(ids: &[String]) -> BTreeSet<&str> {
+    ids.iter()
+        .map(|id| id.rsplit_once('-').map_or(id.as_str(), |(event, _)| event))
+        .collect()
+}
+
 /// The reports the offline judgment sees for `items` (as the feeds program would give them).
 fn reports(items: &[Item]) -> Vec<claims::Report> {
     items
@@ -248,16 +256,29 @@ pub(super) async fn newsroom(feeds: usize, items: usize, new: usize) -> Result<(
     let judgment = judged_at.elapsed();
     let confirmed = verdicts
         .iter()
-        .filter(|v| v.status == claims::Status::Confirmed)
-        .count();
+        .filter(|v| v.status == claims::Status::Confirmed);
+    // The generator knows each item's event: a confirmation resting on two is false.
+    let mixed: Vec<&claims::Verdict> = confirmed
+        .clone()
+        .filter(|v| events_of(&v.supporting).len() > 1)
+        .collect();
     println!(
-        "bench newsroom.generated {} items {} feeds {} claims {} confirmed ({} chars of bulletin)",
+        "bench newsroom.generated {} items {} feeds {} claims {} confirmed, {} of them on different events ({} chars of bulletin)",
         generated.len(),
         feeds,
         verdicts.len(),
-        confirmed,
+        confirmed.count(),
+        mixed.len(),
         wording.text.len()
     );
+    if let Some(v) = mixed.first() {
+        return Err(CliError::Failed(format!(
+            "{} confirmed claims rest on different events, e.g. {:?} on {}",
+            mixed.len(),
+            v.text,
+            v.supporting.join(", ")
+        )));
+    }
 
     let config = dir.path().join("iron.yaml");
     std::fs::write(&config, format!("state_dir: {}\n", dir.path().display()))

@@ -492,6 +492,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         }) => super::bench_cognition::cognition(messages, rate, starts, timeout).await,
         Command::Bench(BenchCommand::Tools { calls, nats }) => bench::tools(calls, nats).await,
         Command::Bench(BenchCommand::Routing { set, aem }) => bench::routing(&set, &aem),
+        Command::Eval(command) => super::eval::run(command),
         Command::Bench(BenchCommand::Newsroom { feeds, items, new }) => {
             super::bench_newsroom::newsroom(feeds, items, new).await
         }

@@ -9,6 +9,7 @@ mod bench_newsroom;
 mod bench_stats;
 mod bench_workspace;
 mod commands;
+mod eval;
 mod hunks;
 mod inbox;
 mod jobs;
@@ -248,6 +249,9 @@ pub enum Command {
     /// Measure; prints lines `bench <name> <value> <unit>`.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Accuracy of judgment on labelled sets (see `iron eval newsroom --help`).
+    #[command(subcommand)]
+    Eval(eval::EvalCommand),
 }
 
 #[derive(Debug, Subcommand)]

@@ -4,37 +4,46 @@
 //! Grouping. Each report becomes two IDF-weighted bags of [`text::terms`] (title; title plus
 //! summary at half weight), with opposite states (`close`/`open`) folded onto one axis term so
 //! "bridge closed" and "bridge reopened" read as one subject. Similarity is the title cosine,
-//! blended 60/40 with the full-text cosine when both reports have a summary. Clustering is
-//! average linkage: the most similar pair of clusters merges while its mean pairwise similarity
-//! reaches [`MERGE_THRESHOLD`] and none of its pairs is below [`MIN_PAIR_SIMILARITY`].
+//! blended 60/40 with the full-text cosine when both reports have a summary, or, when higher,
+//! the share of anchors two reports have in common (names the batch confirms and figures,
+//! anywhere in them: [`anchor_overlap`]). Clustering is average linkage: the most similar pair
+//! of clusters merges while its mean pairwise similarity reaches [`MERGE_THRESHOLD`] and none of
+//! its pairs is below [`MIN_PAIR_SIMILARITY`].
 //!
-//! Vetoes. Two reports never share a claim when their titles name disjoint objects (bridge vs
-//! tunnel). Unless their titles oppose, they also never do when they name disjoint events (fire
-//! vs opening hours), when each names a place the other never mentions (Eastside vs Westside),
-//! or when they lie more than [`SAME_EVENT_WINDOW_SECS`] apart. Opposed titles (one denies or
-//! negates, or they state opposite states) merge from [`OPPOSED_MERGE_THRESHOLD`], judged by how
-//! much of the shorter one the other covers: a denier left outside its claim could let the claim
-//! be confirmed, while joining it wrongly only yields "contradicted".
+//! Vetoes. Two reports never share a claim when each names a place or person (a name the batch
+//! confirms, [`frame`]) that the other never mentions, or when their titles name disjoint
+//! objects (bridge vs tunnel). Unless their titles oppose, they also never do when their frames
+//! conflict (an opening actor the other never mentions doing the same thing, another figure of
+//! one kind, swapped roles), when they name disjoint events (fire vs opening hours), or when
+//! they lie more than [`SAME_EVENT_WINDOW_SECS`] apart. Opposed titles (one denies or negates,
+//! or they put one subject in opposite states) merge from [`OPPOSED_MERGE_THRESHOLD`], judged by
+//! how much of the shorter one the other covers: a denier left outside its claim could let the
+//! claim be confirmed, while joining it wrongly only yields "contradicted".
 //!
 //! Stance. The anchor is the earliest report without any cue, else the earliest report. A report
-//! denies when its cues differ from the anchor's, when it states the opposite on an axis, or
-//! when its title's numbers are disjoint from the claim's; states and numbers the anchor lacks
-//! come from the earliest report agreeing with it. Independence is by owner only (trimmed,
-//! lowercased; a blank owner never counts), and [`enforce`] has the last word on every verdict.
+//! denies when its cues differ from the anchor's, when it states the opposite state, or when its
+//! figures conflict with the claim's; states and figures the anchor lacks come from the earliest
+//! report agreeing with it. Independence is by owner only (trimmed, lowercased; a blank owner
+//! never counts).
 //!
-//! Limits. Bag-of-words cannot tell who did what to whom: two like events with no names in
-//! their titles ("man arrested after stabbing") merge, and title-case headlines hide names.
-//! Every cue anywhere in a report counts, so incidental negations and updated figures ("toll
-//! rises to 15") read as contradictions: safe, but noisy. A denial must share distinctive words
-//! with its claim ("Authority denies closure" alone attaches to nothing). IDF comes from the
-//! batch, so a pair can group differently in another batch, and a claim id changes if an earlier
-//! report joins later. Clustering is O(n³): meant for batches of hundreds.
+//! Rivals. A claim whose frame conflicts with another claim about the same subject (a shared
+//! name, close in time, alike in words: another winner, figure or role) is contradicted by it
+//! ([`cross_check_all`]), and [`enforce`] has the last word on every verdict.
+//!
+//! Limits. English headlines; no parser, so roles are positions around a verb and converse
+//! verbs ("X beats Y" / "Y loses to X") read as a swap (a split, never a merge). Paraphrases
+//! that share neither words nor names and figures stay apart. Updated figures ("toll rises to
+//! 15") read as rival accounts: safe, but noisy. A denial must share distinctive words with its
+//! claim ("Authority denies closure" alone attaches to nothing). IDF and names come from the
+//! batch, so a pair can group differently in another batch, and a claim id changes if an
+//! earlier report joins later. Clustering is O(n³): meant for batches of hundreds.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::frame::{self, Figures, Lexicon};
 use super::text;
 use crate::msp::date::parse_rfc3339;
 
@@ -49,10 +58,19 @@ pub const MERGE_THRESHOLD: f64 = 0.3;
 /// vs bridge closed, water restored vs blackout); the object veto keeps those apart, and where
 /// it cannot, the wrong merge yields "contradicted", never "confirmed".
 pub const OPPOSED_MERGE_THRESHOLD: f64 = 0.2;
+/// Similarity from which two reports whose frames conflict, sharing a name, are rival accounts of
+/// one subject (see [`cross_check_all`]): below [`MERGE_THRESHOLD`], since another figure or
+/// winner is often worded differently too ("Magnitude 5.8 earthquake shakes X" / "Strong 6.1
+/// earthquake hits off X"). A rival only ever withholds a confirmation.
+pub const RIVAL_THRESHOLD: f64 = 0.2;
 /// Every two reports of a claim must share at least this much: some rare term, in practice.
 pub const MIN_PAIR_SIMILARITY: f64 = 0.05;
 /// Agreeing reports more than 72 hours apart are never the same event.
 pub const SAME_EVENT_WINDOW_SECS: i64 = 72 * 3600;
+/// Names and figures two reports must share before they count as anchors of one event.
+const MIN_ANCHORS: usize = 2;
+/// What sharing every anchor is worth against word similarity.
+const ANCHOR_WEIGHT: f64 = 0.5;
 /// Weight of summary-only terms against title terms in the full-text bag.
 const SUMMARY_WEIGHT: f64 = 0.5;
 /// Share of the title cosine in the similarity when both reports have a summary.
@@ -144,13 +162,20 @@ struct Features {
     /// Event terms of the title, axes folded; `incidents` are those not on an axis.
     events: BTreeSet<String>,
     incidents: BTreeSet<String>,
-    names: BTreeSet<String>,
+    /// Names of the title ([`Lexicon::names`]); `strong_names`, those the batch confirms.
+    name_list: Vec<frame::Name>,
+    strong_names: BTreeSet<String>,
     mentions: BTreeSet<String>,
+    title_stems: Vec<String>,
+    title_figures: Figures,
+    all_figures: Figures,
+    /// Names the batch confirms and figure values, of title and summary: see [`anchor_overlap`].
+    anchors: BTreeSet<String>,
+    state: Option<frame::State>,
     cues: text::Cues,
     title_cues: text::Cues,
     states: States,
     title_states: States,
-    numbers: BTreeSet<String>,
 }
 
 fn disjoint(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
@@ -163,10 +188,12 @@ fn states_conflict(a: &States, b: &States) -> bool {
 }
 
 impl Features {
-    fn new(report: &Report) -> Self {
+    fn new(report: &Report, lexicon: &Lexicon) -> Self {
         let title_terms = text::terms(&report.title);
         let summary_terms = text::terms(&report.summary);
-        let title_states = text::states(&title_terms);
+        // What happened, read without the names ("Kiln Close" closes nothing).
+        let happened = text::terms(&frame::without_names(&report.title));
+        let title_states = text::states(&happened);
         let mut states = text::states(&summary_terms);
         states.extend(title_states.clone()); // on its axes, the headline's state wins
         let fold = |t: &String| text::axis(t).map_or_else(|| t.clone(), str::to_string);
@@ -177,7 +204,7 @@ impl Features {
             .collect();
         full.extend(title.clone());
         let title_cues = text::cues(&report.title);
-        let events = title_terms.iter().filter(|t| text::is_event(t));
+        let events = happened.iter().filter(|t| text::is_event(t));
         let incidents = events
             .clone()
             .filter(|t| text::axis(t).is_none())
@@ -187,11 +214,27 @@ impl Features {
         if title_cues.status_quo {
             events.insert("(status quo)".to_string());
         }
-        let objects = title_terms
+        let objects = happened
             .iter()
             .filter(|t| text::is_object(t))
             .cloned()
             .collect();
+        let name_list = lexicon.names(&report.title);
+        let all_figures = frame::figures(&format!("{}\n{}", report.title, report.summary));
+        let mut anchors: BTreeSet<String> = lexicon
+            .names(&report.summary)
+            .into_iter()
+            .chain(name_list.iter().cloned())
+            .filter(|n| n.strong)
+            .map(|n| n.stem)
+            .collect();
+        let figure_values = all_figures.iter().filter(|(kind, _)| *kind != "year");
+        anchors.extend(figure_values.flat_map(|(_, vs)| vs.iter().map(|v| format!("#{v}"))));
+        let mut mentions: BTreeSet<String> =
+            title_terms.iter().chain(&summary_terms).cloned().collect();
+        // Names compare as stems; terms may have mapped a word elsewhere ("port" -> "harbour").
+        let stems = text::tokenize(&format!("{}\n{}", report.title, report.summary));
+        mentions.extend(stems.iter().map(|w| text::stem(w)));
         Self {
             time: report.published.as_deref().and_then(parse_rfc3339),
             has_summary: !report.summary.trim().is_empty(),
@@ -200,13 +243,22 @@ impl Features {
             objects,
             events,
             incidents,
-            names: text::proper_nouns(&report.title),
-            mentions: title_terms.iter().chain(&summary_terms).cloned().collect(),
+            strong_names: name_list
+                .iter()
+                .filter(|n| n.strong)
+                .map(|n| n.stem.clone())
+                .collect(),
+            name_list,
+            mentions,
+            title_stems: frame::title_stems(&report.title),
+            title_figures: frame::figures(&report.title),
+            all_figures,
+            anchors,
+            state: frame::state(&report.title),
             cues: text::cues(&format!("{}\n{}", report.title, report.summary)),
             title_cues,
             states,
             title_states,
-            numbers: text::numbers(&report.title),
         }
     }
 
@@ -215,21 +267,103 @@ impl Features {
         let (a, b) = (self.title_cues, other.title_cues);
         (a.denial, a.negation) != (b.denial, b.negation)
             || states_conflict(&self.title_states, &other.title_states)
+            || matches!((&self.state, &other.state), (Some(x), Some(y)) if frame::states_oppose(x, y))
+    }
+
+    /// How the frames say different things, if they do: each title names someone or somewhere
+    /// the other report never mentions, different figures of one kind, or swapped roles.
+    fn conflict(&self, other: &Features) -> Option<Conflict> {
+        if frame::names_conflict(
+            &self.name_list,
+            &self.mentions,
+            &other.name_list,
+            &other.mentions,
+        ) {
+            Some(Conflict::Names)
+        } else if frame::figures_conflict(
+            &self.title_figures,
+            &self.all_figures,
+            &other.title_figures,
+            &other.all_figures,
+        ) {
+            Some(Conflict::Figures)
+        } else if self.substitutes(other) {
+            Some(Conflict::Substitution)
+        } else if frame::role_swap(
+            &self.title_stems,
+            &self.name_list,
+            &other.title_stems,
+            &other.name_list,
+        ) {
+            Some(Conflict::Roles)
+        } else {
+            None
+        }
+    }
+
+    /// Whether the titles are one template with one content word swapped for another that the
+    /// other report never uses: word for word the same but at one place (see
+    /// [`Conflict::Substitution`]). A reworded headline is never one: it differs in more.
+    fn substitutes(&self, other: &Features) -> bool {
+        let (a, b) = (&self.title_stems, &other.title_stems);
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut differ = a.iter().zip(b).filter(|(x, y)| x != y);
+        let (Some((x, y)), None) = (differ.next(), differ.next()) else {
+            return false;
+        };
+        let (cx, cy) = (text::canonical(x), text::canonical(y));
+        let unused = |w: &String, canon: &String, by: &Features| {
+            !text::is_plain(w) && !by.mentions.contains(w) && !by.mentions.contains(canon)
+        };
+        cx != cy && unused(x, &cx, other) && unused(y, &cy, self)
+    }
+
+    /// Whether two reports whose frames conflict (`how`) are rival accounts of one subject:
+    /// close in time and sharing a name the batch confirms; without names on either side, only
+    /// another figure or swapped roles make them rivals ("Bus drivers strike" and "Train
+    /// drivers strike" are two strikes).
+    fn rivals(&self, other: &Features, how: Conflict) -> bool {
+        let (a, b) = (&self.strong_names, &other.strong_names);
+        let named = how == Conflict::Names;
+        let subject = !a.is_disjoint(b) || (a.is_empty() && b.is_empty() && !named);
+        let subject = subject && how != Conflict::Substitution;
+        subject && !self.too_far(other)
+    }
+
+    fn too_far(&self, other: &Features) -> bool {
+        matches!((self.time, other.time),
+            (Some(a), Some(b)) if (a - b).abs() > SAME_EVENT_WINDOW_SECS)
     }
 
     /// Whether the two can never be one event (see "Vetoes" in the module docs).
     fn cannot_link(&self, other: &Features) -> bool {
-        let too_far = matches!((self.time, other.time),
-            (Some(a), Some(b)) if (a - b).abs() > SAME_EVENT_WINDOW_SECS);
-        let unknown_name =
-            |a: &Features, b: &Features| a.names.iter().any(|n| !b.mentions.contains(n));
-        let elsewhere = unknown_name(self, other) && unknown_name(other, self);
-        let agreeing_veto = too_far
-            || elsewhere
+        let agreeing_veto = self.too_far(other)
+            || self.conflict(other).is_some()
             || disjoint(&self.events, &other.events)
             || disjoint(&self.incidents, &other.incidents);
-        disjoint(&self.objects, &other.objects) || (agreeing_veto && !self.opposes(other))
+        let elsewhere = frame::strong_names_conflict(
+            &self.name_list,
+            &self.mentions,
+            &other.name_list,
+            &other.mentions,
+        );
+        disjoint(&self.objects, &other.objects)
+            || elsewhere
+            || (agreeing_veto && !self.opposes(other))
     }
+}
+
+/// How two reports' frames differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Conflict {
+    /// One word of a title swapped for another that the other report never uses: the same
+    /// template about another thing ("Mill Lane school closed" / "Mill Lane depot closed").
+    Substitution,
+    Names,
+    Figures,
+    Roles,
 }
 
 /// Total order of reports: (published, id), missing or unreadable dates last; the other fields
@@ -273,8 +407,17 @@ fn containment(a: &Bag, b: &Bag) -> f64 {
     }
 }
 
-/// Pairwise similarity of all reports; `None` where a pair may never merge.
-fn similarities(features: &[Features]) -> Vec<Vec<Option<f64>>> {
+/// [`Features`] of sorted reports, names read against the batch they came in.
+fn features_of(sorted: &[&Report]) -> Vec<Features> {
+    let texts = sorted
+        .iter()
+        .flat_map(|r| [r.title.as_str(), r.summary.as_str()]);
+    let lexicon = Lexicon::new(texts);
+    sorted.iter().map(|r| Features::new(r, &lexicon)).collect()
+}
+
+/// Pairwise similarity of all reports, vetoes aside.
+fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
     let mut df: BTreeMap<&str, f64> = BTreeMap::new();
     for term in features.iter().flat_map(|f| f.full.keys()) {
         *df.entry(term).or_default() += 1.0;
@@ -289,24 +432,34 @@ fn similarities(features: &[Features]) -> Vec<Vec<Option<f64>>> {
     let pair = |i: usize, j: usize| {
         let (a, b, (title_a, full_a), (title_b, full_b)) =
             (&features[i], &features[j], &bags[i], &bags[j]);
-        if a.cannot_link(b) {
-            return None;
-        }
         let title = cosine(title_a, title_b);
         let sim = match a.has_summary && b.has_summary {
             true => TITLE_SHARE * title + (1.0 - TITLE_SHARE) * cosine(full_a, full_b),
             false => title,
         };
         // A denial is often a fragment of what it denies: judge it by how much of it is covered.
-        Some(if a.opposes(b) {
+        let sim = if a.opposes(b) {
             sim.max(containment(title_a, title_b))
         } else {
             sim
-        })
+        };
+        sim.max(anchor_overlap(&a.anchors, &b.anchors))
     };
     (0..n as usize)
         .map(|i| (0..n as usize).map(|j| pair(i, j)).collect())
         .collect()
+}
+
+/// How much two reports share of what pins an event down — names the batch confirms and figures,
+/// anywhere in them — as a share of the fewer: paraphrases that share few words still name the
+/// same people and places with the same numbers. Needs [`MIN_ANCHORS`] in common.
+fn anchor_overlap(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
+    let shared = a.intersection(b).count();
+    let fewer = a.len().min(b.len());
+    if shared < MIN_ANCHORS || fewer == 0 {
+        return 0.0;
+    }
+    ANCHOR_WEIGHT * shared as f64 / fewer as f64
 }
 
 /// Average-linkage clustering over `sim` (`None`: cannot link), where a pair of clusters merges
@@ -358,7 +511,9 @@ fn make_claim(members: &[usize], sorted: &[&Report], features: &[Features]) -> (
         .min_by_key(|&&i| (features[i].cues.any(), i))
         .unwrap_or(&0);
     let reference = &features[anchor];
-    let (mut states, mut numbers) = (reference.states.clone(), reference.numbers.clone());
+    let mut states = reference.states.clone();
+    // The claim's figures: the anchor's, else those of the first report agreeing with it.
+    let mut figured = reference;
     for f in members.iter().map(|&i| &features[i]) {
         if f.cues != reference.cues {
             continue;
@@ -366,14 +521,29 @@ fn make_claim(members: &[usize], sorted: &[&Report], features: &[Features]) -> (
         for (axis, poles) in &f.states {
             states.entry(axis).or_insert_with(|| poles.clone());
         }
-        if numbers.is_empty() {
-            numbers.clone_from(&f.numbers);
+        if figured.title_figures.is_empty() {
+            figured = f;
         }
     }
+    // The claim's state in the frame's terms: the anchor's, else the first that agrees with it.
+    let agreeing = members
+        .iter()
+        .map(|&i| &features[i])
+        .filter(|f| f.cues == reference.cues);
+    let state = reference
+        .state
+        .as_ref()
+        .or_else(|| agreeing.filter_map(|f| f.state.as_ref()).next());
+    let opposite = |f: &Features| matches!((state, &f.state), (Some(x), Some(y)) if x.axis == y.axis && x.pole != y.pole);
     let stance = |f: &Features| match f.cues != reference.cues
         || states_conflict(&states, &f.states)
-        || disjoint(&numbers, &f.numbers)
-    {
+        || opposite(f)
+        || frame::figures_conflict(
+            &figured.title_figures,
+            &figured.all_figures,
+            &f.title_figures,
+            &f.all_figures,
+        ) {
         true => Stance::Denies,
         false => Stance::Supports,
     };
@@ -399,7 +569,7 @@ fn make_claim(members: &[usize], sorted: &[&Report], features: &[Features]) -> (
 /// `reports` (a duplicated id counts once); claims are in their anchors' (published, id) order.
 pub fn group(reports: &[Report]) -> Vec<Claim> {
     let sorted = sorted_unique(reports);
-    let features = Vec::from_iter(sorted.iter().map(|r| Features::new(r)));
+    let features = features_of(&sorted);
     let bar = |a: &Features, b: &Features| match a.opposes(b) {
         true => OPPOSED_MERGE_THRESHOLD,
         false => MERGE_THRESHOLD,
@@ -409,7 +579,16 @@ pub fn group(reports: &[Report]) -> Vec<Claim> {
             .iter()
             .map(|a| features.iter().map(|b| bar(a, b)).collect()),
     );
-    let clusters = cluster(&similarities(&features), &bars);
+    let sims = similarities(&features);
+    let linkable = |i: usize, j: usize| !features[i].cannot_link(&features[j]);
+    let sims = Vec::from_iter(sims.iter().enumerate().map(|(i, row)| {
+        Vec::from_iter(
+            row.iter()
+                .enumerate()
+                .map(|(j, &s)| linkable(i, j).then_some(s)),
+        )
+    }));
+    let clusters = cluster(&sims, &bars);
     let mut claims: Vec<(usize, Claim)> = clusters
         .iter()
         .map(|members| make_claim(members, &sorted, &features))
@@ -465,7 +644,7 @@ pub fn cross_check(claim: &Claim, reports: &[Report]) -> Verdict {
     let index = owners_by_id(reports);
     let listed: BTreeSet<&str> = claim.reports.iter().map(|r| r.id.as_str()).collect();
     let sorted = sorted_unique(reports.iter().filter(|r| listed.contains(r.id.as_str())));
-    let features = Vec::from_iter(sorted.iter().map(|r| Features::new(r)));
+    let features = features_of(&sorted);
     let all = Vec::from_iter(0..sorted.len());
     let reread = (!all.is_empty()).then(|| make_claim(&all, &sorted, &features).1.reports);
     let stances = claim.reports.iter().chain(reread.iter().flatten());
@@ -550,12 +729,73 @@ pub fn enforce(verdict: Verdict, reports: &[Report]) -> Verdict {
     }
 }
 
+/// Cross-check every claim ([`cross_check`]), then hold each against its rivals: a claim about
+/// the same subject as another (a shared name, close in time, most words alike) whose frame
+/// says otherwise — another winner, another figure, swapped roles. A confirmed or single-source
+/// claim with a rival is contradicted, the rival's reports listed as denying it, unless every
+/// rival report comes from an owner that also supports the claim (an owner's own update is no
+/// second account).
+pub fn cross_check_all(claims: &[Claim], reports: &[Report]) -> Vec<Verdict> {
+    let verdicts = claims.iter().map(|c| cross_check(c, reports));
+    let sorted = sorted_unique(reports);
+    let features = features_of(&sorted);
+    let sims = similarities(&features);
+    let index: BTreeMap<&str, usize> = sorted
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.as_str(), i))
+        .collect();
+    let owners = owners_by_id(reports);
+    let supporters = |c: &Claim| -> Vec<usize> {
+        let ids = c.reports.iter().filter(|r| r.stance == Stance::Supports);
+        ids.filter_map(|r| index.get(r.id.as_str()).copied())
+            .collect()
+    };
+    let members: Vec<Vec<usize>> = claims.iter().map(supporters).collect();
+    let rivals = |i: usize, j: usize| {
+        members[i].iter().any(|&a| {
+            members[j].iter().any(|&b| {
+                let (fa, fb) = (&features[a], &features[b]);
+                sims[a][b] >= RIVAL_THRESHOLD
+                    && fa.conflict(fb).is_some_and(|how| fa.rivals(fb, how))
+            })
+        })
+    };
+    verdicts
+        .enumerate()
+        .map(|(i, verdict)| {
+            if verdict.status == Status::Contradicted {
+                return verdict;
+            }
+            let rival_reports: Vec<usize> = (0..claims.len())
+                .filter(|&j| j != i && rivals(i, j))
+                .flat_map(|j| members[j].clone())
+                .collect();
+            let ids = |idx: &[usize]| Vec::from_iter(idx.iter().map(|&k| sorted[k].id.clone()));
+            let supporters = owners_of(&ids(&members[i]), &owners);
+            let denying = ids(&rival_reports);
+            let deniers = owners_of(&denying, &owners);
+            if deniers.is_subset(&supporters) {
+                return verdict;
+            }
+            let verb = by_count(deniers.len().max(1), "reports", "report");
+            let reason = format!(
+                "contradicted: {} {verb} it otherwise (another winner, figure or role)",
+                names(&deniers)
+            );
+            Verdict {
+                status: Status::Contradicted,
+                denying,
+                reason,
+                ..verdict
+            }
+        })
+        .collect()
+}
+
 /// Group `reports` and cross-check every claim, in claim order.
 pub fn newsroom(reports: &[Report]) -> Vec<Verdict> {
-    group(reports)
-        .iter()
-        .map(|claim| cross_check(claim, reports))
-        .collect()
+    cross_check_all(&group(reports), reports)
 }
 
 #[cfg(test)]

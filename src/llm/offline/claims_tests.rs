@@ -187,7 +187,7 @@ fn opposite_states_contradict_even_when_the_anchor_has_none() {
         "three | Harbour bridge reopened after inspection",
     ]);
     let sorted = sorted_unique(&reports);
-    let features = Vec::from_iter(sorted.iter().map(|r| Features::new(r)));
+    let features = features_of(&sorted);
     let (_, claim) = make_claim(&[0, 1, 2], &sorted, &features);
     let stances = Vec::from_iter(claim.reports.iter().map(|r| r.stance));
     assert_eq!(stances, [Supports, Supports, Denies]);
@@ -324,4 +324,83 @@ fn serde_shapes() {
         stance: Denies,
     };
     assert_eq!(serde_json::to_value(cr).expect("json")["stance"], "denies");
+}
+
+/// Look-alike reports that differ in who did what are never one confirmed claim (issue 30's
+/// cases, in words of their own).
+#[test]
+fn look_alikes_that_differ_in_who_did_what_are_not_confirmed() {
+    let cases: [[&str; 4]; 5] = [
+        [
+            "a | Greens win Dunmore by-election",
+            "b | Greens win the Dunmore by-election, count shows",
+            "c | Liberals win Dunmore by-election",
+            "d | Liberals win the Dunmore by-election after recount",
+        ],
+        [
+            "a | Kelco recalls 40,000 vans over airbag fault",
+            "b | Kelco recalls 40,000 vans over airbag fault, regulator says",
+            "c | Marden recalls 40,000 vans over airbag fault",
+            "d | Marden recalls 40,000 vans over airbag fault, regulator says",
+        ],
+        [
+            "a | Rovers beat United 2-1 at Elm Park",
+            "b | Rovers beat United 2-1 in derby at Elm Park",
+            "c | United beat Rovers 2-1 at Elm Park",
+            "d | United beat Rovers 2-1 in derby at Elm Park",
+        ],
+        [
+            "a | Northwind to acquire Belmont Foods for $2bn",
+            "b | Northwind to acquire Belmont Foods in $2bn deal",
+            "c | Belmont Foods to acquire Northwind for $2bn",
+            "d | Belmont Foods to acquire Northwind in $2bn deal",
+        ],
+        [
+            "a | Kelsby flood: 12 dead as river bursts banks",
+            "b | Kelsby flood leaves 12 dead",
+            "c | Kelsby flood: 20 dead as river bursts banks",
+            "d | Kelsby flood leaves 20 dead",
+        ],
+    ];
+    let note = "e | Notes | In the news: Greens, Liberals, Kelco, Marden, Rovers, United, \
+        Northwind, Belmont Foods and Kelsby.";
+    for case in cases {
+        // Read with and without a summary naming them in running text, as feeds often have.
+        for lines in [case.to_vec(), [&case[..], &[note]].concat()] {
+            let verdicts = newsroom(&batch(&lines));
+            for v in verdicts.iter().filter(|v| v.status == Confirmed) {
+                let sides = ids(v)
+                    .iter()
+                    .map(|id| id < &"c".to_string())
+                    .collect::<BTreeSet<_>>();
+                assert_eq!(sides.len(), 1, "{case:?}: one claim mixes accounts: {v:#?}");
+                // Two makers' recalls may be two events; one count has one winner and one toll.
+                assert!(
+                    case[0].contains("recalls"),
+                    "{case:?}: confirmed although another account conflicts: {verdicts:#?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_denial_without_a_cue_word_counts() {
+    let reports = batch(&[
+        "wire | Ferry services suspended at Kelsby",
+        "radio | Kelsby ferry services suspended",
+        "operator | Ferries are operating as usual, Kelsby Harbour Authority says",
+    ]);
+    let verdicts = newsroom(&reports);
+    assert!(
+        verdicts.iter().all(|v| v.status != Confirmed),
+        "{verdicts:#?}"
+    );
+    let suspended = verdicts
+        .iter()
+        .find(|v| v.supporting.contains(&"a".to_string()));
+    assert_eq!(
+        suspended.map(|v| v.denying.clone()),
+        Some(vec!["c".to_string()])
+    );
 }

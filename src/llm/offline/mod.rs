@@ -25,6 +25,8 @@
 pub mod answer;
 pub mod bulletin;
 pub mod claims;
+pub mod eval;
+pub mod frame;
 pub mod text;
 
 use serde::Deserialize;
@@ -205,11 +207,9 @@ fn perform(task: Task, request: &ChatRequest) -> Performed {
     let out = match task {
         Task::GroupClaims { reports } => json!({"claims": claims::group(&reports)}),
         Task::CrossCheck { claims, reports } => {
-            let verdicts: Vec<_> = claims
-                .iter()
-                .map(|c| claims::enforce(claims::cross_check(c, &reports), &reports))
-                .collect();
-            json!({"verdicts": verdicts})
+            let verdicts = claims::cross_check_all(&claims, &reports);
+            let verdicts = verdicts.into_iter().map(|v| claims::enforce(v, &reports));
+            json!({"verdicts": Vec::from_iter(verdicts)})
         }
         Task::WriteBulletin { claims } => json!(bulletin::write(&claims)),
         Task::Publish {

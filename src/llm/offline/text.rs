@@ -9,7 +9,8 @@
 //! [`canonical`] (`shut`/`closure` → `close`, `port`/`harbor` → `harbour`, `blaze` → `fire`).
 //! [`cues`] finds denial, negation and status-quo cues; [`axis`] tells which terms are opposite
 //! states of one thing (`close`/`open`, `outage`/`restore`); [`is_event`] and [`is_object`] mark
-//! terms that say what happened and to what; [`proper_nouns`] picks the names in a headline.
+//! terms that say what happened and to what. Names, figures and states are read by
+//! [`super::frame`].
 //!
 //! Limits. English only, and no parsing: a cue anywhere counts for the whole text, so "does not
 //! expect delays" reads as a negated report. For cross-checking that errs on the safe side (a
@@ -274,8 +275,24 @@ pub fn canonical(word: &str) -> String {
     }
 }
 
+/// The value of a number word up to twenty (`twelve` → 12).
+pub fn number_word(token: &str) -> Option<usize> {
+    words(NUMBER_WORDS).position(|w| w == token)
+}
+
+/// Whether a lowercase word, or the [`stem`] of one, carries nothing of what happened: a
+/// stopword, a cue word, a number or a single letter.
+pub fn is_plain(word: &str) -> bool {
+    static STOP_STEMS: OnceLock<BTreeSet<String>> = OnceLock::new();
+    word.chars().count() <= 1
+        || is_stopword(word)
+        || stem_set(&STOP_STEMS, STOPWORDS).contains(word)
+        || is_cue_word(word)
+        || number_value(word).is_some()
+}
+
 fn number_value(token: &str) -> Option<String> {
-    if let Some(n) = words(NUMBER_WORDS).position(|w| w == token) {
+    if let Some(n) = number_word(token) {
         return Some(n.to_string());
     }
     // Counts and amounts only: not clock times ("06", "00") or codes ("6am", "m4").
@@ -422,48 +439,6 @@ pub fn is_object(term: &str) -> bool {
         .contains(term)
 }
 
-/// Canonical terms of the capitalised words inside a sentence-case headline: names of places,
-/// people and bodies ("Fire at Eastside school" → `eastsid`). Words opening the headline or a
-/// clause are skipped, and a title-case headline ("Fire At Eastside School") yields nothing,
-/// since its capitals say nothing about names.
-pub fn proper_nouns(title: &str) -> BTreeSet<String> {
-    let mut candidates = Vec::new();
-    let (mut content_words, mut capitalised) = (0, 0);
-    for (i, clause) in title
-        .split([':', ';', '.', '?', '!', '|', '\u{2014}'])
-        .enumerate()
-    {
-        let words = clause.split(|c: char| !c.is_alphanumeric() && c != '\'');
-        for (j, word) in words.filter(|w| !w.is_empty()).enumerate() {
-            let (lower, upper) = (word.to_lowercase(), word.starts_with(char::is_uppercase));
-            // Title case leaves only short function words ("at", "of", "the") in lower case.
-            if i + j > 0 && !(lower.len() <= 3 && is_stopword(&lower)) {
-                content_words += 1;
-                capitalised += usize::from(upper);
-            }
-            let plain =
-                is_stopword(&lower) || is_cue_word(&lower) || number_value(&lower).is_some();
-            if j > 0 && upper && !plain {
-                candidates.push(canonical(&lower));
-            }
-        }
-    }
-    let title_case = capitalised * 5 >= content_words * 3;
-    if title_case {
-        BTreeSet::new()
-    } else {
-        candidates.into_iter().collect()
-    }
-}
-
-/// The numbers in `text` as digit strings (`three` → `3`, `4,000` → `4000`).
-pub fn numbers(text: &str) -> BTreeSet<String> {
-    tokenize(text)
-        .iter()
-        .filter_map(|t| number_value(t))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -582,26 +557,9 @@ mod tests {
     }
 
     #[test]
-    fn proper_nouns_of_sentence_case_headlines() {
-        let names = |t: &str| proper_nouns(t).into_iter().collect::<Vec<_>>();
-        assert_eq!(names("Fire at Eastside school"), ["eastsid"]);
-        assert_eq!(
-            names("Blaze hits warehouse on Quay Street"),
-            ["quay", "street"]
-        );
-        assert!(names("Portmere to close schools: Council confirms").is_empty());
-        assert!(names("Fire At Eastside Primary School").is_empty());
-    }
-
-    #[test]
     fn objects_and_numbers() {
         assert!(is_object(&canonical("bridges")));
         assert!(is_object(&canonical("power")));
         assert!(!is_object(&canonical("crossing")));
-        let expected: BTreeSet<String> = ["3".into(), "4000".into()].into();
-        assert_eq!(
-            numbers("Three schools, 4,000 pupils, 06:00 to 6pm"),
-            expected
-        );
     }
 }

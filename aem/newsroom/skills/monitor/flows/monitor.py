@@ -170,13 +170,16 @@ def _guard(raw, claims, by_id):
         members = {r["id"]: r["stance"] for r in c["reports"]}
         v = given.get(c["id"], {})
         status = v.get("status") if v.get("status") in STATUSES else "single_source"
-        # A denial seen by either the grouping or the cross-check counts; a denier is never
-        # a supporter.
-        denying = sorted({r for r in v.get("denying") or [] if r in members}
+        # A denial seen by either the grouping or the cross-check counts (the cross-check may
+        # name a known report of another claim: a rival account of the same subject); a
+        # denier is never a supporter.
+        denying = sorted({r for r in v.get("denying") or [] if r in by_id}
                          | {r for r, s in members.items() if s == "denies"})
         supporting = [r for r in (v.get("supporting") or list(members))
                       if r in members and r not in denying]
-        owners = {by_id[r]["owner"] for r in supporting}
+        # Owners compare as the Rust judge compares them: trimmed, lower-cased, blank never.
+        owners = {o for o in (str(by_id[r].get("owner") or "").strip().lower()
+                              for r in supporting) if o}
         if denying:
             status = "contradicted"
         if status == "confirmed" and len(owners) < 2:
