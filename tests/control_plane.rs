@@ -139,6 +139,69 @@ async fn every_transition_in_order_with_callbacks_and_events() {
     assert_eq!(seen, expect);
 }
 
+/// The helper every command that starts a node uses (`iron up`, the engine's experts, the
+/// benches): to active from where the node is, or the node's own reason for refusing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bringing_a_node_up_says_why_it_refused() {
+    use iron::spine::control::{ControlError, lifecycle::LifecycleClient};
+    let plane = Plane::start();
+    let _picky = plane.demo("picky", &["--fail-on", "configure"]);
+    let _half = plane.demo("half", &["--fail-on", "activate"]);
+    let _fine = plane.demo("fine", &[]);
+    let (_c, node) = client(&plane).await;
+    let bring_up = |fqn: &'static str| {
+        let node = &node;
+        async move {
+            LifecycleClient::watching(node, fqn, T)
+                .unwrap()
+                .activate()
+                .await
+        }
+    };
+    match bring_up("/iron/picky").await {
+        Err(ControlError::Transition {
+            node,
+            transition,
+            reason,
+        }) => {
+            assert_eq!(
+                (node.as_str(), transition.as_str()),
+                ("/iron/picky", "configure")
+            );
+            assert!(reason.contains("configure told to fail"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    match bring_up("/iron/half").await {
+        Err(e @ ControlError::Transition { .. }) => assert!(
+            e.to_string()
+                .contains("/iron/half did not activate: activate failed: activate told to fail"),
+            "{e}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Configured on the way, it stays inactive; a second try starts from there (activate
+    // only) and fails for the same reason.
+    assert!(
+        plane
+            .iron_ok(&["lifecycle", "get", "/iron/half"])
+            .starts_with("inactive")
+    );
+    let again = bring_up("/iron/half").await.unwrap_err().to_string();
+    assert!(
+        again.contains("did not activate: activate failed"),
+        "{again}"
+    );
+    // A node already active is left as it is.
+    bring_up("/iron/fine").await.unwrap();
+    bring_up("/iron/fine").await.unwrap();
+    assert!(
+        plane
+            .iron_ok(&["lifecycle", "get", "/iron/fine"])
+            .starts_with("active")
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_and_erroring_callbacks_take_the_documented_paths() {
     let plane = Plane::start();

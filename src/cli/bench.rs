@@ -5,13 +5,12 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use super::{
-    CliError,
-    bench_stats::{BenchNats, Figures, PrivateRouter, beside_iron, pct, scratch_dir, us},
+    BenchArgs, BenchCommand, CliError,
+    bench_stats::{BenchEnv, BenchNats, Figures, PrivateRouter, beside_iron, pct, scratch_dir, us},
 };
 use crate::{
     interfaces::{AolTask, AolTaskGoal},
     spine::control::{
-        ROUTER_ENV,
         action::{ActionClient, GoalStatus},
         demo::echo_key,
         lifecycle::LifecycleClient,
@@ -21,6 +20,112 @@ use crate::{
     },
 };
 
+/// Runs `iron bench …`: each count as given, else the bench's own (small ones with
+/// `--smoke`).
+pub(super) async fn run(args: BenchArgs, timeout: Duration) -> Result<(), CliError> {
+    let smoke = args.smoke;
+    // A count: as given, else the smoke or the full default.
+    let n = |given: Option<usize>, full: usize, small: usize| {
+        given.unwrap_or(if smoke { small } else { full })
+    };
+    match args.bench {
+        BenchCommand::Control { iterations } => control(n(iterations, 2000, 20), timeout).await,
+        BenchCommand::Log {
+            events,
+            burst,
+            nats,
+        } => log(n(events, 5000, 50), n(burst, 10_000, 100), nats).await,
+        BenchCommand::Tools { calls, nats } => tools(n(calls, 500, 5), nats).await,
+        BenchCommand::Cognition {
+            messages,
+            rate,
+            starts,
+        } => {
+            super::bench_cognition::cognition(
+                n(messages, 5000, 50),
+                rate,
+                n(starts, 30, 1),
+                timeout,
+            )
+            .await
+        }
+        BenchCommand::Workspace {
+            files,
+            scratches,
+            runs,
+        } => {
+            super::bench_workspace::workspace(
+                n(files, 10_000, 50),
+                n(scratches, 10, 2),
+                n(runs, 200, 10),
+            )
+            .await
+        }
+        BenchCommand::Memory {
+            corpus,
+            burst,
+            queries,
+            dir,
+        } => {
+            memory(
+                n(corpus, 1_000_000, 1000),
+                n(burst, 10_000, 100),
+                n(queries, 500, 10),
+                dir,
+            )
+            .await
+        }
+        BenchCommand::Routing { set, aem } => routing(&set, &aem),
+        BenchCommand::Newsroom { feeds, items, new } => {
+            // A smoke run's first bulletin comes in seconds; a stuck one fails in minutes, not ten.
+            let first_within = Duration::from_secs(if smoke { 120 } else { 600 });
+            super::bench_newsroom::newsroom(
+                n(feeds, 20, 2),
+                n(items, 1000, 10),
+                n(new, 5, 1),
+                first_within,
+            )
+            .await
+        }
+        BenchCommand::Jobs {
+            steps,
+            resume_steps,
+            python,
+            nats,
+        } => {
+            super::jobs::bench(
+                n(steps, 2000, 20),
+                n(resume_steps, 10_000, 20),
+                python,
+                nats,
+            )
+            .await
+        }
+        BenchCommand::Console {
+            events,
+            clients,
+            tasks,
+        } => {
+            super::bench_console::console(
+                n(events, 20_000, 200),
+                n(clients, 20, 2),
+                n(tasks, 40, 2),
+                timeout,
+            )
+            .await
+        }
+        BenchCommand::Catalog { experts } => catalog(n(experts, 1000, 10)),
+        BenchCommand::EchoServer => {
+            crate::tools::bench::serve_echo()
+                .await
+                .map_err(|source| CliError::Io {
+                    what: "serving the echo tool".into(),
+                    source,
+                })
+        }
+    }
+}
+
 /// `iron bench control`: an AolTask round trip for an empty goal (send_goal with get_result
 /// pipelined, see `ActionClient::run`) against a raw Zenoh query round trip, both between
 /// this process and one demo node process, interleaved so machine noise hits both alike.
@@ -29,7 +134,9 @@ pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), 
     let router = PrivateRouter::start().await?;
     let endpoint = router.endpoint.clone();
     let exe = beside_iron("demo_node")?;
-    let mut demo = tokio::process::Command::new(&exe)
+    let mut demo = BenchEnv::new()
+        .router(&endpoint)
+        .command(&exe)
         .args([
             "--ros-args",
             "-r",
@@ -39,7 +146,6 @@ pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), 
             "--log-level",
             "warn",
         ])
-        .env(ROUTER_ENV, &endpoint)
         .kill_on_drop(true)
         .spawn()
         .map_err(|source| CliError::Io {
@@ -48,12 +154,8 @@ pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), 
         })?;
 
     let (_control, node) = super::commands::connect(&endpoint, timeout).await?;
-    let life = LifecycleClient::new(&node, "/iron/bench", timeout * 3)?;
-    for step in ["configure", "activate"] {
-        if !life.set(step).await? {
-            return Err(CliError::Failed(format!("demo node refused {step}")));
-        }
-    }
+    let life = LifecycleClient::watching(&node, "/iron/bench", timeout * 3)?;
+    life.activate().await?;
     let actions = ActionClient::<AolTask>::new(&node, "/iron/bench/task")?;
     let session = node.session().clone();
     let key = echo_key("/iron/bench");
@@ -226,16 +328,14 @@ pub(super) async fn memory(
 }
 
 /// `iron bench tools`: a managed call (the manager, both gates, its two events) against a
-/// direct call, on our MCP test server (beside `iron`) and its echo tool, with the events
-/// kept in memory, on the embedded log and on JetStream (`nats`, or a local server).
+/// direct call, on an MCP server's echo tool (`iron bench echo-server`, this same program, so
+/// the bench needs nothing the release build does not make), with the events kept in memory,
+/// on the embedded log and on JetStream (`nats`, or a local server).
 pub(super) async fn tools(calls: usize, nats: Option<String>) -> Result<(), CliError> {
     super::bench_stats::print_machine("tools");
-    // The test server is built only with the `test-support` feature.
-    let server = beside_iron("mcp_test_server").map_err(|_| {
-        CliError::Failed(
-            "mcp_test_server is not beside iron; run `cargo build --release --bins --features test-support`"
-                .into(),
-        )
+    let server = std::env::current_exe().map_err(|source| CliError::Io {
+        what: "finding the iron executable".into(),
+        source,
     })?;
     let dir = scratch_dir()?;
     let nats = BenchNats::given_or_local(nats, dir.path()).await?;
@@ -257,11 +357,11 @@ pub(super) async fn tools(calls: usize, nats: Option<String>) -> Result<(), CliE
         };
         let bench = crate::tools::bench::ToolsBench {
             command: server.display().to_string(),
-            args: Vec::new(),
+            args: vec!["bench".into(), "echo-server".into()],
             tool: "echo".into(),
             arguments: serde_json::json!({"text": "ping"}),
             calls,
-            env: std::env::vars().collect(),
+            env: BenchEnv::new().vars(),
             sinks: vec![
                 sink("memory", Arc::new(MemoryEvents::default())),
                 sink(

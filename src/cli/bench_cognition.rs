@@ -36,12 +36,12 @@ use tokio::{
 
 use super::{
     CliError,
-    bench_stats::{Figures, PrivateRouter, beside_iron, ms, pct},
+    bench_stats::{BenchEnv, Figures, PrivateRouter, beside_iron, ms, pct},
 };
 use crate::{
     interfaces::{AolTask, AolTaskGoal, InboxMessage},
     spine::control::{
-        ControlError, ControlPlane, ROUTER_ENV,
+        ControlError, ControlPlane,
         action::{ActionClient, now_stamp},
         lifecycle::LifecycleClient,
     },
@@ -135,7 +135,11 @@ pub(super) fn node_command(
     config: &Path,
     capture: bool,
 ) -> Command {
-    let mut cmd = Command::new(exe);
+    let mut cmd = BenchEnv::new()
+        .router(endpoint)
+        .config(config)
+        .set("NO_COLOR", "1")
+        .command(exe);
     cmd.args(args)
         .args([
             "--ros-args",
@@ -144,9 +148,6 @@ pub(super) fn node_command(
             "-r",
             &format!("__ns:={ns}"),
         ])
-        .env(ROUTER_ENV, endpoint)
-        .env("IRON_CONFIG", config)
-        .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .kill_on_drop(true);
@@ -190,20 +191,15 @@ fn now_us() -> i64 {
         .as_micros() as i64
 }
 
-/// Drives a managed node to active within `timeout`.
+/// Drives a managed node to active within `timeout`; a refusal says the node's reason.
 pub(super) async fn activate(
     node: &hiroz::node::ZNode,
     fqn: &str,
     timeout: Duration,
 ) -> Result<(), CliError> {
-    let life = LifecycleClient::new(node, fqn, timeout)?;
-    life.get_state().await?;
-    for step in ["configure", "activate"] {
-        if !life.set(step).await? {
-            return Err(CliError::Failed(format!("{fqn} refused {step}")));
-        }
-    }
-    Ok(())
+    Ok(LifecycleClient::watching(node, fqn, timeout)?
+        .activate()
+        .await?)
 }
 
 pub(super) async fn stop(

@@ -22,10 +22,10 @@ use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 use super::CliError;
-use super::bench_stats::{beside_iron, ms, pct};
+use super::bench_stats::{BenchEnv, beside_iron, ms, pct};
 use crate::core::{
     durable::{AppendRequest, EventLog},
     envelope::Envelope,
@@ -215,7 +215,13 @@ fn reports(items: &[Item]) -> Vec<claims::Report> {
 }
 
 /// Runs the benchmark.
-pub(super) async fn newsroom(feeds: usize, items: usize, new: usize) -> Result<(), CliError> {
+/// `first_within` bounds the wait for the first bulletin.
+pub(super) async fn newsroom(
+    feeds: usize,
+    items: usize,
+    new: usize,
+    first_within: Duration,
+) -> Result<(), CliError> {
     super::bench_stats::print_machine("newsroom");
     if feeds < 2 || items < feeds || new > NEW_EVENTS.len() {
         return Err(CliError::Failed(format!(
@@ -286,7 +292,13 @@ pub(super) async fn newsroom(feeds: usize, items: usize, new: usize) -> Result<(
     let port = crate::launch::nats::free_port().map_err(io("finding a free port"))?;
     let router = format!("tcp/127.0.0.1:{port}");
     let started = now_ms();
-    let mut up = spawn_up(&config, &router, &official, &wires, items)?;
+    let mut up = Up {
+        log: dir.path().join("up.log"),
+        child: None,
+    };
+    up.child = Some(spawn_up(
+        &up.log, &config, &router, &official, &wires, items,
+    )?);
     let log = AnyLog::open(&crate::core::config::Config {
         state_dir: dir.path().to_path_buf(),
         ..Default::default()
@@ -296,38 +308,71 @@ pub(super) async fn newsroom(feeds: usize, items: usize, new: usize) -> Result<(
     let result = measure(
         &log,
         &outbox,
+        &mut up,
         started,
         items,
         judgment,
         &dir.path().join("feeds"),
         new,
         &generated,
+        first_within,
     )
     .await;
-    let _ = up.start_kill();
-    let _ = up.wait().await;
+    if let Some(mut child) = up.child.take() {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
     result
 }
 
+/// The `iron up` the bench runs, and the file its output goes to.
+struct Up {
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Up {
+    /// How it ended, if it has.
+    fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut()?.try_wait().ok().flatten()
+    }
+
+    /// The last lines of its output (a node that refused to configure says why there).
+    fn tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let last = &lines[lines.len().saturating_sub(12)..];
+        if last.is_empty() {
+            "(it printed nothing)".into()
+        } else {
+            last.join("\n  ")
+        }
+    }
+}
+
 fn spawn_up(
+    up_log: &Path,
     config: &Path,
     router: &str,
     official: &Path,
     wires: &Path,
     items: usize,
 ) -> Result<Child, CliError> {
-    Command::new(beside_iron("iron")?)
+    let log = std::fs::File::create(up_log).map_err(io("creating iron up's log"))?;
+    BenchEnv::new()
+        .config(config)
+        .router(router)
+        .set("NEWSROOM_OFFICIAL_FEEDS", official)
+        .set("NEWSROOM_WIRE_FEEDS", wires)
+        .set("FEEDS_INTERVAL", "1")
+        .set("FEEDS_MAX_ITEMS", (items + 100).to_string())
+        .set("RUST_LOG", "warn,zenoh=error,hiroz=error")
+        .set("NO_COLOR", "1")
+        .command(beside_iron("iron")?)
         .args(["up", "--launch", "launch/bringup.yaml", "--aem", "aem"])
-        .env("IRON_CONFIG", config)
-        .env("IRON_ROUTER", router)
-        .env("NEWSROOM_OFFICIAL_FEEDS", official)
-        .env("NEWSROOM_WIRE_FEEDS", wires)
-        .env("FEEDS_INTERVAL", "1")
-        .env("FEEDS_MAX_ITEMS", (items + 100).to_string())
-        .env("RUST_LOG", "warn,zenoh=error,hiroz=error")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log)
         .kill_on_drop(true)
         .spawn()
         .map_err(io("starting iron up"))
@@ -342,17 +387,30 @@ fn outbox(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Waits (up to `limit`) until the outbox has `n` records; the `n`th.
-async fn nth_record(path: &Path, n: usize, limit: Duration) -> Result<Value, CliError> {
+/// Waits (up to `limit`, and while `iron up` runs) until the outbox has `n` records; the
+/// `n`th. A failure quotes what `iron up` said last.
+async fn nth_record(
+    path: &Path,
+    n: usize,
+    limit: Duration,
+    up: &mut Up,
+) -> Result<Value, CliError> {
     let until = Instant::now() + limit;
     loop {
         if let Some(r) = outbox(path).into_iter().nth(n - 1) {
             return Ok(r);
         }
+        if let Some(status) = up.exited() {
+            return Err(CliError::Failed(format!(
+                "iron up ended ({status}) before bulletin #{n}; its last lines:\n  {}",
+                up.tail()
+            )));
+        }
         if Instant::now() > until {
             return Err(CliError::Failed(format!(
-                "no bulletin #{n} within {}s; run `iron up` by hand on the generated feeds to see why",
-                limit.as_secs()
+                "no bulletin #{n} within {}s; iron up's last lines:\n  {}",
+                limit.as_secs(),
+                up.tail()
             )));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -363,14 +421,16 @@ async fn nth_record(path: &Path, n: usize, limit: Duration) -> Result<Value, Cli
 async fn measure(
     log: &AnyLog,
     outbox_path: &Path,
+    up: &mut Up,
     started: u64,
     items: usize,
     judgment: Duration,
     feeds_dir: &Path,
     new: usize,
     generated: &[Item],
+    first_within: Duration,
 ) -> Result<(), CliError> {
-    let first = nth_record(outbox_path, 1, Duration::from_secs(600)).await?;
+    let first = nth_record(outbox_path, 1, first_within, up).await?;
     let published = first["ts_ms"].as_u64().unwrap_or(0);
     let mem = log.read(MEM, "mem.>", 1, 1_000_000).await.map_err(fail)?;
     let jobs = log.read(JOBS, "jobs.>", 1, 1_000_000).await.map_err(fail)?;
@@ -420,7 +480,7 @@ async fn measure(
         let written = Instant::now();
         std::fs::write(&path, text.replacen("</channel>", &item, 1))
             .map_err(io("adding an item"))?;
-        nth_record(outbox_path, 2 + k, Duration::from_secs(120)).await?;
+        nth_record(outbox_path, 2 + k, Duration::from_secs(120), up).await?;
         latencies.push(written.elapsed());
     }
     if !latencies.is_empty() {

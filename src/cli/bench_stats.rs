@@ -1,7 +1,12 @@
 //! What the `iron bench` commands share: the statistics they compute from their samples, the
-//! executables they start, and the private router they measure on.
+//! executables they start and the environment they start them with, and the private router
+//! they measure on.
 
-use std::{path::PathBuf, time::Duration};
+use std::{
+    ffi::{OsStr, OsString},
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use tokio_util::sync::CancellationToken;
 
@@ -83,6 +88,77 @@ pub(super) fn beside_iron(name: &str) -> Result<PathBuf, CliError> {
                 "{name} is not beside iron; run `cargo build --release --bins`"
             ))
         })
+}
+
+/// The environment of every process a bench starts (its nodes, `iron up`, a tool server): the
+/// caller's, without the variables Iron's processes take their configuration from, plus what
+/// the bench means (its router, its configuration file). A bench measures the system it set
+/// up, whatever the caller exported: an `IRON_STATE_DIR` of another deployment, an
+/// `IRON_ROUTER`, a durable plane, a trace collector. This is the one place that decides it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct BenchEnv {
+    set: Vec<(String, OsString)>,
+}
+
+/// The prefixes of the variables a bench's processes never inherit: Iron's own (`IRON_*`,
+/// see `core::config`) and the OpenTelemetry exporter's (`OTEL_*`: a bench decides itself
+/// whether a node traces).
+const NOT_INHERITED: &[&str] = &["IRON_", "OTEL_"];
+
+fn not_inherited(key: &OsStr) -> bool {
+    key.to_str()
+        .is_some_and(|k| NOT_INHERITED.iter().any(|p| k.starts_with(p)))
+}
+
+impl BenchEnv {
+    /// The caller's environment less what is not inherited; nothing set yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `key` for the started processes (after the caller's are removed).
+    pub fn set(mut self, key: &str, value: impl AsRef<OsStr>) -> Self {
+        self.set.retain(|(k, _)| k != key);
+        self.set
+            .push((key.to_string(), value.as_ref().to_os_string()));
+        self
+    }
+
+    /// The router the processes join (`IRON_ROUTER`).
+    pub fn router(self, endpoint: &str) -> Self {
+        self.set(crate::spine::control::ROUTER_ENV, endpoint)
+    }
+
+    /// The configuration file they read (`IRON_CONFIG`), which names their state directory.
+    pub fn config(self, path: &Path) -> Self {
+        self.set("IRON_CONFIG", path)
+    }
+
+    /// A command for `program` with this environment.
+    pub fn command(&self, program: impl AsRef<OsStr>) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(program);
+        for (key, _) in std::env::vars_os() {
+            if not_inherited(&key) {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.envs(self.set.iter().map(|(k, v)| (k, v)));
+        cmd
+    }
+
+    /// The whole environment as it would be given (variables that are not Unicode left out).
+    pub fn vars(&self) -> std::collections::BTreeMap<String, String> {
+        let mut vars: std::collections::BTreeMap<String, String> = std::env::vars_os()
+            .filter(|(k, _)| !not_inherited(k))
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        for (k, v) in &self.set {
+            if let Some(v) = v.to_str() {
+                vars.insert(k.clone(), v.to_string());
+            }
+        }
+        vars
+    }
 }
 
 /// A router on a free loopback port, so a benchmark never meets another system's nodes.
@@ -183,6 +259,45 @@ impl BenchNats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bench_gives_its_processes_its_own_configuration_not_the_callers() {
+        assert!(not_inherited(OsStr::new("IRON_STATE_DIR")));
+        assert!(not_inherited(OsStr::new("IRON_ROUTER")));
+        assert!(not_inherited(OsStr::new("OTEL_EXPORTER_OTLP_ENDPOINT")));
+        assert!(!not_inherited(OsStr::new("PATH")));
+        assert!(!not_inherited(OsStr::new("HOME")));
+        let env = BenchEnv::new()
+            .router("tcp/127.0.0.1:1")
+            .config(Path::new("/bench/iron.yaml"))
+            .router("tcp/127.0.0.1:2");
+        let vars = env.vars();
+        assert_eq!(
+            vars["IRON_ROUTER"], "tcp/127.0.0.1:2",
+            "the last one set wins"
+        );
+        assert_eq!(vars["IRON_CONFIG"], "/bench/iron.yaml");
+        assert!(
+            vars.keys()
+                .filter(|k| k.starts_with("IRON_") || k.starts_with("OTEL_"))
+                .all(|k| k == "IRON_ROUTER" || k == "IRON_CONFIG"),
+            "{vars:?}"
+        );
+        // The command removes each of the caller's (whatever this test process has) and sets
+        // the bench's.
+        let cmd = env.command("true");
+        let envs: Vec<(&OsStr, Option<&OsStr>)> = cmd.as_std().get_envs().collect();
+        for (key, _) in std::env::vars_os().filter(|(k, _)| not_inherited(k)) {
+            assert!(
+                envs.iter().any(|(k, _)| *k == key),
+                "{key:?} is neither removed nor set"
+            );
+        }
+        assert!(envs.contains(&(
+            OsStr::new("IRON_ROUTER"),
+            Some(OsStr::new("tcp/127.0.0.1:2"))
+        )));
+    }
 
     #[test]
     fn units_for_printing() {

@@ -5,8 +5,8 @@ use std::{collections::BTreeSet, time::Duration};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    BenchCommand, CatalogCommand, Cli, CliError, Command, LogCommand, MemoryCommand, NodeCommand,
-    TaskCommand, ToolsCommand, bench, stop_on_signals,
+    CatalogCommand, Cli, CliError, Command, LogCommand, MemoryCommand, NodeCommand, TaskCommand,
+    ToolsCommand, bench, stop_on_signals,
 };
 use crate::{
     core::{config::Config, durable::StartAt},
@@ -470,48 +470,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             command,
         } => super::logs::ship(node, flush_secs, command).await,
         Command::Msp(command) => super::msp::run(command, &cli.router, timeout).await,
-        Command::Bench(BenchCommand::Jobs {
-            steps,
-            resume_steps,
-            python,
-            nats,
-        }) => super::jobs::bench(steps, resume_steps, python, nats).await,
-        Command::Bench(BenchCommand::Control { iterations }) => {
-            bench::control(iterations, timeout).await
-        }
-        Command::Bench(BenchCommand::Catalog { experts }) => bench::catalog(experts),
-        Command::Bench(BenchCommand::Console {
-            events,
-            clients,
-            tasks,
-        }) => super::bench_console::console(events, clients, tasks, timeout).await,
-        Command::Bench(BenchCommand::Cognition {
-            messages,
-            rate,
-            starts,
-        }) => super::bench_cognition::cognition(messages, rate, starts, timeout).await,
-        Command::Bench(BenchCommand::Tools { calls, nats }) => bench::tools(calls, nats).await,
-        Command::Bench(BenchCommand::Routing { set, aem }) => bench::routing(&set, &aem),
+        Command::Bench(args) => bench::run(args, timeout).await,
         Command::Eval(command) => super::eval::run(command),
-        Command::Bench(BenchCommand::Newsroom { feeds, items, new }) => {
-            super::bench_newsroom::newsroom(feeds, items, new).await
-        }
-        Command::Bench(BenchCommand::Log {
-            events,
-            burst,
-            nats,
-        }) => bench::log(events, burst, nats).await,
-        Command::Bench(BenchCommand::Workspace {
-            files,
-            scratches,
-            runs,
-        }) => super::bench_workspace::workspace(files, scratches, runs).await,
-        Command::Bench(BenchCommand::Memory {
-            corpus,
-            burst,
-            queries,
-            dir,
-        }) => bench::memory(corpus, burst, queries, dir).await,
     }
 }
 

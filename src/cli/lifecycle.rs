@@ -38,7 +38,7 @@ pub(super) async fn run(
             node: target,
             transition,
         } => {
-            let client = LifecycleClient::new(&node, &target, timeout)?.with_reasons(&node)?;
+            let client = LifecycleClient::watching(&node, &target, timeout)?;
             client.transition(&transition).await?;
             println!("Transitioning successful");
             Ok(())

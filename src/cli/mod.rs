@@ -247,8 +247,7 @@ pub enum Command {
     #[command(subcommand)]
     Msp(msp::MspCommand),
     /// Measure; prints lines `bench <name> <value> <unit>`.
-    #[command(subcommand)]
-    Bench(BenchCommand),
+    Bench(BenchArgs),
     /// Accuracy of judgment on labelled sets (see `iron eval newsroom --help`).
     #[command(subcommand)]
     Eval(eval::EvalCommand),
@@ -497,36 +496,48 @@ pub enum InboxCommand {
     },
 }
 
+/// `iron bench [--smoke] <bench>`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Small counts (seconds each, the figures meaningless): shows that the bench runs end to
+    /// end, as the test suite does. A count given explicitly still applies.
+    #[arg(long, global = true)]
+    pub smoke: bool,
+    #[command(subcommand)]
+    pub bench: BenchCommand,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// AolTask round trip for an empty goal against a raw Zenoh query round trip between the
     /// same two processes (p50, p99, ratio). Starts its own router and demo node.
     Control {
-        /// Round trips per measurement.
-        #[arg(long, default_value_t = 2000, value_parser = at_least(1))]
-        iterations: usize,
+        /// Round trips per measurement [default: 2000; 20 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        iterations: Option<usize>,
     },
     /// The log: raw async-nats publish-with-ack against emit() on JetStream, the embedded
     /// backend against raw SQLite inserts (one writer and eight), and the projector against
     /// raw batched inserts of the same rows, with its lag behind a burst.
     Log {
-        /// Events per series.
-        #[arg(long, default_value_t = 5000, value_parser = at_least(1))]
-        events: usize,
-        /// Events in the burst the projector's lag is measured after.
-        #[arg(long, default_value_t = 10_000, value_parser = at_least(1))]
-        burst: usize,
+        /// Events per series [default: 5000; 50 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        events: Option<usize>,
+        /// Events in the burst the projector's lag is measured after [default: 10000; 100
+        /// with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        burst: Option<usize>,
         /// A running NATS server; by default a local one is started on free ports.
         #[arg(long)]
         nats: Option<String>,
     },
     /// What a managed tool call costs (the manager, both gates and its two durable events)
-    /// against a direct MCP call to the same server (our test server's echo tool), with the
-    /// events in memory, on the embedded log and on JetStream.
+    /// against a direct MCP call to the same server (an echo tool served by `iron` itself),
+    /// with the events in memory, on the embedded log and on JetStream.
     Tools {
-        /// Calls per side.
-        #[arg(long, default_value_t = 500, value_parser = at_least(1))]
-        calls: usize,
+        /// Calls per side [default: 500; 5 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        calls: Option<usize>,
         /// A running NATS server; by default a local one is started on free ports.
         #[arg(long)]
         nats: Option<String>,
@@ -535,49 +546,51 @@ pub enum BenchCommand {
     /// queued), expert cold start (spawn → active → goal accepted) against a bare lifecycle
     /// node's, and the resident memory of an idle expert. Starts its own router and nodes.
     Cognition {
-        /// Messages published to the inbox in each of the burst and the rate series.
-        #[arg(long, default_value_t = 5000, value_parser = at_least(1))]
-        messages: usize,
+        /// Messages published to the inbox in each of the burst and the rate series
+        /// [default: 5000; 50 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        messages: Option<usize>,
         /// Messages per second offered in the rate series (the inbox goal's rate).
         #[arg(long, default_value_t = 5000.0, value_parser = positive_rate)]
         rate: f64,
-        /// Cold starts of each kind.
-        #[arg(long, default_value_t = 30, value_parser = at_least(1))]
-        starts: usize,
+        /// Cold starts of each kind [default: 30; 1 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        starts: Option<usize>,
     },
     /// The workspace: making and removing a scratch of a repository of `--files` files (a git
     /// worktree and a plain copy), and a confined `true` under bubblewrap against a plain
     /// spawn of `true`, interleaved (p50, p99, ratio). Needs bubblewrap.
     Workspace {
-        /// Files in the generated repository.
-        #[arg(long, default_value_t = 10_000, value_parser = at_least(1))]
-        files: usize,
-        /// Scratches made and removed per provider.
-        #[arg(long, default_value_t = 10, value_parser = at_least(1))]
-        scratches: usize,
-        /// Runs of `true`, confined and plain each.
-        #[arg(long, default_value_t = 200, value_parser = at_least(1))]
-        runs: usize,
+        /// Files in the generated repository [default: 10000; 50 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        files: Option<usize>,
+        /// Scratches made and removed per provider [default: 10; 2 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        scratches: Option<usize>,
+        /// Runs of `true`, confined and plain each [default: 200; 10 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        runs: Option<usize>,
     },
     /// Memory at scale: full-text recall over a generated projection (build time, size, p50
     /// and p99), then each background worker's events/s against the projector's on one
     /// backlog of a scratch embedded log, and each one's lag after a burst.
     Memory {
-        /// Events in the recall corpus.
-        #[arg(long, default_value_t = 1_000_000, value_parser = at_least(1))]
-        corpus: usize,
-        /// Events per burst on the log.
-        #[arg(long, default_value_t = 10_000, value_parser = at_least(2))]
-        burst: usize,
-        /// Recall queries timed per kind.
-        #[arg(long, default_value_t = 500, value_parser = at_least(1))]
-        queries: usize,
+        /// Events in the recall corpus [default: 1000000; 1000 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        corpus: Option<usize>,
+        /// Events per burst on the log [default: 10000; 100 with --smoke].
+        #[arg(long, value_parser = at_least(2))]
+        burst: Option<usize>,
+        /// Recall queries timed per kind [default: 500; 10 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        queries: Option<usize>,
         /// Keep the scratch databases here instead of a temporary directory.
         #[arg(long)]
         dir: Option<std::path::PathBuf>,
     },
     /// Offline routing accuracy on a labelled set of instructions (`{"cases": [{"instruction",
-    /// "expert"}]}`) against the catalog compiled from --aem; prints each miss.
+    /// "expert"}]}`) against the catalog compiled from --aem; prints each miss. (It has no
+    /// counts: --smoke runs it whole.)
     Routing {
         /// The labelled set.
         #[arg(long, default_value = "tests/fixtures/routing/labelled.json")]
@@ -591,26 +604,28 @@ pub enum BenchCommand {
     /// share of the time, and the time from one new item to its bulletin (p50). Runs the
     /// shipped launch list with its own router and state; run it from the repository root.
     Newsroom {
-        /// Feeds to generate (half official, half outlets of shared owners).
-        #[arg(long, default_value_t = 20)]
-        feeds: usize,
-        /// Items across them.
-        #[arg(long, default_value_t = 1000)]
-        items: usize,
-        /// New items (at most 10) added one at a time afterwards, each timed to its bulletin.
-        #[arg(long, default_value_t = 5)]
-        new: usize,
+        /// Feeds to generate, half official, half outlets of shared owners [default: 20; 2
+        /// with --smoke].
+        #[arg(long)]
+        feeds: Option<usize>,
+        /// Items across them [default: 1000; 10 with --smoke].
+        #[arg(long)]
+        items: Option<usize>,
+        /// New items (at most 10) added one at a time afterwards, each timed to its bulletin
+        /// [default: 5; 1 with --smoke].
+        #[arg(long)]
+        new: Option<usize>,
     },
     /// Durable jobs: a journaled no-op step (p50/p99) against one raw JetStream publish-ack,
     /// the extra cost of a Python-flow step, and the time to resume a job with a 10,000-step
     /// journal.
     Jobs {
-        /// Steps per latency series.
-        #[arg(long, default_value_t = 2000, value_parser = at_least(1))]
-        steps: usize,
-        /// Steps in the journal of the resumed job.
-        #[arg(long, default_value_t = 10_000)]
-        resume_steps: usize,
+        /// Steps per latency series [default: 2000; 20 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        steps: Option<usize>,
+        /// Steps in the journal of the resumed job [default: 10000; 20 with --smoke].
+        #[arg(long)]
+        resume_steps: Option<usize>,
         /// Python interpreter for the Python-flow series.
         #[arg(long, default_value = "python3")]
         python: std::path::PathBuf,
@@ -622,22 +637,26 @@ pub enum BenchCommand {
     /// clients at once, and the p50 of a task (engine and a new expert process) with tracing
     /// exported over OTLP against without (ratio). Starts its own router and nodes.
     Console {
-        /// Events in the streamed log.
-        #[arg(long, default_value_t = 20_000, value_parser = at_least(1))]
-        events: usize,
-        /// Clients streaming at once in the second series.
-        #[arg(long, default_value_t = 20, value_parser = at_least(1))]
-        clients: usize,
-        /// Tasks timed, half traced.
-        #[arg(long, default_value_t = 40, value_parser = at_least(2))]
-        tasks: usize,
+        /// Events in the streamed log [default: 20000; 200 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        events: Option<usize>,
+        /// Clients streaming at once in the second series [default: 20; 2 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        clients: Option<usize>,
+        /// Tasks timed, half traced [default: 40; 2 with --smoke].
+        #[arg(long, value_parser = at_least(2))]
+        tasks: Option<usize>,
     },
     /// Build time of a generated mesh of 1,000 experts.
     Catalog {
-        /// Experts in the generated mesh.
-        #[arg(long, default_value_t = 1000, value_parser = at_least(1))]
-        experts: usize,
+        /// Experts in the generated mesh [default: 1000; 10 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        experts: Option<usize>,
     },
+    /// The MCP server `iron bench tools` measures against, on stdin and stdout: one tool,
+    /// `echo`, that returns its `text`.
+    #[command(hide = true)]
+    EchoServer,
 }
 
 /// Like [`init_tracing`] for the `iron` command itself: a command that answers and exits

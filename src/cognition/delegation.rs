@@ -223,17 +223,15 @@ impl Delegator {
             expert: expert.to_string(),
             why,
         };
-        let life = LifecycleClient::new(&self.me, fqn, self.options.startup_timeout)
-            .and_then(|l| l.with_reasons(&self.me))
-            .map_err(|e| startup(e.to_string()))?;
-        life.get_state().await.map_err(|e| startup(e.to_string()))?;
-        for step in ["configure", "activate"] {
-            // A refusal carries the expert's own words, as it logged them on /rosout.
-            life.transition(step).await.map_err(|e| match e {
+        // A refusal carries the expert's own words, as it logged them on /rosout.
+        LifecycleClient::watching(&self.me, fqn, self.options.startup_timeout)
+            .map_err(|e| startup(e.to_string()))?
+            .activate()
+            .await
+            .map_err(|e| match e {
                 ControlError::Transition { reason, .. } => startup(reason),
                 other => startup(other.to_string()),
             })?;
-        }
         let task = |why: String| DelegationError::Task {
             expert: expert.to_string(),
             why,

@@ -307,24 +307,16 @@ async fn bring_up(
         node: fqn.clone(),
         problem,
     };
-    let client = LifecycleClient::new(me, &fqn, timeout)?.with_reasons(me)?;
-    let steps: &[&str] = match client.get_state().await? {
-        State::Unconfigured => &["configure", "activate"],
-        State::Inactive => &["activate"],
-        State::Active => &[],
-        other => return Err(node_err(format!("is {other}, not ready to configure"))),
-    };
-    for step in steps {
-        match client.transition(step).await {
-            Ok(()) => {}
-            Err(ControlError::Transition { reason, .. }) => {
-                return Err(node_err(format!(
-                    "{reason}; the node stays {}",
-                    client.get_state().await?
-                )));
-            }
-            Err(e) => return Err(e.into()),
+    let client = LifecycleClient::watching(me, &fqn, timeout)?;
+    match client.activate().await {
+        Ok(()) => {}
+        Err(ControlError::Transition { reason, .. }) => {
+            return Err(node_err(format!(
+                "{reason}; the node stays {}",
+                client.get_state().await?
+            )));
         }
+        Err(e) => return Err(e.into()),
     }
     m.up_since = Instant::now();
     info!("{fqn}: active");

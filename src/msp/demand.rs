@@ -102,8 +102,6 @@ enum StartError {
     Control(#[from] crate::spine::control::ControlError),
     #[error("did not come up: {0}")]
     NotUp(#[source] crate::spine::control::ControlError),
-    #[error("{0} failed")]
-    Transition(&'static str),
     #[error("exited while starting ({0:?})")]
     Exited(std::io::Result<std::process::ExitStatus>),
 }
@@ -131,13 +129,9 @@ async fn start_one<K: KeyValue>(
         source,
     })?;
     let drive = async {
-        let life = LifecycleClient::new(me, &fqn, timeout)?;
+        let life = LifecycleClient::watching(me, &fqn, timeout)?;
         life.get_state().await.map_err(StartError::NotUp)?;
-        for step in ["configure", "activate"] {
-            if !life.set(step).await? {
-                return Err(StartError::Transition(step));
-            }
-        }
+        life.activate().await?;
         // Its first state, so the first task already sees it.
         let deadline = tokio::time::Instant::now() + timeout;
         loop {

@@ -221,3 +221,45 @@ fn tempfile_dir() -> io::Result<std::path::PathBuf> {
     std::fs::create_dir_all(&base)?;
     Ok(base)
 }
+
+/// The server `iron bench tools` measures against: one tool, `echo`, that returns its
+/// `text`, served over stdin and stdout until the client leaves.
+pub async fn serve_echo() -> io::Result<()> {
+    let service = echo::EchoServer
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(invalid)?;
+    service.waiting().await.map_err(invalid)?;
+    Ok(())
+}
+
+mod echo {
+    use rmcp::handler::server::wrapper::Parameters;
+    use rmcp::model::{ServerCapabilities, ServerConfig};
+    use rmcp::{ServerHandler, schemars, tool, tool_handler, tool_router};
+
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    pub(super) struct EchoArgs {
+        /// Text to send back.
+        text: String,
+    }
+
+    #[derive(Debug, Clone, Default)]
+    pub(super) struct EchoServer;
+
+    #[tool_router]
+    impl EchoServer {
+        #[tool(description = "Returns its text unchanged.")]
+        fn echo(&self, Parameters(EchoArgs { text }): Parameters<EchoArgs>) -> String {
+            text
+        }
+    }
+
+    #[tool_handler]
+    impl ServerHandler for EchoServer {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+                .with_instructions("iron bench tools: one tool, echo.")
+        }
+    }
+}

@@ -224,8 +224,7 @@ pub(super) async fn lifecycle(
             body.node
         )));
     }
-    let client = LifecycleClient::new(&shared.node, &body.node, CONTROL_TIMEOUT)
-        .and_then(|c| c.with_reasons(&shared.node))
+    let client = LifecycleClient::watching(&shared.node, &body.node, CONTROL_TIMEOUT)
         .map_err(unavailable)?;
     client
         .transition(&body.transition)

@@ -76,8 +76,15 @@ impl LifecycleClient {
         Ok(self)
     }
 
+    /// [`new`](Self::new) and [`with_reasons`](Self::with_reasons): the client of every
+    /// command that drives a node and must say why it refused.
+    pub fn watching(node: &ZNode, target: &str, timeout: Duration) -> Result<Self, ControlError> {
+        Self::new(node, target, timeout)?.with_reasons(node)
+    }
+
     /// Requests the transition `label` like [`set`](Self::set); a refusal or failure is
-    /// [`ControlError::Transition`] with the reasons the node logged on /rosout meanwhile.
+    /// [`ControlError::Transition`] with the reasons the node logged on /rosout meanwhile
+    /// (when [`with_reasons`](Self::with_reasons) watches them).
     pub async fn transition(&self, label: &str) -> Result<(), ControlError> {
         let since = Watch::mark();
         if self.set(label).await? {
@@ -96,6 +103,30 @@ impl LifecycleClient {
                 reasons.join("; ")
             },
         })
+    }
+
+    /// Takes the node from where it is to `active` (configure when unconfigured, then
+    /// activate), as `iron up`, the engine and the benches start a node. A refusal or failure
+    /// is [`ControlError::Transition`] with the node's own reason when the client is
+    /// [`watching`](Self::watching); a node that is neither unconfigured, inactive nor active
+    /// is refused with its state.
+    pub async fn activate(&self) -> Result<(), ControlError> {
+        let steps: &[&str] = match self.get_state().await? {
+            State::Unconfigured => &["configure", "activate"],
+            State::Inactive => &["activate"],
+            State::Active => &[],
+            other => {
+                return Err(ControlError::Transition {
+                    node: self.target.clone(),
+                    transition: "configure".into(),
+                    reason: format!("it is {other}, not ready to configure"),
+                });
+            }
+        };
+        for step in steps {
+            self.transition(step).await?;
+        }
+        Ok(())
     }
 
     /// The node's current state.
