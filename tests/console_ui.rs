@@ -2,14 +2,16 @@
 //! playwright-core: `tests/ui/console.mjs`) against a running `iron up`: refused without the
 //! token, loaded with it; a task sent through the inbox while the page is open asks a
 //! question, which is answered from the page, and the task tree then shows its expert and
-//! reply without a reload; a parked job resumes from its button. A screenshot of every view
-//! is written under the target directory (`console-ui/`).
+//! reply without a reload; a parked job resumes from its button; the Sources tab shows a
+//! source whose every feed fails, with the feed, where it is listed and why. A screenshot of
+//! every view is written under the target directory (`console-ui/`).
 
 mod support;
 
 use std::time::Duration;
 
 use iron::core::durable::EventLog;
+use iron::core::{envelope::Envelope, event_kind::EventKind};
 use iron::jobs::{JobState, ops};
 use serde_json::json;
 use support::project::Project;
@@ -92,6 +94,18 @@ async fn the_page_answers_a_question_shows_the_task_and_resumes_a_parked_job() {
     .await;
     // What made it fail is mended; a person resumes it from the page.
     std::fs::create_dir_all(&missing).unwrap();
+    // A source whose only feed fails, as its node records it.
+    let health = Envelope::new(
+        "default",
+        ["perception", "newsroom", "news_wires"],
+        "msp/newsroom/news_wires",
+        EventKind::SourceHealth,
+        json!({"mesh": "newsroom", "source": "news_wires", "failing": true,
+               "feeds": [{"feed": "/srv/feeds/typo.xml", "at": "/srv/feeds/wires.txt:3",
+                          "status": "failing", "reason": "not found: no file /srv/feeds/typo.xml",
+                          "items": 0, "since_ms": 1}]}),
+    );
+    iron::memory::emit(&log, &health).await.unwrap();
 
     let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-ui");
     std::fs::create_dir_all(&shots).unwrap();

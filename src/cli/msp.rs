@@ -19,13 +19,16 @@ use crate::{
 pub enum MspCommand {
     /// A feeds source: reads RSS 2.0 / Atom feeds and prints their newest items as state lines.
     ///
-    /// Prints one JSON object per refresh on stdout (`{"text", "items", "error", "records"}`),
-    /// the line protocol a source node reads from the command it runs. Feeds are listed one
-    /// per line in the file named by --feeds (or $FEEDS): local paths (relative to the list)
-    /// or http(s) URLs, optionally followed by `owner=<token>` (feeds with one owner count as
-    /// one source when claims are cross-checked); `#` starts a comment. A feed that cannot be
-    /// read is named in `error`. Each record is one item: id, title, summary, url, published,
-    /// outlet, owner, feed.
+    /// Prints one JSON object per refresh on stdout (`{"text", "items", "error", "records",
+    /// "health", "failing"}`), the line protocol a source node reads from the command it runs.
+    /// Feeds are listed one per line in the file named by --feeds (or $FEEDS): local paths
+    /// (relative to the list) or http(s) URLs, optionally followed by `owner=<token>` (feeds
+    /// with one owner count as one source when claims are cross-checked); `#` starts a comment.
+    /// A line that is not a feed is an error naming the list's file and line. Every feed's
+    /// health (read, truncated at --max-bytes, or failing with why; last success and failure)
+    /// is in `health`; each feed not read whole is a line of `error`; `failing` is true when
+    /// every feed fails. Each record is one item: id, title, summary, url, published (null:
+    /// undated), outlet, owner, feed.
     Feeds {
         /// A label for this set of feeds (shown in the source's log).
         #[arg(long, default_value = "feeds")]
@@ -39,14 +42,22 @@ pub enum MspCommand {
         /// Items kept, newest first across all feeds.
         #[arg(long, env = "FEEDS_MAX_ITEMS", default_value_t = 20)]
         max_items: usize,
+        /// Bytes read of one feed at most; a larger feed is read up to it and reported
+        /// truncated.
+        #[arg(long, env = "FEEDS_MAX_BYTES", default_value_t = feeds::DEFAULT_MAX_BYTES)]
+        max_bytes: u64,
+        /// Seconds one feed may take to read (file or URL, body included).
+        #[arg(long, env = "FEEDS_TIMEOUT", default_value_t = feeds::DEFAULT_TIMEOUT.as_secs())]
+        feed_timeout: u64,
         /// Refresh once and exit.
         #[arg(long)]
         once: bool,
     },
     /// Read a running source's state as an expert would at wake: `<mesh>/<source>`.
     ///
-    /// Looks the source up in the phone book and asks it for its state; exits 1 when it is
-    /// not running or does not answer within --timeout.
+    /// Looks the source up in the phone book and asks it for its state, with how each of its
+    /// inputs is doing; exits 1 when it is not running, does not answer within --timeout, or
+    /// has nothing to show because every input fails.
     Read {
         /// `<mesh>/<source>`, e.g. newsroom/official_feeds.
         source: String,
@@ -60,13 +71,20 @@ pub async fn run(command: MspCommand, router: &str, timeout: Duration) -> Result
             feeds,
             interval,
             max_items,
+            max_bytes,
+            feed_timeout,
             once,
         } => {
+            let limits = feeds::Limits {
+                max_bytes: max_bytes.max(1),
+                timeout: Duration::from_secs(feed_timeout.max(1)),
+            };
             feeds_loop(
                 &set,
                 &feeds,
                 Duration::from_secs(interval.max(1)),
                 max_items,
+                limits,
                 once,
             )
             .await
@@ -80,29 +98,21 @@ async fn feeds_loop(
     list: &std::path::Path,
     interval: Duration,
     max_items: usize,
+    limits: feeds::Limits,
     once: bool,
 ) -> Result<(), CliError> {
     // Fail at once on a list that cannot be read: a source with no feeds shows nothing.
-    feeds::read_list(list).map_err(|e| CliError::Failed(e.to_string()))?;
-    let http = reqwest::Client::new();
+    let mut reader =
+        feeds::Feeds::open(list, max_items, limits).map_err(|e| CliError::Failed(e.to_string()))?;
     loop {
-        let line = match feeds::refresh(list, max_items, &http).await {
-            Ok(snap) => {
-                tracing::debug!(
-                    set,
-                    feeds = snap.feeds,
-                    items = snap.items.len(),
-                    "refreshed"
-                );
-                serde_json::json!({
-                    "text": snap.text(),
-                    "items": snap.items.len(),
-                    "error": snap.errors.join("; "),
-                    "records": snap.records(),
-                })
-            }
-            Err(e) => serde_json::json!({"text": "", "items": 0, "error": e.to_string()}),
-        };
+        let snap = reader.refresh(now_ms).await;
+        tracing::debug!(
+            set,
+            feeds = snap.health.len(),
+            items = snap.items.len(),
+            "refreshed"
+        );
+        let line = snap.state_line();
         let mut out = std::io::stdout().lock();
         writeln!(out, "{line}")
             .and_then(|_| out.flush())
@@ -116,6 +126,12 @@ async fn feeds_loop(
         }
         tokio::time::sleep(interval).await;
     }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 async fn read(source: &str, router: &str, timeout: Duration) -> Result<(), CliError> {

@@ -87,6 +87,10 @@ event_kinds! {
     PerceptionRead => "perception_read",
     /// A perception source's items changed: the new records and the ids it shows now.
     SourceChanged => "source_changed",
+    /// A perception source's inputs changed health: one started failing, was cut at a size
+    /// limit or recovered (`mesh`, `source`, `failing`: every input fails, `feeds`: each
+    /// input's health).
+    SourceHealth => "source_health",
     /// A trigger started a flow (what triggered it and the job it started).
     TriggerFired => "trigger_fired",
     /// An accepted message could not be written to the log (too large, invalid) and was set

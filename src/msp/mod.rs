@@ -13,15 +13,22 @@
 //! - [`changes`]: what a source writes to the log when its items change (`source_changed`),
 //!   which triggers start flows from.
 //! - [`feeds`]: the feeds program behind `iron msp feeds` (RSS 2.0 / Atom).
+//! - [`health`]: how each input of a source is doing, and what changed since the last report.
 //!
 //! A source command speaks a one-line protocol: each line it prints on stdout is a JSON object
-//! `{"text": "…", "items": N, "error": "…", "records": [{"id": "…", …}]}` (all but `text`
-//! optional) that replaces the source's state; anything else on stdout is logged and ignored.
+//! `{"text": "…", "items": N, "error": "…", "records": [{"id": "…", …}], "health": […],
+//! "failing": false}` (all but `text` optional) that replaces the source's state; anything
+//! else on stdout is logged and ignored. `error` is what a person should know about the last
+//! refresh (one line per input that failed); `health` is every input's
+//! [`health::FeedHealth`], from which the source node warns once per change, names its inputs'
+//! health on the log (`source_health`) and, when `failing` (every input fails), answers readers
+//! that it has nothing to show and says so on `/rosout`.
 
 pub mod changes;
 pub mod date;
 pub mod demand;
 pub mod feeds;
+pub mod health;
 pub mod reader;
 pub mod source;
 
@@ -73,6 +80,17 @@ pub enum MspError {
         /// What is wrong and what would be right.
         why: String,
     },
+    /// A feed list names no feed.
+    #[error(
+        "{path}: lists no feed; write one RSS or Atom feed per line (a path or an http(s) URL)"
+    )]
+    EmptyFeedList {
+        /// The list.
+        path: String,
+    },
+    /// An `iron msp feeds` command was given no list.
+    #[error("no feed list: set FEEDS (in the source's env) or pass --feeds")]
+    NoFeedList,
     /// A file could not be read.
     #[error("{what}: {source}")]
     Io {

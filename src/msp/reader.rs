@@ -161,12 +161,22 @@ pub fn compose(readings: &[Reading]) -> String {
                     date::utc_minute(updated_at_ms.div_euclid(1000)),
                     text.trim_end()
                 ));
-                if !warning.is_empty() {
-                    out.push_str(&format!("Note from the source: {warning}\n"));
+                // The source's note, less what its text already says (a text cut to the
+                // reader's limit may have lost it).
+                let unsaid: Vec<&str> = warning
+                    .lines()
+                    .filter(|l| !l.trim().is_empty() && !text.contains(l.trim()))
+                    .collect();
+                if !unsaid.is_empty() {
+                    out.push_str(&format!("Note from the source: {}\n", unsaid.join("\n")));
                 }
             }
             Outcome::NotRunning => out.push_str(&format!(
                 "### {head}\nNot running: nothing can be known from this source now; do not assume it is quiet.\n"
+            )),
+            Outcome::Failed { reason } if reason.contains('\n') => out.push_str(&format!(
+                "### {head}\nUnavailable: {}\nNothing can be known from this source now; do not assume it is quiet.\n",
+                reason.trim_end()
             )),
             Outcome::Failed { reason } => out.push_str(&format!(
                 "### {head}\nUnavailable ({reason}): nothing can be known from this source now; do not assume it is quiet.\n"
@@ -199,10 +209,35 @@ mod tests {
                 description: String::new(),
                 outcome: Outcome::NotRunning,
             },
+            Reading {
+                source: "tides".into(),
+                description: String::new(),
+                outcome: Outcome::Read {
+                    text: "- undated · Port · Spring tide\nFeeds: 2 listed; 1 read, 0 truncated, 1 failing.\n- failing · b.xml (l.txt:2): HTTP 404 Not Found\n".into(),
+                    items: 1,
+                    updated_at_ms: 1_796_047_500_000,
+                    warning: "failing · b.xml (l.txt:2): HTTP 404 Not Found".into(),
+                },
+            },
+            Reading {
+                source: "harbour".into(),
+                description: String::new(),
+                outcome: Outcome::Failed {
+                    reason: "every feed fails (1 listed); nothing can be shown:\nfailing · h.xml (h.txt:1): not found".into(),
+                },
+            },
         ];
         let block = compose(&readings);
         assert!(block.contains("### official_feeds (Statements from official bodies)\nAs of 2026-11-30 14:05 UTC, 1 item(s):\n- 2026-11-30"), "{block}");
         assert!(block.contains("### news_wires\nNot running"), "{block}");
+        assert!(
+            !block.contains("Note from the source"),
+            "what the text says is not said twice: {block}"
+        );
+        assert!(
+            block.contains("### harbour\nUnavailable: every feed fails (1 listed); nothing can be shown:\nfailing · h.xml (h.txt:1): not found\nNothing can be known"),
+            "{block}"
+        );
         let summary = serde_json::to_value(&readings).unwrap();
         assert_eq!(summary[0]["status"], "read");
         assert_eq!(summary[0]["items"], 1);

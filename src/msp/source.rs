@@ -6,7 +6,13 @@
 //! declared environment references (a missing variable fails with its name); `activate` starts
 //! the command and lists the node; `deactivate` stops both and removes the listing. A command
 //! that exits is started again after [`RESTART_BACKOFF`]; meanwhile the last state is served
-//! with the reason it may be stale.
+//! with the reason it may be stale. An `iron msp feeds` command's feed list is read at
+//! `configure`: a line that is not a feed fails the node with the list's file and line.
+//!
+//! When a state line reports its inputs' health, the node tells a person once per change (a
+//! warning naming the input, where it is listed and why; a note when it recovers), records the
+//! health on the log (`source_health`, which the console shows), and when every input fails
+//! it answers readers that it has nothing to show and says so on `/rosout`.
 
 use crate::spine::control::lifecycle::RunError;
 use std::{
@@ -20,18 +26,22 @@ use std::{
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
-use super::{MspError, changes, phone_book_key, split_name};
+use super::{
+    MspError, changes, feeds,
+    health::{self, Change, FeedHealth},
+    phone_book_key, split_name,
+};
 use crate::{
     aem::{Catalog, SourceEntry},
     core::{config::Config, envelope::Envelope, event_kind::EventKind},
-    interfaces::{SourceState, SourceStateRequest, SourceStateResponse},
+    interfaces::{SourceState, SourceStateRequest, SourceStateResponse, rosout::Log},
     memory::emit,
     spine::{
         control::{
             ControlError,
-            lifecycle::{CallbackError, ManagedNode, NodeContext},
+            lifecycle::{CallbackError, ManagedNode, NodeContext, rosout::Rosout},
             serve::{answer, serve_service},
         },
         durable::{
@@ -60,18 +70,27 @@ pub struct Shown {
     pub error: String,
     /// Structured items, each a JSON object with a string `id` (others are dropped).
     pub records: Vec<serde_json::Value>,
+    /// Each input's health, as the command last reported it.
+    pub health: Vec<FeedHealth>,
+    /// Every input fails: there is nothing to show.
+    pub failing: bool,
 }
 
 /// One line of the source protocol.
 #[derive(Debug, Deserialize)]
 struct Line {
     text: String,
+    /// Absent: one item per non-empty line of `text`.
     #[serde(default)]
-    items: u32,
+    items: Option<u32>,
     #[serde(default)]
     error: String,
     #[serde(default)]
     records: Vec<serde_json::Value>,
+    #[serde(default)]
+    health: Vec<FeedHealth>,
+    #[serde(default)]
+    failing: bool,
 }
 
 /// The id of a record, if it has a usable one.
@@ -88,11 +107,9 @@ impl Shown {
         match serde_json::from_str::<Line>(line) {
             Ok(l) => {
                 *self = Shown {
-                    items: if l.items == 0 && !l.text.trim().is_empty() {
+                    items: l.items.unwrap_or_else(|| {
                         l.text.lines().filter(|x| !x.trim().is_empty()).count() as u32
-                    } else {
-                        l.items
-                    },
+                    }),
                     text: l.text,
                     updated_at_ms: now_ms,
                     error: l.error,
@@ -101,6 +118,8 @@ impl Shown {
                         .into_iter()
                         .filter(|r| record_id(r).is_some())
                         .collect(),
+                    health: l.health,
+                    failing: l.failing,
                 };
                 true
             }
@@ -108,18 +127,19 @@ impl Shown {
         }
     }
 
-    /// The service's answer, cut to `max_chars` (0: whole).
+    /// The service's answer, cut to `max_chars` (0: whole). A source whose every input fails
+    /// answers `ok: false` with why: it has nothing to show, which is not the same as quiet.
     pub fn response(&self, max_chars: u32) -> SourceStateResponse {
-        if self.updated_at_ms == 0 {
+        if self.updated_at_ms == 0 || self.failing {
             return SourceStateResponse {
                 ok: false,
                 text: String::new(),
                 items: 0,
-                updated_at_ms: 0,
-                error: if self.error.is_empty() {
-                    "the source has not produced a state yet".into()
-                } else {
-                    self.error.clone()
+                updated_at_ms: self.updated_at_ms,
+                error: match (self.error.is_empty(), self.failing) {
+                    (false, _) => self.error.clone(),
+                    (true, true) => "every input of the source fails".into(),
+                    (true, false) => "the source has not produced a state yet".into(),
                 },
             };
         }
@@ -166,7 +186,31 @@ pub struct SourceDeps {
     env: EnvMap,
     base: PathBuf,
     shown: Arc<Mutex<Shown>>,
+    /// The health last reported to a person.
+    reported: tokio::sync::Mutex<Reported>,
+    rosout: Rosout,
     ctx: NodeContext,
+}
+
+/// What a person was last told about the source's inputs.
+struct Reported {
+    health: Vec<FeedHealth>,
+    failing: bool,
+    /// The last change is not on the log yet (writing it failed), or nothing was written
+    /// yet: write it with the next report.
+    unlogged: bool,
+}
+
+impl Default for Reported {
+    fn default() -> Self {
+        // The first report goes on the log whatever it says, so the health of a source whose
+        // inputs all work is known too.
+        Reported {
+            health: Vec::new(),
+            failing: false,
+            unlogged: true,
+        }
+    }
 }
 
 /// The source's catalog entry and its environment, expanded from `env`.
@@ -228,8 +272,16 @@ impl ManagedNode for SourceNode {
                 self.source
             )));
         }
+        let base = std::env::current_dir().map_err(refuse)?;
+        // An `iron msp feeds` source whose list has a line that is not a feed does not start:
+        // the reason names the list's file and line.
+        if let Some(list) = feeds::list_of_command(&entry.command, &env, &base) {
+            let list = list.map_err(|e| refuse(format!("source {}: {e}", self.source)))?;
+            feeds::read_list(&list).map_err(|e| refuse(format!("source {}: {e}", self.source)))?;
+        }
         let (mesh, name) = split_name(&self.source).map_err(refuse)?;
         let kv = AnyLog::open(&config).await.map_err(refuse)?;
+        let rosout = Rosout::new(&ctx.node, &ctx.fqn()).map_err(refuse)?;
         Ok(SourceDeps {
             kv,
             tenant: config.tenant.clone(),
@@ -238,8 +290,10 @@ impl ManagedNode for SourceNode {
             name: name.to_string(),
             command: entry.command.clone(),
             env,
-            base: std::env::current_dir().map_err(refuse)?,
+            base,
             shown: Arc::default(),
+            reported: tokio::sync::Mutex::default(),
+            rosout,
             ctx: ctx.clone(),
         })
     }
@@ -277,6 +331,79 @@ impl ManagedNode for SourceNode {
 }
 
 impl SourceDeps {
+    /// Tells a person what changed in the inputs' health since the last report: a warning per
+    /// input that starts failing (or is cut), a note per input that recovers, and on `/rosout`
+    /// when every input fails or one reads again; the new health goes on the log.
+    async fn report_health(&self, health: &[FeedHealth], failing: bool) {
+        let mut last = self.reported.lock().await;
+        let who = format!("{}/{}", self.mesh, self.name);
+        let told = health::changes(&last.health, health);
+        for change in &told {
+            match change {
+                Change::Failing(h) => {
+                    warn!("{who}: feed {} ({}) fails: {}", h.feed, h.at, h.reason)
+                }
+                Change::Truncated(h) => warn!(
+                    "{who}: feed {} ({}) is truncated: {}; {} item(s) read",
+                    h.feed, h.at, h.reason, h.items
+                ),
+                Change::Recovered(h) => info!(
+                    "{who}: feed {} ({}) recovered: {} item(s) read",
+                    h.feed, h.at, h.items
+                ),
+            }
+        }
+        if failing != last.failing {
+            if failing {
+                let msg = format!(
+                    "every input of source {who} fails; it has nothing to show: {}",
+                    health
+                        .iter()
+                        .map(|h| format!("{} ({}): {}", h.feed, h.at, h.reason))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                );
+                error!("{msg}");
+                self.rosout.log(Log::ERROR, "report_health", &msg).await;
+            } else {
+                let read = health
+                    .iter()
+                    .filter(|h| h.status != health::Status::Failing)
+                    .count();
+                let msg = format!(
+                    "source {who} reads again: {read} of {} input(s)",
+                    health.len()
+                );
+                info!("{msg}");
+                self.rosout.log(Log::INFO, "report_health", &msg).await;
+            }
+        }
+        if health.is_empty() || (told.is_empty() && failing == last.failing && !last.unlogged) {
+            return;
+        }
+        last.health = health.to_vec();
+        last.failing = failing;
+        let envelope = Envelope::new(
+            self.tenant.clone(),
+            ["perception", self.mesh.as_str(), self.name.as_str()],
+            format!("msp/{}/{}", self.mesh, self.name),
+            EventKind::SourceHealth,
+            serde_json::json!({
+                "mesh": self.mesh,
+                "source": self.name,
+                "failing": failing,
+                "feeds": health,
+            }),
+        );
+        last.unlogged = match emit(&self.kv, &envelope).await {
+            Ok(_) => false,
+            Err(e) => {
+                warn!(source = %self.name, "could not record the inputs' health: {e}");
+                true
+            }
+        };
+    }
+
     /// Writes `source_changed` when the set of record ids differs from the last one written.
     /// A failed write is retried with the next state line (the ids are only remembered once
     /// every part is on the log).
@@ -362,12 +489,21 @@ async fn run_command(deps: Arc<SourceDeps>, stop: CancellationToken) {
                         }
                         line = lines.next_line() => match line {
                             Ok(Some(line)) => {
-                                let records = {
+                                let applied = {
                                     let mut shown = deps.shown.lock().expect("source state lock");
-                                    shown.apply(&line, now_ms()).then(|| shown.records.clone())
+                                    shown.apply(&line, now_ms()).then(|| {
+                                        (shown.records.clone(), shown.health.clone(), shown.failing)
+                                    })
                                 };
-                                match records {
-                                    Some(records) => deps.record_changes(&records).await,
+                                match applied {
+                                    Some((records, health, failing)) => {
+                                        deps.report_health(&health, failing).await;
+                                        // Every input failing is not every item gone: the
+                                        // items last recorded stand until an input reads.
+                                        if !failing {
+                                            deps.record_changes(&records).await;
+                                        }
+                                    }
                                     None if !line.trim().is_empty() => {
                                         warn!(source = %deps.name, "ignored a line that is not a state object: {line}");
                                     }
@@ -412,5 +548,28 @@ mod tests {
         ));
         assert_eq!(s.response(0).error, "feed x: HTTP 503");
         assert_eq!(s.response(2).text, "on\n[… cut]");
+        assert!(s.apply(r#"{"text": "(no items)\nFeeds: 1 listed", "items": 0}"#, 11));
+        assert_eq!(s.items, 0, "a count given is the count, zero included");
+    }
+
+    #[test]
+    fn a_source_whose_every_input_fails_has_nothing_to_show() {
+        let mut s = Shown::default();
+        let line = serde_json::json!({
+            "text": "(no items)\n",
+            "error": "every feed fails (1 listed); nothing can be shown:\nfailing · a.xml (l.txt:1): not found",
+            "health": [{"feed": "a.xml", "at": "l.txt:1", "status": "failing", "reason": "not found", "since_ms": 5}],
+            "failing": true,
+        });
+        assert!(s.apply(&line.to_string(), 9));
+        assert_eq!(s.health[0].status, health::Status::Failing);
+        let r = s.response(0);
+        assert!(!r.ok && r.text.is_empty(), "{r:?}");
+        assert!(
+            r.error.contains("a.xml (l.txt:1): not found"),
+            "{}",
+            r.error
+        );
+        assert_eq!(r.updated_at_ms, 9);
     }
 }

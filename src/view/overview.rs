@@ -1,6 +1,7 @@
 //! What the log says about the work: sessions and their turns, the task tree (task →
 //! delegations → tool calls, with status, timing, tokens and cost), the questions experts
-//! asked and which are still open, and the perception sources with what each last served.
+//! asked and which are still open, and the perception sources with what each last served and
+//! how each of their inputs is doing.
 //! A fold of the MEM stream kept in memory only: it is rebuilt from the log whenever its
 //! holder starts, and each [`Overview::refresh`] reads what was appended since the last.
 
@@ -113,6 +114,12 @@ pub struct Source {
     pub last_ms: u64,
     /// What it last served (the change's payload, shortened).
     pub last: String,
+    /// Every input fails: it has nothing to show.
+    pub failing: bool,
+    /// Each input's health as last reported (feed, at, status, reason, items, …).
+    pub feeds: Vec<Value>,
+    /// When the health was last reported (ms since the epoch; 0: never).
+    pub health_ms: u64,
 }
 
 /// The fold. See the module documentation.
@@ -362,6 +369,21 @@ impl Overview {
                 source.last_ms = e.ts;
                 source.last = clip(&p.to_string());
             }
+            EventKind::SourceHealth => {
+                let name = [text(p, "source"), e.actor.clone()]
+                    .into_iter()
+                    .find(|n| !n.is_empty())
+                    .unwrap_or_default();
+                let source = self.sources.entry(name.clone()).or_default();
+                source.name = name;
+                source.failing = p.get("failing").and_then(Value::as_bool).unwrap_or(false);
+                source.feeds = p
+                    .get("feeds")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                source.health_ms = e.ts;
+            }
             _ => {}
         }
     }
@@ -550,5 +572,30 @@ mod tests {
         assert_eq!(part["tools"][1]["effect"], "denied by gate 2");
         assert_eq!(part["tools"][1]["ok"], false);
         assert_eq!(v["sessions"][0]["turns"][0]["task"], task.as_str());
+    }
+
+    #[test]
+    fn a_source_shows_its_inputs_health_even_when_it_never_served_an_item() {
+        let mut o = Overview::default();
+        let health = |failing: bool, status: &str| {
+            Envelope::new(
+                "t",
+                ["perception", "newsroom", "news_wires"],
+                "msp/newsroom/news_wires",
+                EventKind::SourceHealth,
+                json!({"mesh": "newsroom", "source": "news_wires", "failing": failing,
+                       "feeds": [{"feed": "typo.xml", "at": "wires.txt:3", "status": status,
+                                  "reason": "not found: no file typo.xml"}]}),
+            )
+        };
+        o.absorb(&health(true, "failing"));
+        let v = o.to_json();
+        let source = &v["sources"][0];
+        assert_eq!(source["name"], "news_wires");
+        assert_eq!(source["failing"], true);
+        assert_eq!(source["changes"], 0);
+        assert_eq!(source["feeds"][0]["at"], "wires.txt:3");
+        o.absorb(&health(false, "ok"));
+        assert_eq!(o.to_json()["sources"][0]["failing"], false);
     }
 }

@@ -78,6 +78,15 @@ try {
     await page.click(`nav a[href='#${view}']`);
     if (view === "nodes") await page.locator("#nodes tr[data-node='/iron/console']").waitFor({ timeout: LIMIT });
     if (view === "events") await page.locator("#event-list .event").first().waitFor({ timeout: LIMIT });
+    if (view === "sources") {
+      const failing = page.locator("#sources tr.failing");
+      await failing.locator(".status.failing").first().waitFor({ timeout: LIMIT });
+      const text = await failing.innerText();
+      for (const want of ["news_wires", "every input fails", "/srv/feeds/typo.xml", "/srv/feeds/wires.txt:3",
+        "not found: no file /srv/feeds/typo.xml"])
+        if (!text.includes(want)) throw new Error(`the Sources tab does not show ${want}: ${text}`);
+      step("sources: a failing feed with where and why");
+    }
     await shot(view);
   }
   if (errors.length) throw new Error("script errors on the page: " + errors.join("; "));

@@ -1,7 +1,8 @@
 //! Why a transition failed. `change_state` answers only `success`, as in ROS 2, so a managed
 //! node also logs the reason on `/rosout` as an `rcl_interfaces/msg/Log` record, where every
 //! ROS 2 node's log goes (`ros2 topic echo /rosout` shows it). A [`LifecycleClient`] watching
-//! /rosout returns the reason with the failure.
+//! /rosout returns the reason with the failure. A node may log there itself too
+//! ([`Rosout::log`]): what an operator watching the graph should see while it runs.
 //!
 //! [`LifecycleClient`]: super::LifecycleClient
 
@@ -60,15 +61,15 @@ fn nanos(t: &Time) -> i128 {
 type LogPub = ZPub<Log, <Log as hiroz::msg::ZMessage>::Serdes>;
 type LogSub = ZSub<Log, (), <Log as hiroz::msg::ZMessage>::Serdes>;
 
-/// A node's error records on /rosout.
-pub(super) struct Rosout {
+/// A node's records on /rosout.
+pub struct Rosout {
     publisher: LogPub,
     name: String,
 }
 
 impl Rosout {
     /// A publisher on /rosout for the node `fqn`.
-    pub(super) fn new(node: &ZNode, fqn: &str) -> Result<Self, ControlError> {
+    pub fn new(node: &ZNode, fqn: &str) -> Result<Self, ControlError> {
         let publisher = node
             .create_pub::<Log>(TOPIC)
             .with_qos(qos())
@@ -86,9 +87,15 @@ impl Rosout {
     /// Logs `msg` at ERROR, from `function` (the transition); a failure to publish is only
     /// logged locally.
     pub(super) async fn error(&self, function: &str, msg: &str) {
+        self.log(Log::ERROR, function, msg).await
+    }
+
+    /// Logs `msg` at `level` (`Log::INFO`, `Log::WARN`, `Log::ERROR`…), from `function`; a
+    /// failure to publish is only logged locally.
+    pub async fn log(&self, level: u8, function: &str, msg: &str) {
         let record = Log {
             stamp: now(),
-            level: Log::ERROR,
+            level,
             name: self.name.clone(),
             msg: msg.to_string(),
             file: file!().to_string(),
