@@ -27,9 +27,16 @@ pub enum EvalCommand {
 }
 
 fn read(path: &Path) -> Result<Vec<eval::Labelled>, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CliError::Io {
-        what: format!("reading {}", path.display()),
-        source,
+    let text = std::fs::read_to_string(path).map_err(|source| {
+        // The shipped sets are named from the repository root.
+        let hint = match NEWSROOM_SETS.iter().any(|s| Path::new(s) == path) {
+            true => " (run it from the repository root, or name a corpus)",
+            false => "",
+        };
+        CliError::Io {
+            what: format!("reading {}{hint}", path.display()),
+            source,
+        }
     })?;
     eval::parse(&text).map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))
 }
