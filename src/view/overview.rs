@@ -229,6 +229,18 @@ impl Overview {
         task
     }
 
+    /// The source an event of a source speaks for (its `source` field, else its actor), made
+    /// on first mention.
+    fn source(&mut self, payload: &Value, e: &Envelope) -> &mut Source {
+        let name = [text(payload, "source"), e.actor.clone()]
+            .into_iter()
+            .find(|n| !n.is_empty())
+            .unwrap_or_default();
+        let source = self.sources.entry(name.clone()).or_default();
+        source.name = name;
+        source
+    }
+
     /// Folds one MEM event.
     pub fn absorb(&mut self, e: &Envelope) {
         let p = &e.payload;
@@ -359,23 +371,13 @@ impl Overview {
                 }
             }
             EventKind::SourceChanged => {
-                let name = [text(p, "source"), e.actor.clone()]
-                    .into_iter()
-                    .find(|n| !n.is_empty())
-                    .unwrap_or_default();
-                let source = self.sources.entry(name.clone()).or_default();
-                source.name = name;
+                let source = self.source(p, e);
                 source.changes += 1;
                 source.last_ms = e.ts;
                 source.last = clip(&p.to_string());
             }
             EventKind::SourceHealth => {
-                let name = [text(p, "source"), e.actor.clone()]
-                    .into_iter()
-                    .find(|n| !n.is_empty())
-                    .unwrap_or_default();
-                let source = self.sources.entry(name.clone()).or_default();
-                source.name = name;
+                let source = self.source(p, e);
                 source.failing = p.get("failing").and_then(Value::as_bool).unwrap_or(false);
                 source.feeds = p
                     .get("feeds")
