@@ -12,9 +12,11 @@
 //!   `4.5 per cent`, `twelve` = `12`, `48-hour` = `48 hours`, `$2.1bn` = `$2.1 billion`, a score
 //!   `2-1` = `1-2` (the order follows the teams, not the figure). Clock times are not figures.
 //! - **Roles** ([`role_swap`]): two names that both reports share, in opposite order around the
-//!   same verb, are swapped roles; a passive `by` in one of them turns the order back.
+//!   same verb, are swapped roles; a passive `by` in one of them turns the order back. Around
+//!   two different verbs, headlines that both open with one of the names and join them by a
+//!   short verb phrase swap too ("X to buy Y" / "Y to acquire X").
 //! - **States** ([`state`]): a few general oppositions (running/disrupted, rising/falling,
-//!   leaving/staying), each with the words before it in its clause as its subject. Two reports
+//!   intact/broken, held/released, leaving/staying), each with the words before it in its clause as its subject. Two reports
 //!   oppose when they put one subject in opposite states: "Ferries operating as usual" against
 //!   "Ferry services suspended", with no cue word.
 //!
@@ -603,7 +605,8 @@ pub fn role_swap(
 /// A state a headline puts its subject in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct State {
-    /// The opposition: `running|disrupted`, `rising|falling`, `leaving|staying`.
+    /// The opposition: `running|disrupted`, `rising|falling`, `intact|broken`, `held|released`,
+    /// `leaving|staying`.
     pub axis: &'static str,
     /// Which side of it (`true`: the first named).
     pub pole: bool,
