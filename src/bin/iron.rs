@@ -21,6 +21,7 @@ fn main() -> ExitCode {
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(iron::cli::CliError::Exit(code)) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE

@@ -19,6 +19,7 @@ mod memory;
 mod msp;
 pub mod node;
 mod operator;
+mod sandbox;
 
 use std::time::Duration;
 
@@ -60,6 +61,10 @@ pub enum CliError {
         #[source]
         source: std::io::Error,
     },
+    /// The command ran what it was asked to and that ended with this exit code (`iron
+    /// sandbox run`): the process exits with it, having already said why.
+    #[error("exit code {0}")]
+    Exit(u8),
 }
 
 /// Iron: an operating layer for teams of AI agents declared as files.
@@ -251,6 +256,10 @@ pub enum Command {
     /// Accuracy of judgment on labelled sets (see `iron eval newsroom --help`).
     #[command(subcommand)]
     Eval(eval::EvalCommand),
+    /// Confined execution: run a command exactly as an expert of a mesh would run it, to see
+    /// what it can reach (see `iron sandbox run --help`).
+    #[command(subcommand)]
+    Sandbox(sandbox::SandboxCommand),
 }
 
 #[derive(Debug, Subcommand)]

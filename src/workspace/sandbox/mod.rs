@@ -1,25 +1,32 @@
 //! Confined execution: a command run under bubblewrap (`bwrap`) so that it can change nothing
-//! but its scratch directory.
+//! but its scratch directory and reach nothing it was not given.
 //!
 //! What the sandbox is, for each run:
-//! - the host's filesystem read-only (`--ro-bind / /`), the scratch directory writable, and
-//!   inside the scratch the governance paths (`aem/`, `config/`, `.git`) read-only again;
-//! - `/tmp` private and read-only but for [`PRIVATE_TMP`] (the run's `TMPDIR`), which is gone
-//!   when the run ends; the home directory and every path
-//!   in [`MASKED`] plus the ones the caller adds (the state directory, which holds the caller
-//!   key) replaced by an empty read-only directory or an empty file, except what the run
-//!   exposes read-only again (a toolchain under the home directory);
+//! - an allow-list of the filesystem ([`mounts`]): the system's programs, libraries and
+//!   `/etc` (without its secrets) read-only, the scratch writable (its governance read-only
+//!   again), a private `/tmp` and home directory, declared toolchains read-only; nothing of
+//!   `/run`, the host's `/tmp`, the user's home, the real working tree or the state directory;
 //! - its own user, PID, IPC, UTS, cgroup and network namespaces (`--unshare-all`) and no
-//!   capabilities (`--cap-drop ALL`, so even root inside cannot remount): no network at all
-//!   unless the run allows it (`--share-net`), no process outside visible or signalable, a
-//!   fresh `/proc` and a minimal `/dev`;
+//!   capabilities (`--cap-drop ALL`, so even root inside cannot remount), which also means no
+//!   new privileges: never the host's network; a run granted network gets a user-mode
+//!   network that reaches the outside but not the host's loopback ([`net`]);
+//! - resource limits ([`limits`]): memory and CPU time per process, how many processes the
+//!   run may add, the size of a file, the size of `TMPDIR`;
 //! - a clean environment (`--clearenv`; `PATH`, `LANG`, `HOME` and `TMPDIR` only, plus what the
 //!   run names), a new session (no terminal injection), and death with its parent;
 //! - a time limit and an output limit: past either, the whole sandbox is killed and the run
 //!   says which.
 //!
 //! Where `bwrap` is not on `PATH` or cannot create namespaces, [`Sandbox::locate`] refuses
-//! with why; nothing here ever runs a command unconfined.
+//! with why, and a run granted network refuses where `slirp4netns` is missing; nothing here
+//! ever runs a command unconfined or on the host's network.
+
+mod cgroup;
+mod limits;
+pub mod mounts;
+mod net;
+
+pub use limits::Limits;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -31,7 +38,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio::sync::Notify;
 
-/// Credential stores and secrets masked in every sandbox (when they exist on the host).
+/// Credential stores a declared toolchain may never be, hold or lie in.
 pub const MASKED: &[&str] = &[
     "/root",
     "/etc/shadow",
@@ -196,6 +203,8 @@ fn toolchain_path(
 #[derive(Debug, Clone)]
 pub struct Sandbox {
     bwrap: PathBuf,
+    /// slirp4netns, found on the same search path: the network of a run granted one.
+    slirp: Option<PathBuf>,
 }
 
 /// One confined command.
@@ -224,6 +233,8 @@ pub struct Confined {
     pub timeout: Duration,
     /// Most bytes kept of stdout and of stderr each; more kills the run.
     pub max_output: usize,
+    /// What it may use besides time and output.
+    pub limits: Limits,
 }
 
 impl Confined {
@@ -270,6 +281,7 @@ impl Confined {
             env: Vec::new(),
             timeout: Duration::from_secs(60),
             max_output: 1024 * 1024,
+            limits: Limits::default(),
         }
     }
 }
@@ -315,10 +327,8 @@ impl Sandbox {
 
     /// [`Sandbox::locate`] on the search path `path`.
     pub async fn locate_in(path: &std::ffi::OsStr) -> Result<Sandbox, SandboxError> {
-        let bwrap = std::env::split_paths(path)
-            .map(|d| d.join("bwrap"))
-            .find(|p| is_executable(p))
-            .ok_or_else(|| {
+        let slirp = find_in(path, "slirp4netns");
+        let bwrap = find_in(path, "bwrap").ok_or_else(|| {
                 SandboxError::Unavailable(
                     "bubblewrap (`bwrap`) is not on PATH; install it (Debian: apt-get install bubblewrap)"
                         .to_string(),
@@ -350,61 +360,23 @@ impl Sandbox {
                 String::from_utf8_lossy(&out.stderr).trim()
             )));
         }
-        Ok(Sandbox { bwrap })
+        Ok(Sandbox { bwrap, slirp })
     }
 
     /// The bwrap arguments for `run` (everything before the command).
-    fn arguments(&self, run: &Confined, scratch: &Path, cwd: &Path) -> Vec<OsString> {
-        let mut a = Args::default();
-        a.add(&["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
-        // A private /tmp with one writable directory, TMPDIR; the rest of it (and the way to a
-        // scratch that lives under /tmp) read-only once the scratch is mounted.
-        a.add(&["--tmpfs", "/tmp", "--dir", PRIVATE_TMP]);
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let masks: Vec<(PathBuf, bool)> = MASKED
-            .iter()
+    fn arguments(
+        run: &Confined,
+        scratch: &Path,
+        cwd: &Path,
+        generated: &mut mounts::Generated,
+    ) -> Result<Vec<OsString>, SandboxError> {
+        let home = std::env::var_os("HOME")
             .map(PathBuf::from)
-            .chain(home.clone())
-            .chain(run.mask.iter().cloned())
-            .filter(|p| p != scratch)
-            .filter_map(|p| std::fs::metadata(&p).ok().map(|m| (p, m.is_dir())))
-            .collect();
-        // Masks first, the scratch over them (a scratch under a masked tree stays reachable,
-        // nothing else of that tree does), then masks inside the scratch.
-        let (inside, outside): (Vec<_>, Vec<_>) =
-            masks.iter().partition(|(p, _)| p.starts_with(scratch));
-        // Secrets inside an exposed toolchain are masked after it is shown, the rest now.
-        let in_exposed = |p: &Path| run.expose.iter().any(|e| p.starts_with(e) && p != e);
-        let (in_toolchain, outside): (Vec<_>, Vec<_>) =
-            outside.into_iter().partition(|(p, _)| in_exposed(p));
-        for (path, dir) in &outside {
-            a.mask(path, *dir);
-        }
-        a.bind("--bind", scratch);
-        for dir in READ_ONLY_IN_SCRATCH {
-            let p = scratch.join(dir);
-            if p.exists() {
-                a.bind("--ro-bind", &p);
-            }
-        }
-        for (path, dir) in &inside {
-            a.mask(path, *dir);
-        }
-        for path in run.expose.iter().filter(|p| p.exists()) {
-            a.bind("--ro-bind", path);
-        }
-        for (path, dir) in &in_toolchain {
-            a.mask(path, *dir);
-        }
-        // An empty mask is read-only too: a write that seems to work and then vanishes is
-        // worse than one that fails. (A mask holding the scratch keeps the scratch writable:
-        // the scratch is a mount of its own.)
-        for (path, _) in masks.iter().filter(|(_, dir)| *dir) {
-            a.add(&["--remount-ro"]);
-            a.path(path);
-        }
-        a.add(&["--remount-ro", "/tmp", "--tmpfs", PRIVATE_TMP]);
-        a.add(&[
+            .filter(|h| h.is_absolute() && h != Path::new("/"))
+            .unwrap_or_else(|| PathBuf::from("/home/iron"));
+        let mut a = mounts::arguments(run, scratch, &home, generated)?;
+        let mut add = |words: &[&str]| a.extend(words.iter().map(OsString::from));
+        add(&[
             "--unshare-all",
             "--die-with-parent",
             "--new-session",
@@ -412,7 +384,7 @@ impl Sandbox {
             "ALL",
         ]);
         if run.network {
-            a.add(&["--share-net"]);
+            add(&["--info-fd", &INFO_FD.to_string()]);
         }
         let mut path: Vec<String> = run
             .path_first
@@ -420,8 +392,8 @@ impl Sandbox {
             .map(|p| p.display().to_string())
             .collect();
         path.push(SANDBOX_PATH.to_string());
-        a.add(&["--clearenv", "--setenv", "PATH", &path.join(":")]);
-        a.add(&[
+        add(&["--clearenv", "--setenv", "PATH", &path.join(":")]);
+        add(&[
             "--setenv",
             "LANG",
             "C.UTF-8",
@@ -429,15 +401,21 @@ impl Sandbox {
             "TMPDIR",
             PRIVATE_TMP,
         ]);
-        a.add(&["--setenv", "HOME"]);
-        a.path(&home.unwrap_or_else(|| PathBuf::from("/tmp")));
         for (k, v) in &run.env {
-            a.add(&["--setenv", k, v]);
+            add(&["--setenv", k, v]);
         }
-        a.add(&["--chdir"]);
-        a.path(cwd);
-        a.add(&["--"]);
-        a.0
+        a.extend([
+            OsString::from("--setenv"),
+            OsString::from("HOME"),
+            home.into_os_string(),
+            OsString::from("--chdir"),
+            cwd.as_os_str().to_os_string(),
+            OsString::from("--"),
+        ]);
+        if run.network {
+            a.extend(net::GATE.iter().map(OsString::from));
+        }
+        Ok(a)
     }
 
     /// Runs `run` confined, within its time and output limits.
@@ -467,16 +445,83 @@ impl Sandbox {
                 resolved
             }
         };
-        let mut child = Command::new(&self.bwrap)
-            .args(self.arguments(run, &scratch, &cwd))
+        let slirp = match (run.network, &self.slirp) {
+            (false, _) => None,
+            (true, Some(slirp)) => Some(slirp.clone()),
+            (true, None) => return Err(net::missing()),
+        };
+        let mut generated = mounts::Generated::default();
+        let mut cmd = Command::new(&self.bwrap);
+        cmd.args(Self::arguments(run, &scratch, &cwd, &mut generated)?)
             .arg(&run.program)
             .args(&run.args)
-            .stdin(Stdio::null())
+            .stdin(if slirp.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
+            .kill_on_drop(true);
+        // The limits, and for a networked run the write end of bubblewrap's --info-fd, are set
+        // in the child between fork and exec.
+        let rlimits = limits::Rlimits::of(&run.limits, run.timeout);
+        let group = cgroup::RunGroup::make(
+            &format!("iron-sandbox-{}", uuid::Uuid::new_v4().simple()),
+            &run.limits,
+        );
+        // SAFETY: getuid cannot fail and has no side effects.
+        if !group.caps_processes && unsafe { libc::getuid() } == 0 {
+            // The kernel never applies RLIMIT_NPROC to root: without a pids group a fork bomb
+            // inside would have no bound.
+            return Err(SandboxError::Unavailable(
+                "running as root, the process limit needs a pids control group this process \
+                 can make (cgroup v1 `pids` or v2 with `pids` delegated), and there is none"
+                    .into(),
+            ));
+        }
+        let joiner = group.joiner();
+        let info = match &slirp {
+            Some(_) => {
+                let (tx, rx) = tokio::net::unix::pipe::pipe().map_err(io("making a pipe"))?;
+                Some((rx, tx.into_blocking_fd().map_err(io("making a pipe"))?))
+            }
+            None => None,
+        };
+        let info_fd = info
+            .as_ref()
+            .map(|(_, tx)| std::os::fd::AsRawFd::as_raw_fd(tx));
+        // SAFETY: only setrlimit, dup2 and fcntl run in the child, all async-signal-safe; the
+        // descriptor stays open in the parent until spawn returns.
+        unsafe {
+            cmd.pre_exec(move || {
+                joiner.join()?;
+                rlimits.apply()?;
+                if let Some(fd) = info_fd {
+                    inherit_as(fd, INFO_FD)?;
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
             .spawn()
             .map_err(io(&format!("starting {}", self.bwrap.display())))?;
+        let _network = match (slirp, info) {
+            (Some(slirp), Some((mut rx, tx))) => {
+                drop(tx);
+                let gate = child.stdin.take().ok_or_else(|| {
+                    SandboxError::Unavailable("user-mode network: no gate to open".into())
+                })?;
+                match net::attach(&slirp, &mut rx, gate).await {
+                    Ok(attached) => Some(attached),
+                    Err(e) => {
+                        let _ = child.kill().await;
+                        return Err(e);
+                    }
+                }
+            }
+            _ => None,
+        };
         let started = Instant::now();
         let cut = Arc::new(Notify::new());
         let stdout = tokio::spawn(read_capped(
@@ -508,43 +553,35 @@ impl Sandbox {
                 _ => Vec::new(),
             }
         };
-        Ok(RunOutput {
+        let out = RunOutput {
             ended,
             stdout: collect(stdout).await,
             stderr: collect(stderr).await,
             elapsed: started.elapsed(),
-        })
+        };
+        group.remove().await;
+        Ok(out)
     }
 }
 
-/// bwrap's command line, as it is built.
-#[derive(Default)]
-struct Args(Vec<OsString>);
+/// The descriptor bubblewrap writes its `--info-fd` document to.
+const INFO_FD: i32 = 3;
 
-impl Args {
-    fn add(&mut self, words: &[&str]) {
-        self.0.extend(words.iter().map(OsString::from));
-    }
-
-    fn path(&mut self, p: &Path) {
-        self.0.push(p.as_os_str().to_os_string());
-    }
-
-    /// `flag p p`: `p` mounted at itself.
-    fn bind(&mut self, flag: &str, p: &Path) {
-        self.add(&[flag]);
-        self.path(p);
-        self.path(p);
-    }
-
-    /// An empty directory over a directory, an empty file over a file.
-    fn mask(&mut self, p: &Path, dir: bool) {
-        if dir {
-            self.add(&["--tmpfs"]);
+/// Makes `fd` the child's descriptor `target`, kept across exec. Runs between fork and exec.
+fn inherit_as(fd: i32, target: i32) -> std::io::Result<()> {
+    // SAFETY: dup2 and fcntl on descriptors this process owns; async-signal-safe.
+    let ok = unsafe {
+        if fd == target {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            flags >= 0 && libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) >= 0
         } else {
-            self.add(&["--ro-bind", "/dev/null"]);
+            libc::dup2(fd, target) >= 0
         }
-        self.path(p);
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 
@@ -572,6 +609,13 @@ async fn read_capped(
             }
         }
     }
+}
+
+/// The executable `name` on the search path `path`.
+fn find_in(path: &std::ffi::OsStr, name: &str) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {
