@@ -116,6 +116,56 @@ async fn job_events_get_computed_ids_so_a_rerun_writes_once<H: Harness>(mut h: H
     assert_eq!(a.seq, b.seq);
 }
 
+async fn no_secret_reaches_the_log_in_any_form_and_each_cut_is_recorded<H: Harness>(mut h: H) {
+    let log = h.open().await;
+    let mut secrets = iron::core::secrets::Secrets::new();
+    secrets.add("NEWS_API", "n3ws-api-0042-secret");
+    let emitter = Emitter::new(log.clone()).with_secrets(&secrets);
+    let b64 = "bjN3cy1hcGktMDA0Mi1zZWNyZXQ="; // base64 of the secret
+    let event = Envelope::new(
+        "acme",
+        ["sessions", "s1"],
+        "engine",
+        EventKind::ChatTurn,
+        json!({
+            "text": format!("key n3ws-api-0042-secret, as base64 {b64}, as hex {}",
+                hex::encode("n3ws-api-0042-secret")),
+            "shipped": "ghp_0123456789abcdefghijklmnopqrstuvwxyz leaked by a server",
+            "pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----",
+        }),
+    );
+    let written = emitter.emit(&event).await.unwrap();
+    let stored = log.read("MEM", "mem.>", written.seq, 1).await.unwrap();
+    let text = String::from_utf8_lossy(&stored[0].payload).to_string();
+    for leaked in [
+        "n3ws-api-0042-secret",
+        b64,
+        "6e3377732d",
+        "ghp_0123",
+        "MIIB",
+    ] {
+        assert!(!text.contains(leaked), "{leaked} reached the log: {text}");
+    }
+    let stored: Envelope = serde_json::from_slice(&stored[0].payload).unwrap();
+    let cuts = stored.payload["redacted"].as_array().unwrap();
+    let forms: Vec<&str> = cuts.iter().filter_map(|c| c["form"].as_str()).collect();
+    assert!(
+        forms.contains(&"plain") && forms.contains(&"base64") && forms.contains(&"hex"),
+        "{cuts:?}"
+    );
+    assert_eq!(
+        forms.iter().filter(|f| **f == "shape").count(),
+        2,
+        "{cuts:?}"
+    );
+    // An event with nothing to cut is written as it is.
+    let clean = fact(&["facts", "newsroom"], "the river is rising");
+    let written = emitter.emit(&clean).await.unwrap();
+    let stored = log.read("MEM", "mem.>", written.seq, 1).await.unwrap();
+    let stored: Envelope = serde_json::from_slice(&stored[0].payload).unwrap();
+    assert_eq!(stored.payload, clean.payload);
+}
+
 async fn projector_writes_each_event_once_and_recall_finds_it<H: Harness>(mut h: H) {
     let log = h.open().await;
     let db = h.dir().join("projection.db");
@@ -398,6 +448,7 @@ for_both_backends!(
     emit_returns_after_the_ack_and_a_retry_is_a_duplicate,
     emit_rejects_bad_envelopes_before_writing,
     job_events_get_computed_ids_so_a_rerun_writes_once,
+    no_secret_reaches_the_log_in_any_form_and_each_cut_is_recorded,
     projector_writes_each_event_once_and_recall_finds_it,
     readers_cannot_write_the_projection,
     projector_killed_between_commit_and_ack_writes_one_row,

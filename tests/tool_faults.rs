@@ -251,6 +251,30 @@ async fn a_secret_a_server_is_given_never_leaves_in_what_it_prints() {
         m.redactor().text("key s3cret-marker-0042 sent"),
         "key [redacted: LAB_MARKER] sent"
     );
+    // Encoded, or shaped like a well-known key, it is cut too, from the result and the log.
+    for (echoed, form) in [
+        ("czNjcmV0LW1hcmtlci0wMDQy", "base64"),
+        ("7333637265742d6d61726b65722d30303432", "hex"),
+        ("sk-live-abcdefghijklmnopqrstuvwx", "shape"),
+    ] {
+        let out = m
+            .call(
+                "faulty__echo",
+                json!({"text": format!("here: {echoed}")}),
+                &ctx(),
+            )
+            .await
+            .unwrap();
+        assert!(!out.text().contains(echoed), "{form}: {}", out.text());
+        assert!(out.text().contains("[redacted: "), "{form}: {}", out.text());
+    }
+    let recorded = format!("{:?}", p.events.events());
+    assert!(
+        !recorded.contains("czNjcmV0")
+            && !recorded.contains("73336372")
+            && !recorded.contains("sk-live"),
+        "{recorded}"
+    );
 }
 
 #[tokio::test]

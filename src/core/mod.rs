@@ -10,6 +10,7 @@ pub mod event_kind;
 pub mod exe;
 pub mod fs;
 pub mod ids;
+pub mod secrets;
 pub mod stats;
 pub mod token;
 pub mod trace;

@@ -3,13 +3,22 @@
 //! An ambiguous failure (timeout, lost connection) is retried with the same id, so the log's
 //! duplicate window keeps it to one copy; a duplicate acknowledgement is success.
 //!
+//! Before anything is written, every string of the payload and the result is scanned for
+//! secrets (see [`crate::core::secrets`]): the values of this process's variables named like
+//! keys and tokens, those the caller adds ([`Emitter::with_secrets`]), each in its encoded
+//! forms, and well-known key shapes. What is cut is replaced in place and named (never its
+//! value) in the payload's `redacted` list (every payload Iron writes is an object), so that a
+//! redaction is itself on the log, and warned about.
+//!
 //! It is generic over [`EventLog`] and does not know which backend it writes to.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::core::durable::{AppendRequest, DurableError, EventLog};
 use crate::core::envelope::{Envelope, EnvelopeError, MEM_SUBJECT_ROOT};
 use crate::core::ids::EventId;
+use crate::core::secrets::Secrets;
 
 /// Room left for the message-id header and protocol framing when checking a payload against
 /// the log's size limit before sending it.
@@ -98,16 +107,25 @@ pub struct Emitter<L> {
     log: L,
     root: String,
     policy: EmitPolicy,
+    secrets: Arc<Secrets>,
 }
 
 impl<L: EventLog> Emitter<L> {
-    /// An emitter writing under `mem.` with the default retry policy.
+    /// An emitter writing under `mem.` with the default retry policy, cutting the secrets
+    /// of this process's environment.
     pub fn new(log: L) -> Self {
         Self {
             log,
             root: MEM_SUBJECT_ROOT.to_owned(),
             policy: EmitPolicy::default(),
+            secrets: Arc::new(Secrets::from_environment(std::env::vars())),
         }
+    }
+
+    /// Cuts `more` secrets too (a server's `${VAR}` values, a key read from a file).
+    pub fn with_secrets(mut self, more: &Secrets) -> Self {
+        Arc::make_mut(&mut self.secrets).extend(more);
+        self
     }
 
     /// Writes under another subject root (benchmarks and tests use their own stream).
@@ -129,6 +147,14 @@ impl<L: EventLog> Emitter<L> {
 
     /// Validates, publishes with `event_id` as message id, and returns after the ack.
     pub async fn emit(&self, envelope: &Envelope) -> Result<Emitted, EmitError> {
+        let cut;
+        let envelope = match self.redacted(envelope) {
+            Some(redacted) => {
+                cut = redacted;
+                &cut
+            }
+            None => envelope,
+        };
         envelope.validate()?;
         let subject = envelope.subject(&self.root)?;
         let payload = serde_json::to_vec(envelope).map_err(|source| EmitError::Encode {
@@ -176,6 +202,40 @@ impl<L: EventLog> Emitter<L> {
                 }
             }
         }
+    }
+}
+
+impl<L> Emitter<L> {
+    /// `envelope` with its secrets cut and the cuts listed in its payload's `redacted`, or
+    /// `None` when it holds none.
+    fn redacted(&self, envelope: &Envelope) -> Option<Envelope> {
+        let result_may = envelope
+            .result
+            .as_ref()
+            .is_some_and(|r| self.secrets.may_hold(r));
+        if !result_may && !self.secrets.may_hold(&envelope.payload) {
+            return None;
+        }
+        let (mut payload, mut cuts) = self.secrets.value(envelope.payload.clone());
+        let result = envelope.result.clone().map(|r| {
+            let (r, mut more) = self.secrets.value(r);
+            cuts.append(&mut more);
+            r
+        });
+        if cuts.is_empty() {
+            return None;
+        }
+        tracing::warn!(event_id = %envelope.event_id, kind = %envelope.kind.as_str(),
+            cut = ?cuts, "emit: secrets cut out of an event before it was written");
+        let record = serde_json::to_value(&cuts).unwrap_or_default();
+        if let serde_json::Value::Object(map) = &mut payload {
+            map.insert("redacted".into(), record);
+        }
+        Some(Envelope {
+            payload,
+            result,
+            ..envelope.clone()
+        })
     }
 }
 

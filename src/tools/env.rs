@@ -81,6 +81,19 @@ pub fn as_reference(value: &str) -> Option<Reference> {
     parse_inner(inner)
 }
 
+/// Every well-formed `${VAR}` / `${VAR:-default}` in `value`, in order.
+pub fn references(value: &str) -> Vec<Reference> {
+    let mut found = Vec::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else { break };
+        found.extend(parse_inner(&after[..end]));
+        rest = &after[end + 1..];
+    }
+    found
+}
+
 /// Expands every `${VAR}` / `${VAR:-default}` in `value` from `env`. `:-` uses the default
 /// when the variable is unset or empty, as a shell does. A `$` not followed by `{` is kept.
 pub fn expand(value: &str, env: &EnvMap) -> Result<String, EnvError> {

@@ -309,11 +309,17 @@ impl ToolManager {
         let timeout = setup
             .call_timeout
             .unwrap_or(Duration::from_secs(expert.timeouts.tool_secs.max(1)));
-        let declared_env = servers.values().flat_map(|slot| match &slot.descriptor {
-            ServerDescriptor::Local { env, .. } => env.values().collect::<Vec<_>>(),
-            _ => Vec::new(),
-        });
-        let redactor = Arc::new(Redactor::from_declared(declared_env, &setup.env));
+        let local = || {
+            servers.values().filter_map(|slot| match &slot.descriptor {
+                ServerDescriptor::Local { env, args, .. } => Some((env, args)),
+                _ => None,
+            })
+        };
+        let redactor = Arc::new(Redactor::from_declared(
+            local().flat_map(|(env, _)| env.values()),
+            local().flat_map(|(_, args)| args.iter()),
+            &setup.env,
+        ));
         Ok(ToolManager {
             expert,
             servers,
@@ -627,7 +633,8 @@ impl ToolManager {
             actor: self.expert.id.clone(),
             task: ctx.task.clone(),
             tool: tool.to_string(),
-            arguments: arguments.clone(),
+            // What is recorded never holds a server's secret, whoever wrote it.
+            arguments: self.redactor.value(arguments.clone()),
             outcome,
             cause,
         }

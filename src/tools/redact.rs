@@ -1,72 +1,71 @@
 //! Secrets an expert's servers are given never travel further: the values of the `${VAR}`
-//! references in the servers' declared environment, taken from the environment (not from a
-//! default written in `AEM.md`), are cut out of every tool result before it is recorded on
-//! the log or shown to the model, and out of everything the expert delivers. A tool that
-//! prints its environment, or echoes a key it was given, shows `[redacted: VAR]` instead.
+//! references in the servers' declared environment (and in their arguments, when named like
+//! a key or token), taken from the environment
+//! (not from a default written in `AEM.md`), are cut out of every tool result before it is
+//! recorded on the log or shown to the model, and out of everything the expert delivers, in
+//! every form [`crate::core::secrets`] knows (as written, base64, hex, percent-encoded), as
+//! are well-known key shapes. A tool that prints its environment, or echoes a key it was
+//! given, shows `[redacted: VAR]` instead.
 //!
-//! Values shorter than [`MIN_SECRET_CHARS`] are not treated as secrets: replacing a short
-//! value (`UTC`, `1`) everywhere would mangle ordinary text, and a secret that short is no
-//! secret.
+//! Variables the runtime sets itself (`IRON_…`, such as the scratch's path) are not secrets.
+//! Values shorter than [`MIN_SECRET_CHARS`] are not either: replacing a short value (`UTC`,
+//! `1`) everywhere would mangle ordinary text, and a secret that short is no secret.
 
 use serde_json::Value;
 
-use super::env::{EnvMap, as_reference};
+use super::env::{EnvMap, references};
+pub use crate::core::secrets::MIN_SECRET_CHARS;
+use crate::core::secrets::{Secrets, is_secret_name};
 
-/// Shortest value treated as a secret.
-pub const MIN_SECRET_CHARS: usize = 8;
-
-/// The secrets to cut out, longest first (so a secret containing another is cut whole).
+/// The secrets to cut out.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
-    secrets: Vec<(String, String)>,
+    secrets: Secrets,
 }
 
 impl Redactor {
-    /// The secrets of `declared` (a server's `env:` block: name → `${VAR}` reference) as
-    /// `env` gives them.
+    /// The secrets referenced in `declared` (a server's `env:` values) and, among the
+    /// references in `args`, those whose names say they are keys or tokens (an argument is
+    /// more often a path the model must see, `${ARCHIVE}`, than a secret, `--token=${TOKEN}`),
+    /// as `env` gives them.
     pub fn from_declared<'a>(
         declared: impl IntoIterator<Item = &'a String>,
+        args: impl IntoIterator<Item = &'a String>,
         env: &EnvMap,
     ) -> Redactor {
-        let mut secrets: Vec<(String, String)> = declared
+        let in_args = args
             .into_iter()
-            .filter_map(|value| {
-                let var = as_reference(value)?.var;
-                let secret = env.get(&var)?;
-                (secret.chars().count() >= MIN_SECRET_CHARS).then(|| (var, secret.clone()))
-            })
-            .collect();
-        secrets.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
-        secrets.dedup();
+            .flat_map(|a| references(a))
+            .filter(|r| is_secret_name(&r.var));
+        let mut secrets = Secrets::new();
+        for reference in declared
+            .into_iter()
+            .flat_map(|v| references(v))
+            .chain(in_args)
+        {
+            if reference.var.starts_with("IRON_") {
+                continue;
+            }
+            if let Some(value) = env.get(&reference.var) {
+                secrets.add(&reference.var, value);
+            }
+        }
         Redactor { secrets }
+    }
+
+    /// The secrets, for what else must cut them (the log's emitter).
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
     }
 
     /// `text` with every secret replaced by `[redacted: VAR]`.
     pub fn text(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for (var, secret) in &self.secrets {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), &format!("[redacted: {var}]"));
-            }
-        }
-        out
+        self.secrets.text(text).0
     }
 
     /// `value` with every string in it (keys included) redacted.
     pub fn value(&self, value: Value) -> Value {
-        if self.secrets.is_empty() {
-            return value;
-        }
-        match value {
-            Value::String(s) => Value::String(self.text(&s)),
-            Value::Array(items) => Value::Array(items.into_iter().map(|v| self.value(v)).collect()),
-            Value::Object(map) => Value::Object(
-                map.into_iter()
-                    .map(|(k, v)| (self.text(&k), self.value(v)))
-                    .collect(),
-            ),
-            other => other,
-        }
+        self.secrets.value(value).0
     }
 }
 
@@ -89,7 +88,7 @@ mod tests {
             "${UNSET:-a-long-default-value}".to_string(),
             "${ROOT}".to_string(),
         ];
-        let r = Redactor::from_declared(&declared, &env);
+        let r = Redactor::from_declared(&declared, &[], &env);
         let out = r.value(json!({
             "env": {"API_KEY": "sk-live-0123456789", "TZ": "UTC"},
             "log": ["wrote /srv/newsroom/archive/x", "a-long-default-value"],
@@ -106,6 +105,27 @@ mod tests {
         assert!(
             text.contains("a-long-default-value"),
             "defaults are not secrets: {text}"
+        );
+    }
+
+    #[test]
+    fn an_argument_reference_is_a_secret_only_when_named_like_one() {
+        let env: EnvMap = [
+            ("GH_TOKEN".to_string(), "ghs-value-0123456789".to_string()),
+            ("ARCHIVE".to_string(), "/srv/newsroom/archive".to_string()),
+            ("IRON_SCRATCH".to_string(), "/state/scratch/x-1".to_string()),
+        ]
+        .into();
+        let args = [
+            "--token=${GH_TOKEN}".to_string(),
+            "${ARCHIVE}".to_string(),
+            "${IRON_SCRATCH}".to_string(),
+        ];
+        let r = Redactor::from_declared(&[], &args, &env);
+        let text = r.text("ghs-value-0123456789 /srv/newsroom/archive /state/scratch/x-1");
+        assert_eq!(
+            text,
+            "[redacted: GH_TOKEN] /srv/newsroom/archive /state/scratch/x-1"
         );
     }
 }
