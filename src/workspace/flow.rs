@@ -2,7 +2,8 @@
 //! `review-<task>` (flow [`REVIEW_FLOW`], built into every runner); the job waits on a
 //! person's approval of each hunk (a `Waiting`: only rows, for days, across restarts), and
 //! once every hunk is decided it lands the approved ones behind the effect gate, runs the
-//! verify command and removes the scratch. Decisions come from `iron hunks approve|reject`,
+//! verify command and removes the scratch (unless it holds a change that cannot be reviewed by
+//! hunk: that stays for a person). Decisions come from `iron hunks approve|reject`,
 //! the ROS service or `iron jobs approve review-<task> hunk-<id>`; the log's review stays the
 //! record of them (a decision taken on the job alone is written there when the job lands).
 
@@ -89,14 +90,25 @@ async fn review(ctx: &mut Ctx, input: Value) -> Result<Value, Exit> {
             json!({"task": task}),
         )
         .await?;
+    // A scratch that also holds changes no hunk could carry is kept for a person to take.
     ctx.step(
         "remove_scratch",
-        |args| async move {
-            let (target, scratch) = (path_of(&args, "target"), path_of(&args, "scratch"));
-            remove_dir(&target, &scratch).await.map_err(failed)?;
-            Ok(Value::Null)
+        |args| {
+            let log = log.clone();
+            async move {
+                let (target, scratch) = (path_of(&args, "target"), path_of(&args, "scratch"));
+                let task = args["task"].as_str().unwrap_or_default();
+                let review = read_review(&log).await.map_err(failed)?;
+                if review.unreviewable_of(task).next().is_some() {
+                    return Ok(json!(
+                        "kept: it holds changes that cannot be reviewed by hunk"
+                    ));
+                }
+                remove_dir(&target, &scratch).await.map_err(failed)?;
+                Ok(Value::Null)
+            }
         },
-        json!({"target": landed["target"], "scratch": landed["scratch"]}),
+        json!({"task": task, "target": landed["target"], "scratch": landed["scratch"]}),
     )
     .await?;
     Ok(json!({"task": task, "applied": landed["applied"], "verify": verified}))

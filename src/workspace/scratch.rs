@@ -65,13 +65,21 @@ pub struct Scratch {
 
 impl Scratch {
     /// Everything that changed since the base, new and deleted files included, as a unified
-    /// diff (`--no-renames`: a rename is a deletion and an addition).
+    /// diff (`--no-renames`: a rename is a deletion and an addition). Written the same
+    /// whatever the user's git configuration: non-ASCII paths unquoted (`core.quotePath=false`;
+    /// git still quotes a path holding a control character, `"`, or `\`), `a/` and `b/`
+    /// prefixes, no external diff or text conversion.
     pub async fn diff(&self) -> Result<String, ScratchError> {
         git(&self.dir, &["add", "--all"]).await?;
         git(
             &self.dir,
             &[
+                "-c",
+                "core.quotePath=false",
                 "diff",
+                "--src-prefix=a/",
+                "--dst-prefix=b/",
+                "--no-textconv",
                 "--cached",
                 "--no-color",
                 "--no-ext-diff",
