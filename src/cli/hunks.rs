@@ -204,7 +204,7 @@ async fn decide(
         .map_err(failed)?;
     let decision = if approve { "approved" } else { "rejected" };
     for p in decided {
-        println!("{} {decision} ({})", p.hunk.id, p.hunk.path);
+        println!("{} {decision} ({})", p.hunk.id, shown(&p.hunk.path));
     }
     Ok(())
 }
@@ -256,10 +256,14 @@ async fn apply(
         );
     } else if landed.pending == 0 {
         match remove_dir(&target, &first.scratch).await {
-            Ok(()) => println!("removed the scratch {}", first.scratch.display()),
+            Ok(()) => println!(
+                "removed the scratch {}",
+                shown(&first.scratch.display().to_string())
+            ),
             Err(e) => eprintln!(
-                "could not remove the scratch {}: {e}",
-                first.scratch.display()
+                "could not remove the scratch {}: {}",
+                shown(&first.scratch.display().to_string()),
+                shown(&e.to_string())
             ),
         }
     } else {

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
+use super::display::shown;
 use super::land::{Reviewer, approval_of, checked_target, read_review};
 use super::review::{Decision, Proposed};
 use super::scratch::remove_dir;
@@ -59,7 +60,10 @@ async fn review(ctx: &mut Ctx, input: Value) -> Result<Value, Exit> {
                     let asked: Vec<Value> = review
                         .of_task(task)
                         .filter(|p| !p.hunk.governance)
-                        .map(|p| json!({"hunk": p.hunk.id, "path": p.hunk.path}))
+                        .map(|p| {
+                            json!({"hunk": p.hunk.id, "path": p.hunk.path,
+                                   "file": p.hunk.meaning.summary()})
+                        })
                         .collect();
                     Ok(Value::from(asked))
                 }
@@ -69,8 +73,13 @@ async fn review(ctx: &mut Ctx, input: Value) -> Result<Value, Exit> {
         .await?;
     let mut answers = serde_json::Map::new();
     for h in hunks.as_array().into_iter().flatten() {
-        let (id, path) = (h["hunk"].as_str().unwrap_or_default(), &h["path"]);
-        let prompt = format!("apply hunk {id} ({path}) of task {task} to the real tree?");
+        let id = h["hunk"].as_str().unwrap_or_default();
+        let path = shown(h["path"].as_str().unwrap_or_default());
+        let file = match h["file"].as_str().unwrap_or_default() {
+            "" => String::new(),
+            summary => format!(", {}", shown(summary)),
+        };
+        let prompt = format!("apply hunk {id} ({path}{file}) of task {task} to the real tree?");
         let answer = ctx.wait_approval(&approval_of(id), &prompt).await?;
         answers.insert(id.to_string(), Value::Bool(answer.approved));
     }
