@@ -10,8 +10,9 @@
 //!   without lines is listed as unreviewable and never applied;
 //! - non-ASCII, spaced and quoted file names (and CRLF lines) are proposed and applied byte
 //!   for byte;
-//! - a change that cannot be proposed (a file whose text is not UTF-8) keeps its scratch, and
-//!   the task's result and the log say why.
+//! - a file whose text is not UTF-8 is listed as unreviewable while the rest is proposed, and
+//!   a change that cannot be proposed at all (its scratch's index locked) keeps its scratch,
+//!   and the task's result and the log say why.
 
 mod support;
 mod support_tools;
@@ -24,7 +25,7 @@ use std::time::Duration;
 use iron::core::envelope::Envelope;
 use iron::memory::emit;
 use iron::workspace::hunks::{self, FileChange};
-use iron::workspace::review::proposals;
+use iron::workspace::review::{changes_of, proposals};
 use iron::workspace::scratch::{GitWorktree, Scratch, ScratchProvider};
 use support::{copy_dir, project::Project};
 
@@ -293,16 +294,68 @@ async fn a_hunk_id_changes_when_a_new_file_becomes_a_symlink() {
     assert!(std::fs::symlink_metadata(repo.join("link")).is_err());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_is_not_utf8_is_unreviewable_and_the_rest_is_proposed() {
+    let (p, repo) = dev_project("turns: []\n");
+    let task = "t-latin1";
+    let scratch = scratch_of(&p, &repo, task).await;
+    std::fs::write(scratch.dir.join("latin1.txt"), b"caf\xe9\n").unwrap();
+    std::fs::write(scratch.dir.join("NOTES.md"), "kept work\n").unwrap();
+    // The production reading of a scratch, as the expert does it: one file unreadable, the
+    // other proposed; before, the whole diff failed and nothing was proposed.
+    let files = changes_of(&scratch).await.unwrap();
+    assert_eq!(files.len(), 2, "{files:#?}");
+    let log = p.log().await;
+    for (kind, payload) in proposals(task, "dev/engineer", &repo, &scratch, &files) {
+        let event = Envelope::new(
+            "default",
+            ["tasks", task],
+            "expert/dev/engineer",
+            kind,
+            payload,
+        );
+        emit(&log, &event).await.unwrap();
+    }
+    let notes = id_of(&files, "NOTES.md");
+    let listed = p.iron_ok_inside(&["hunks", "list", "--task", task]);
+    assert!(
+        listed.contains(&format!("{notes} pending  NOTES.md")),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("unreviewable latin1.txt: its diff is not UTF-8"),
+        "{listed}"
+    );
+    p.iron_ok_inside(&["hunks", "approve", "--user", "ana", &notes]);
+    let applied = p.iron_ok_inside(&["hunks", "apply", "--task", task, "--user", "ana"]);
+    assert!(applied.contains("applied 1 hunk(s)"), "{applied}");
+    assert!(applied.contains("is kept for you"), "{applied}");
+    assert!(!repo.join("latin1.txt").exists());
+    assert_eq!(
+        std::fs::read(scratch.dir.join("latin1.txt")).unwrap(),
+        b"caf\xe9\n"
+    );
+}
+
 const UNPROPOSABLE: &str = r#"turns:
-  - expect: "latin"
+  - expect: "notes"
     tool_calls:
       - name: workspace__write_file
         arguments: {path: "NOTES.md", content: "kept work\n"}
       - name: sandbox__run_confined
-        arguments: {command: sh, args: ["-c", "printf 'caf\\351\\n' > latin1.txt"]}
+        arguments: {command: sleep, args: ["5"]}
   - expect: "exit_code"
-    text: "Wrote the notes and a Latin-1 file."
+    text: "Wrote the notes."
 "#;
+
+/// The one scratch directory under the project's state directory, once there is one.
+fn the_scratch(p: &Project) -> Option<PathBuf> {
+    std::fs::read_dir(p.path("scratch"))
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|d| d.is_dir())
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unproposable_change_keeps_its_scratch_and_says_why() {
@@ -312,19 +365,34 @@ async fn an_unproposable_change_keeps_its_scratch_and_says_why() {
         &[],
     );
     up.wait_for("/iron/engine: active", BOUND);
-    let said = p.iron_ok(&[
-        "task",
+    let sender = p.spawn(
         "send",
-        "--domain",
-        "dev/engineer",
-        "--timeout",
-        "90",
-        "write a latin-1 file",
-    ]);
+        &support::bin("iron"),
+        &[
+            "task",
+            "send",
+            "--domain",
+            "dev/engineer",
+            "--timeout",
+            "90",
+            "write the notes",
+        ],
+    );
+    // While the expert works, its scratch's index is locked (as by a git command that never
+    // finished): what changed can then not be read back.
+    support::wait_until(
+        BOUND,
+        || the_scratch(&p).is_some(),
+        || format!("no scratch was made: {:#?}", sender.output()),
+    );
+    let scratch = the_scratch(&p).unwrap();
+    let link = std::fs::read_to_string(scratch.join(".git")).unwrap();
+    let gitdir = PathBuf::from(link.trim().strip_prefix("gitdir: ").unwrap());
+    std::fs::write(gitdir.join("index.lock"), "").unwrap();
+    sender.wait_for("could not be proposed for review", BOUND);
+    let said = sender.output().join("\n");
     assert!(
-        said.contains("what changed could not be proposed for review")
-            && said.contains("not UTF-8")
-            && said.contains("is kept"),
+        said.contains("index.lock") && said.contains("is kept"),
         "{said}"
     );
     let why = p.events("change_unreviewable").await;
@@ -334,10 +402,10 @@ async fn an_unproposable_change_keeps_its_scratch_and_says_why() {
         why[0].payload["why"]
             .as_str()
             .unwrap()
-            .contains("not UTF-8"),
+            .contains("index.lock"),
         "{why:#?}"
     );
-    let scratch = PathBuf::from(why[0].payload["scratch"].as_str().unwrap());
+    assert_eq!(why[0].payload["scratch"], scratch.display().to_string());
     assert!(p.events("hunk_proposed").await.is_empty());
     // The expert goes when idle (it removes a scratch it proposed nothing from); the work
     // stays, and a person is shown where.
@@ -354,7 +422,6 @@ async fn an_unproposable_change_keeps_its_scratch_and_says_why() {
         std::fs::read_to_string(scratch.join("NOTES.md")).unwrap(),
         "kept work\n"
     );
-    assert!(scratch.join("latin1.txt").exists());
     let listed = p.iron_ok_inside(&["hunks", "list", "--task", &task]);
     assert!(
         listed.contains("unreviewable (all of it): what changed could not be proposed"),

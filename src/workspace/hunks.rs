@@ -20,6 +20,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use super::display::shown;
 use super::header::FileHeader;
 use super::scratch::{ScratchError, git_with_input};
 
@@ -86,7 +87,10 @@ pub enum HunkError {
     #[error("no hunk {0} in this change")]
     Unknown(String),
     /// A governance hunk was approved.
-    #[error("hunk {id} changes {path}, which is governance and is never applied from a scratch")]
+    #[error(
+        "hunk {id} changes {}, which is governance and is never applied from a scratch",
+        shown(path)
+    )]
     Governance {
         /// The hunk.
         id: String,
@@ -217,6 +221,59 @@ pub fn parse(diff: &str) -> Result<Vec<FileChange>, HunkError> {
         out.push(file);
     }
     Ok(out)
+}
+
+/// Why a file whose diff is not UTF-8 is not reviewed here.
+pub const NOT_UTF8: &str =
+    "its diff is not UTF-8 (a text in another encoding, or a name that is not UTF-8)";
+
+/// [`parse`] of a diff as git wrote it: each file whose part of the diff is not UTF-8 (a
+/// Latin-1 text, a name that is not UTF-8) becomes a change without hunks that says so
+/// ([`NOT_UTF8`]), and the others are read as ever. A file's part starts at a line starting
+/// with `diff --git `, which no line of a hunk can (each starts with ` `, `+`, `-` or `\`).
+pub fn parse_bytes(diff: &[u8]) -> Result<Vec<FileChange>, HunkError> {
+    let mut starts: Vec<usize> = Vec::new();
+    let mut at = 0;
+    for line in diff.split_inclusive(|b| *b == b'\n') {
+        if line.starts_with(b"diff --git ") {
+            starts.push(at);
+        }
+        at += line.len();
+    }
+    if starts.first().is_some_and(|first| *first > 0) || (starts.is_empty() && !diff.is_empty()) {
+        // Text before the first file: said by `parse` with its line.
+        return parse(&String::from_utf8_lossy(diff));
+    }
+    let mut files = Vec::new();
+    let mut line = 0;
+    for (i, start) in starts.iter().enumerate() {
+        let part = &diff[*start..starts.get(i + 1).copied().unwrap_or(diff.len())];
+        match std::str::from_utf8(part) {
+            Ok(text) => files.extend(parse(text).map_err(|e| match e {
+                HunkError::Malformed { line: n, why } => HunkError::Malformed {
+                    line: line + n,
+                    why,
+                },
+                other => other,
+            })?),
+            Err(_) => {
+                let first = part.split(|b| *b == b'\n').next().unwrap_or_default();
+                let first = String::from_utf8_lossy(first).into_owned();
+                let path = FileHeader::read(std::slice::from_ref(&first))
+                    .map(|m| m.path().to_string())
+                    .unwrap_or_else(|_| first.trim_start_matches("diff --git ").to_string());
+                files.push(FileChange {
+                    path,
+                    header: Vec::new(),
+                    meaning: FileHeader::default(),
+                    hunks: Vec::new(),
+                    unreadable: Some(NOT_UTF8.to_string()),
+                });
+            }
+        }
+        line += part.iter().filter(|b| **b == b'\n').count();
+    }
+    Ok(files)
 }
 
 /// A patch holding only the hunks of `files` whose ids are in `approved` (each with its
@@ -497,5 +554,37 @@ Binary files /dev/null and b/logo.png differ
                 .unwrap()
                 .contains("submodule")
         );
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_unreadable_and_the_others_are_read() {
+        let mut diff = DIFF.as_bytes().to_vec();
+        diff.extend_from_slice(
+            b"diff --git a/l1.txt b/l1.txt\nindex 1..2 100644\n--- a/l1.txt\n+++ b/l1.txt\n@@ -1 +1 @@\n-caf\xe9\n+th\xe9\n",
+        );
+        diff.extend_from_slice(
+            b"diff --git a/caf\xe9 b/caf\xe9\nnew file mode 100644\nindex 0..2\n--- /dev/null\n+++ b/caf\xe9\n@@ -0,0 +1 @@\n+x\n",
+        );
+        diff.extend_from_slice(b"diff --git a/z.txt b/z.txt\nindex 1..2 100644\n--- a/z.txt\n+++ b/z.txt\n@@ -1 +1 @@\n-a\n+b\n");
+        let files = parse_bytes(&diff).unwrap();
+        assert_eq!(files.len(), 6);
+        assert_eq!(files[..3], parse(DIFF).unwrap()[..]);
+        assert_eq!(files[3].path, "l1.txt");
+        assert_eq!(files[4].path, "caf\u{fffd}");
+        for f in &files[3..5] {
+            assert_eq!(f.unreadable.as_deref(), Some(NOT_UTF8));
+            assert!(f.hunks.is_empty() && f.header.is_empty());
+        }
+        assert_eq!(files[5].hunks.len(), 1);
+        assert_eq!(parse_bytes(b"").unwrap(), []);
+        assert!(matches!(
+            parse_bytes(b"junk\ndiff --git a/x b/x\n"),
+            Err(HunkError::Malformed { line: 1, .. })
+        ));
+        let bad = b"diff --git a/x b/x\nindex 1..2 100644\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\nnot a hunk line\n";
+        let mut two = DIFF.as_bytes().to_vec();
+        two.extend_from_slice(bad);
+        let at = DIFF.lines().count() + 7;
+        assert!(matches!(parse_bytes(&two), Err(HunkError::Malformed { line, .. }) if line == at));
     }
 }

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::header::FileHeader;
 use super::hunks::{FileChange, Hunk, hunk_id, touches_governance};
-use super::hunks::{HunkError, parse};
+use super::hunks::{HunkError, parse_bytes};
 use super::scratch::{Scratch, ScratchError};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
@@ -103,9 +103,10 @@ pub enum ProposeError {
     Parse(#[from] HunkError),
 }
 
-/// What changed in `scratch` since its base, as file changes.
+/// What changed in `scratch` since its base, as file changes (a file whose diff is not UTF-8
+/// is one that cannot be reviewed by hunk, see [`parse_bytes`]).
 pub async fn changes_of(scratch: &Scratch) -> Result<Vec<FileChange>, ProposeError> {
-    Ok(parse(&scratch.diff().await?)?)
+    Ok(parse_bytes(&scratch.diff_bytes().await?)?)
 }
 
 /// A change that cannot be reviewed by hunk (a binary file, a mode change alone), or a scratch
@@ -332,6 +333,7 @@ impl Review {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workspace::hunks::parse;
 
     const DIFF: &str = "diff --git a/a.txt b/a.txt
 index 1..2 100644
