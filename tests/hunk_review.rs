@@ -348,13 +348,18 @@ const UNPROPOSABLE: &str = r#"turns:
     text: "Wrote the notes."
 "#;
 
-/// The one scratch directory under the project's state directory, once there is one.
+/// The one scratch under the project's state directory, once it is made and claimed by its
+/// expert (its `.owner` file is written after `git worktree add` finished).
 fn the_scratch(p: &Project) -> Option<PathBuf> {
     std::fs::read_dir(p.path("scratch"))
         .ok()?
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .find(|d| d.is_dir())
+        .find(|d| {
+            let mut owner = d.as_os_str().to_owned();
+            owner.push(".owner");
+            d.is_dir() && Path::new(&owner).exists()
+        })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
