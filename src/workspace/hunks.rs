@@ -223,6 +223,39 @@ pub fn parse(diff: &str) -> Result<Vec<FileChange>, HunkError> {
     Ok(out)
 }
 
+/// The one hunk that `header`, `range` and `lines` (as a proposal on the log carries them) make
+/// when written as a patch and read back, as [`parse`] reads a diff: refused unless it is one
+/// file with one hunk made of exactly these lines. A line holding a newline, or a hunk line
+/// that is a header (`diff --git a/aem/…`), would otherwise apply something not reviewed.
+pub fn reread(header: &[String], range: &str, lines: &[String]) -> Result<Hunk, HunkError> {
+    let mut text = String::new();
+    for line in header
+        .iter()
+        .map(String::as_str)
+        .chain([range])
+        .chain(lines.iter().map(String::as_str))
+    {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let mut files = parse(&text)?;
+    let refused = |why: &str| HunkError::Malformed {
+        line: 1,
+        why: why.to_string(),
+    };
+    match files.as_mut_slice() {
+        [file] if file.header == header && file.hunks.len() == 1 => {
+            let hunk = file.hunks.remove(0);
+            if hunk.range == range && hunk.lines == lines {
+                Ok(hunk)
+            } else {
+                Err(refused("its lines do not read back as one hunk"))
+            }
+        }
+        _ => Err(refused("it does not read back as one file with one hunk")),
+    }
+}
+
 /// Why a file whose diff is not UTF-8 is not reviewed here.
 pub const NOT_UTF8: &str =
     "its diff is not UTF-8 (a text in another encoding, or a name that is not UTF-8)";

@@ -16,9 +16,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::header::FileHeader;
-use super::hunks::{FileChange, Hunk, hunk_id, touches_governance};
-use super::hunks::{HunkError, parse_bytes};
+use super::display::shown;
+use super::hunks::{FileChange, Hunk, HunkError, parse_bytes, reread};
 use super::scratch::{Scratch, ScratchError};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
@@ -95,7 +94,7 @@ impl Proposed {
 /// on the log (see [`unproposable`]) and in the task's result.
 #[derive(Debug, thiserror::Error)]
 pub enum ProposeError {
-    /// Git could not write the diff (e.g. a file whose text is not UTF-8).
+    /// Git could not write the diff (e.g. the scratch's index is locked).
     #[error("reading what changed in the scratch: {0}")]
     Diff(#[from] ScratchError),
     /// The diff could not be read.
@@ -205,30 +204,28 @@ impl Review {
                             .unwrap_or_default()
                     };
                     let header = lines("header");
-                    let (range, body) = (text("range").to_string(), lines("lines"));
-                    // Judged here, never taken from the event.
-                    let meaning = match FileHeader::read(&header) {
-                        Ok(m) if hunk_id(&m, &range, &body) == id => m,
+                    // Judged here, never taken from the event: the proposal is written as the
+                    // patch it would apply and read back; its id must be that hunk's.
+                    let hunk = match reread(&header, text("range"), &lines("lines")) {
+                        Ok(h) if h.id == id => h,
                         Ok(_) => {
-                            tracing::warn!("hunk {id} on the log is not its content's id: ignored");
+                            tracing::warn!(
+                                "hunk {} on the log is not its content's id: ignored",
+                                shown(&id)
+                            );
                             continue;
                         }
                         Err(why) => {
                             tracing::warn!(
-                                "hunk {id} on the log has a header that cannot be read ({why}): ignored"
+                                "hunk {} on the log cannot be read back ({}): ignored",
+                                shown(&id),
+                                shown(&why.to_string())
                             );
                             continue;
                         }
                     };
                     let proposed = Proposed {
-                        hunk: Hunk {
-                            id: id.clone(),
-                            path: meaning.path().to_string(),
-                            range,
-                            lines: body,
-                            governance: touches_governance(&meaning),
-                            meaning,
-                        },
+                        hunk,
                         header,
                         task: text("task_id").to_string(),
                         expert: text("expert").to_string(),
@@ -418,6 +415,44 @@ index 1..2 100644
             "+++ b/a.txt"
         ]);
         events[1].payload["header"] = json!(["diff --git a/a.txt b/a.txt", "from: nowhere"]);
+        // Lines that would smuggle a second file into the patch, with the ids recomputed: a
+        // newline inside a header or hunk line, and a hunk line that is a header.
+        let smuggled = |header: Value, lines: Value| {
+            let (h, l): (Vec<String>, Vec<String>) = (
+                serde_json::from_value(header).unwrap(),
+                serde_json::from_value(lines).unwrap(),
+            );
+            let meaning = crate::workspace::header::FileHeader::read(&h).unwrap();
+            let id = crate::workspace::hunks::hunk_id(&meaning, "@@ -1 +1 @@", &l);
+            event(
+                EventKind::HunkProposed,
+                json!({"hunk": id, "task_id": "t1", "expert": "dev/engineer", "path": "a.txt",
+                       "range": "@@ -1 +1 @@", "lines": l, "header": h}),
+            )
+        };
+        let header = json!([
+            "diff --git a/a.txt b/a.txt",
+            "index 1..2 100644",
+            "--- a/a.txt",
+            "+++ b/a.txt"
+        ]);
+        events.push(smuggled(
+            header.clone(),
+            json!(["-x", "+y\ndiff --git a/aem/dev/AEM.md b/aem/dev/AEM.md"]),
+        ));
+        events.push(smuggled(
+            header.clone(),
+            json!(["-x", "+y", "diff --git a/aem/dev/AEM.md b/aem/dev/AEM.md"]),
+        ));
+        events.push(smuggled(
+            json!([
+                "diff --git a/a.txt b/a.txt\nnew file mode 120000",
+                "index 1..2 100644",
+                "--- a/a.txt",
+                "+++ b/a.txt"
+            ]),
+            json!(["-x", "+y"]),
+        ));
         let review = Review::fold(&events);
         assert_eq!(
             review.hunks().count(),
