@@ -3,11 +3,11 @@
 //! inherited environment may set) then names it for those servers, and gate 2 grants it as
 //! their root. When a task ends, what changed is proposed on the log hunk by hunk for a
 //! person to decide (see `crate::workspace::review`). A scratch with nothing proposed is
-//! removed at shutdown; one with proposals, with a change that cannot be reviewed by hunk, or
+//! removed at shutdown. One with proposals, with a change that cannot be reviewed by hunk, or
 //! whose changes could not be proposed at all (the reason is on the log and in the task's
-//! result) is kept for review; with proposals, and a review job is started that
-//! removes it once every hunk is decided and the approved ones landed (`iron hunks apply` does
-//! the same by hand); one left by an expert killed outright is removed by the next
+//! result) is kept; for proposals a review job is started that removes it once every hunk is
+//! decided and the approved ones landed, unless it also holds an unreviewable change (`iron
+//! hunks apply` does the same by hand); a person removes what is left; one left by an expert killed outright is removed by the next
 //! expert that makes a scratch (`crate::workspace::scratch::sweep`).
 
 use std::path::{Path, PathBuf};
