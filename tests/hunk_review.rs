@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use iron::core::envelope::Envelope;
 use iron::memory::emit;
+use iron::workspace::display::shown;
 use iron::workspace::hunks::{self, FileChange};
 use iron::workspace::review::{changes_of, proposals};
 use iron::workspace::scratch::{GitWorktree, Scratch, ScratchProvider};
@@ -140,8 +141,9 @@ async fn a_non_ascii_file_name_is_proposed_and_applied() {
     let (p, repo) = dev_project("turns: []\n");
     let task = "t-names";
     let scratch = scratch_of(&p, &repo, task).await;
-    let written: [(&str, &[u8]); 5] = [
+    let written: [(&str, &[u8]); 6] = [
         ("café.txt", b"cr\xc3\xa8me\n"),
+        ("new\nline\tand tab.txt", b"nl\n"),
         ("名前/ファイル.txt", b"x\n"),
         ("dir with space/a b.txt", b"spaced\n"),
         ("q\"uote\\d.txt", b"quoted\n"),
@@ -159,15 +161,17 @@ async fn a_non_ascii_file_name_is_proposed_and_applied() {
         .collect();
 
     let listed = p.iron_ok_inside(&["hunks", "list", "--task", task]);
-    assert_eq!(listed.lines().count(), 5, "{listed}");
+    assert_eq!(listed.lines().count(), 6, "{listed}");
     for (name, _) in written {
-        assert!(listed.contains(&format!(" {name} @@")), "{name}: {listed}");
+        let seen = shown(name);
+        assert!(listed.contains(&format!(" {seen} @@")), "{name}: {listed}");
     }
+    assert!(listed.contains(" new\\nline\tand tab.txt @@"), "{listed}");
     let mut approve = vec!["hunks", "approve", "--user", "ana"];
     approve.extend(ids.iter().map(String::as_str));
     p.iron_ok_inside(&approve);
     let applied = p.iron_ok_inside(&["hunks", "apply", "--task", task, "--user", "ana"]);
-    assert!(applied.contains("applied 5 hunk(s)"), "{applied}");
+    assert!(applied.contains("applied 6 hunk(s)"), "{applied}");
     for (name, bytes) in written {
         assert_eq!(std::fs::read(repo.join(name)).unwrap(), bytes, "{name}");
     }
