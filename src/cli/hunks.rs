@@ -1,20 +1,25 @@
 //! `iron hunks …`: review what experts changed in their scratches. Every command reads the
 //! review from the log (`crate::workspace::review`), so a review can be taken up days later
-//! from any terminal; decisions and applications are written back to it.
+//! from any terminal; decisions and applications are written back to it. Everything printed
+//! of a change (paths, lines) goes through `crate::workspace::display::shown`: a control
+//! character an expert wrote is seen, never acted on by the terminal.
 
 use clap::Subcommand;
 
 use super::CliError;
 use crate::core::config::Config;
 use crate::spine::durable::AnyLog;
+use crate::workspace::display::shown;
 use crate::workspace::land::{LandError, Reviewer, checked_target, read_review};
-use crate::workspace::review::{Decision, Review};
+use crate::workspace::review::{Decision, Proposed, Review};
 use crate::workspace::scratch::remove_dir;
 
 /// Review of experts' changes, hunk by hunk.
 #[derive(Debug, Subcommand)]
 pub enum HunksCommand {
-    /// List proposed hunks (pending and approved; `--all` adds rejected and applied).
+    /// List proposed hunks (pending and approved; `--all` adds rejected and applied), each with
+    /// its file header's meaning (new file, mode, symlink, rename, …), and the changes that
+    /// cannot be reviewed by hunk whose scratch is still kept (`--all`: all of them).
     List {
         /// Only this task's.
         #[arg(long)]
@@ -23,7 +28,8 @@ pub enum HunksCommand {
         #[arg(long)]
         all: bool,
     },
-    /// Print one hunk as a patch.
+    /// Print one hunk as a patch, after a `#` line saying what its file header means; control
+    /// characters are shown escaped (`\r`, `\x1b`, `\u{202e}`).
     Show {
         /// The hunk id (from `list`).
         hunk: String,
@@ -68,31 +74,33 @@ pub async fn run(command: HunksCommand) -> Result<(), CliError> {
     let review = read_review(&log).await.map_err(failed)?;
     match command {
         HunksCommand::List { task, all } => {
-            let mut shown = 0;
+            let mut listed = 0;
             for p in review.hunks() {
                 if task.as_ref().is_some_and(|t| *t != p.task)
                     || (!all && matches!(p.decision, Decision::Rejected(_) | Decision::Applied))
                 {
                     continue;
                 }
-                let (added, removed) = p.hunk.counts();
-                let note = if p.hunk.governance {
-                    " (governance: never applied)"
-                } else {
-                    ""
-                };
-                println!(
-                    "{} {:<8} {} {} +{added} -{removed} task {} by {}{note}",
-                    p.hunk.id,
-                    p.decision.word(),
-                    p.hunk.path,
-                    p.hunk.range,
-                    p.task,
-                    p.expert
-                );
-                shown += 1;
+                println!("{}", list_line(p));
+                listed += 1;
             }
-            if shown == 0 {
+            for u in review.unreviewable() {
+                if task.as_ref().is_some_and(|t| *t != u.task) || (!all && !u.scratch.exists()) {
+                    continue;
+                }
+                println!(
+                    "{:<16} {:<8} {}: {} task {} by {} (never applied; its scratch {} is kept)",
+                    "-",
+                    "unreviewable",
+                    shown(u.path.as_deref().unwrap_or("(all of it)")),
+                    shown(&u.why),
+                    shown(&u.task),
+                    shown(&u.expert),
+                    shown(&u.scratch.display().to_string())
+                );
+                listed += 1;
+            }
+            if listed == 0 {
                 eprintln!(
                     "no hunks{}",
                     if all {
@@ -109,7 +117,7 @@ pub async fn run(command: HunksCommand) -> Result<(), CliError> {
                 .get(&hunk)
                 .ok_or(LandError::NoHunk(hunk))
                 .map_err(failed)?;
-            print!("{}", p.patch());
+            print!("{}", show_text(p));
             Ok(())
         }
         HunksCommand::Approve { hunks, user } => {
@@ -120,6 +128,54 @@ pub async fn run(command: HunksCommand) -> Result<(), CliError> {
         }
         HunksCommand::Apply { task, user } => apply(&log, &config, &review, &task, &user).await,
     }
+}
+
+/// One line of `iron hunks list` for `p`.
+fn list_line(p: &Proposed) -> String {
+    let (added, removed) = p.hunk.counts();
+    let mut notes = Vec::new();
+    let summary = p.hunk.meaning.summary();
+    if !summary.is_empty() {
+        notes.push(summary);
+    }
+    if p.hunk.governance {
+        notes.push("governance: never applied".into());
+    }
+    let notes = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join("; "))
+    };
+    format!(
+        "{} {:<8} {} {} +{added} -{removed} task {} by {}{}",
+        p.hunk.id,
+        p.decision.word(),
+        shown(&p.hunk.path),
+        shown(&p.hunk.range),
+        shown(&p.task),
+        shown(&p.expert),
+        shown(&notes)
+    )
+}
+
+/// What `iron hunks show` prints of `p`: what its header means, then its patch, every line
+/// shown escaped.
+fn show_text(p: &Proposed) -> String {
+    let summary = p.hunk.meaning.summary();
+    let mut out = format!(
+        "# {}: {}\n",
+        shown(&p.hunk.path),
+        shown(if summary.is_empty() {
+            "changed in place"
+        } else {
+            &summary
+        })
+    );
+    for line in p.patch().split_terminator('\n') {
+        out.push_str(&shown(line));
+        out.push('\n');
+    }
+    out
 }
 
 fn failed(e: impl std::fmt::Display) -> CliError {
@@ -148,7 +204,7 @@ async fn decide(
         .map_err(failed)?;
     let decision = if approve { "approved" } else { "rejected" };
     for p in decided {
-        println!("{} {decision} ({})", p.hunk.id, p.hunk.path);
+        println!("{} {decision} ({})", p.hunk.id, shown(&p.hunk.path));
     }
     Ok(())
 }
@@ -191,12 +247,23 @@ async fn apply(
             println!("{}", verified.line(&ws.verify));
         }
     }
-    if landed.pending == 0 {
+    let unreviewable = review.unreviewable_of(task).count();
+    if landed.pending == 0 && unreviewable > 0 {
+        println!(
+            "{unreviewable} change(s) of task {task} cannot be reviewed by hunk (`iron hunks list \
+             --task {task}`); its scratch {} is kept for you to take them by hand",
+            shown(&first.scratch.display().to_string())
+        );
+    } else if landed.pending == 0 {
         match remove_dir(&target, &first.scratch).await {
-            Ok(()) => println!("removed the scratch {}", first.scratch.display()),
+            Ok(()) => println!(
+                "removed the scratch {}",
+                shown(&first.scratch.display().to_string())
+            ),
             Err(e) => eprintln!(
-                "could not remove the scratch {}: {e}",
-                first.scratch.display()
+                "could not remove the scratch {}: {}",
+                shown(&first.scratch.display().to_string()),
+                shown(&e.to_string())
             ),
         }
     } else {
@@ -206,4 +273,56 @@ async fn apply(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::hunks::parse;
+    use crate::workspace::review::Decision;
+
+    fn proposed(diff: &str) -> Proposed {
+        let file = parse(diff).unwrap().remove(0);
+        Proposed {
+            hunk: file.hunks[0].clone(),
+            header: file.header,
+            task: "t1".into(),
+            expert: "dev/engineer".into(),
+            target: "/r".into(),
+            scratch: "/s".into(),
+            decision: Decision::Pending,
+        }
+    }
+
+    #[test]
+    fn a_carriage_return_in_a_hunk_is_shown_escaped() {
+        let p = proposed(
+            "diff --git a/w.rs b/w.rs\nindex 1..2 100644\n--- a/w.rs\n+++ b/w.rs\n@@ -1 +1 @@ fn \u{1b}[2Kx\n-a\n+evil();\r+ok();\n",
+        );
+        let text = show_text(&p);
+        assert!(text.contains("+evil();\\r+ok();\n"), "{text}");
+        assert!(text.contains("@@ -1 +1 @@ fn \\x1b[2Kx\n"), "{text}");
+        assert!(!text.contains(['\r', '\u{1b}']), "{text:?}");
+        assert!(text.starts_with("# w.rs: changed in place\n"), "{text}");
+        assert!(!list_line(&p).contains('\u{1b}'));
+    }
+
+    #[test]
+    fn an_ansi_escape_in_a_file_name_is_shown_escaped() {
+        let p = proposed(
+            "diff --git \"a/e\\033[8mvil\\342\\200\\256.rs\" \"b/e\\033[8mvil\\342\\200\\256.rs\"\nnew file mode 100755\nindex 0..2\n--- /dev/null\n+++ \"b/e\\033[8mvil\\342\\200\\256.rs\"\n@@ -0,0 +1 @@\n+x\n",
+        );
+        assert_eq!(p.hunk.path, "e\u{1b}[8mvil\u{202e}.rs");
+        let line = list_line(&p);
+        assert!(
+            line.contains(" e\\x1b[8mvil\\u{202e}.rs @@ -0,0 +1 @@ +1 -0 task t1 by dev/engineer (new file, mode 100755)"),
+            "{line}"
+        );
+        let text = show_text(&p);
+        assert!(
+            text.starts_with("# e\\x1b[8mvil\\u{202e}.rs: new file, mode 100755\n"),
+            "{text}"
+        );
+        assert!(!text.contains(['\u{1b}', '\u{202e}']), "{text:?}");
+    }
 }

@@ -2,7 +2,8 @@
 //! `review-<task>` (flow [`REVIEW_FLOW`], built into every runner); the job waits on a
 //! person's approval of each hunk (a `Waiting`: only rows, for days, across restarts), and
 //! once every hunk is decided it lands the approved ones behind the effect gate, runs the
-//! verify command and removes the scratch. Decisions come from `iron hunks approve|reject`,
+//! verify command and removes the scratch (unless it holds a change that cannot be reviewed by
+//! hunk: that stays for a person). Decisions come from `iron hunks approve|reject`,
 //! the ROS service or `iron jobs approve review-<task> hunk-<id>`; the log's review stays the
 //! record of them (a decision taken on the job alone is written there when the job lands).
 
@@ -10,6 +11,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
+use super::display::shown;
 use super::land::{Reviewer, approval_of, checked_target, read_review};
 use super::review::{Decision, Proposed};
 use super::scratch::remove_dir;
@@ -58,7 +60,10 @@ async fn review(ctx: &mut Ctx, input: Value) -> Result<Value, Exit> {
                     let asked: Vec<Value> = review
                         .of_task(task)
                         .filter(|p| !p.hunk.governance)
-                        .map(|p| json!({"hunk": p.hunk.id, "path": p.hunk.path}))
+                        .map(|p| {
+                            json!({"hunk": p.hunk.id, "path": p.hunk.path,
+                                   "file": p.hunk.meaning.summary()})
+                        })
                         .collect();
                     Ok(Value::from(asked))
                 }
@@ -68,8 +73,13 @@ async fn review(ctx: &mut Ctx, input: Value) -> Result<Value, Exit> {
         .await?;
     let mut answers = serde_json::Map::new();
     for h in hunks.as_array().into_iter().flatten() {
-        let (id, path) = (h["hunk"].as_str().unwrap_or_default(), &h["path"]);
-        let prompt = format!("apply hunk {id} ({path}) of task {task} to the real tree?");
+        let id = h["hunk"].as_str().unwrap_or_default();
+        let path = shown(h["path"].as_str().unwrap_or_default());
+        let file = match h["file"].as_str().unwrap_or_default() {
+            "" => String::new(),
+            summary => format!(", {}", shown(summary)),
+        };
+        let prompt = format!("apply hunk {id} ({path}{file}) of task {task} to the real tree?");
         let answer = ctx.wait_approval(&approval_of(id), &prompt).await?;
         answers.insert(id.to_string(), Value::Bool(answer.approved));
     }
@@ -89,14 +99,25 @@ async fn review(ctx: &mut Ctx, input: Value) -> Result<Value, Exit> {
             json!({"task": task}),
         )
         .await?;
+    // A scratch that also holds changes no hunk could carry is kept for a person to take.
     ctx.step(
         "remove_scratch",
-        |args| async move {
-            let (target, scratch) = (path_of(&args, "target"), path_of(&args, "scratch"));
-            remove_dir(&target, &scratch).await.map_err(failed)?;
-            Ok(Value::Null)
+        |args| {
+            let log = log.clone();
+            async move {
+                let (target, scratch) = (path_of(&args, "target"), path_of(&args, "scratch"));
+                let task = args["task"].as_str().unwrap_or_default();
+                let review = read_review(&log).await.map_err(failed)?;
+                if review.unreviewable_of(task).next().is_some() {
+                    return Ok(json!(
+                        "kept: it holds changes that cannot be reviewed by hunk"
+                    ));
+                }
+                remove_dir(&target, &scratch).await.map_err(failed)?;
+                Ok(Value::Null)
+            }
         },
-        json!({"target": landed["target"], "scratch": landed["scratch"]}),
+        json!({"task": task, "target": landed["target"], "scratch": landed["scratch"]}),
     )
     .await?;
     Ok(json!({"task": task, "applied": landed["applied"], "verify": verified}))

@@ -1,18 +1,27 @@
 //! Changes as hunks a person approves one at a time: a unified diff (see
 //! [`super::scratch::Scratch::diff`]) split into files and hunks, each hunk named by a digest
-//! of its file and content; a patch made of the approved hunks only; and applying it to the
+//! of its file header's meaning ([`FileHeader`]: new, deleted, modes, symlink, rename, binary)
+//! and its content; a patch made of the approved hunks only; and applying it to the
 //! real tree with `git apply`, after checking that every approved hunk still applies. A hunk
 //! that no longer applies is reported and nothing is applied: never forced, never half-done.
 //!
 //! A change to the governance of the tree (anything under `aem/`, `config/` or `.git/`, and any
 //! `AEM.md`, `SKILL.md` or `capabilities.md`) is marked and can never be approved, and a change
-//! that has no hunks to read (a binary file, a mode change) is reported as such.
+//! that has no hunks to read (a binary file, a mode change, an empty file) or that touches a
+//! submodule is reported as such and can never be approved: a hunk is the unit a person
+//! approves, and a change with no lines would be approved without anything to read (fail
+//! closed; the scratch keeps it for a person to take by hand).
+//!
+//! Lines are split on `\n` only: a `\r` stays in its line, as stored and as applied (shown
+//! escaped, see [`super::display`]).
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use super::display::shown;
+use super::header::FileHeader;
 use super::scratch::{ScratchError, git_with_input};
 
 /// Top-level directories of a tree whose changes are governance.
@@ -25,18 +34,22 @@ const GOVERNANCE_FILES: &[&str] = &["AEM.md", "SKILL.md", "capabilities.md"];
 pub struct FileChange {
     /// The path it has after the change (before it, for a deletion), relative to the tree.
     pub path: String,
-    /// Its header lines (`diff --git`, `new file mode`, `index`, `---`, `+++`).
+    /// Its header lines (`diff --git`, `new file mode`, `index`, `---`, `+++`), as written.
     pub header: Vec<String>,
+    /// What they mean.
+    pub meaning: FileHeader,
     /// Its hunks, in order.
     pub hunks: Vec<Hunk>,
-    /// A change without hunks (a binary file, a mode change): why it cannot be reviewed here.
+    /// A change without hunks to approve (a binary file, a mode change, a submodule): why it
+    /// cannot be reviewed here.
     pub unreadable: Option<String>,
 }
 
 /// One hunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hunk {
-    /// 16 hex digits of SHA-256 over its file's path, its `@@` line and its lines.
+    /// 16 hex digits of SHA-256 over its file header's meaning, its `@@` line and its lines
+    /// ([`hunk_id`]).
     pub id: String,
     /// Its file's path.
     pub path: String,
@@ -46,6 +59,8 @@ pub struct Hunk {
     pub lines: Vec<String>,
     /// Whether it changes governance (never approvable).
     pub governance: bool,
+    /// Its file header's meaning.
+    pub meaning: FileHeader,
 }
 
 impl Hunk {
@@ -72,7 +87,10 @@ pub enum HunkError {
     #[error("no hunk {0} in this change")]
     Unknown(String),
     /// A governance hunk was approved.
-    #[error("hunk {id} changes {path}, which is governance and is never applied from a scratch")]
+    #[error(
+        "hunk {id} changes {}, which is governance and is never applied from a scratch",
+        shown(path)
+    )]
     Governance {
         /// The hunk.
         id: String,
@@ -101,38 +119,63 @@ pub fn is_governance(path: &str) -> bool {
         || GOVERNANCE_FILES.contains(&path.rsplit('/').next().unwrap_or(""))
 }
 
-/// Splits a unified git diff into file changes and hunks.
+/// Whether any path `meaning` touches is governance.
+pub fn touches_governance(meaning: &FileHeader) -> bool {
+    meaning.paths().any(is_governance)
+}
+
+/// The id of a hunk: 16 hex digits of SHA-256 over its file header's meaning, its `@@` line
+/// and its lines. A symlink, a mode or a rename changes it as a line does.
+pub fn hunk_id(meaning: &FileHeader, range: &str, lines: &[String]) -> String {
+    let mut h = Sha256::new();
+    h.update(meaning.canonical().as_bytes());
+    h.update([0]);
+    h.update(range.as_bytes());
+    for l in lines {
+        h.update([b'\n']);
+        h.update(l.as_bytes());
+    }
+    hex::encode(&h.finalize()[..8])
+}
+
+/// Splits a unified git diff into file changes and hunks. A header git would not write, or
+/// one whose lines do not add up, is refused: what is not understood is never proposed.
 pub fn parse(diff: &str) -> Result<Vec<FileChange>, HunkError> {
-    let mut files: Vec<FileChange> = Vec::new();
+    let mut files: Vec<(usize, FileChange)> = Vec::new();
     let malformed = |line: usize, why: &str| HunkError::Malformed {
         line,
         why: why.to_string(),
     };
-    for (i, line) in diff.lines().enumerate() {
+    let body = diff.strip_suffix('\n').unwrap_or(diff);
+    if body.is_empty() {
+        return Ok(Vec::new());
+    }
+    for (i, line) in body.split('\n').enumerate() {
         let n = i + 1;
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            let path = rest
-                .split_once(" b/")
-                .map(|(_, b)| b.to_string())
-                .ok_or_else(|| malformed(n, "a `diff --git a/… b/…` line without paths"))?;
-            files.push(FileChange {
-                path,
-                header: vec![line.to_string()],
-                hunks: Vec::new(),
-                unreadable: None,
-            });
+        if line.starts_with("diff --git ") {
+            files.push((
+                n,
+                FileChange {
+                    path: String::new(),
+                    header: vec![line.to_string()],
+                    meaning: FileHeader::default(),
+                    hunks: Vec::new(),
+                    unreadable: None,
+                },
+            ));
             continue;
         }
-        let file = files
+        let (_, file) = files
             .last_mut()
             .ok_or_else(|| malformed(n, "text before the first `diff --git`"))?;
         if line.starts_with("@@ ") {
             file.hunks.push(Hunk {
                 id: String::new(),
-                path: file.path.clone(),
+                path: String::new(),
                 range: line.to_string(),
                 lines: Vec::new(),
-                governance: is_governance(&file.path),
+                governance: false,
+                meaning: FileHeader::default(),
             });
         } else if let Some(hunk) = file.hunks.last_mut() {
             if !line.starts_with([' ', '+', '-', '\\']) && !line.is_empty() {
@@ -140,27 +183,128 @@ pub fn parse(diff: &str) -> Result<Vec<FileChange>, HunkError> {
             }
             hunk.lines.push(line.to_string());
         } else {
-            if line.starts_with("Binary files ") {
-                file.unreadable = Some("a binary file".to_string());
-            }
             file.header.push(line.to_string());
         }
     }
-    for file in &mut files {
-        if file.hunks.is_empty() && file.unreadable.is_none() {
-            file.unreadable = Some("no lines changed (a mode change or an empty file)".to_string());
+    let mut out = Vec::with_capacity(files.len());
+    for (n, mut file) in files {
+        let meaning = FileHeader::read(&file.header).map_err(|why| malformed(n, &why))?;
+        file.path = meaning.path().to_string();
+        file.unreadable = if meaning.binary {
+            Some("a binary file".to_string())
+        } else if meaning.gitlink() {
+            Some("a submodule (never applied from a scratch)".to_string())
+        } else if file.hunks.is_empty() {
+            let summary = meaning.summary();
+            Some(format!(
+                "no lines changed ({})",
+                if summary.is_empty() {
+                    "an empty file"
+                } else {
+                    &summary
+                }
+            ))
+        } else {
+            None
+        };
+        if file.unreadable.is_some() {
+            file.hunks.clear();
         }
+        let governance = touches_governance(&meaning);
         for hunk in &mut file.hunks {
-            let mut h = Sha256::new();
-            h.update(hunk.path.as_bytes());
-            h.update([0]);
-            h.update(hunk.range.as_bytes());
-            for l in &hunk.lines {
-                h.update([b'\n']);
-                h.update(l.as_bytes());
-            }
-            hunk.id = hex::encode(&h.finalize()[..8]);
+            hunk.path = file.path.clone();
+            hunk.governance = governance;
+            hunk.id = hunk_id(&meaning, &hunk.range, &hunk.lines);
+            hunk.meaning = meaning.clone();
         }
+        file.meaning = meaning;
+        out.push(file);
+    }
+    Ok(out)
+}
+
+/// The one hunk that `header`, `range` and `lines` (as a proposal on the log carries them) make
+/// when written as a patch and read back, as [`parse`] reads a diff: refused unless it is one
+/// file with one hunk made of exactly these lines. A line holding a newline, or a hunk line
+/// that is a header (`diff --git a/aem/…`), would otherwise apply something not reviewed.
+pub fn reread(header: &[String], range: &str, lines: &[String]) -> Result<Hunk, HunkError> {
+    let mut text = String::new();
+    for line in header
+        .iter()
+        .map(String::as_str)
+        .chain([range])
+        .chain(lines.iter().map(String::as_str))
+    {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let mut files = parse(&text)?;
+    let refused = |why: &str| HunkError::Malformed {
+        line: 1,
+        why: why.to_string(),
+    };
+    match files.as_mut_slice() {
+        [file] if file.header == header && file.hunks.len() == 1 => {
+            let hunk = file.hunks.remove(0);
+            if hunk.range == range && hunk.lines == lines {
+                Ok(hunk)
+            } else {
+                Err(refused("its lines do not read back as one hunk"))
+            }
+        }
+        _ => Err(refused("it does not read back as one file with one hunk")),
+    }
+}
+
+/// Why a file whose diff is not UTF-8 is not reviewed here.
+pub const NOT_UTF8: &str =
+    "its diff is not UTF-8 (a text in another encoding, or a name that is not UTF-8)";
+
+/// [`parse`] of a diff as git wrote it: each file whose part of the diff is not UTF-8 (a
+/// Latin-1 text, a name that is not UTF-8) becomes a change without hunks that says so
+/// ([`NOT_UTF8`]), and the others are read as ever. A file's part starts at a line starting
+/// with `diff --git `, which no line of a hunk can (each starts with ` `, `+`, `-` or `\`).
+pub fn parse_bytes(diff: &[u8]) -> Result<Vec<FileChange>, HunkError> {
+    let mut starts: Vec<usize> = Vec::new();
+    let mut at = 0;
+    for line in diff.split_inclusive(|b| *b == b'\n') {
+        if line.starts_with(b"diff --git ") {
+            starts.push(at);
+        }
+        at += line.len();
+    }
+    if starts.first().is_some_and(|first| *first > 0) || (starts.is_empty() && !diff.is_empty()) {
+        // Text before the first file: said by `parse` with its line.
+        return parse(&String::from_utf8_lossy(diff));
+    }
+    let mut files = Vec::new();
+    let mut line = 0;
+    for (i, start) in starts.iter().enumerate() {
+        let part = &diff[*start..starts.get(i + 1).copied().unwrap_or(diff.len())];
+        match std::str::from_utf8(part) {
+            Ok(text) => files.extend(parse(text).map_err(|e| match e {
+                HunkError::Malformed { line: n, why } => HunkError::Malformed {
+                    line: line + n,
+                    why,
+                },
+                other => other,
+            })?),
+            Err(_) => {
+                let first = part.split(|b| *b == b'\n').next().unwrap_or_default();
+                let first = String::from_utf8_lossy(first).into_owned();
+                let path = FileHeader::read(std::slice::from_ref(&first))
+                    .map(|m| m.path().to_string())
+                    .unwrap_or_else(|_| first.trim_start_matches("diff --git ").to_string());
+                files.push(FileChange {
+                    path,
+                    header: Vec::new(),
+                    meaning: FileHeader::default(),
+                    hunks: Vec::new(),
+                    unreadable: Some(NOT_UTF8.to_string()),
+                });
+            }
+        }
+        line += part.iter().filter(|b| **b == b'\n').count();
     }
     Ok(files)
 }
@@ -301,6 +445,7 @@ Binary files /dev/null and b/logo.png differ
         assert!(!files[0].hunks[0].governance);
         assert!(files[1].hunks[0].governance);
         assert_eq!(files[2].unreadable.as_deref(), Some("a binary file"));
+        assert!(files[2].hunks.is_empty());
         assert_eq!(
             parse(DIFF).unwrap(),
             files,
@@ -344,5 +489,135 @@ Binary files /dev/null and b/logo.png differ
         for p in ["src/aem.rs", "docs/config.md", "README.md"] {
             assert!(!is_governance(p), "{p}");
         }
+    }
+
+    /// A one-line new file, as git writes it with `mode`, and the `+` line it adds.
+    fn new_file(mode: &str, line: &str) -> String {
+        format!(
+            "diff --git a/run b/run\nnew file mode {mode}\nindex 0000000..1111111\n--- /dev/null\n+++ b/run\n@@ -0,0 +1 @@\n+{line}\n"
+        )
+    }
+
+    #[test]
+    fn a_hunk_id_changes_when_a_new_file_becomes_a_symlink() {
+        let file = &parse(&new_file("100644", "/etc/passwd")).unwrap()[0];
+        let link = &parse(&new_file("120000", "/etc/passwd")).unwrap()[0];
+        assert_eq!(file.hunks[0].lines, link.hunks[0].lines);
+        assert_ne!(file.hunks[0].id, link.hunks[0].id);
+        assert_eq!(link.hunks[0].meaning.summary(), "new symlink, mode 120000");
+        let exe = &parse(&new_file("100755", "/etc/passwd")).unwrap()[0];
+        assert_ne!(file.hunks[0].id, exe.hunks[0].id);
+        assert_eq!(exe.hunks[0].meaning.summary(), "new file, mode 100755");
+        // Abbreviated hashes are not part of the meaning; the mode of `index` is.
+        let longer =
+            new_file("100644", "/etc/passwd").replace("0000000..1111111", "00000000..11111111");
+        assert_eq!(parse(&longer).unwrap()[0].hunks[0].id, file.hunks[0].id);
+    }
+
+    #[test]
+    fn a_mode_change_is_shown_and_part_of_the_id() {
+        let plain = "diff --git a/x.sh b/x.sh\nindex 1..2 100644\n--- a/x.sh\n+++ b/x.sh\n@@ -1 +1 @@\n-a\n+b\n";
+        let moded = "diff --git a/x.sh b/x.sh\nold mode 100644\nnew mode 100755\nindex 1..2\n--- a/x.sh\n+++ b/x.sh\n@@ -1 +1 @@\n-a\n+b\n";
+        let symlink = plain.replace("100644", "120000");
+        let (a, b, c) = (
+            &parse(plain).unwrap()[0].hunks[0],
+            &parse(moded).unwrap()[0].hunks[0],
+            &parse(&symlink).unwrap()[0].hunks[0],
+        );
+        assert_ne!(a.id, b.id);
+        assert_ne!(a.id, c.id);
+        assert_eq!(b.meaning.summary(), "mode 100644 → 100755");
+        assert_eq!(c.meaning.summary(), "symlink, mode 120000");
+        // A mode change alone has no line to approve: shown, never approvable.
+        let alone =
+            &parse("diff --git a/x.sh b/x.sh\nold mode 100644\nnew mode 100755\n").unwrap()[0];
+        assert!(alone.hunks.is_empty());
+        assert_eq!(
+            alone.unreadable.as_deref(),
+            Some("no lines changed (mode 100644 → 100755)")
+        );
+    }
+
+    #[test]
+    fn a_carriage_return_stays_in_its_line_and_in_the_patch() {
+        let diff = "diff --git a/w.txt b/w.txt\nindex 1..2 100644\n--- a/w.txt\n+++ b/w.txt\n@@ -1 +1,2 @@\n-a\r\n+evil();\r+ok();\r\n+b\r\n";
+        let files = parse(diff).unwrap();
+        let hunk = &files[0].hunks[0];
+        assert_eq!(hunk.lines, ["-a\r", "+evil();\r+ok();\r", "+b\r"]);
+        let patch = patch_of(&files, &BTreeSet::from([hunk.id.clone()])).unwrap();
+        assert!(
+            patch.ends_with("-a\r\n+evil();\r+ok();\r\n+b\r\n"),
+            "{patch:?}"
+        );
+    }
+
+    #[test]
+    fn a_header_git_does_not_write_is_refused() {
+        for diff in [
+            "diff --git a/x b/x\nindex 1..2 100644\nfrom: elsewhere\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n",
+            "diff --git a/x b/x\nindex 1..2 100644\n--- a/x\n+++ b/aem/dev/AEM.md\n@@ -1 +1 @@\n-a\n+b\n",
+            "diff --git a/x b/x\nindex 1..2 100644\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\nnot a hunk line\n",
+        ] {
+            assert!(
+                matches!(parse(diff), Err(HunkError::Malformed { .. })),
+                "{diff}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_rename_into_governance_is_governance_and_a_submodule_is_never_approvable() {
+        let rename = "diff --git a/notes.md b/aem/dev/SKILL.md\nsimilarity index 90%\nrename from notes.md\nrename to aem/dev/SKILL.md\nindex 1..2 100644\n--- a/notes.md\n+++ b/aem/dev/SKILL.md\n@@ -1 +1 @@\n-a\n+b\n";
+        let hunk = &parse(rename).unwrap()[0].hunks[0];
+        assert!(hunk.governance);
+        assert_eq!(
+            hunk.meaning.summary(),
+            "rename from notes.md to aem/dev/SKILL.md (similarity index 90%)"
+        );
+        let out_of_governance = rename.replace("aem/dev/SKILL.md", "docs/x.md");
+        let out = out_of_governance.replace("notes.md", "aem/dev/AEM.md");
+        assert!(parse(&out).unwrap()[0].hunks[0].governance);
+        let sub = "diff --git a/lib b/lib\nnew file mode 160000\nindex 0..1\n--- /dev/null\n+++ b/lib\n@@ -0,0 +1 @@\n+Subproject commit 1111111111111111111111111111111111111111\n";
+        let files = parse(sub).unwrap();
+        assert!(files[0].hunks.is_empty());
+        assert!(
+            files[0]
+                .unreadable
+                .as_deref()
+                .unwrap()
+                .contains("submodule")
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_unreadable_and_the_others_are_read() {
+        let mut diff = DIFF.as_bytes().to_vec();
+        diff.extend_from_slice(
+            b"diff --git a/l1.txt b/l1.txt\nindex 1..2 100644\n--- a/l1.txt\n+++ b/l1.txt\n@@ -1 +1 @@\n-caf\xe9\n+th\xe9\n",
+        );
+        diff.extend_from_slice(
+            b"diff --git a/caf\xe9 b/caf\xe9\nnew file mode 100644\nindex 0..2\n--- /dev/null\n+++ b/caf\xe9\n@@ -0,0 +1 @@\n+x\n",
+        );
+        diff.extend_from_slice(b"diff --git a/z.txt b/z.txt\nindex 1..2 100644\n--- a/z.txt\n+++ b/z.txt\n@@ -1 +1 @@\n-a\n+b\n");
+        let files = parse_bytes(&diff).unwrap();
+        assert_eq!(files.len(), 6);
+        assert_eq!(files[..3], parse(DIFF).unwrap()[..]);
+        assert_eq!(files[3].path, "l1.txt");
+        assert_eq!(files[4].path, "caf\u{fffd}");
+        for f in &files[3..5] {
+            assert_eq!(f.unreadable.as_deref(), Some(NOT_UTF8));
+            assert!(f.hunks.is_empty() && f.header.is_empty());
+        }
+        assert_eq!(files[5].hunks.len(), 1);
+        assert_eq!(parse_bytes(b"").unwrap(), []);
+        assert!(matches!(
+            parse_bytes(b"junk\ndiff --git a/x b/x\n"),
+            Err(HunkError::Malformed { line: 1, .. })
+        ));
+        let bad = b"diff --git a/x b/x\nindex 1..2 100644\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\nnot a hunk line\n";
+        let mut two = DIFF.as_bytes().to_vec();
+        two.extend_from_slice(bad);
+        let at = DIFF.lines().count() + 7;
+        assert!(matches!(parse_bytes(&two), Err(HunkError::Malformed { line, .. }) if line == at));
     }
 }

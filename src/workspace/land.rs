@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::display::shown;
 use super::hunks::{self, HunkError};
 use super::review::{Decision, Proposed, REVIEW_KINDS, Review};
 use super::sandbox::{Confined, Ended, RunPolicy, Sandbox};
@@ -51,7 +52,10 @@ pub enum LandError {
     #[error("hunk {0} is applied already")]
     Applied(String),
     /// A governance hunk cannot be approved.
-    #[error("hunk {id} changes {path}, which is governance; it can only be rejected")]
+    #[error(
+        "hunk {id} changes {}, which is governance; it can only be rejected",
+        shown(path)
+    )]
     Governance {
         /// The hunk.
         id: String,

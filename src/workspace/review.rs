@@ -5,14 +5,20 @@
 //! Every proposal carries what applying it needs (its file's header and its lines, the target
 //! tree and the scratch), so a review can be decided days later, from any process, after any
 //! restart: the state of a review is a fold over these events ([`Review::fold`]).
+//!
+//! The fold trusts no id and no summary an event carries: it reads the proposal's header
+//! lines for their meaning and computes the hunk's id again from them and its lines; a
+//! proposal whose id does not match is not a hunk of the review. What a person approves is
+//! what is applied.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::hunks::{FileChange, Hunk, is_governance};
-use super::scratch::Scratch;
+use super::display::shown;
+use super::hunks::{FileChange, Hunk, HunkError, parse_bytes, reread};
+use super::scratch::{Scratch, ScratchError};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 
@@ -84,6 +90,55 @@ impl Proposed {
     }
 }
 
+/// Why what changed in a scratch cannot be proposed. Its scratch is then kept, and this is said
+/// on the log (see [`unproposable`]) and in the task's result.
+#[derive(Debug, thiserror::Error)]
+pub enum ProposeError {
+    /// Git could not write the diff (e.g. the scratch's index is locked).
+    #[error("reading what changed in the scratch: {0}")]
+    Diff(#[from] ScratchError),
+    /// The diff could not be read.
+    #[error("reading the scratch's diff: {0}")]
+    Parse(#[from] HunkError),
+}
+
+/// What changed in `scratch` since its base, as file changes (a file whose diff is not UTF-8
+/// is one that cannot be reviewed by hunk, see [`parse_bytes`]).
+pub async fn changes_of(scratch: &Scratch) -> Result<Vec<FileChange>, ProposeError> {
+    Ok(parse_bytes(&scratch.diff_bytes().await?)?)
+}
+
+/// A change that cannot be reviewed by hunk (a binary file, a mode change alone), or a scratch
+/// whose changes could not be proposed at all (`path` is `None`): never applied; its scratch
+/// is kept for a person to take by hand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreviewable {
+    /// The task.
+    pub task: String,
+    /// The expert, `<mesh>/<role>`.
+    pub expert: String,
+    /// The file, if one.
+    pub path: Option<String>,
+    /// Why.
+    pub why: String,
+    /// The scratch that holds it.
+    pub scratch: PathBuf,
+}
+
+/// The payload of a `change_unreviewable` saying that nothing of `scratch` could be proposed,
+/// and why.
+pub fn unproposable(
+    task: &str,
+    expert: &str,
+    target: &Path,
+    scratch: &Scratch,
+    why: &str,
+) -> Value {
+    json!({"task_id": task, "expert": expert, "path": null,
+           "why": format!("what changed could not be proposed: {why}"),
+           "target": target, "scratch": scratch.dir})
+}
+
 /// The events that propose what `scratch` holds: one `hunk_proposed` per hunk, one
 /// `change_unreviewable` per file without hunks, as (kind, payload).
 pub fn proposals(
@@ -99,6 +154,7 @@ pub fn proposals(
             out.push((
                 EventKind::ChangeUnreviewable,
                 json!({"task_id": task, "expert": expert, "path": file.path, "why": why,
+                       "header": file.header, "summary": file.meaning.summary(),
                        "target": target, "scratch": scratch.dir}),
             ));
         }
@@ -107,6 +163,7 @@ pub fn proposals(
                 EventKind::HunkProposed,
                 json!({"hunk": hunk.id, "task_id": task, "expert": expert, "path": hunk.path,
                        "range": hunk.range, "lines": hunk.lines, "header": file.header,
+                       "summary": file.meaning.summary(),
                        "governance": hunk.governance, "target": target,
                        "scratch": scratch.dir, "base": scratch.base}),
             ));
@@ -120,12 +177,14 @@ pub fn proposals(
 pub struct Review {
     order: Vec<String>,
     hunks: BTreeMap<String, Proposed>,
+    unreviewable: Vec<Unreviewable>,
 }
 
 impl Review {
     /// Folds review events (others are ignored) in log order. A decision or application of
-    /// a hunk never proposed is ignored, and so is a second proposal of one; a later decision
-    /// replaces an earlier one, except that an applied hunk stays applied.
+    /// a hunk never proposed is ignored, and so is a second proposal of one, and a proposal
+    /// whose header cannot be read or whose id is not that of its header and lines; a later
+    /// decision replaces an earlier one, except that an applied hunk stays applied.
     pub fn fold<'a>(events: impl IntoIterator<Item = &'a Envelope>) -> Review {
         let mut review = Review::default();
         for e in events {
@@ -144,16 +203,30 @@ impl Review {
                             })
                             .unwrap_or_default()
                     };
+                    let header = lines("header");
+                    // Judged here, never taken from the event: the proposal is written as the
+                    // patch it would apply and read back; its id must be that hunk's.
+                    let hunk = match reread(&header, text("range"), &lines("lines")) {
+                        Ok(h) if h.id == id => h,
+                        Ok(_) => {
+                            tracing::warn!(
+                                "hunk {} on the log is not its content's id: ignored",
+                                shown(&id)
+                            );
+                            continue;
+                        }
+                        Err(why) => {
+                            tracing::warn!(
+                                "hunk {} on the log cannot be read back ({}): ignored",
+                                shown(&id),
+                                shown(&why.to_string())
+                            );
+                            continue;
+                        }
+                    };
                     let proposed = Proposed {
-                        hunk: Hunk {
-                            id: id.clone(),
-                            path: text("path").to_string(),
-                            range: text("range").to_string(),
-                            lines: lines("lines"),
-                            // Judged here, never taken from the event.
-                            governance: is_governance(text("path")),
-                        },
-                        header: lines("header"),
+                        hunk,
+                        header,
                         task: text("task_id").to_string(),
                         expert: text("expert").to_string(),
                         target: PathBuf::from(text("target")),
@@ -179,6 +252,19 @@ impl Review {
                             _ => Decision::Rejected(by),
                         };
                     }
+                }
+                EventKind::ChangeUnreviewable => {
+                    review.unreviewable.push(Unreviewable {
+                        task: text("task_id").to_string(),
+                        expert: text("expert").to_string(),
+                        path: e
+                            .payload
+                            .get("path")
+                            .and_then(Value::as_str)
+                            .map(str::to_string),
+                        why: text("why").to_string(),
+                        scratch: PathBuf::from(text("scratch")),
+                    });
                 }
                 EventKind::HunkApplied => {
                     if let Some(p) = review.hunks.get_mut(&id) {
@@ -206,16 +292,32 @@ impl Review {
         self.hunks().filter(move |p| p.task == task)
     }
 
+    /// What could not be reviewed by hunk, in log order.
+    pub fn unreviewable(&self) -> impl Iterator<Item = &Unreviewable> {
+        self.unreviewable.iter()
+    }
+
+    /// What of `task` could not be reviewed by hunk.
+    pub fn unreviewable_of<'a>(&'a self, task: &'a str) -> impl Iterator<Item = &'a Unreviewable> {
+        self.unreviewable.iter().filter(move |u| u.task == task)
+    }
+
     /// The hunks of `task` as file changes (headers with their hunks), for
-    /// [`super::hunks::apply`].
+    /// [`super::hunks::apply`]. Hunks are grouped under the very header they were proposed
+    /// with: two different headers of one path stay two changes (which `git apply` then
+    /// refuses together), never one hunk applied under another's header.
     pub fn files_of(&self, task: &str) -> Vec<FileChange> {
         let mut files: Vec<FileChange> = Vec::new();
         for p in self.of_task(task) {
-            match files.iter_mut().find(|f| f.path == p.hunk.path) {
+            match files
+                .iter_mut()
+                .find(|f| f.path == p.hunk.path && f.header == p.header)
+            {
                 Some(f) => f.hunks.push(p.hunk.clone()),
                 None => files.push(FileChange {
                     path: p.hunk.path.clone(),
                     header: p.header.clone(),
+                    meaning: p.hunk.meaning.clone(),
                     hunks: vec![p.hunk.clone()],
                     unreadable: None,
                 }),
@@ -290,5 +392,80 @@ index 1..2 100644
         assert_eq!(files_again[0].header, files[0].header);
         assert_eq!(files_again[0].hunks, files[0].hunks);
         assert_eq!(review.get(&a).unwrap().target, PathBuf::from("/r"));
+    }
+
+    #[test]
+    fn a_proposal_whose_header_was_changed_under_its_id_is_not_a_hunk() {
+        let files = parse(DIFF).unwrap();
+        let scratch = Scratch {
+            task: "s".into(),
+            dir: "/s".into(),
+            base: "abc".into(),
+        };
+        let mut events: Vec<Envelope> =
+            proposals("t1", "dev/engineer", Path::new("/r"), &scratch, &files)
+                .into_iter()
+                .map(|(k, p)| event(k, p))
+                .collect();
+        // The first proposal keeps its id and lines but now says the file is a symlink.
+        events[0].payload["header"] = json!([
+            "diff --git a/a.txt b/a.txt",
+            "index 1..2 120000",
+            "--- a/a.txt",
+            "+++ b/a.txt"
+        ]);
+        events[1].payload["header"] = json!(["diff --git a/a.txt b/a.txt", "from: nowhere"]);
+        // Lines that would smuggle a second file into the patch, with the ids recomputed: a
+        // newline inside a header or hunk line, and a hunk line that is a header.
+        let smuggled = |header: Value, lines: Value| {
+            let (h, l): (Vec<String>, Vec<String>) = (
+                serde_json::from_value(header).unwrap(),
+                serde_json::from_value(lines).unwrap(),
+            );
+            let meaning = crate::workspace::header::FileHeader::read(&h).unwrap();
+            let id = crate::workspace::hunks::hunk_id(&meaning, "@@ -1 +1 @@", &l);
+            event(
+                EventKind::HunkProposed,
+                json!({"hunk": id, "task_id": "t1", "expert": "dev/engineer", "path": "a.txt",
+                       "range": "@@ -1 +1 @@", "lines": l, "header": h}),
+            )
+        };
+        let header = json!([
+            "diff --git a/a.txt b/a.txt",
+            "index 1..2 100644",
+            "--- a/a.txt",
+            "+++ b/a.txt"
+        ]);
+        events.push(smuggled(
+            header.clone(),
+            json!(["-x", "+y\ndiff --git a/aem/dev/AEM.md b/aem/dev/AEM.md"]),
+        ));
+        events.push(smuggled(
+            header.clone(),
+            json!(["-x", "+y", "diff --git a/aem/dev/AEM.md b/aem/dev/AEM.md"]),
+        ));
+        events.push(smuggled(
+            json!([
+                "diff --git a/a.txt b/a.txt\nnew file mode 120000",
+                "index 1..2 100644",
+                "--- a/a.txt",
+                "+++ b/a.txt"
+            ]),
+            json!(["-x", "+y"]),
+        ));
+        let review = Review::fold(&events);
+        assert_eq!(
+            review.hunks().count(),
+            0,
+            "{:?}",
+            review.hunks().collect::<Vec<_>>()
+        );
+        let untouched = Review::fold(
+            &proposals("t1", "dev/engineer", Path::new("/r"), &scratch, &files)
+                .into_iter()
+                .map(|(k, p)| event(k, p))
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(untouched.hunks().count(), 2);
     }
 }

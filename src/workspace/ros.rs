@@ -10,6 +10,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use super::display::shown;
 use super::land::{Reviewer, read_review};
 use crate::core::config::Config;
 use crate::interfaces::{DecideHunks, DecideHunksRequest, DecideHunksResponse};
@@ -105,7 +106,7 @@ async fn decide(deps: &DecideDeps, req: &DecideHunksRequest) -> DecideHunksRespo
             error: String::new(),
             decided: decided
                 .iter()
-                .map(|p| format!("{} {word} {}", p.hunk.id, p.hunk.path))
+                .map(|p| format!("{} {word} {}", p.hunk.id, shown(&p.hunk.path)))
                 .collect(),
         },
         Err(e) => refuse(e.to_string()),

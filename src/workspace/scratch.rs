@@ -65,13 +65,32 @@ pub struct Scratch {
 
 impl Scratch {
     /// Everything that changed since the base, new and deleted files included, as a unified
-    /// diff (`--no-renames`: a rename is a deletion and an addition).
+    /// diff (`--no-renames`: a rename is a deletion and an addition). Written the same
+    /// whatever the user's git configuration: non-ASCII paths unquoted (`core.quotePath=false`;
+    /// git still quotes a path holding a control character, `"`, or `\`), `a/` and `b/`
+    /// prefixes, no external diff or text conversion.
     pub async fn diff(&self) -> Result<String, ScratchError> {
+        let bytes = self.diff_bytes().await?;
+        String::from_utf8(bytes).map_err(|_| ScratchError::Git {
+            args: "diff".into(),
+            dir: self.dir.clone(),
+            detail: "its output is not UTF-8".into(),
+        })
+    }
+
+    /// [`Scratch::diff`] as git wrote it: a file whose text (or name) is not UTF-8 is read
+    /// as such by [`super::hunks::parse_bytes`], without losing the others.
+    pub async fn diff_bytes(&self) -> Result<Vec<u8>, ScratchError> {
         git(&self.dir, &["add", "--all"]).await?;
-        git(
+        git_bytes(
             &self.dir,
             &[
+                "-c",
+                "core.quotePath=false",
                 "diff",
+                "--src-prefix=a/",
+                "--dst-prefix=b/",
+                "--no-textconv",
                 "--cached",
                 "--no-color",
                 "--no-ext-diff",
@@ -79,6 +98,7 @@ impl Scratch {
                 "--unified=3",
                 &self.base,
             ],
+            None,
         )
         .await
     }
@@ -448,6 +468,20 @@ pub(crate) async fn git_with_input(
     args: &[&str],
     input: Option<&str>,
 ) -> Result<String, ScratchError> {
+    let out = git_bytes(dir, args, input).await?;
+    String::from_utf8(out).map_err(|_| ScratchError::Git {
+        args: args.join(" "),
+        dir: dir.to_path_buf(),
+        detail: "its output is not UTF-8".into(),
+    })
+}
+
+/// [`git_with_input`], its stdout as bytes.
+async fn git_bytes(
+    dir: &Path,
+    args: &[&str],
+    input: Option<&str>,
+) -> Result<Vec<u8>, ScratchError> {
     use tokio::io::AsyncWriteExt;
     let failed = |detail: String| ScratchError::Git {
         args: args.join(" "),
@@ -484,5 +518,5 @@ pub(crate) async fn git_with_input(
             String::from_utf8_lossy(&out.stderr).trim().to_string(),
         ));
     }
-    String::from_utf8(out.stdout).map_err(|_| failed("its output is not UTF-8".into()))
+    Ok(out.stdout)
 }

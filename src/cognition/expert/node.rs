@@ -554,13 +554,13 @@ impl ExpertDeps {
         };
         // What it changed in its scratch goes to review, whatever the ending.
         let text = match &self.scratch {
-            Some(s) => match s.propose(&goal.task_id, &self.entry.id, &recorder).await {
-                0 => text,
-                n => format!(
-                    "{text}\n\n[{n} change(s) proposed for review: iron hunks list --task {}]",
-                    goal.task_id
-                ),
-            },
+            Some(s) => {
+                let proposal = s.propose(&goal.task_id, &self.entry.id, &recorder).await;
+                match proposal.note(&goal.task_id, s.dir()) {
+                    Some(note) => format!("{text}\n\n{note}"),
+                    None => text,
+                }
+            }
             None => text,
         };
         let result = AolTaskResult {

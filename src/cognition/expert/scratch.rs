@@ -3,9 +3,11 @@
 //! inherited environment may set) then names it for those servers, and gate 2 grants it as
 //! their root. When a task ends, what changed is proposed on the log hunk by hunk for a
 //! person to decide (see `crate::workspace::review`). A scratch with nothing proposed is
-//! removed at shutdown; one with proposals is kept for review, and a review job is started that
-//! removes it once every hunk is decided and the approved ones landed (`iron hunks apply` does
-//! the same by hand); one left by an expert killed outright is removed by the next
+//! removed at shutdown. One with proposals, with a change that cannot be reviewed by hunk, or
+//! whose changes could not be proposed at all (the reason is on the log and in the task's
+//! result) is kept; for proposals a review job is started that removes it once every hunk is
+//! decided and the approved ones landed, unless it also holds an unreviewable change (`iron
+//! hunks apply` does the same by hand); a person removes what is left; one left by an expert killed outright is removed by the next
 //! expert that makes a scratch (`crate::workspace::scratch::sweep`).
 
 use std::path::{Path, PathBuf};
@@ -16,10 +18,10 @@ use tracing::{info, warn};
 use super::adapters::Recorder;
 use crate::aem::workspace::works_in_scratch;
 use crate::aem::{Catalog, ExpertEntry};
+use crate::core::event_kind::EventKind;
 use crate::jobs::ops::Start;
 use crate::workspace::flow::{REVIEW_FLOW, review_job};
-use crate::workspace::hunks;
-use crate::workspace::review::proposals;
+use crate::workspace::review::{changes_of, proposals, unproposable};
 use crate::workspace::scratch::{Scratch, claim, keep_for_review, provider, remove_dir, sweep};
 
 /// An expert's scratch and how it was made.
@@ -27,6 +29,45 @@ pub(super) struct ExpertScratch {
     scratch: Scratch,
     target: PathBuf,
     proposed: AtomicBool,
+}
+
+/// What became of a scratch's changes when a task ended.
+#[derive(Debug, Default)]
+pub(super) struct Proposal {
+    /// Hunks proposed.
+    hunks: usize,
+    /// Changes that cannot be reviewed by hunk (never applied).
+    unreviewable: usize,
+    /// Why what changed could not be (wholly) proposed.
+    failed: Option<String>,
+}
+
+impl Proposal {
+    /// What the task's result says of it (`None`: nothing changed).
+    pub(super) fn note(&self, task: &str, scratch: &Path) -> Option<String> {
+        let scratch = scratch.display();
+        let mut notes = Vec::new();
+        if self.hunks > 0 {
+            notes.push(format!(
+                "[{} change(s) proposed for review: iron hunks list --task {task}]",
+                self.hunks
+            ));
+        }
+        if self.unreviewable > 0 {
+            notes.push(format!(
+                "[{} change(s) cannot be reviewed by hunk and are never applied (iron hunks \
+                 list --task {task}); the scratch {scratch} is kept]",
+                self.unreviewable
+            ));
+        }
+        if let Some(why) = &self.failed {
+            notes.push(format!(
+                "[what changed could not be proposed for review: {why}; the scratch {scratch} \
+                 is kept]"
+            ));
+        }
+        (!notes.is_empty()).then(|| notes.join("\n"))
+    }
 }
 
 /// Whether a server `entry` may use works in the scratch (a local server naming
@@ -90,43 +131,67 @@ impl ExpertScratch {
         &self.scratch.dir
     }
 
-    /// Proposes what changed in the scratch, as `expert` for `task`; returns how many hunks.
-    pub(super) async fn propose(&self, task: &str, expert: &str, recorder: &Recorder) -> usize {
-        let diff = match self.scratch.diff().await {
-            Ok(d) => d,
-            Err(e) => {
-                warn!(task, "could not read what changed in the scratch: {e}");
-                return 0;
-            }
-        };
-        let files = match hunks::parse(&diff) {
+    /// Proposes what changed in the scratch, as `expert` for `task`. What cannot be proposed
+    /// keeps the scratch and says why, on the log and in what is returned: work is never
+    /// removed unseen.
+    pub(super) async fn propose(&self, task: &str, expert: &str, recorder: &Recorder) -> Proposal {
+        let files = match changes_of(&self.scratch).await {
             Ok(f) => f,
             Err(e) => {
-                warn!(task, "could not split the scratch's diff: {e}");
-                return 0;
+                let why = e.to_string();
+                warn!(
+                    task,
+                    "what changed cannot be proposed: {why}; the scratch is kept"
+                );
+                self.keep(task);
+                let payload = unproposable(task, expert, &self.target, &self.scratch, &why);
+                if let Err(e) = recorder
+                    .write(EventKind::ChangeUnreviewable, payload, None)
+                    .await
+                {
+                    warn!(
+                        task,
+                        "why the change was not proposed is not on the log: {e}"
+                    );
+                }
+                return Proposal {
+                    failed: Some(why),
+                    ..Proposal::default()
+                };
             }
         };
-        let mut proposed = 0;
+        let mut out = Proposal::default();
         for (kind, payload) in proposals(task, expert, &self.target, &self.scratch, &files) {
-            let hunk = kind == crate::core::event_kind::EventKind::HunkProposed;
+            let hunk = kind == EventKind::HunkProposed;
             match recorder.write(kind, payload, None).await {
-                Ok(_) if hunk => proposed += 1,
-                Ok(_) => {}
-                Err(e) => warn!(task, "a proposal is not on the log: {e}"),
+                Ok(_) if hunk => out.hunks += 1,
+                Ok(_) => out.unreviewable += 1,
+                Err(e) => {
+                    warn!(task, "a proposal is not on the log: {e}");
+                    out.failed = Some(format!("a proposal is not on the log: {e}"));
+                }
             }
         }
-        if proposed > 0 {
-            self.proposed.store(true, Ordering::SeqCst);
-            if let Err(e) = keep_for_review(&self.scratch) {
-                warn!(task, "could not mark the scratch as under review: {e}");
-            }
+        if out.hunks > 0 || out.unreviewable > 0 || out.failed.is_some() {
+            self.keep(task);
+        }
+        if out.hunks > 0 {
             info!(
                 task,
-                proposed, "changes proposed for review (`iron hunks list --task {task}`)"
+                proposed = out.hunks,
+                "changes proposed for review (`iron hunks list --task {task}`)"
             );
             start_review_job(task, expert, recorder).await;
         }
-        proposed
+        out
+    }
+
+    /// Keeps the scratch past this process: marked as under review, never swept.
+    fn keep(&self, task: &str) {
+        self.proposed.store(true, Ordering::SeqCst);
+        if let Err(e) = keep_for_review(&self.scratch) {
+            warn!(task, "could not mark the scratch as under review: {e}");
+        }
     }
 
     /// Removes the scratch unless it holds proposals.

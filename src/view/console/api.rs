@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use super::Shared;
 use crate::jobs::{JobState, ops};
 use crate::spine::control::lifecycle::LifecycleClient;
+use crate::workspace::display::shown;
 use crate::workspace::land::Reviewer;
 use crate::workspace::review::Decision;
 
@@ -71,10 +72,14 @@ pub(super) async fn state(State(shared): State<Arc<Shared>>) -> Result<Json<Valu
                 Decision::Rejected(why) => why.as_str(),
                 _ => "",
             };
-            json!({"id": p.hunk.id, "task": p.task, "expert": p.expert, "path": p.hunk.path,
-                   "range": p.hunk.range, "decision": p.decision.word(), "note": why,
+            // For reading only: control characters an expert wrote are shown escaped.
+            json!({"id": p.hunk.id, "task": p.task, "expert": p.expert,
+                   "path": shown(&p.hunk.path), "range": shown(&p.hunk.range),
+                   "file": shown(&p.hunk.meaning.summary()),
+                   "decision": p.decision.word(), "note": why,
                    "governance": p.hunk.governance, "added": added, "removed": removed,
-                   "patch": p.patch()})
+                   "patch": p.patch().split_terminator('\n').map(|l| shown(l).into_owned())
+                       .collect::<Vec<_>>().join("\n")})
         })
         .collect();
     v["operator"] = shared.operator.clone().into();
