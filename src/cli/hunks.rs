@@ -255,7 +255,7 @@ async fn apply(
             shown(&first.scratch.display().to_string())
         );
     } else if landed.pending == 0 {
-        match remove_dir(&target, &first.scratch).await {
+        match remove_dir(&target, &config.state_dir.join("scratch"), &first.scratch).await {
             Ok(()) => println!(
                 "removed the scratch {}",
                 shown(&first.scratch.display().to_string())

@@ -77,7 +77,7 @@ pub async fn run(command: SandboxCommand) -> Result<(), CliError> {
         if policy.network { "user-mode" } else { "none" }
     );
     let ran = confined(&sandbox, &scratch, &policy, &args).await;
-    if let Err(e) = remove_dir(&target, &scratch.dir).await {
+    if let Err(e) = remove_dir(&target, &root, &scratch.dir).await {
         eprintln!("the scratch {} was not removed: {e}", scratch.dir.display());
     }
     let out = ran?;

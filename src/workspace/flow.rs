@@ -113,7 +113,9 @@ async fn review(ctx: &mut Ctx, input: Value) -> Result<Value, Exit> {
                         "kept: it holds changes that cannot be reviewed by hunk"
                     ));
                 }
-                remove_dir(&target, &scratch).await.map_err(failed)?;
+                let (config, _, _) = setting()?;
+                let root = config.state_dir.join("scratch");
+                remove_dir(&target, &root, &scratch).await.map_err(failed)?;
                 Ok(Value::Null)
             }
         },

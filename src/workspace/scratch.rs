@@ -41,6 +41,15 @@ pub enum ScratchError {
         /// What it said, or why it did not run.
         detail: String,
     },
+    /// A directory asked to be removed as a scratch is not one: not directly under the
+    /// scratch root (a path from the log is never trusted to be).
+    #[error("{} is not a scratch under {}: not removed", dir.display(), root.display())]
+    NotAScratch {
+        /// The directory.
+        dir: PathBuf,
+        /// Where scratches are.
+        root: PathBuf,
+    },
     /// A file operation failed.
     #[error("{what}: {source}")]
     Io {
@@ -336,13 +345,30 @@ pub fn abandoned(root: &Path) -> Vec<PathBuf> {
 
 /// Removes the scratch `dir` of the tree `target`, whichever provider made it (a linked
 /// worktree has a `.git` file, a copy a `.git` directory), with its branch and side files.
-pub async fn remove_dir(target: &Path, dir: &Path) -> Result<(), ScratchError> {
+/// `dir` must be a directory directly under `root`, where scratches are made (it may be
+/// named by an event on the log, which is never trusted to be one).
+pub async fn remove_dir(target: &Path, root: &Path, dir: &Path) -> Result<(), ScratchError> {
+    let not_one = || ScratchError::NotAScratch {
+        dir: dir.to_path_buf(),
+        root: root.to_path_buf(),
+    };
+    let named = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(not_one)?;
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let parent = dir
+        .parent()
+        .map(|p| p.canonicalize().unwrap_or_else(|_| p.to_path_buf()));
+    let is_link = std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink());
+    if parent.as_deref() != Some(root.as_path()) || !valid_task(named) || is_link {
+        return Err(not_one());
+    }
     let kind = if dir.join(".git").is_file() {
         WorkspaceProvider::GitWorktree
     } else {
         WorkspaceProvider::Copy
     };
-    let root = dir.parent().map(Path::to_path_buf).unwrap_or_default();
     let scratch = Scratch {
         task: dir
             .file_name()
@@ -364,7 +390,7 @@ pub async fn remove_dir(target: &Path, dir: &Path) -> Result<(), ScratchError> {
 pub async fn sweep(target: &Path, root: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     for dir in abandoned(root) {
-        match remove_dir(target, &dir).await {
+        match remove_dir(target, root, &dir).await {
             Ok(()) => removed.push(dir),
             Err(e) => tracing::warn!(
                 "could not remove the abandoned scratch {}: {e}",
@@ -376,13 +402,17 @@ pub async fn sweep(target: &Path, root: &Path) -> Vec<PathBuf> {
 }
 
 /// Checks `task` and returns `root/task`, which must not exist yet (its parent is created).
-fn prepare(root: &Path, task: &str) -> Result<PathBuf, ScratchError> {
-    let ok = !task.is_empty()
+/// Whether `task` can name a scratch directory and a branch.
+fn valid_task(task: &str) -> bool {
+    !task.is_empty()
         && task.len() <= 64
         && task
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if !ok {
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+fn prepare(root: &Path, task: &str) -> Result<PathBuf, ScratchError> {
+    if !valid_task(task) {
         return Err(ScratchError::BadTask(task.to_string()));
     }
     std::fs::create_dir_all(root).map_err(|source| ScratchError::Io {
@@ -519,4 +549,36 @@ async fn git_bytes(
         ));
     }
     Ok(out.stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_directory_named_by_the_log_is_removed_only_when_it_is_a_scratch() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("state/scratch");
+        let victim = tmp.path().join("project");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(victim.join("src")).unwrap();
+        std::os::unix::fs::symlink(&victim, root.join("link-1")).unwrap();
+        for dir in [
+            victim.clone(),
+            root.join("../../project"),
+            root.join("link-1"),
+            root.clone(),
+            root.join("a/b"),
+        ] {
+            match remove_dir(&victim, &root, &dir).await {
+                Err(ScratchError::NotAScratch { .. }) => {}
+                other => panic!("{}: {other:?}", dir.display()),
+            }
+        }
+        assert!(victim.join("src").is_dir(), "nothing outside was removed");
+        let scratch = root.join("task-1");
+        std::fs::create_dir_all(scratch.join("x")).unwrap();
+        remove_dir(&victim, &root, &scratch).await.unwrap();
+        assert!(!scratch.exists());
+    }
 }

@@ -199,7 +199,8 @@ impl ExpertScratch {
         if self.proposed.load(Ordering::SeqCst) {
             return;
         }
-        if let Err(e) = remove_dir(&self.target, &self.scratch.dir).await {
+        let root = self.scratch.dir.parent().unwrap_or(Path::new("/"));
+        if let Err(e) = remove_dir(&self.target, root, &self.scratch.dir).await {
             warn!(
                 "could not remove the scratch {}: {e}",
                 self.scratch.dir.display()
