@@ -316,3 +316,27 @@ async fn an_argument_of_any_name_that_names_a_file_is_checked() {
     );
     assert!(p.events.of_kind(ToolEventKind::ToolCall).len() == 1);
 }
+
+#[tokio::test]
+async fn a_relative_path_resolves_where_the_server_runs() {
+    // As in an expert: servers' relative arguments are taken from the project, and the
+    // granted root of a write-capable server is its own (the scratch, here `work/`).
+    let p = support::tool_lab();
+    let setup = iron::tools::ManagerSetup::new(p.events.clone(), p.policy(), &p.root, p.env())
+        .with_server_root("faulty", p.work());
+    let m = p.manager_with("operator", setup);
+    std::fs::create_dir_all(p.root.join("src")).unwrap();
+    std::fs::create_dir_all(p.work().join("src")).unwrap();
+    let out = m
+        .call(
+            "faulty__save_text",
+            json!({"dst": "src/cli.txt", "text": "x"}),
+            &ctx(),
+        )
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{}", out.text());
+    // Written in the root gate 2 checked, not in the project the expert runs in.
+    assert!(!p.root.join("src/cli.txt").exists());
+    assert_eq!(support::read(&p.work().join("src/cli.txt")), "x");
+}

@@ -45,7 +45,8 @@ pub struct ManagerSetup {
     pub remote: Option<Arc<dyn RemoteTools>>,
     /// Gate 2's governance paths and granted roots.
     pub paths: PathPolicy,
-    /// Working directory of local servers.
+    /// The directory local servers' relative arguments are taken against, and the
+    /// working directory of a server with no root of its own (see `server_roots`).
     pub workdir: PathBuf,
     /// Environment `${VAR}` references expand from.
     pub env: EnvMap,
@@ -54,7 +55,8 @@ pub struct ManagerSetup {
     /// Start + handshake timeout of a local server.
     pub start_timeout: Duration,
     /// Roots relative paths are taken against, per server (default: see
-    /// [`super::paths::server_root`]).
+    /// [`super::paths::server_root`]). A local server is started in its root, so gate 2
+    /// and the server resolve a relative path to the same file.
     pub server_roots: BTreeMap<String, PathBuf>,
 }
 
@@ -561,7 +563,9 @@ impl ToolManager {
             server: server.to_string(),
             reason: "not a local server".into(),
             stderr: Vec::new(),
-        })??;
+        })??
+        // Started where gate 2 takes its relative paths.
+        .started_in(&slot.root);
         let client = Arc::new(McpClient::start(&spec, self.setup.start_timeout).await?);
         tracing::debug!(server, pid = client.pid(), "tool server started");
         *conn = Some(client.clone());
