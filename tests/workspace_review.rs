@@ -106,7 +106,7 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
     support_tools::node();
     let text = text
         .replace(
-            "command: npx\n    args: [\"-y\", \"@modelcontextprotocol/server-filesystem\", \"${IRON_SCRATCH}\"]",
+            "command: npx\n    args: [\"-y\", \"@modelcontextprotocol/server-filesystem@2026.8.31\", \"${IRON_SCRATCH}\"]",
             &format!("command: node\n    args: [{:?}, \"${{IRON_SCRATCH}}\"]", fs_js.display().to_string()),
         )
         .replace("  target: .\n", "  target: repo\n")

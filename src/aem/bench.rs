@@ -17,12 +17,12 @@ servers:
   files:
     transport: local
     command: npx
-    args: ["-y", "@modelcontextprotocol/server-filesystem", "./workspace/bench"]
+    args: ["-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "./workspace/bench"]
     tools: [read_text_file, list_directory, search_files, write_file, edit_file]
   clock:
     transport: local
     command: uvx
-    args: [mcp-server-time]
+    args: [mcp-server-time@2026.10.19]
     tools: [get_current_time]
 tools: [files/read_text_file, files/list_directory, clock/get_current_time]
 delegation:

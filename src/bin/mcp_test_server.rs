@@ -10,6 +10,11 @@
 //! * `get_pid` — returns the process id (to prove a restart happened).
 //! * `save_text` — writes `text` to the file `dst` (relative to its working directory): a
 //!   write tool whose path argument has a name no path guard would guess.
+//! * `save_note` — writes `body` to the file `title` (relative to its working directory):
+//!   a write tool whose path argument is named like free text.
+//! * `git_add`, `git_commit`, `git_diff` — run `git -C <repo_path> add <files…>`,
+//!   `commit -m <message>` and `diff <target>` as given, with no `--`: the naive git server
+//!   the path guard must stand in front of (an argument starting with `-` is an option).
 //!
 //! `--exit-at-start` makes the process exit before it reads anything: a server that fails
 //! to start.
@@ -37,6 +42,56 @@ struct SaveArgs {
     dst: String,
     /// What to write.
     text: String,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct NoteArgs {
+    /// The note's name.
+    title: String,
+    /// What it says.
+    body: String,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct GitAddArgs {
+    /// The repository.
+    repo_path: String,
+    /// Files to stage.
+    files: Vec<String>,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct GitCommitArgs {
+    /// The repository.
+    repo_path: String,
+    /// The commit message.
+    message: String,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct GitDiffArgs {
+    /// The repository.
+    repo_path: String,
+    /// What to compare with.
+    target: String,
+}
+
+/// Runs git in `repo` with `args` as given; its output, or why it failed.
+fn git(repo: &str, args: &[&str]) -> String {
+    match std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+    {
+        Ok(o) => format!(
+            "exit {}\n{}{}",
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => format!("git did not run: {e}"),
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -97,6 +152,31 @@ impl TestServer {
             Ok(()) => format!("wrote {dst}"),
             Err(e) => format!("cannot write {dst}: {e}"),
         }
+    }
+
+    #[tool(description = "Saves body as the note title.")]
+    fn save_note(&self, Parameters(NoteArgs { title, body }): Parameters<NoteArgs>) -> String {
+        match std::fs::write(&title, body) {
+            Ok(()) => format!("saved {title}"),
+            Err(e) => format!("cannot save {title}: {e}"),
+        }
+    }
+
+    #[tool(description = "Stages files.")]
+    fn git_add(&self, Parameters(a): Parameters<GitAddArgs>) -> String {
+        let mut args = vec!["add"];
+        args.extend(a.files.iter().map(String::as_str));
+        git(&a.repo_path, &args)
+    }
+
+    #[tool(description = "Records staged changes.")]
+    fn git_commit(&self, Parameters(a): Parameters<GitCommitArgs>) -> String {
+        git(&a.repo_path, &["commit", "-q", "-m", &a.message])
+    }
+
+    #[tool(description = "Shows changes against a target.")]
+    fn git_diff(&self, Parameters(a): Parameters<GitDiffArgs>) -> String {
+        git(&a.repo_path, &["diff", &a.target])
     }
 
     #[tool(description = "Returns the process id.")]

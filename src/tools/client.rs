@@ -109,6 +109,29 @@ impl LaunchSpec {
     }
 }
 
+impl LaunchSpec {
+    /// The same launch, started in `dir`: each relative argument that names an existing
+    /// file or directory from the old working directory (a script, `./workspace/notes`) is
+    /// made absolute first, so it still names the same thing.
+    pub fn started_in(mut self, dir: &Path) -> LaunchSpec {
+        if dir == self.cwd {
+            return self;
+        }
+        for arg in &mut self.args {
+            let p = Path::new(arg.as_str());
+            if arg.starts_with('-') || p.is_absolute() {
+                continue;
+            }
+            let from_old = self.cwd.join(p);
+            if from_old.exists() {
+                *arg = from_old.display().to_string();
+            }
+        }
+        self.cwd = dir.to_path_buf();
+        self
+    }
+}
+
 /// A tool as the running server lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveTool {
@@ -602,5 +625,39 @@ impl McpClient {
         )
         .await;
         self.process.kill_now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_started_elsewhere_keeps_its_relative_arguments() {
+        let old = tempfile::tempdir().unwrap();
+        let old = old.path().canonicalize().unwrap();
+        std::fs::create_dir_all(old.join("workspace/notes")).unwrap();
+        std::fs::write(old.join("server.py"), "").unwrap();
+        let spec = LaunchSpec {
+            server: "s".into(),
+            command: "python".into(),
+            args: ["server.py", "-y", "./workspace/notes", "pkg@1.2.3", "/abs"]
+                .map(String::from)
+                .to_vec(),
+            env: BTreeMap::new(),
+            cwd: old.clone(),
+        };
+        let moved = spec.started_in(&old.join("workspace/notes"));
+        assert_eq!(moved.cwd, old.join("workspace/notes"));
+        assert_eq!(
+            moved.args,
+            [
+                old.join("server.py").display().to_string(),
+                "-y".into(),
+                old.join("./workspace/notes").display().to_string(),
+                "pkg@1.2.3".into(),
+                "/abs".into(),
+            ]
+        );
     }
 }

@@ -78,8 +78,37 @@ pub enum DenialReason {
         /// The granted roots.
         roots: Vec<PathBuf>,
     },
+    /// The path names a file that holds credentials (see
+    /// [`crate::tools::paths::secrets::SECRETS`]) or the state directory; no tool, of any
+    /// effect, may read or write it.
+    Secret {
+        /// The argument that carried the path.
+        argument: String,
+        /// The path as given.
+        path: String,
+        /// Where it resolved to.
+        resolved: PathBuf,
+        /// What kind of secret it is, in words.
+        secret: String,
+    },
+    /// A value where a path or a git ref is expected starts with `-`: the program behind
+    /// the tool would take it for an option (`--output=…`, `--upload-pack=…`).
+    OptionLike {
+        /// The argument that carried it.
+        argument: String,
+        /// The value as given.
+        value: String,
+    },
+    /// The path uses the home directory (`~`, `$HOME`, `${HOME}`) and the server's home is
+    /// not known (its descriptor declares no `HOME`), or it names another user's home.
+    UnexpandableHome {
+        /// The argument that carried the path.
+        argument: String,
+        /// The path as given.
+        path: String,
+    },
     /// The path could not be resolved safely (a symbolic-link loop, an unreadable
-    /// directory, a value that is not a string, a home-relative path).
+    /// directory, a value that is not a string, a `file:` URI of another host).
     Unresolvable {
         /// The argument that carried the path.
         argument: String,
@@ -141,12 +170,30 @@ impl fmt::Display for GateDenial {
                     "{gate} refused `{tool}`: argument `{argument}` = `{path}` resolves to `{}`, outside the roots this expert may write ({})",
                     resolved.display(),
                     if roots.is_empty() {
-                        "none granted; gate 2 checks every argument of a write tool that is not free text as a path".to_string()
+                        "none granted; gate 2 checks every argument of a write tool that is not prose as a path".to_string()
                     } else {
                         roots.join(", ")
                     }
                 )
             }
+            DenialReason::Secret {
+                argument,
+                path,
+                resolved,
+                secret,
+            } => write!(
+                f,
+                "{gate} refused `{tool}`: argument `{argument}` = `{path}` resolves to `{}`, which is {secret} and holds credentials no tool may read or write",
+                resolved.display()
+            ),
+            DenialReason::OptionLike { argument, value } => write!(
+                f,
+                "{gate} refused `{tool}`: argument `{argument}` = `{value}` starts with `-`, which the program would take for an option; a path or ref never starts with `-` (write `./{value}` for a file of that name)"
+            ),
+            DenialReason::UnexpandableHome { argument, path } => write!(
+                f,
+                "{gate} refused `{tool}`: argument `{argument}` = `{path}` is relative to a home directory this server's declaration does not name (no `HOME` in its env, or another user's); give a path inside the root"
+            ),
             DenialReason::Unresolvable {
                 argument,
                 path,

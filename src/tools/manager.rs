@@ -10,7 +10,8 @@
 //!
 //! A call goes: name → `(server, tool)` → gate 1 on the recorded effect → (local) start
 //! the server → gate 1 again with the live server's annotation, which may only raise the
-//! effect → gate 2 when the effect is `write` or `destructive` → `tool_call` event → the
+//! effect → gate 2 (for a `write` or `destructive` tool: governance, roots and secrets; for
+//! a `read` tool: secrets) → `tool_call` event → the
 //! call, bounded by the expert's tool timeout → `tool_result` event. A refusal writes
 //! `gate_denied` and nothing is called.
 
@@ -19,14 +20,14 @@ use super::env::{EnvMap, expand};
 use super::error::{DenialReason, Gate, GateDenial, ToolError};
 use super::events::{ToolEvent, ToolEventKind, ToolEvents, ToolOutcome};
 use super::names::{ToolNames, ToolRef};
-use super::paths::{PathPolicy, SchemaHints, server_root};
+use super::paths::{Access, PathPolicy, SchemaHints, ServerPlace, server_root};
 use super::redact::Redactor;
 use super::remote::{RemoteCaller, RemoteServer, RemoteTools};
 use crate::aem::{Catalog, ExpertEntry, ManifestServer, ServerDescriptor, ToolGrant, ToolManifest};
 use crate::core::effect::{Effect, resolve_effect};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -45,7 +46,8 @@ pub struct ManagerSetup {
     pub remote: Option<Arc<dyn RemoteTools>>,
     /// Gate 2's governance paths and granted roots.
     pub paths: PathPolicy,
-    /// Working directory of local servers.
+    /// The directory local servers' relative arguments are taken against, and the
+    /// working directory of a server with no root of its own (see `server_roots`).
     pub workdir: PathBuf,
     /// Environment `${VAR}` references expand from.
     pub env: EnvMap,
@@ -54,7 +56,8 @@ pub struct ManagerSetup {
     /// Start + handshake timeout of a local server.
     pub start_timeout: Duration,
     /// Roots relative paths are taken against, per server (default: see
-    /// [`super::paths::server_root`]).
+    /// [`super::paths::server_root`]). A local server is started in its root, so gate 2
+    /// and the server resolve a relative path to the same file.
     pub server_roots: BTreeMap<String, PathBuf>,
 }
 
@@ -209,7 +212,8 @@ pub struct ModelTool {
 struct Slot {
     descriptor: ServerDescriptor,
     manifest: ManifestServer,
-    root: PathBuf,
+    /// Its root (and, for a local server, its working directory) and home.
+    place: ServerPlace,
     conn: tokio::sync::Mutex<Option<Arc<McpClient>>>,
 }
 
@@ -290,12 +294,22 @@ impl ToolManager {
                 }
                 (None, _) => setup.workdir.clone(),
             };
+            // The home a local server expands `~` against: what its environment declares.
+            // Unknown otherwise, and home-relative paths are refused.
+            let home = match &entry.descriptor {
+                ServerDescriptor::Local { env, .. } => env
+                    .get("HOME")
+                    .and_then(|h| expand(h, &setup.env).ok())
+                    .filter(|h| Path::new(h).is_absolute())
+                    .map(PathBuf::from),
+                _ => None,
+            };
             servers.insert(
                 name.clone(),
                 Slot {
                     descriptor: entry.descriptor.clone(),
                     manifest: listed.clone(),
-                    root,
+                    place: ServerPlace { root, home },
                     conn: tokio::sync::Mutex::new(None),
                 },
             );
@@ -469,25 +483,35 @@ impl ToolManager {
             Ok(effect) => effect,
             Err(d) => return Err(self.deny(d, &arguments, ctx).await),
         };
-        // Gate 2 for anything that writes.
-        if effect >= Effect::Write {
-            let schema = live
-                .as_ref()
-                .map(|t| t.input_schema.clone())
-                .or_else(|| {
-                    slot.manifest
-                        .current_probe()
-                        .and_then(|p| p.tools.get(tool))
-                        .map(|t| t.input_schema.clone())
-                })
-                .unwrap_or(Value::Null);
-            if let Err(d) =
-                self.setup
-                    .paths
-                    .check_call(&key, &slot.root, &arguments, &SchemaHints::of(&schema))
-            {
-                return Err(self.deny(d, &arguments, ctx).await);
+        // Gate 2: what a write may change, and what no call may read.
+        let schema = live
+            .as_ref()
+            .map(|t| t.input_schema.clone())
+            .or_else(|| {
+                slot.manifest
+                    .current_probe()
+                    .and_then(|p| p.tools.get(tool))
+                    .map(|t| t.input_schema.clone())
+            })
+            .unwrap_or(Value::Null);
+        // Only the schemas Iron ships may exempt an argument; a server's may not.
+        let hints = match &slot.descriptor {
+            ServerDescriptor::Native => {
+                SchemaHints::shipped(&crate::aem::native::native_schema(server, tool))
             }
+            _ => SchemaHints::of(&schema),
+        };
+        let access = if effect >= Effect::Write {
+            Access::Write
+        } else {
+            Access::Read
+        };
+        if let Err(d) = self
+            .setup
+            .paths
+            .check(&key, access, &slot.place, &arguments, &hints)
+        {
+            return Err(self.deny(d, &arguments, ctx).await);
         }
         let call_event = self.record_call(&key, effect, &arguments, ctx).await?;
         let outcome = match client {
@@ -567,7 +591,9 @@ impl ToolManager {
             server: server.to_string(),
             reason: "not a local server".into(),
             stderr: Vec::new(),
-        })??;
+        })??
+        // Started where gate 2 takes its relative paths.
+        .started_in(&slot.place.root);
         let client = Arc::new(McpClient::start(&spec, self.setup.start_timeout).await?);
         tracing::debug!(server, pid = client.pid(), "tool server started");
         *conn = Some(client.clone());

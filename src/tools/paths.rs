@@ -1,39 +1,61 @@
-//! Gate 2, the path guard: before a `write` or `destructive` tool runs, every argument that
-//! could name a file is resolved the way the kernel would resolve it and checked against
-//! the governance files (never writable) and the roots the expert may write.
+//! Gate 2, the path guard: before a tool runs, every argument that could name a file is
+//! resolved the way the kernel would resolve it. For a `write` or `destructive` tool it is
+//! checked against the governance files (never writable) and the roots the expert may
+//! write; for every tool, `read` too, against the files that hold credentials.
 //!
-//! **Which arguments are checked.** Every string at any depth of the arguments object
-//! (object values and array items alike), with one exception: free text. An argument is
-//! free text when its name holds one of the words in [`TEXT_WORDS`] (`content`, `text`,
-//! `message`, `pattern`, …, split like tool names, so `oldText` and `commit_message`
-//! count) and none of [`PATH_WORDS`], or when its JSON schema in the manifest says
-//! `"x-iron-path": false`. Everything else is taken as a possible path, whatever it is
-//! called: a tool that writes to `dst`, `target` or `output` is checked like one that
-//! writes to `path`. An argument whose name is path-like (a word of [`PATH_WORDS`], or a
+//! **Which strings are checked.** Every string at any depth of the arguments object
+//! (object values, array items, and the keys of nested objects, which count as values of
+//! the argument they sit in), whatever the argument is called, with one exception: free
+//! text that does not read as a path. An argument is free text when its name holds one of
+//! the words in [`TEXT_WORDS`] (`content`, `title`, `query`, …, split like tool names, so
+//! `oldText` and `commit_message` count) and none of [`PATH_WORDS`], or when its schema says
+//! `"x-iron-path": false`; a top-level key is read like free text. Free text is still
+//! checked when its value reads as a path (see [`normalise`]): a `title` whose whole value is
+//! `aem/news/SKILL.md` or `FILE:///etc/passwd` is a path, a commit message `Fix the bug in
+//! src/x.rs` or a file body is prose. Only the schemas Iron ships for its native tools
+//! ([`SchemaHints::shipped`]) may exempt an argument entirely: a server's own schema may
+//! not lower the guard. An argument whose name is path-like (a word of [`PATH_WORDS`], or a
 //! schema `"format"` of `path`, `file-path`, `directory-path`, `uri-reference`, or
-//! `"x-iron-path": true`) must moreover be a string. `file://` URIs are read as paths.
+//! `"x-iron-path": true`) must moreover be a string.
 //!
-//! **Resolution.** A relative path is taken against the server's root (see
-//! [`server_root`]). Then each component is walked on the real filesystem: `.` is dropped,
-//! `..` goes to the parent of what has been resolved so far, and a symbolic link is
-//! replaced by its target, even when the target does not exist (a dangling link into
-//! `aem/` is still a link into `aem/`). The part that does not exist yet is kept as
-//! written. Trailing slashes and `/./` change nothing. A value starting with `~` is
-//! refused: the server would expand it against a home this guard cannot see.
+//! **Options.** A value that starts with `-` (as given, trimmed or percent-decoded) in an
+//! argument named like a path or a git ref ([`PATH_WORDS`], [`REF_WORDS`]) is refused, for
+//! every effect: `git show --output=…` is a write whatever the tool is called.
 //!
-//! **Checks.** The resolved path is refused when it is inside, equal to, or an ancestor of
-//! a governance path (`aem/`, `config/`, `.git/` under the project root and under every
-//! granted root, the compiled `catalog.json` and `tool_manifest.json`, and any `.git`
-//! directory anywhere); and when it is outside every granted root. With no granted root,
-//! a write tool that takes any string other than free text is refused.
+//! **Resolution.** Each value is read every way a server might read it ([`normalise`]):
+//! trimmed, percent-decoded, as a `file:` URI in any spelling, with `~`, `$HOME` and
+//! `${HOME}` expanded to the server's home (refused when the server's home is not known);
+//! every reading must pass. A relative path is taken against the server's root, which is
+//! also the working directory the server is started in (see [`server_root`] and the tool
+//! manager), so the guard and the server agree on where it lands. Then each component is
+//! walked on the real filesystem: `.` is dropped, `..` goes to the parent of what has been
+//! resolved so far, and a symbolic link is replaced by its target, even when the target does
+//! not exist (a dangling link into `aem/` is still a link into `aem/`). The part that does
+//! not exist yet is kept as written. Trailing slashes and `/./` change nothing.
+//!
+//! **Checks.** For every tool, a resolved path is refused when it is one of the
+//! [`secrets::SECRETS`] (`.env`, private keys, `.git/config`, credential files) or inside
+//! the state directory (caller keys, tokens, the log) outside the granted roots. For a
+//! `write` or `destructive` tool it is also refused when it is inside, equal to, or an
+//! ancestor of a governance path (`aem/`, `config/`, `.git/` under the project root and
+//! under every granted root, the compiled `catalog.json` and `tool_manifest.json`, and any
+//! `.git` directory anywhere), and when it is outside every granted root. One exception: an
+//! argument naming the place a tool works in ([`REPO_WORDS`]: `repo_path`, `cwd`, …) may be
+//! a granted root itself, so git tools work at the root of the scratch worktree; the files
+//! they are given are checked as usual. With no granted root, a write tool that takes any
+//! string other than prose is refused.
 //!
 //! The check happens before the call; a process that changes the filesystem between the
 //! check and the call (the server itself, another tool) is not covered here — confinement
 //! of what a process may touch is the sandbox's job.
 
+pub mod normalise;
+pub mod secrets;
+
 use super::error::{DenialReason, Gate, GateDenial};
 use crate::aem::{CATALOG_FILE, TOOL_MANIFEST_FILE};
 use crate::core::effect::split_words;
+use normalise::Unreadable;
 use serde_json::Value;
 use std::collections::{BTreeSet, VecDeque};
 use std::ffi::OsString;
@@ -61,8 +83,9 @@ pub const PATH_WORDS: &[&str] = &[
     "cwd",
 ];
 
-/// Words that make an argument free text, never taken as a path (unless its name also
-/// holds a word of [`PATH_WORDS`]).
+/// Words that make an argument free text (unless its name also holds a word of
+/// [`PATH_WORDS`]): checked only when its value reads as a path
+/// ([`normalise::reads_as_path`]).
 pub const TEXT_WORDS: &[&str] = &[
     "content",
     "contents",
@@ -83,22 +106,69 @@ pub const TEXT_WORDS: &[&str] = &[
     "regex",
 ];
 
+/// Words that make an argument name a git ref (or the like): a value starting with `-`
+/// is refused there, as in a path.
+pub const REF_WORDS: &[&str] = &[
+    "ref",
+    "refs",
+    "branch",
+    "branches",
+    "revision",
+    "rev",
+    "commit",
+    "target",
+    "tag",
+    "base",
+    "sha",
+    "treeish",
+    "remote",
+    "upstream",
+    "repo",
+    "repository",
+];
+
+/// Words that make an argument name the place a tool works in: it may be a granted root
+/// itself (which is an ancestor of that root's own `aem/`, `config/` and `.git/`).
+pub const REPO_WORDS: &[&str] = &["repo", "repository", "worktree", "workdir", "cwd"];
+
 /// Names of governance directories, protected under the project root and every granted root.
 pub const GOVERNANCE_DIRS: &[&str] = &["aem", "config", ".git"];
 
 const MAX_LINK_HOPS: usize = 40;
+
+/// What a call may do, for gate 2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// A `read` tool: only the secrets are checked.
+    Read,
+    /// A `write` or `destructive` tool: secrets, governance and the granted roots.
+    Write,
+}
+
+/// Where a server takes the paths it is given: the directory it runs in and resolves
+/// relative paths against, and its home directory (`~`, `$HOME`) when known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerPlace {
+    /// The server's root and working directory.
+    pub root: PathBuf,
+    /// Its `HOME`, when its environment names one; `None` refuses home-relative paths.
+    pub home: Option<PathBuf>,
+}
 
 /// What gate 2 protects and allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathPolicy {
     protected: Vec<PathBuf>,
     granted: Vec<PathBuf>,
+    state: PathBuf,
 }
 
 impl PathPolicy {
     /// Protects the governance of `project_root` (`aem/`, `config/`, `.git/`) and the
-    /// compiled `catalog.json` / `tool_manifest.json` in `catalog_dir`. Grants no root yet:
-    /// until [`PathPolicy::grant_root`] is called, every write is refused.
+    /// compiled `catalog.json` / `tool_manifest.json` in `catalog_dir`, the state
+    /// directory, which no tool may read outside the granted roots (it holds caller keys and
+    /// tokens). Grants no root yet: until [`PathPolicy::grant_root`] is called, every write
+    /// is refused.
     pub fn new(project_root: &Path, catalog_dir: &Path) -> io::Result<PathPolicy> {
         let project = resolve_path(&std::env::current_dir()?, project_root)?;
         let catalog = resolve_path(&std::env::current_dir()?, catalog_dir)?;
@@ -110,6 +180,7 @@ impl PathPolicy {
         Ok(PathPolicy {
             protected,
             granted: Vec::new(),
+            state: catalog,
         })
     }
 
@@ -146,26 +217,43 @@ impl PathPolicy {
         &self.protected
     }
 
-    /// Checks one resolved path: `Err` with the reason when it may not be written.
-    fn check_resolved(&self, resolved: &Path) -> Result<(), CheckFailure> {
-        if let Some(git) = git_component(resolved) {
-            return Err(CheckFailure::Governance(git));
-        }
-        for p in &self.protected {
-            if resolved.starts_with(p) || p.starts_with(resolved) {
-                return Err(CheckFailure::Governance(p.clone()));
+    /// Checks one resolved path: `Err` with the reason when this access may not touch it.
+    /// `workplace`: the argument names where a tool works, which may be a granted root.
+    fn check_resolved(
+        &self,
+        resolved: &Path,
+        access: Access,
+        workplace: bool,
+    ) -> Result<(), CheckFailure> {
+        if access == Access::Write {
+            if let Some(git) = git_component(resolved) {
+                return Err(CheckFailure::Governance(git));
+            }
+            let at_a_root = workplace && self.granted.iter().any(|r| r == resolved);
+            for p in &self.protected {
+                if resolved.starts_with(p) || (p.starts_with(resolved) && !at_a_root) {
+                    return Err(CheckFailure::Governance(p.clone()));
+                }
             }
         }
-        if !self.granted.iter().any(|r| resolved.starts_with(r)) {
+        if let Some(secret) = secrets::secret_of(resolved) {
+            return Err(CheckFailure::Secret(secret.describe()));
+        }
+        let in_a_root = self.granted.iter().any(|r| resolved.starts_with(r));
+        if resolved.starts_with(&self.state) && !in_a_root {
+            return Err(CheckFailure::Secret(format!(
+                "inside the state directory `{}`",
+                self.state.display()
+            )));
+        }
+        if access == Access::Write && !in_a_root {
             return Err(CheckFailure::Outside);
         }
         Ok(())
     }
 
-    /// Gate 2 for one call: every argument of `arguments` that could name a file (see the
-    /// module documentation; `hints` are what the tool's input schema says) is resolved
-    /// against `root` and checked. Returns the resolved paths, by argument, when all are
-    /// allowed.
+    /// Gate 2 for one write or destructive call of a server whose home is not known; see
+    /// [`PathPolicy::check`].
     pub fn check_call(
         &self,
         tool: &str,
@@ -173,10 +261,35 @@ impl PathPolicy {
         arguments: &Value,
         hints: &SchemaHints,
     ) -> Result<Vec<(String, PathBuf)>, Box<GateDenial>> {
+        let place = ServerPlace {
+            root: root.to_path_buf(),
+            home: None,
+        };
+        self.check(tool, Access::Write, &place, arguments, hints)
+    }
+
+    /// Gate 2 for one call: every string of `arguments` that could name a file (see the
+    /// module documentation; `hints` are what the tool's input schema says) is read every
+    /// way the server at `place` might read it, resolved and checked. Returns the resolved
+    /// paths, by argument (the most normalised reading), when all are allowed.
+    pub fn check(
+        &self,
+        tool: &str,
+        access: Access,
+        place: &ServerPlace,
+        arguments: &Value,
+        hints: &SchemaHints,
+    ) -> Result<Vec<(String, PathBuf)>, Box<GateDenial>> {
         let mut found = Vec::new();
-        collect_paths(arguments, "", Kind::Maybe, hints, &mut found);
+        collect_paths(arguments, "", "", Kind::Text, hints, &mut found);
         let mut resolved_all = Vec::new();
-        for (argument, _, value) in found {
+        for Found {
+            argument,
+            name,
+            kind,
+            value,
+        } in found
+        {
             let deny = |reason| {
                 Box::new(GateDenial {
                     gate: Gate::Path,
@@ -191,50 +304,81 @@ impl PathPolicy {
                     detail: "a path argument must be a string".to_string(),
                 }));
             };
-            let path_text = text.strip_prefix("file://").unwrap_or(text);
-            if path_text.starts_with('~') {
-                return Err(deny(DenialReason::Unresolvable {
+            if hints.option_guarded(&name) && normalise::option_like(text) {
+                return Err(deny(DenialReason::OptionLike {
                     argument,
-                    path: text.to_string(),
-                    detail: "home-relative paths are not accepted; give a path inside the root"
-                        .to_string(),
+                    value: text.to_string(),
                 }));
             }
-            if path_text.contains('\0') {
-                return Err(deny(DenialReason::Unresolvable {
-                    argument,
-                    path: text.escape_debug().to_string(),
-                    detail: "the path contains a NUL byte".to_string(),
-                }));
+            if kind == Kind::Text && !normalise::reads_as_path(text) {
+                continue;
             }
-            let resolved = match resolve_path(root, Path::new(path_text)) {
+            let readings = match normalise::readings(text, place.home.as_deref()) {
                 Ok(r) => r,
-                Err(e) => {
-                    return Err(deny(DenialReason::Unresolvable {
+                Err(Unreadable::Home(_)) => {
+                    return Err(deny(DenialReason::UnexpandableHome {
                         argument,
                         path: text.to_string(),
-                        detail: e.to_string(),
+                    }));
+                }
+                Err(e) => {
+                    let detail = match e {
+                        Unreadable::ForeignHost(_) => "a `file:` URI of another host",
+                        _ => "the path contains a NUL byte",
+                    };
+                    return Err(deny(DenialReason::Unresolvable {
+                        argument,
+                        path: text.escape_debug().to_string(),
+                        detail: detail.to_string(),
                     }));
                 }
             };
-            match self.check_resolved(&resolved) {
-                Ok(()) => resolved_all.push((argument, resolved)),
-                Err(CheckFailure::Governance(protected)) => {
-                    return Err(deny(DenialReason::Governance {
-                        argument,
-                        path: text.to_string(),
-                        resolved,
-                        protected,
-                    }));
+            let workplace = repo_like_name(&name);
+            let mut first = None;
+            for reading in readings {
+                let resolved = match resolve_path(&place.root, Path::new(&reading)) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        return Err(deny(DenialReason::Unresolvable {
+                            argument,
+                            path: text.to_string(),
+                            detail: e.to_string(),
+                        }));
+                    }
+                };
+                let path = text.to_string();
+                match self.check_resolved(&resolved, access, workplace) {
+                    Ok(()) => {
+                        first.get_or_insert(resolved);
+                    }
+                    Err(CheckFailure::Governance(protected)) => {
+                        return Err(deny(DenialReason::Governance {
+                            argument,
+                            path,
+                            resolved,
+                            protected,
+                        }));
+                    }
+                    Err(CheckFailure::Secret(secret)) => {
+                        return Err(deny(DenialReason::Secret {
+                            argument,
+                            path,
+                            resolved,
+                            secret,
+                        }));
+                    }
+                    Err(CheckFailure::Outside) => {
+                        return Err(deny(DenialReason::OutsideRoots {
+                            argument,
+                            path,
+                            resolved,
+                            roots: self.granted.clone(),
+                        }));
+                    }
                 }
-                Err(CheckFailure::Outside) => {
-                    return Err(deny(DenialReason::OutsideRoots {
-                        argument,
-                        path: text.to_string(),
-                        resolved,
-                        roots: self.granted.clone(),
-                    }));
-                }
+            }
+            if let Some(resolved) = first {
+                resolved_all.push((argument, resolved));
             }
         }
         Ok(resolved_all)
@@ -243,6 +387,7 @@ impl PathPolicy {
 
 enum CheckFailure {
     Governance(PathBuf),
+    Secret(String),
     Outside,
 }
 
@@ -258,18 +403,30 @@ fn git_component(path: &Path) -> Option<PathBuf> {
     None
 }
 
-/// Whether an argument name is path-like by its words.
-pub fn path_like_name(name: &str) -> bool {
+fn has_word(name: &str, words: &[&str]) -> bool {
     split_words(name)
         .iter()
-        .any(|w| PATH_WORDS.contains(&w.as_str()))
+        .any(|w| words.contains(&w.as_str()))
+}
+
+/// Whether an argument name is path-like by its words.
+pub fn path_like_name(name: &str) -> bool {
+    has_word(name, PATH_WORDS)
+}
+
+/// Whether an argument name is a git ref or the like by its words.
+pub fn ref_like_name(name: &str) -> bool {
+    has_word(name, REF_WORDS)
+}
+
+/// Whether an argument name is the place a tool works in by its words.
+pub fn repo_like_name(name: &str) -> bool {
+    has_word(name, REPO_WORDS)
 }
 
 /// Whether an argument name is free text by its words (and not path-like).
 pub fn text_like_name(name: &str) -> bool {
-    let words = split_words(name);
-    words.iter().any(|w| TEXT_WORDS.contains(&w.as_str()))
-        && !words.iter().any(|w| PATH_WORDS.contains(&w.as_str()))
+    has_word(name, TEXT_WORDS) && !path_like_name(name)
 }
 
 /// What a tool's JSON input schema says about its properties (top level and nested
@@ -278,8 +435,10 @@ pub fn text_like_name(name: &str) -> bool {
 pub struct SchemaHints {
     /// Declared paths: `"format"` a path format, or `"x-iron-path": true`.
     pub paths: BTreeSet<String>,
-    /// Declared free text: `"x-iron-path": false`.
+    /// Declared free text: `"x-iron-path": false` (still checked when it reads as a path).
     pub text: BTreeSet<String>,
+    /// Never taken for a path: `"x-iron-path": false` in a schema Iron ships.
+    pub exempt: BTreeSet<String>,
 }
 
 impl SchemaHints {
@@ -313,14 +472,29 @@ impl SchemaHints {
         out
     }
 
+    /// The hints of a schema Iron ships (a native tool's, reviewed with its code): what it
+    /// marks `"x-iron-path": false` is exempt, never taken for a path.
+    pub fn shipped(schema: &Value) -> SchemaHints {
+        let mut out = SchemaHints::of(schema);
+        out.exempt = std::mem::take(&mut out.text);
+        out
+    }
+
     fn kind(&self, name: &str) -> Kind {
         if self.paths.contains(name) || path_like_name(name) {
             Kind::Path
+        } else if self.exempt.contains(name) {
+            Kind::Exempt
         } else if self.text.contains(name) || text_like_name(name) {
             Kind::Text
         } else {
             Kind::Maybe
         }
+    }
+
+    /// Whether a value of argument `name` starting with `-` is refused.
+    fn option_guarded(&self, name: &str) -> bool {
+        self.paths.contains(name) || path_like_name(name) || ref_like_name(name)
     }
 }
 
@@ -329,41 +503,78 @@ impl SchemaHints {
 enum Kind {
     /// Named or declared a path: must be a string, and is checked.
     Path,
-    /// Named or declared free text: not checked.
+    /// Named or declared free text: checked when it reads as a path.
     Text,
+    /// Declared free text by a schema Iron ships: never checked.
+    Exempt,
     /// Anything else: a string is checked as a possible path.
     Maybe,
 }
 
+/// One string (or path-named value) gate 2 looks at.
+#[derive(Debug, Clone, PartialEq)]
+struct Found {
+    /// Where it is, for the refusal (`a.b[0]`, `files[key "/x"]`).
+    argument: String,
+    /// The name of the argument it belongs to (the last object key above it).
+    name: String,
+    kind: Kind,
+    value: Value,
+}
+
 /// The leaves of `value` gate 2 looks at, by argument name (`a.b[0]`), with how it reads
-/// them; array items take the kind of the array.
+/// them: array items take the kind of the array; the keys of an object take the kind of
+/// the argument holding it (top-level keys, the argument names, read like free text).
 fn collect_paths(
     value: &Value,
+    argument: &str,
     name: &str,
     kind: Kind,
     hints: &SchemaHints,
-    out: &mut Vec<(String, Kind, Value)>,
+    out: &mut Vec<Found>,
 ) {
     match value {
         Value::Object(map) => {
             for (k, v) in map {
-                let child = if name.is_empty() {
+                if kind != Kind::Exempt {
+                    out.push(Found {
+                        argument: format!("{argument}[key {k:?}]"),
+                        name: name.to_string(),
+                        kind: if kind == Kind::Path {
+                            Kind::Maybe
+                        } else {
+                            kind
+                        },
+                        value: Value::String(k.clone()),
+                    });
+                }
+                let child = if argument.is_empty() {
                     k.clone()
                 } else {
-                    format!("{name}.{k}")
+                    format!("{argument}.{k}")
                 };
-                collect_paths(v, &child, hints.kind(k), hints, out);
+                let child_kind = if kind == Kind::Exempt {
+                    Kind::Exempt
+                } else {
+                    hints.kind(k)
+                };
+                collect_paths(v, &child, k, child_kind, hints, out);
             }
         }
         Value::Array(items) => {
             for (i, v) in items.iter().enumerate() {
-                collect_paths(v, &format!("{name}[{i}]"), kind, hints, out);
+                collect_paths(v, &format!("{argument}[{i}]"), name, kind, hints, out);
             }
         }
         Value::Null => {}
-        _ if kind == Kind::Text => {}
-        other if kind == Kind::Maybe && !other.is_string() => {}
-        other => out.push((name.to_string(), kind, other.clone())),
+        _ if kind == Kind::Exempt => {}
+        other if kind != Kind::Path && !other.is_string() => {}
+        other => out.push(Found {
+            argument: argument.to_string(),
+            name: name.to_string(),
+            kind,
+            value: other.clone(),
+        }),
     }
 }
 
@@ -441,116 +652,4 @@ fn normal_parts(p: &Path) -> VecDeque<OsString> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn names_that_are_paths() {
-        for n in [
-            "path",
-            "paths",
-            "filePath",
-            "repo_path",
-            "source",
-            "destination",
-            "root",
-            "targetDir",
-        ] {
-            assert!(path_like_name(n), "{n}");
-        }
-        for n in ["content", "text", "pattern", "edits", "oldText", "message"] {
-            assert!(!path_like_name(n), "{n}");
-        }
-    }
-
-    #[test]
-    fn names_that_are_free_text() {
-        for n in [
-            "content",
-            "oldText",
-            "commit_message",
-            "observations",
-            "query",
-        ] {
-            assert!(text_like_name(n), "{n}");
-        }
-        // A path word wins: these are checked.
-        for n in [
-            "text_file",
-            "contentPath",
-            "dst",
-            "target",
-            "output",
-            "branch",
-        ] {
-            assert!(!text_like_name(n), "{n}");
-        }
-    }
-
-    #[test]
-    fn every_string_but_free_text_is_collected() {
-        let args = json!({
-            "paths": ["a", "b"], "opts": {"dir": "c", "dst": "d"}, "content": "/aem/x",
-            "edits": [{"oldText": "/x", "newText": "/y"}], "target": "t", "n": null,
-            "count": 3, "notes": ["free", "text"]
-        });
-        let mut out = Vec::new();
-        collect_paths(&args, "", Kind::Maybe, &SchemaHints::default(), &mut out);
-        let names: Vec<(&str, Kind)> = out.iter().map(|(n, k, _)| (n.as_str(), *k)).collect();
-        assert_eq!(
-            names,
-            [
-                ("opts.dir", Kind::Path),
-                ("opts.dst", Kind::Maybe),
-                ("paths[0]", Kind::Path),
-                ("paths[1]", Kind::Path),
-                ("target", Kind::Maybe),
-            ]
-        );
-    }
-
-    #[test]
-    fn schema_hints() {
-        let schema = json!({"type": "object", "properties": {
-            "out": {"type": "string", "format": "path"},
-            "where": {"type": "string", "x-iron-path": true},
-            "patch": {"type": "string", "x-iron-path": false},
-            "text": {"type": "string"}
-        }});
-        let hints = SchemaHints::of(&schema);
-        assert_eq!(hints.paths.iter().collect::<Vec<_>>(), ["out", "where"]);
-        assert_eq!(hints.kind("patch"), Kind::Text);
-        assert_eq!(hints.kind("other"), Kind::Maybe);
-    }
-
-    #[test]
-    fn lexical_parts_resolve_without_links() {
-        let dir = tempfile::tempdir().unwrap();
-        let base = dir.path().canonicalize().unwrap();
-        let r = resolve_path(&base, Path::new("a/./b/../c//")).unwrap();
-        assert_eq!(r, base.join("a/c"));
-        let r = resolve_path(&base, Path::new("../../x")).unwrap();
-        assert_eq!(r, base.parent().unwrap().parent().unwrap().join("x"));
-    }
-
-    #[test]
-    fn dangling_links_are_followed() {
-        let dir = tempfile::tempdir().unwrap();
-        let base = dir.path().canonicalize().unwrap();
-        std::os::unix::fs::symlink(base.join("secret/new.md"), base.join("link")).unwrap();
-        assert_eq!(
-            resolve_path(&base, Path::new("link")).unwrap(),
-            base.join("secret/new.md")
-        );
-    }
-
-    #[test]
-    fn link_loops_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let base = dir.path().canonicalize().unwrap();
-        std::os::unix::fs::symlink(base.join("b"), base.join("a")).unwrap();
-        std::os::unix::fs::symlink(base.join("a"), base.join("b")).unwrap();
-        assert!(resolve_path(&base, Path::new("a/x")).is_err());
-    }
-}
+mod tests;

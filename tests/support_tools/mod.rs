@@ -85,6 +85,8 @@ servers:
     description: The real filesystem server, allowed the whole project.
     command: {node}
     args: [{js}, "${{LAB_FS_ROOT:-./workspace/lab}}"]
+    env:
+      HOME: "${{LAB_HOME:-/nonexistent-lab-home}}"
     tools: [read_text_file, list_directory, write_file, edit_file, move_file, create_directory]
   faulty:
     transport: local
@@ -92,7 +94,7 @@ servers:
     command: {faulty}
     env:
       LAB_MARKER: "${{LAB_MARKER:-declared}}"
-    tools: [echo, delete_record, hang, crash, garble, get_environment, get_pid, save_text, list_nothing]
+    tools: [echo, delete_record, hang, crash, garble, get_environment, get_pid, save_text, save_note, git_add, git_commit, git_diff, list_nothing]
   time:
     transport: local
     description: The real time server.
@@ -137,7 +139,7 @@ pub const EXPERTS: &[(&str, &str)] = &[
     ),
     (
         "operator",
-        "---\nclearance: full\ntools:\n  add: [faulty/echo, faulty/delete_record, faulty/hang, faulty/crash, faulty/garble, faulty/get_environment, faulty/get_pid, faulty/save_text, faulty/list_nothing, delivery/send_message, ledger/get_account_balance, ledger/delete_entry, fs/write_file]\n---\n\nHolds everything.\n",
+        "---\nclearance: full\ntools:\n  add: [faulty/echo, faulty/delete_record, faulty/hang, faulty/crash, faulty/garble, faulty/get_environment, faulty/get_pid, faulty/save_text, faulty/save_note, faulty/git_add, faulty/git_commit, faulty/git_diff, faulty/list_nothing, delivery/send_message, ledger/get_account_balance, ledger/delete_entry, fs/write_file]\n---\n\nHolds everything.\n",
     ),
 ];
 
