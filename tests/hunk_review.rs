@@ -55,13 +55,7 @@ fn dev_project(script: &str) -> (Project, PathBuf) {
     );
     let aem_md = p.path("aem/dev/AEM.md");
     let text = std::fs::read_to_string(&aem_md).unwrap();
-    let fs_js = support_tools::fs_server_js();
-    support_tools::node();
-    let text = text
-        .replace(
-            "command: npx\n    args: [\"-y\", \"@modelcontextprotocol/server-filesystem\", \"${IRON_SCRATCH}\"]",
-            &format!("command: node\n    args: [{:?}, \"${{IRON_SCRATCH}}\"]", fs_js.display().to_string()),
-        )
+    let text = support_tools::dev_fs_server_from_node_modules(&text)
         .replace("  target: .\n", "  target: repo\n")
         .replace("  idle_secs: 600\n", "  idle_secs: 3\n")
         .replace(
@@ -69,9 +63,7 @@ fn dev_project(script: &str) -> (Project, PathBuf) {
             "  verify: [sh, -c, \"true\"]\n  verify_secs: 60\n",
         );
     assert!(
-        text.contains("command: node")
-            && text.contains("target: repo")
-            && text.contains("idle_secs: 3"),
+        text.contains("target: repo") && text.contains("idle_secs: 3"),
         "the shipped dev mesh changed"
     );
     std::fs::write(&aem_md, text).unwrap();

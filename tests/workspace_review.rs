@@ -102,22 +102,14 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
     );
     let aem_md = p.path("aem/dev/AEM.md");
     let text = std::fs::read_to_string(&aem_md).unwrap();
-    let fs_js = support_tools::fs_server_js();
-    support_tools::node();
-    let text = text
-        .replace(
-            "command: npx\n    args: [\"-y\", \"@modelcontextprotocol/server-filesystem@2026.8.31\", \"${IRON_SCRATCH}\"]",
-            &format!("command: node\n    args: [{:?}, \"${{IRON_SCRATCH}}\"]", fs_js.display().to_string()),
-        )
+    let text = support_tools::dev_fs_server_from_node_modules(&text)
         .replace("  target: .\n", "  target: repo\n")
         .replace(
             "  verify: [cargo, check, --offline, --all-targets]\n  verify_secs: 1800\n",
             "  verify: [sh, -c, \"grep -q json src/cli.txt\"]\n  verify_secs: 60\n",
         );
     assert!(
-        text.contains("command: node")
-            && text.contains("target: repo")
-            && text.contains("grep -q json"),
+        text.contains("target: repo") && text.contains("grep -q json"),
         "the shipped dev mesh changed"
     );
     std::fs::write(&aem_md, text).unwrap();

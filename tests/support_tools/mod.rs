@@ -32,6 +32,23 @@ pub fn fs_server_js() -> PathBuf {
     p
 }
 
+/// `aem_md` (the dev mesh's AEM.md as shipped) with its pinned `npx` filesystem server run
+/// from node_modules instead (no download in a test); fails when the mesh no longer starts it
+/// as shipped.
+pub fn dev_fs_server_from_node_modules(aem_md: &str) -> String {
+    let shipped = "command: npx\n    args: [\"-y\", \"@modelcontextprotocol/server-filesystem@2026.8.31\", \"${IRON_SCRATCH}\"]";
+    assert!(
+        aem_md.contains(shipped),
+        "the shipped dev mesh no longer starts its filesystem server as {shipped}"
+    );
+    node();
+    let local = format!(
+        "command: node\n    args: [{:?}, \"${{IRON_SCRATCH}}\"]",
+        fs_server_js().display().to_string()
+    );
+    aem_md.replace(shipped, &local)
+}
+
 /// The real time server.
 pub fn time_server() -> PathBuf {
     let p = crate_root().join(".venv-test/bin/mcp-server-time");
