@@ -19,7 +19,6 @@ mod support_tools;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use iron::core::envelope::Envelope;
@@ -28,21 +27,9 @@ use iron::workspace::display::shown;
 use iron::workspace::hunks::{self, FileChange};
 use iron::workspace::review::{changes_of, proposals};
 use iron::workspace::scratch::{GitWorktree, Scratch, ScratchProvider};
-use support::{copy_dir, project::Project};
+use support::{copy_dir, git, project::Project};
 
 const BOUND: Duration = Duration::from_secs(90);
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=test", "-c", "user.email=test@localhost"])
-        .args(args)
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// A project with the shipped agent folders, the dev mesh's filesystem server run from
 /// node_modules, its workspace at `repo` (a fixture repository, committed) and a verify

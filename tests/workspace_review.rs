@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use support::{copy_dir, project::Project};
+use support::{copy_dir, git, project::Project};
 
 const BOUND: Duration = Duration::from_secs(90);
 
@@ -78,18 +78,6 @@ const SCRIPT: &str = r#"turns:
   - expect: "gate 2"
     text: "Added the --json flag to the CLI and documented it."
 "#;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=test", "-c", "user.email=test@localhost"])
-        .args(args)
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_engineer_proposes_and_only_approved_hunks_land() {

@@ -6,15 +6,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::CliError;
 use super::bench_stats::{Figures, ms, pct, us};
+use super::{CliError, failed};
 use crate::aem::WorkspaceProvider;
 use crate::workspace::sandbox::{Confined, Sandbox};
 use crate::workspace::scratch::provider;
-
-fn failed(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
-}
 
 /// A committed repository of `files` small files in 100 directories under `dir`.
 fn make_repo(dir: &Path, files: usize) -> Result<(), CliError> {

@@ -6,7 +6,7 @@
 
 use clap::Subcommand;
 
-use super::CliError;
+use super::{CliError, failed};
 use crate::core::config::Config;
 use crate::spine::durable::AnyLog;
 use crate::workspace::display::shown;
@@ -176,10 +176,6 @@ fn show_text(p: &Proposed) -> String {
         out.push('\n');
     }
     out
-}
-
-fn failed(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
 }
 
 fn reviewer<'a>(log: &'a AnyLog, config: &'a Config, user: &str) -> Reviewer<'a> {

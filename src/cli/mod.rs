@@ -67,6 +67,11 @@ pub enum CliError {
     Exit(u8),
 }
 
+/// Any error as a command's failure, said as it is.
+fn failed(e: impl std::fmt::Display) -> CliError {
+    CliError::Failed(e.to_string())
+}
+
 /// Iron: an operating layer for teams of AI agents declared as files.
 ///
 /// Every Iron process is a ROS 2 lifecycle node on Zenoh (rmw_zenoh wire protocol). These

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use super::CliError;
+use super::{CliError, failed};
 use crate::aem::{Catalog, WorkspaceEntry};
 use crate::workspace::sandbox::{Confined, Ended, RunPolicy, Sandbox};
 use crate::workspace::scratch::{Scratch, provider, remove_dir};
@@ -152,8 +152,4 @@ fn workspace_of<'a>(
             ))),
         },
     }
-}
-
-fn failed(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
 }

@@ -59,19 +59,16 @@ impl Generated {
             what: format!("writing the sandbox's {name}"),
             source,
         };
-        if self.dir.is_none() {
-            self.dir = Some(
+        let dir = match &mut self.dir {
+            Some(dir) => dir,
+            none => none.insert(
                 tempfile::Builder::new()
                     .prefix("iron-sandbox-")
                     .tempdir()
                     .map_err(io)?,
-            );
-        }
-        let path = self
-            .dir
-            .as_ref()
-            .map(|d| d.path().join(name))
-            .unwrap_or_default();
+            ),
+        };
+        let path = dir.path().join(name);
         std::fs::write(&path, content).map_err(io)?;
         Ok(path)
     }
