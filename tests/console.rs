@@ -63,6 +63,8 @@ fn value(samples: &[String], prefix: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_needs_its_token_and_shows_metrics_and_live_events() {
     let p = Project::offline();
+    // The console signs what the page does as this operator.
+    p.operator("desk");
     let up = p.up(
         "nodes:\n  - {name: engine, namespace: /iron, executable: engine_node, autostart: true}\n  - {name: console, namespace: /iron, executable: console_node, autostart: true}\n",
         &[],
@@ -307,4 +309,18 @@ async fn the_console_needs_its_token_and_shows_metrics_and_live_events() {
         "{nodes:#}"
     );
     assert_eq!(lifecycle("activate").await.unwrap().status(), 200);
+    // Unregistered while the console runs, the page's operator is refused at once, with why.
+    p.iron_ok(&["operator", "remove", "desk"]);
+    let r = lifecycle("deactivate").await.unwrap();
+    assert_eq!(r.status(), 403);
+    let why = r.text().await.unwrap();
+    assert!(why.contains("not registered"), "{why}");
+    let refused = p.events("operator_refused").await;
+    assert!(
+        refused.iter().any(|e| e.payload["operator_id"] == "desk"
+            && e.payload["what"]
+                .as_str()
+                .is_some_and(|w| w.contains("/iron/engine"))),
+        "the refusal is recorded: {refused:#?}"
+    );
 }

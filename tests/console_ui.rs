@@ -57,6 +57,8 @@ async fn the_page_answers_a_question_shows_the_task_and_resumes_a_parked_job() {
 "#,
         "operators: [desk]\n",
     );
+    // The console acts as desk, signing with desk's key.
+    p.operator("desk");
     let up = p.up(LAUNCH, &[]);
     for node in [
         "/iron/console",

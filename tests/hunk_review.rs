@@ -36,6 +36,7 @@ const BOUND: Duration = Duration::from_secs(90);
 /// command that passes; models play `script`.
 fn dev_project(script: &str) -> (Project, PathBuf) {
     let p = Project::scripted(script);
+    p.operator("ana");
     copy_dir(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("aem"),
         &p.path("aem"),

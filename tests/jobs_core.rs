@@ -7,6 +7,7 @@ mod support;
 
 use std::time::Duration;
 
+use iron::core::identity::{self, Authority, OperatorKey, Statement, action};
 use iron::jobs::event::{JobEvent, event_id, fingerprint};
 use iron::jobs::journal::{DiaryWriter, Fence, append_unfenced, read_diary};
 use iron::jobs::run::{Flows, run_job};
@@ -40,6 +41,28 @@ fn flows(variant: Variant) -> Flows {
     Flows {
         registry,
         python: None,
+    }
+}
+
+/// An operator, ana, registered with a deployment whose state is under `dir`, and whose
+/// signed decisions that deployment takes.
+struct People {
+    ana: OperatorKey,
+    authority: Authority,
+}
+
+impl People {
+    fn in_dir(dir: &std::path::Path) -> Self {
+        let ana = OperatorKey::create(&dir.join("keys"), "ana").unwrap();
+        identity::Registry::register(&dir.join("state"), &ana).unwrap();
+        Self {
+            ana,
+            authority: Authority::new(&dir.join("state"), &[]),
+        }
+    }
+
+    fn sign(&self, action: &str, subject: &str, decision: &str) -> Statement {
+        self.ana.sign(action, subject, decision)
     }
 }
 
@@ -79,6 +102,7 @@ where
     let log = h.open().await.any();
     let record = h.dir().join("calls");
     let fence = fence(&log, "r1").await;
+    let people = People::in_dir(&h.dir());
     let f = flows(Variant::Original);
     let (_, job) = ops::start(
         &log,
@@ -88,13 +112,17 @@ where
     )
     .await
     .unwrap();
-    let first = run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    let first = run_job(&log, &f, &people.authority, &fence, "test", &job)
+        .await
+        .unwrap();
     assert!(matches!(first.state, JobState::Done { .. }), "{first:?}");
     assert_eq!(first.steps_run, 3);
     assert_eq!(lines(&record), ["s1", "s2", "s3"]);
     // A rerun of a finished job does nothing; a forced replay of the flow returns the
     // journaled results without calling a side effect.
-    let again = run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    let again = run_job(&log, &f, &people.authority, &fence, "test", &job)
+        .await
+        .unwrap();
     assert_eq!(again.steps_run, 0);
     assert_eq!(lines(&record), ["s1", "s2", "s3"]);
     assert_eq!(
@@ -134,6 +162,7 @@ where
     let log = h.open().await.any();
     let record = h.dir().join("calls");
     let fence = fence(&log, "r1").await;
+    let people = People::in_dir(&h.dir());
     let (_, job) = ops::start(
         &log,
         "test/ops/steps",
@@ -157,9 +186,16 @@ where
     )
     .await
     .unwrap();
-    let report = run_job(&log, &flows(Variant::Original), &fence, "test", &job)
-        .await
-        .unwrap();
+    let report = run_job(
+        &log,
+        &flows(Variant::Original),
+        &people.authority,
+        &fence,
+        "test",
+        &job,
+    )
+    .await
+    .unwrap();
     assert_eq!(report.steps_run, 1);
     assert_eq!(lines(&record), ["s2"]);
     let JobState::Done { output } = report.state else {
@@ -174,11 +210,12 @@ where
 {
     let log = h.open().await.any();
     let fence = fence(&log, "r1").await;
+    let people = People::in_dir(&h.dir());
     let (original, edited) = (flows(Variant::Original), flows(Variant::Edited));
     let (_, job) = ops::start(&log, "test/ops/edit", json!({"x": 1}), None)
         .await
         .unwrap();
-    let r = run_job(&log, &original, &fence, "test", &job)
+    let r = run_job(&log, &original, &people.authority, &fence, "test", &job)
         .await
         .unwrap();
     assert_eq!(
@@ -189,7 +226,9 @@ where
     );
     ops::signal(&log, &job, "go", json!("now")).await.unwrap();
     // The code changed while the job waited: step a now calls another function.
-    let r = run_job(&log, &edited, &fence, "test", &job).await.unwrap();
+    let r = run_job(&log, &edited, &people.authority, &fence, "test", &job)
+        .await
+        .unwrap();
     let JobState::Parked { reason } = &r.state else {
         panic!("{r:?}")
     };
@@ -198,14 +237,40 @@ where
         "{reason}"
     );
     // Parked stays parked until a person acts.
-    let r = run_job(&log, &original, &fence, "test", &job)
+    let r = run_job(&log, &original, &people.authority, &fence, "test", &job)
         .await
         .unwrap();
     assert!(matches!(r.state, JobState::Parked { .. }));
-    ops::resume(&log, &job, Some("restored".into()))
+    // Not taken from anyone but an operator: a resume that is not signed, or signed for
+    // another job, leaves it parked.
+    append_unfenced(
+        &log,
+        "test",
+        &job,
+        event_id(&job, &["resumed", "forged"]),
+        "cli",
+        JobEvent::Resumed {
+            note: None,
+            statement: Some(people.sign(action::JOB_RESUME, "another-job", "resume")),
+        },
+    )
+    .await
+    .unwrap();
+    let r = run_job(&log, &original, &people.authority, &fence, "test", &job)
         .await
         .unwrap();
-    let r = run_job(&log, &original, &fence, "test", &job)
+    assert!(matches!(r.state, JobState::Parked { .. }), "{r:?}");
+    let resume = people.sign(action::JOB_RESUME, &job, "resume");
+    ops::resume(
+        &log,
+        &job,
+        Some("restored".into()),
+        resume,
+        &people.authority,
+    )
+    .await
+    .unwrap();
+    let r = run_job(&log, &original, &people.authority, &fence, "test", &job)
         .await
         .unwrap();
     let JobState::Done { output } = r.state else {
@@ -216,20 +281,28 @@ where
     let (_, other) = ops::start(&log, "test/ops/edit", json!({"x": 2}), None)
         .await
         .unwrap();
-    run_job(&log, &original, &fence, "test", &other)
+    run_job(&log, &original, &people.authority, &fence, "test", &other)
         .await
         .unwrap();
     ops::signal(&log, &other, "go", json!(1)).await.unwrap();
-    let r = run_job(&log, &edited, &fence, "test", &other)
+    let r = run_job(&log, &edited, &people.authority, &fence, "test", &other)
         .await
         .unwrap();
     assert!(matches!(r.state, JobState::Parked { .. }));
-    ops::cancel(&log, &other, None).await.unwrap();
-    let r = run_job(&log, &original, &fence, "test", &other)
+    let cancel = people.sign(action::JOB_CANCEL, &other, "cancel");
+    ops::cancel(&log, &other, None, cancel, &people.authority)
+        .await
+        .unwrap();
+    let r = run_job(&log, &original, &people.authority, &fence, "test", &other)
         .await
         .unwrap();
     assert_eq!(r.state, JobState::Cancelled);
-    assert!(ops::resume(&log, &other, None).await.is_err());
+    let resume = people.sign(action::JOB_RESUME, &other, "resume");
+    assert!(
+        ops::resume(&log, &other, None, resume, &people.authority)
+            .await
+            .is_err()
+    );
 }
 
 async fn an_approval_sent_before_the_wait_is_kept<H: Harness>(mut h: H)
@@ -238,15 +311,62 @@ where
 {
     let log = h.open().await.any();
     let fence = fence(&log, "r1").await;
+    let people = People::in_dir(&h.dir());
     let (_, job) = ops::start(&log, "test/ops/approve", json!({"d": 1}), None)
         .await
         .unwrap();
-    ops::approve(&log, &job, "publish", true, Some("early".into()))
+    // Approvals the runner does not take, written first: unsigned, signed for another
+    // approval, saying otherwise than they sign, signed by a key nobody registered. Were any
+    // taken, the flow would see its note.
+    let forged = [
+        None,
+        Some(people.sign(action::JOB_APPROVE, &format!("{job}/other"), "approved")),
+        Some(people.sign(action::JOB_APPROVE, &format!("{job}/publish"), "rejected")),
+        Some(
+            OperatorKey::create(&h.dir().join("elsewhere"), "ana")
+                .unwrap()
+                .sign(action::JOB_APPROVE, &format!("{job}/publish"), "approved"),
+        ),
+    ];
+    for (n, statement) in forged.into_iter().enumerate() {
+        append_unfenced(
+            &log,
+            "test",
+            &job,
+            event_id(&job, &["approval_given", "forged", &n.to_string()]),
+            "cli",
+            JobEvent::ApprovalGiven {
+                name: "publish".into(),
+                approved: true,
+                note: Some("forged".into()),
+                statement,
+            },
+        )
         .await
         .unwrap();
-    let r = run_job(&log, &flows(Variant::Original), &fence, "test", &job)
-        .await
-        .unwrap();
+    }
+    let approval = people.sign(action::JOB_APPROVE, &format!("{job}/publish"), "approved");
+    ops::approve(
+        &log,
+        &job,
+        "publish",
+        true,
+        Some("early".into()),
+        approval,
+        &people.authority,
+    )
+    .await
+    .unwrap();
+    let r = run_job(
+        &log,
+        &flows(Variant::Original),
+        &people.authority,
+        &fence,
+        "test",
+        &job,
+    )
+    .await
+    .unwrap();
     let JobState::Done { output } = r.state else {
         panic!("{r:?}")
     };
@@ -367,13 +487,16 @@ where
 {
     let log = h.open().await.any();
     let fence = fence(&log, "r1").await;
+    let people = People::in_dir(&h.dir());
     let f = flows(Variant::Original);
     let (file, record) = (h.dir().join("world"), h.dir().join("acts"));
     let input = json!({"file": file, "record": record});
     let (_, job) = ops::start(&log, "test/ops/effect", input.clone(), None)
         .await
         .unwrap();
-    let r = run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    let r = run_job(&log, &f, &people.authority, &fence, "test", &job)
+        .await
+        .unwrap();
     assert!(matches!(r.state, JobState::Done { .. }), "{r:?}");
     assert_eq!(
         kinds(&log, &job).await,
@@ -405,7 +528,9 @@ where
     )
     .await
     .unwrap();
-    let r = run_job(&log, &f, &fence, "test", &crashed).await.unwrap();
+    let r = run_job(&log, &f, &people.authority, &fence, "test", &crashed)
+        .await
+        .unwrap();
     assert!(matches!(r.state, JobState::Done { .. }), "{r:?}");
     assert_eq!(
         lines(&record),
@@ -421,11 +546,14 @@ where
 {
     let log = h.open().await.any();
     let fence = fence(&log, "r1").await;
+    let people = People::in_dir(&h.dir());
     let f = flows(Variant::Original);
     let (_, job) = ops::start(&log, "test/ops/timer", json!({"seconds": 0.5}), None)
         .await
         .unwrap();
-    let r = run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    let r = run_job(&log, &f, &people.authority, &fence, "test", &job)
+        .await
+        .unwrap();
     assert_eq!(
         r.state,
         JobState::Waiting {
@@ -459,7 +587,9 @@ where
     );
     stop.cancel();
     clock.await.unwrap().unwrap();
-    let r = run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    let r = run_job(&log, &f, &people.authority, &fence, "test", &job)
+        .await
+        .unwrap();
     assert!(matches!(r.state, JobState::Done { .. }), "{r:?}");
 }
 
@@ -469,6 +599,7 @@ where
 {
     let log = h.open().await.any();
     let fence = fence(&log, "r1").await;
+    let people = People::in_dir(&h.dir());
     let f = flows(Variant::Original);
     let world = h.dir().join("world");
     let input = json!({"file": world});
@@ -478,10 +609,14 @@ where
     let (_, job) = ops::start(&log, "test/ops/publish", input.clone(), None)
         .await
         .unwrap();
-    let r = run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    let r = run_job(&log, &f, &people.authority, &fence, "test", &job)
+        .await
+        .unwrap();
     assert_eq!(r.state, waiting);
     // Woken again before the expert answered: nothing is asked twice.
-    run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    run_job(&log, &f, &people.authority, &fence, "test", &job)
+        .await
+        .unwrap();
     assert_eq!(
         kinds(&log, &job).await,
         [
@@ -498,7 +633,9 @@ where
     ops::signal(&log, &job, "effect:publish#0", done.clone())
         .await
         .unwrap();
-    let r = run_job(&log, &f, &fence, "test", &job).await.unwrap();
+    let r = run_job(&log, &f, &people.authority, &fence, "test", &job)
+        .await
+        .unwrap();
     assert!(matches!(r.state, JobState::Done { .. }), "{r:?}");
     let k = kinds(&log, &job).await;
     assert_eq!(k.iter().filter(|k| *k == "expert_requested").count(), 1);
@@ -510,14 +647,16 @@ where
         .unwrap();
     std::fs::remove_file(&world).unwrap();
     assert_eq!(
-        run_job(&log, &f, &fence, "test", &crashed)
+        run_job(&log, &f, &people.authority, &fence, "test", &crashed)
             .await
             .unwrap()
             .state,
         waiting
     );
     std::fs::write(&world, "posted\n").unwrap();
-    let r = run_job(&log, &f, &fence, "test", &crashed).await.unwrap();
+    let r = run_job(&log, &f, &people.authority, &fence, "test", &crashed)
+        .await
+        .unwrap();
     assert!(matches!(r.state, JobState::Done { .. }), "{r:?}");
 
     // An expert that did not do it parks the job with its reason; so does an answer of
@@ -536,11 +675,17 @@ where
         let (_, job) = ops::start(&log, "test/ops/publish", input.clone(), None)
             .await
             .unwrap();
-        run_job(&log, &f, &fence, "test", &job).await.unwrap();
+        run_job(&log, &f, &people.authority, &fence, "test", &job)
+            .await
+            .unwrap();
         ops::signal(&log, &job, "effect:publish#0", answer)
             .await
             .unwrap();
-        match run_job(&log, &f, &fence, "test", &job).await.unwrap().state {
+        match run_job(&log, &f, &people.authority, &fence, "test", &job)
+            .await
+            .unwrap()
+            .state
+        {
             JobState::Parked { reason } => assert!(reason.contains(why), "{reason}"),
             other => panic!("{other:?}"),
         }

@@ -141,6 +141,7 @@ fn calls(path: &Path, name: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_flows_replay_wait_park_and_never_take_the_runner_down() {
     let w = world::jobs_project();
+    w.operator("ana");
     let dir = flows_dir(&w);
     std::fs::write(dir.join("good.py"), GOOD).unwrap();
     std::fs::write(dir.join("raises.py"), RAISES).unwrap();

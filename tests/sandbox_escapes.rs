@@ -226,15 +226,20 @@ async fn without_slirp4netns_a_networked_run_is_refused_never_run_on_the_host_ne
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_real_repositorys_git_config_dotenv_and_the_users_home_are_unreadable() {
+async fn the_real_repositorys_git_config_dotenv_the_users_home_and_operator_keys_are_unreadable() {
     let sandbox = sandbox().await;
     let (_tmp, root) = test_root();
     let (repo, scratch) = repo_and_scratch(&root).await;
     let home = std::env::var("HOME").unwrap();
+    // An operator's key, where `iron operator add` keeps it (the home) and where a person
+    // may point IRON_OPERATOR_KEYS: an agent that read it could approve its own work.
+    iron::core::identity::OperatorKey::create(&root.join("keys"), "ana").unwrap();
+    let key = std::fs::read_to_string(root.join("keys/ana.key")).unwrap();
     let script = format!(
         "cat {repo}/.git/config; cat {repo}/.env; cat {repo}/src/lib.txt; \
          git config --get remote.origin.url; git config --get http.extraheader; \
-         ls -A {home}; ls -A {root}/state; echo end",
+         ls -A {home}; ls -A {root}/state; cat {root}/keys/ana.key; \
+         cat {home}/.config/iron/operators/*.key; echo end",
         repo = repo.display(),
         root = root.display()
     );
@@ -242,7 +247,7 @@ async fn the_real_repositorys_git_config_dotenv_and_the_users_home_are_unreadabl
     let seen = output_of(&out);
     assert!(seen.contains("end\n"), "{seen}");
     assert!(
-        !seen.contains("s3cr3t") && !seen.contains("czNjcjN0"),
+        !seen.contains("s3cr3t") && !seen.contains("czNjcjN0") && !seen.contains(key.trim()),
         "a secret was read: {seen}"
     );
     // What git needs still works inside the scratch: its history and its status.

@@ -27,12 +27,14 @@ fn decide_over_ros(
     router: &str,
     decision: &str,
     operator: &str,
+    proof: &str,
     hunks: &[&str],
 ) -> serde_json::Value {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/decide_hunks.py");
     let out = Command::new(support::test_python())
         .arg(script)
-        .args(["--router", router, "--operator", operator, decision])
+        .args(["--router", router, "--operator", operator])
+        .args(["--proof", proof, decision])
         .args(hunks)
         .output()
         .expect("start decide_hunks.py");
@@ -82,6 +84,8 @@ const SCRIPT: &str = r#"turns:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_engineer_proposes_and_only_approved_hunks_land() {
     let p = Project::scripted(SCRIPT);
+    p.operator("ana");
+    p.operator("bo");
     // The shipped agent folders, with the filesystem server run from node_modules and the
     // workspace pointed at the fixture, with a verify command.
     copy_dir(
@@ -232,7 +236,21 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
     runner.signal(libc::SIGKILL);
     // A second hunk is approved over ROS by a client no one on Iron wrote, the third is
     // rejected on the job itself.
-    let answer = decide_over_ros(p.router(), "approve", "bo", &[&docs]);
+    // The proof is bo's signature of exactly this decision, as `iron operator sign` prints it.
+    let sign = |ids: &str, decision: &str| {
+        let args = [
+            "operator",
+            "sign",
+            "hunks.decide",
+            ids,
+            decision,
+            "--operator",
+            "bo",
+        ];
+        p.iron_ok(&args).trim().to_string()
+    };
+    let approve_docs = sign(&docs, "approved");
+    let answer = decide_over_ros(p.router(), "approve", "bo", &approve_docs, &[&docs]);
     assert_eq!(answer["ok"], true, "{answer}");
     assert_eq!(
         answer["decided"][0],
@@ -245,22 +263,97 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
         &job,
         &format!("hunk-{changes}"),
         "--reject",
+        "--operator",
+        "ana",
     ]);
     assert!(
         !repo.join("JSON.md").exists(),
         "nothing lands without a runner"
     );
-    // Over ROS, bad requests are refused with why and decide nothing.
-    for (decision, operator, hunks, why) in [
-        ("approve", "bo", vec!["nope"], "no hunk nope"),
-        ("reject", "", vec![docs.as_str()], "name the operator"),
-        ("approve", "bo", vec![], "name 1 to"),
-        ("approve", "bo", vec![cli.as_str()], "applied already"),
+    // Over ROS, bad requests are refused with why and decide nothing: among them every way
+    // of deciding without bo's signature of that very decision.
+    let reject_changes = sign(&changes, "rejected");
+    for (decision, operator, proof, hunks, why) in [
+        (
+            "approve",
+            "bo",
+            sign("nope", "approved"),
+            vec!["nope"],
+            "no hunk nope",
+        ),
+        (
+            "reject",
+            "",
+            reject_changes.clone(),
+            vec![docs.as_str()],
+            "name the operator",
+        ),
+        ("approve", "bo", sign("", "approved"), vec![], "name 1 to"),
+        (
+            "approve",
+            "bo",
+            sign(&cli, "approved"),
+            vec![cli.as_str()],
+            "applied already",
+        ),
+        (
+            "approve",
+            "bo",
+            String::new(),
+            vec![changes.as_str()],
+            "not signed",
+        ),
+        (
+            "approve",
+            "bo",
+            "v1:1:00".into(),
+            vec![changes.as_str()],
+            "does not verify",
+        ),
+        // Replayed: bo's proof for another decision, another hunk, another operator.
+        (
+            "approve",
+            "bo",
+            reject_changes.clone(),
+            vec![changes.as_str()],
+            "does not verify",
+        ),
+        (
+            "approve",
+            "bo",
+            approve_docs.clone(),
+            vec![changes.as_str()],
+            "does not verify",
+        ),
+        (
+            "approve",
+            "ana",
+            approve_docs.clone(),
+            vec![changes.as_str()],
+            "does not verify",
+        ),
+        (
+            "approve",
+            "eve",
+            approve_docs.clone(),
+            vec![changes.as_str()],
+            "not registered",
+        ),
     ] {
-        let answer = decide_over_ros(p.router(), decision, operator, &hunks);
+        let answer = decide_over_ros(p.router(), decision, operator, &proof, &hunks);
         assert_eq!(answer["ok"], false, "{answer}");
         assert!(answer["error"].as_str().unwrap().contains(why), "{answer}");
     }
+    // Each refusal is on the log, with why.
+    let refused = p.events("operator_refused").await;
+    assert!(
+        refused.iter().any(|e| e.payload["what"] == "hunk decision"
+            && e.payload["operator_id"] == "eve"
+            && e.payload["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("not registered"))),
+        "{refused:#?}"
+    );
 
     // A new runner takes the review up where it waited and lands it.
     let runner = dev_runner(&p, "runner2");

@@ -128,6 +128,16 @@ async fn up(
             crate::view::console::listen_address(None)
         );
     }
+    if crate::core::identity::Registry::load(&config.state_dir)
+        .names()
+        .next()
+        .is_none()
+    {
+        println!(
+            "operators: none registered; approving hunks and jobs and answering tasks need one \
+             (`iron operator add NAME`)"
+        );
+    }
     let shutdown = CancellationToken::new();
     stop_on_signals(shutdown.clone());
     // Every node's output is shipped to the plane just checked (`iron logs <node>`).
@@ -473,6 +483,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Bench(args) => bench::run(args, timeout).await,
         Command::Eval(command) => super::eval::run(command),
         Command::Sandbox(command) => super::sandbox::run(command).await,
+        Command::Operator(command) => super::operators::run(command),
     }
 }
 

@@ -8,6 +8,7 @@ use clap::Subcommand;
 
 use super::{CliError, failed};
 use crate::core::config::Config;
+use crate::core::identity::{Authority, OperatorKey, action};
 use crate::spine::durable::AnyLog;
 use crate::workspace::display::shown;
 use crate::workspace::land::{LandError, Reviewer, checked_target, read_review};
@@ -40,18 +41,20 @@ pub enum HunksCommand {
         /// Hunk ids.
         #[arg(required = true)]
         hunks: Vec<String>,
-        /// Who decides.
-        #[arg(long, env = "USER", default_value = "operator")]
-        user: String,
+        /// Who decides, signing with their key (default: IRON_OPERATOR, else the only key on
+        /// this machine; see `iron operator add`).
+        #[arg(long, alias = "user")]
+        operator: Option<String>,
     },
     /// Reject hunks: they never reach the real tree.
     Reject {
         /// Hunk ids.
         #[arg(required = true)]
         hunks: Vec<String>,
-        /// Who decides.
-        #[arg(long, env = "USER", default_value = "operator")]
-        user: String,
+        /// Who decides, signing with their key (default: IRON_OPERATOR, else the only key on
+        /// this machine; see `iron operator add`).
+        #[arg(long, alias = "user")]
+        operator: Option<String>,
     },
     /// Apply a task's approved hunks to the real tree now, without waiting for its review job
     /// (all or none: a hunk that no longer applies is named and nothing is applied), then run
@@ -71,7 +74,8 @@ pub enum HunksCommand {
 pub async fn run(command: HunksCommand) -> Result<(), CliError> {
     let config = super::load_config()?;
     let log = AnyLog::open(&config).await?;
-    let review = read_review(&log).await.map_err(failed)?;
+    let people = Authority::new(&config.state_dir, &config.operators);
+    let review = read_review(&log, &people).await.map_err(failed)?;
     match command {
         HunksCommand::List { task, all } => {
             let mut listed = 0;
@@ -120,11 +124,11 @@ pub async fn run(command: HunksCommand) -> Result<(), CliError> {
             print!("{}", show_text(p));
             Ok(())
         }
-        HunksCommand::Approve { hunks, user } => {
-            decide(&log, &config, &review, &hunks, &user, true).await
+        HunksCommand::Approve { hunks, operator } => {
+            decide(&log, &config, &review, &hunks, operator, true).await
         }
-        HunksCommand::Reject { hunks, user } => {
-            decide(&log, &config, &review, &hunks, &user, false).await
+        HunksCommand::Reject { hunks, operator } => {
+            decide(&log, &config, &review, &hunks, operator, false).await
         }
         HunksCommand::Apply { task, user } => apply(&log, &config, &review, &task, &user).await,
     }
@@ -191,14 +195,17 @@ async fn decide(
     config: &Config,
     review: &Review,
     ids: &[String],
-    user: &str,
+    operator: Option<String>,
     approve: bool,
 ) -> Result<(), CliError> {
-    let decided = reviewer(log, config, user)
-        .decide(review, ids, approve)
+    let decision = if approve { "approved" } else { "rejected" };
+    let key = OperatorKey::for_cli(operator.as_deref())?;
+    let statement = key.sign(action::HUNKS, &ids.join(" "), decision);
+    let people = Authority::new(&config.state_dir, &config.operators);
+    let decided = reviewer(log, config, key.name())
+        .decide(review, ids, &statement, &people)
         .await
         .map_err(failed)?;
-    let decision = if approve { "approved" } else { "rejected" };
     for p in decided {
         println!("{} {decision} ({})", p.hunk.id, shown(&p.hunk.path));
     }

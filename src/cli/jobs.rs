@@ -6,7 +6,9 @@ use clap::Subcommand;
 use serde_json::Value;
 
 use super::CliError;
+use super::operators::signed;
 use crate::core::config::Config;
+use crate::core::identity::{Authority, action};
 use crate::jobs::{JobEvent, JobState, ops};
 use crate::spine::durable::AnyLog;
 
@@ -51,6 +53,10 @@ pub enum JobsCommand {
         /// A note the flow receives with the answer.
         #[arg(long)]
         note: Option<String>,
+        /// Who decides, signing with their key (default: IRON_OPERATOR, else the only key
+        /// on this machine; see `iron operator add`).
+        #[arg(long)]
+        operator: Option<String>,
     },
     /// Send a named signal to a job (the flow receives it from `ctx.wait_signal(name)`; a
     /// signal sent early is kept).
@@ -71,6 +77,10 @@ pub enum JobsCommand {
         /// Why, for the diary.
         #[arg(long)]
         note: Option<String>,
+        /// Who decides, signing with their key (default: IRON_OPERATOR, else the only key
+        /// on this machine; see `iron operator add`).
+        #[arg(long)]
+        operator: Option<String>,
     },
     /// Cancel a job: it never runs again.
     Cancel {
@@ -79,6 +89,10 @@ pub enum JobsCommand {
         /// Why, for the diary.
         #[arg(long)]
         reason: Option<String>,
+        /// Who decides, signing with their key (default: IRON_OPERATOR, else the only key
+        /// on this machine; see `iron operator add`).
+        #[arg(long)]
+        operator: Option<String>,
     },
 }
 
@@ -90,6 +104,7 @@ fn json_arg(what: &str, text: &str) -> Result<Value, CliError> {
 pub async fn run(command: JobsCommand) -> Result<(), CliError> {
     let config = super::load_config()?;
     let log = AnyLog::open(&config).await?;
+    let people = Authority::new(&config.state_dir, &config.operators);
     match command {
         JobsCommand::Start { flow, input, aem } => {
             let input = json_arg("--input", &input)?;
@@ -139,8 +154,13 @@ pub async fn run(command: JobsCommand) -> Result<(), CliError> {
             name,
             reject,
             note,
+            operator,
         } => {
-            ops::approve(&log, &job, &name, !reject, note).await?;
+            let name = name.split('#').next().unwrap_or(&name).to_string();
+            let decision = if reject { "rejected" } else { "approved" };
+            let subject = format!("{job}/{name}");
+            let statement = signed(operator, action::JOB_APPROVE, &subject, decision)?;
+            ops::approve(&log, &job, &name, !reject, note, statement, &people).await?;
             println!(
                 "{job}: {} {name}",
                 if reject { "rejected" } else { "approved" }
@@ -150,12 +170,22 @@ pub async fn run(command: JobsCommand) -> Result<(), CliError> {
             ops::signal(&log, &job, &name, json_arg("--payload", &payload)?).await?;
             println!("{job}: signal {name} sent");
         }
-        JobsCommand::Resume { job, note } => {
-            ops::resume(&log, &job, note).await?;
+        JobsCommand::Resume {
+            job,
+            note,
+            operator,
+        } => {
+            let statement = signed(operator, action::JOB_RESUME, &job, "resume")?;
+            ops::resume(&log, &job, note, statement, &people).await?;
             println!("{job}: resumed");
         }
-        JobsCommand::Cancel { job, reason } => {
-            ops::cancel(&log, &job, reason).await?;
+        JobsCommand::Cancel {
+            job,
+            reason,
+            operator,
+        } => {
+            let statement = signed(operator, action::JOB_CANCEL, &job, "cancel")?;
+            ops::cancel(&log, &job, reason, statement, &people).await?;
             println!("{job}: cancelled");
         }
     }
@@ -252,6 +282,7 @@ fn describe(event: &JobEvent) -> String {
             name,
             approved,
             note,
+            ..
         } => format!(
             "{name}: {}{}",
             if *approved { "yes" } else { "no" },
@@ -268,7 +299,7 @@ fn describe(event: &JobEvent) -> String {
         } => format!("{request}: asked {domain}: {instruction}"),
         JobEvent::Waiting { on } => format!("on {on}"),
         JobEvent::Parked { reason } => reason.clone(),
-        JobEvent::Resumed { note } | JobEvent::Cancelled { reason: note } => {
+        JobEvent::Resumed { note, .. } | JobEvent::Cancelled { reason: note, .. } => {
             note.clone().unwrap_or_default()
         }
         JobEvent::Done { output } => short(output),

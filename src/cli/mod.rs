@@ -19,6 +19,7 @@ mod memory;
 mod msp;
 pub mod node;
 mod operator;
+mod operators;
 mod sandbox;
 
 use std::time::Duration;
@@ -55,6 +56,8 @@ pub enum CliError {
     Bench(#[from] crate::memory::bench::BenchError),
     #[error(transparent)]
     Jobs(#[from] crate::jobs::JobError),
+    #[error(transparent)]
+    Identity(#[from] crate::core::identity::IdentityError),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -265,6 +268,11 @@ pub enum Command {
     /// what it can reach (see `iron sandbox run --help`).
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
+    /// Operators: the people whose signed actions (hunk decisions, answers, corrections, job
+    /// decisions) the system takes. Each has a private key on their machine and a public key
+    /// registered with the deployment (see `iron operator add --help`).
+    #[command(subcommand)]
+    Operator(operators::OperatorCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -445,10 +453,11 @@ pub enum TaskCommand {
         /// The question's id; empty answers whatever the task asks.
         #[arg(long, default_value = "")]
         question: String,
-        /// Who answers: the task's owner or one of the configured `operators`, else the
-        /// expert refuses the answer (and records the refusal).
-        #[arg(long, env = "USER", default_value = "operator")]
-        operator: String,
+        /// Who answers, signing with their key (`iron operator add`): the task's owner or one
+        /// of the configured `operators`, else the expert refuses the answer (and records the
+        /// refusal). Default: IRON_OPERATOR, else the only key on this machine.
+        #[arg(long)]
+        operator: Option<String>,
         /// The answer.
         text: String,
     },
@@ -458,10 +467,11 @@ pub enum TaskCommand {
         /// The running task.
         #[arg(long)]
         task: String,
-        /// Who interjects: the task's owner or one of the configured `operators`, else the
-        /// expert refuses the correction (and records the refusal).
-        #[arg(long, env = "USER", default_value = "operator")]
-        operator: String,
+        /// Who interjects, signing with their key (`iron operator add`): the task's owner or
+        /// one of the configured `operators`, else the expert refuses the correction (and
+        /// records the refusal). Default: IRON_OPERATOR, else the only key on this machine.
+        #[arg(long)]
+        operator: Option<String>,
         /// The correction.
         text: String,
     },

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::{CliError, commands::connect};
 use crate::{
     cognition::expert::operator::{OperatorVoice, QUESTIONS, questions_qos},
+    core::identity::OperatorKey,
     interfaces::Question,
     spine::{control::ControlError, durable::AnyLog},
     view::overview::Overview,
@@ -24,12 +25,13 @@ pub(super) async fn answer(
     router: &str,
     task: String,
     question: String,
-    operator: String,
+    operator: Option<String>,
     text: String,
     timeout: Duration,
 ) -> Result<(), CliError> {
     required("--task", &task)?;
     required("the answer", &text)?;
+    let operator = OperatorKey::for_cli(operator.as_deref())?;
     let (_control, node) = connect(router, timeout).await?;
     OperatorVoice::new(&node)?
         .answer(&task, &question, &operator, &text, timeout)
@@ -42,12 +44,13 @@ pub(super) async fn answer(
 pub(super) async fn interject(
     router: &str,
     task: String,
-    operator: String,
+    operator: Option<String>,
     text: String,
     timeout: Duration,
 ) -> Result<(), CliError> {
     required("--task", &task)?;
     required("the correction", &text)?;
+    let operator = OperatorKey::for_cli(operator.as_deref())?;
     let (_control, node) = connect(router, timeout).await?;
     OperatorVoice::new(&node)?
         .interject(&task, &operator, &text, timeout)

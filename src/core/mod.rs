@@ -9,6 +9,7 @@ pub mod envelope;
 pub mod event_kind;
 pub mod exe;
 pub mod fs;
+pub mod identity;
 pub mod ids;
 pub mod secrets;
 pub mod stats;

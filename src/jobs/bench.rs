@@ -19,6 +19,7 @@ use super::journal::Fence;
 use super::python::PythonFlows;
 use super::run::{Flows, run_job};
 use super::{JobError, JobState, ops};
+use crate::core::identity::Authority;
 use crate::spine::durable::lease::Lease;
 use crate::spine::durable::{AnyLog, JetStream};
 
@@ -157,10 +158,12 @@ pub async fn jobs(
         None => None,
     };
     let flows = Flows { registry, python };
+    // No person acts in the bench: nobody is registered.
+    let people = Authority::new(scratch, &[]);
     let n = options.steps.max(1);
 
     let (_, job) = ops::start(&log, "bench/ops/timed", json!({"n": n}), None).await?;
-    let report = run_job(&log, &flows, &fence, "bench", &job).await?;
+    let report = run_job(&log, &flows, &people, &fence, "bench", &job).await?;
     if !matches!(report.state, JobState::Done { .. }) {
         return Err(JobsBenchError::Unexpected(format!(
             "the timed flow ended {:?}",
@@ -194,7 +197,7 @@ pub async fn jobs(
     if flows.python.is_some() {
         let (_, job) = ops::start(&log, "bench/ops/noop", json!({"n": n}), None).await?;
         let t = Instant::now();
-        let report = run_job(&log, &flows, &fence, "bench", &job).await?;
+        let report = run_job(&log, &flows, &people, &fence, "bench", &job).await?;
         let total = t.elapsed().as_secs_f64() * 1e6;
         if !matches!(report.state, JobState::Done { .. }) {
             return Err(JobsBenchError::Unexpected(format!(
@@ -215,7 +218,7 @@ pub async fn jobs(
 
     let m = options.resume_steps;
     let (_, job) = ops::start(&log, "bench/ops/long", json!({"n": m}), None).await?;
-    let first = run_job(&log, &flows, &fence, "bench", &job).await?;
+    let first = run_job(&log, &flows, &people, &fence, "bench", &job).await?;
     if !matches!(first.state, JobState::Waiting { .. }) {
         return Err(JobsBenchError::Unexpected(format!(
             "the long job ended {:?}",
@@ -224,7 +227,7 @@ pub async fn jobs(
     }
     ops::signal(&log, &job, "go", Value::Null).await?;
     let t = Instant::now();
-    let resumed = run_job(&log, &flows, &fence, "bench", &job).await?;
+    let resumed = run_job(&log, &flows, &people, &fence, "bench", &job).await?;
     let took = t.elapsed();
     if !matches!(resumed.state, JobState::Done { .. }) || resumed.steps_run != 0 {
         return Err(JobsBenchError::Unexpected(format!(

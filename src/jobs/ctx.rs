@@ -108,6 +108,7 @@ impl Known {
                 name,
                 approved,
                 note,
+                ..
             } => self
                 .approvals
                 .entry(name.clone())

@@ -9,6 +9,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::core::envelope::validate_token;
+use crate::core::identity::Statement;
 use crate::core::ids::EventId;
 
 use super::JobError;
@@ -85,12 +86,14 @@ pub enum JobEvent {
     TimerDue { timer: String, tick: u64 },
     /// The flow asks a person.
     ApprovalRequested { name: String, prompt: String },
-    /// A person answered.
+    /// A person answered, proving it with `statement` (see [`super::people`]).
     ApprovalGiven {
         name: String,
         approved: bool,
         #[serde(default)]
         note: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        statement: Option<Statement>,
     },
     /// A named signal with a payload.
     Signal { name: String, payload: Value },
@@ -110,11 +113,15 @@ pub enum JobEvent {
     Resumed {
         #[serde(default)]
         note: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        statement: Option<Statement>,
     },
     /// A person cancelled the job; it never runs again.
     Cancelled {
         #[serde(default)]
         reason: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        statement: Option<Statement>,
     },
     /// The flow returned.
     Done { output: Value },

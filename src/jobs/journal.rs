@@ -532,7 +532,10 @@ mod tests {
             state_of(&diary(vec![
                 started(),
                 parked,
-                JobEvent::Resumed { note: None }
+                JobEvent::Resumed {
+                    note: None,
+                    statement: None
+                }
             ])),
             JobState::Runnable
         );
@@ -540,8 +543,14 @@ mod tests {
         assert_eq!(
             state_of(&diary(vec![
                 started(),
-                JobEvent::Cancelled { reason: None },
-                JobEvent::Resumed { note: None }
+                JobEvent::Cancelled {
+                    reason: None,
+                    statement: None
+                },
+                JobEvent::Resumed {
+                    note: None,
+                    statement: None
+                }
             ])),
             JobState::Cancelled
         );

@@ -15,6 +15,7 @@ pub mod gateway;
 pub mod journal;
 pub mod node;
 pub mod ops;
+pub mod people;
 pub mod python;
 pub mod run;
 pub mod runner;
@@ -66,6 +67,9 @@ pub enum JobError {
     /// The request is not acceptable (bad name, bad input, wrong state).
     #[error("{0}")]
     Invalid(String),
+    /// A person's decision this deployment does not take (unsigned, forged, not allowed).
+    #[error("not taken: {0}")]
+    NotTaken(String),
     /// No such job.
     #[error("no job {job} in mesh {mesh}; `iron jobs list` shows the jobs")]
     NoJob {

@@ -16,7 +16,7 @@ use super::triggers::Trigger;
 use super::triggers::schedule::{Scheduled, Schedules};
 use super::{Registry, clock};
 use crate::{
-    core::config::Config,
+    core::{config::Config, identity::Authority},
     spine::{
         control::lifecycle::{CallbackError, ManagedNode, NodeContext},
         durable::AnyLog,
@@ -63,7 +63,9 @@ impl ManagedNode for RunnerNode {
             ),
             None => None,
         };
-        let mut deps = RunnerDeps::new(log, Flows { registry, python }, &self.mesh);
+        let authority = Authority::new(&config.state_dir, &config.operators);
+        let flows = Flows { registry, python };
+        let mut deps = RunnerDeps::new(log, flows, &self.mesh, authority);
         deps.hold_before_ack = self.hold_before_ack.clone();
         Ok(deps)
     }

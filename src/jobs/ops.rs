@@ -1,17 +1,20 @@
 //! What people do to jobs (the `iron jobs` commands): start, approve, signal, resume, cancel,
 //! list and show. Each writes one event with a computed id to the job's diary and wakes the
-//! job; the runner does the rest.
+//! job; the runner does the rest. Approvals, resumes and cancels carry the operator's signed
+//! [`Statement`], which the runner checks before it takes them ([`super::people`]).
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use crate::core::durable::EventLog;
+use crate::core::identity::{Authority, FRESH_FOR, Statement, action};
 use crate::spine::durable::streams::JOBS;
 
 use super::JobError;
 use super::event::{JobEvent, Stored, check_token, diary_subject, event_id, job_of_subject};
 use super::journal::{JobState, append_unfenced, read_all_diaries, read_diary, state_of, wake};
+use super::people;
 
 /// Who the CLI writes as.
 const BY: &str = "cli";
@@ -128,35 +131,77 @@ fn count(diary: &[Stored], pick: impl Fn(&JobEvent) -> bool) -> usize {
     diary.iter().filter(|s| pick(&s.entry.event)).count()
 }
 
-/// Answers the approval `name` (the next unanswered one of that name).
+/// The actor of a person's event: `operator/<name>`.
+fn by(statement: &Statement) -> String {
+    format!("operator/{}", statement.operator)
+}
+
+/// Finds `job` for a person's `event`, refusing the event when the runner would not take it
+/// (its statement unsigned, stale, forged, not this decision, or from someone `people` does
+/// not take it from). Returns the mesh, the diary as written (ids count everything written,
+/// so an id a forged event took is never computed again for a real one) and the diary as the
+/// runner reads it (for the job's state).
+async fn find_for<L: EventLog>(
+    log: &L,
+    job: &str,
+    event: &JobEvent,
+    people: &Authority,
+) -> Result<(String, Vec<Stored>, Vec<Stored>), JobError> {
+    let (mesh, diary) = find(log, job).await?;
+    let statement = match event {
+        JobEvent::ApprovalGiven { statement, .. }
+        | JobEvent::Resumed { statement, .. }
+        | JobEvent::Cancelled { statement, .. } => statement.as_ref(),
+        _ => None,
+    };
+    if let Some(statement) = statement {
+        people
+            .admit(statement, None, Some(FRESH_FOR))
+            .map_err(|e| JobError::NotTaken(e.to_string()))?;
+    }
+    if let Some(why) = people::refusal(job, event, people, &people.registry()) {
+        return Err(JobError::NotTaken(why));
+    }
+    if let JobEvent::Cancelled {
+        statement: Some(s), ..
+    } = event
+        && !s.says(action::JOB_CANCEL, job, "cancel")
+    {
+        return Err(JobError::NotTaken(format!(
+            "the statement says {} {} {}, not a cancel of {job}",
+            s.action, s.subject, s.decision
+        )));
+    }
+    let taken = people::checked(job, diary.clone(), people);
+    Ok((mesh, diary, taken))
+}
+
+/// Answers the approval `name` (the next unanswered one of that name), as `statement` says.
 pub async fn approve<L: EventLog>(
     log: &L,
     job: &str,
     name: &str,
     approved: bool,
     note: Option<String>,
+    statement: Statement,
+    people: &Authority,
 ) -> Result<(), JobError> {
     let name = name.split('#').next().unwrap_or(name);
-    let (mesh, diary) = find(log, job).await?;
-    refuse_finished(job, &diary)?;
+    let actor = by(&statement);
+    let event = JobEvent::ApprovalGiven {
+        name: name.into(),
+        approved,
+        note,
+        statement: Some(statement),
+    };
+    let (mesh, diary, taken) = find_for(log, job, &event, people).await?;
+    refuse_finished(job, &taken)?;
     let n = count(
         &diary,
         |e| matches!(e, JobEvent::ApprovalGiven { name: n, .. } if n == name),
     );
     let id = event_id(job, &["approval_given", name, &n.to_string()]);
-    append_unfenced(
-        log,
-        &mesh,
-        job,
-        id.clone(),
-        BY,
-        JobEvent::ApprovalGiven {
-            name: name.into(),
-            approved,
-            note,
-        },
-    )
-    .await?;
+    append_unfenced(log, &mesh, job, id.clone(), &actor, event).await?;
     wake(log, &mesh, job, id.as_str()).await
 }
 
@@ -189,10 +234,21 @@ pub async fn signal<L: EventLog>(
     wake(log, &mesh, job, id.as_str()).await
 }
 
-/// Resumes a parked job: the runner replays it from the top.
-pub async fn resume<L: EventLog>(log: &L, job: &str, note: Option<String>) -> Result<(), JobError> {
-    let (mesh, diary) = find(log, job).await?;
-    let JobState::Parked { .. } = state_of(&diary) else {
+/// Resumes a parked job, as `statement` says: the runner replays it from the top.
+pub async fn resume<L: EventLog>(
+    log: &L,
+    job: &str,
+    note: Option<String>,
+    statement: Statement,
+    people: &Authority,
+) -> Result<(), JobError> {
+    let actor = by(&statement);
+    let event = JobEvent::Resumed {
+        note,
+        statement: Some(statement),
+    };
+    let (mesh, diary, taken) = find_for(log, job, &event, people).await?;
+    let JobState::Parked { .. } = state_of(&taken) else {
         return Err(JobError::Invalid(format!(
             "job {job} is {}, not parked; only a parked job can be resumed",
             state_of(&diary).word()
@@ -200,25 +256,32 @@ pub async fn resume<L: EventLog>(log: &L, job: &str, note: Option<String>) -> Re
     };
     let n = count(&diary, |e| matches!(e, JobEvent::Resumed { .. }));
     let id = event_id(job, &["resumed", &n.to_string()]);
-    append_unfenced(log, &mesh, job, id.clone(), BY, JobEvent::Resumed { note }).await?;
+    append_unfenced(log, &mesh, job, id.clone(), &actor, event).await?;
     wake(log, &mesh, job, id.as_str()).await
 }
 
-/// Cancels a job: it never runs again.
+/// Cancels a job, as `statement` says: it never runs again.
 pub async fn cancel<L: EventLog>(
     log: &L,
     job: &str,
     reason: Option<String>,
+    statement: Statement,
+    people: &Authority,
 ) -> Result<(), JobError> {
-    let (mesh, diary) = find(log, job).await?;
-    refuse_finished(job, &diary)?;
+    let actor = by(&statement);
+    let event = JobEvent::Cancelled {
+        reason,
+        statement: Some(statement),
+    };
+    let (mesh, _, taken) = find_for(log, job, &event, people).await?;
+    refuse_finished(job, &taken)?;
     append_unfenced(
         log,
         &mesh,
         job,
         event_id(job, &["cancelled"]),
-        BY,
-        JobEvent::Cancelled { reason },
+        &actor,
+        event,
     )
     .await?;
     Ok(())

@@ -13,7 +13,9 @@ use super::ctx::{Ctx, Exit};
 use super::event::{JobEvent, event_id};
 use super::flow::{Flow, Registry};
 use super::journal::{DiaryWriter, Fence, JobState, read_diary, started_of, state_of};
+use super::people::checked;
 use super::python::PythonFlows;
+use crate::core::identity::Authority;
 
 /// Where flows come from: Rust flows registered in the binary, then Python flows on disk, then
 /// the built-in flows any role may start (a mesh's own flow of the same name wins).
@@ -35,14 +37,19 @@ pub struct RunReport {
 }
 
 /// Runs (or replays) one job until it returns, waits or parks.
+/// Only the approvals, resumes and cancels `authority` takes are read
+/// ([`super::people::checked`]).
 pub async fn run_job(
     log: &AnyLog,
     flows: &Flows,
+    authority: &Authority,
     fence: &Fence,
     mesh: &str,
     job: &str,
 ) -> Result<RunReport, JobError> {
-    let diary = read_diary(log, mesh, job).await?;
+    let read =
+        async || Ok::<_, JobError>(checked(job, read_diary(log, mesh, job).await?, authority));
+    let diary = read().await?;
     let state = state_of(&diary);
     let settled = |state| RunReport {
         state,
@@ -59,7 +66,7 @@ pub async fn run_job(
     // (paused past its lease) can no longer write to it. What it wrote before is read again.
     let mut writer = DiaryWriter::new(log.clone(), mesh, job, &diary, fence.clone());
     let (diary, writer) = if writer.claim().await? {
-        let diary = read_diary(log, mesh, job).await?;
+        let diary = read().await?;
         let writer = DiaryWriter::new(log.clone(), mesh, job, &diary, fence.clone());
         (diary, writer)
     } else {
@@ -111,7 +118,11 @@ pub async fn run_job(
         }
         Err(Exit::Cancelled) => (
             event_id(job, &["cancelled"]),
-            JobEvent::Cancelled { reason: None },
+            // The same id as the person's cancel this follows: stored once.
+            JobEvent::Cancelled {
+                reason: None,
+                statement: None,
+            },
             JobState::Cancelled,
         ),
         Err(Exit::Fatal(e)) => return Err(e),

@@ -18,7 +18,9 @@ use super::JobError;
 use super::awake::KeepAwake;
 use super::event::{job_of_subject, wakes_filter};
 use super::journal::{Fence, JobState, read_all_diaries, state_of};
+use super::people;
 use super::run::{Flows, run_job};
+use crate::core::identity::Authority;
 
 /// How long [`RunnerDeps::hold_before_ack`] holds at most before it acknowledges anyway.
 const HOLD_LIMIT: Duration = Duration::from_secs(300);
@@ -40,15 +42,18 @@ pub struct RunnerDeps {
     pub ack_wait: Duration,
     /// Inhibits system sleep while a job runs.
     pub awake: KeepAwake,
+    /// Whose approvals, resumes and cancels the runner takes ([`super::people`]).
+    pub authority: Authority,
     /// Test seam: after running a woken job and before acknowledging the wake, wait until this
     /// file exists (so a test can kill the runner exactly there).
     pub hold_before_ack: Option<PathBuf>,
 }
 
 impl RunnerDeps {
-    /// Defaults for `mesh`.
-    pub fn new(log: AnyLog, flows: Flows, mesh: &str) -> Self {
+    /// Defaults for `mesh`, taking people's decisions from `authority`.
+    pub fn new(log: AnyLog, flows: Flows, mesh: &str, authority: Authority) -> Self {
         Self {
+            authority,
             log,
             flows,
             mesh: mesh.to_string(),
@@ -144,7 +149,7 @@ async fn work(
     // Jobs left runnable by a crash (a wake may have been acknowledged by no one, or lost).
     let all = read_all_diaries(&deps.log, &deps.mesh).await?;
     for ((mesh, job), diary) in all {
-        if state_of(&diary) == JobState::Runnable {
+        if state_of(&people::checked(&job, diary, &deps.authority)) == JobState::Runnable {
             if fence.lost.is_cancelled() || shutdown.is_cancelled() {
                 break;
             }
@@ -230,7 +235,7 @@ async fn run_one(deps: &RunnerDeps, fence: &Fence, mesh: &str, job: &str) -> Res
     // Stop work the moment the lease is lost: the run (a step in flight, a Python child) is
     // dropped, and nothing more is written.
     let report = tokio::select! {
-        report = run_job(&deps.log, &deps.flows, fence, mesh, job) => report?,
+        report = run_job(&deps.log, &deps.flows, &deps.authority, fence, mesh, job) => report?,
         _ = fence.lost.cancelled() => {
             return Err(JobError::LeaseLost { key: fence.key.clone() });
         }

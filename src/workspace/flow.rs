@@ -7,6 +7,7 @@
 //! the ROS service or `iron jobs approve review-<task> hunk-<id>`; the log's review stays the
 //! record of them (a decision taken on the job alone is written there when the job lands).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
@@ -16,10 +17,13 @@ use super::land::{Reviewer, approval_of, checked_target, read_review};
 use super::review::{Decision, Proposed};
 use super::scratch::remove_dir;
 use crate::core::config::Config;
-use crate::jobs::{Ctx, Exit, Flow, FlowFuture, StepError};
+use crate::core::identity::{Authority, Statement};
+use crate::jobs::people::checked;
+use crate::jobs::{Ctx, Exit, Flow, FlowFuture, JobEvent, StepError};
 use crate::spine::durable::AnyLog;
 
-pub use super::land::{REVIEW_FLOW, review_job};
+pub use super::land::REVIEW_FLOW;
+pub use super::review::review_job;
 
 /// The review flow (`*/*/workspace_review`). Input: `{"task": "<task id>"}`.
 pub struct ReviewFlow;
@@ -56,7 +60,7 @@ async fn review(ctx: &mut Ctx, input: Value) -> Result<Value, Exit> {
                 let log = log.clone();
                 async move {
                     let task = args["task"].as_str().unwrap_or_default();
-                    let review = read_review(&log).await.map_err(failed)?;
+                    let review = read_review(&log, &people()?).await.map_err(failed)?;
                     let asked: Vec<Value> = review
                         .of_task(task)
                         .filter(|p| !p.hunk.governance)
@@ -107,7 +111,7 @@ async fn review(ctx: &mut Ctx, input: Value) -> Result<Value, Exit> {
             async move {
                 let (target, scratch) = (path_of(&args, "target"), path_of(&args, "scratch"));
                 let task = args["task"].as_str().unwrap_or_default();
-                let review = read_review(&log).await.map_err(failed)?;
+                let review = read_review(&log, &people()?).await.map_err(failed)?;
                 if review.unreviewable_of(task).next().is_some() {
                     return Ok(json!(
                         "kept: it holds changes that cannot be reviewed by hunk"
@@ -137,6 +141,34 @@ fn setting() -> Result<(Config, crate::aem::Catalog, PathBuf), StepError> {
     Ok((config, catalog, project))
 }
 
+/// Whose decisions count, in the configuration's deployment.
+fn people() -> Result<Authority, StepError> {
+    let config = Config::load().map_err(failed)?;
+    Ok(Authority::new(&config.state_dir, &config.operators))
+}
+
+/// The statement of the last answer the runner takes to each approval of `task`'s review
+/// job, by approval name.
+async fn approval_statements(
+    log: &AnyLog,
+    task: &str,
+    people: &Authority,
+) -> Result<BTreeMap<String, Statement>, StepError> {
+    let job = review_job(task);
+    let (_, diary) = crate::jobs::ops::find(log, &job).await.map_err(failed)?;
+    Ok(checked(&job, diary, people)
+        .into_iter()
+        .filter_map(|s| match s.entry.event {
+            JobEvent::ApprovalGiven {
+                name,
+                statement: Some(statement),
+                ..
+            } => Some((name, statement)),
+            _ => None,
+        })
+        .collect())
+}
+
 /// The first hunk of the task (naming its target and scratch).
 fn first_of<'r>(
     review: &'r super::review::Review,
@@ -148,27 +180,34 @@ fn first_of<'r>(
         .ok_or_else(|| failed(format!("no hunks of task {task} on the log")))
 }
 
-/// Writes to the log's review the decisions taken on the job alone, rejects the governance
-/// hunks nobody was asked about, and applies the approved hunks.
+/// Writes to the log's review the decisions taken on the job alone (each with the operator's
+/// statement its approval carried), rejects the governance hunks nobody was asked about, and
+/// applies the approved hunks.
 async fn land(log: AnyLog, actor: String, args: Value) -> Result<Value, StepError> {
     let (config, catalog, project) = setting()?;
+    let people = people()?;
     let task = args["task"].as_str().unwrap_or_default();
     let reviewer = Reviewer {
         log: &log,
         tenant: &config.tenant,
         actor,
     };
-    let review = read_review(&log).await.map_err(failed)?;
+    let review = read_review(&log, &people).await.map_err(failed)?;
+    let statements = approval_statements(&log, task, &people).await?;
     for p in review.of_task(task) {
         if p.decision != Decision::Pending {
             continue;
         }
-        let approve = !p.hunk.governance && args["answers"][&p.hunk.id] == true;
-        if p.hunk.governance || args["answers"].get(&p.hunk.id).is_some() {
-            reviewer.record_decision(p, approve).await.map_err(failed)?;
+        if p.hunk.governance {
+            reviewer.reject_governance(p).await.map_err(failed)?;
+        } else if let Some(statement) = statements.get(&approval_of(&p.hunk.id)) {
+            reviewer
+                .record_decision(p, statement)
+                .await
+                .map_err(failed)?;
         }
     }
-    let review = read_review(&log).await.map_err(failed)?;
+    let review = read_review(&log, &people).await.map_err(failed)?;
     let first = first_of(&review, task)?;
     let (target, _) = checked_target(&catalog, &project, first).map_err(failed)?;
     let landed = reviewer
@@ -185,7 +224,7 @@ async fn land(log: AnyLog, actor: String, args: Value) -> Result<Value, StepErro
 /// it waits for a person.
 async fn landed(log: AnyLog, args: Value) -> Result<Option<Value>, StepError> {
     let task = args["task"].as_str().unwrap_or_default();
-    let review = read_review(&log).await.map_err(failed)?;
+    let review = read_review(&log, &people()?).await.map_err(failed)?;
     let mut applied = Vec::new();
     for p in review.of_task(task) {
         match p.decision {
@@ -203,7 +242,7 @@ async fn landed(log: AnyLog, args: Value) -> Result<Option<Value>, StepError> {
 async fn verify(log: AnyLog, actor: String, args: Value) -> Result<Value, StepError> {
     let (config, catalog, project) = setting()?;
     let task = args["task"].as_str().unwrap_or_default();
-    let review = read_review(&log).await.map_err(failed)?;
+    let review = read_review(&log, &people()?).await.map_err(failed)?;
     let first = first_of(&review, task)?;
     if !review
         .of_task(task)

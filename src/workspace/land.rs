@@ -19,6 +19,7 @@ use crate::aem::{Catalog, WorkspaceEntry, WorkspaceProvider};
 use crate::core::durable::{DurableError, EventLog};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
+use crate::core::identity::{self, Authority, FRESH_FOR, IdentityError, Statement};
 use crate::jobs::{self, JobError, JobState};
 use crate::memory::{EmitError, emit};
 use crate::spine::durable::AnyLog;
@@ -26,15 +27,7 @@ use crate::spine::durable::AnyLog;
 /// The flow of a review job (registered in every runner for any role).
 pub const REVIEW_FLOW: &str = "workspace_review";
 
-/// The review job of `task`.
-pub fn review_job(task: &str) -> String {
-    format!("review-{task}")
-}
-
-/// The approval a review job waits on for hunk `id`.
-pub fn approval_of(id: &str) -> String {
-    format!("hunk-{id}")
-}
+pub use super::review::{approval_of, review_job};
 
 /// Why a review step did not happen. Each says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +64,12 @@ pub enum LandError {
     /// The approved hunks do not apply.
     #[error(transparent)]
     Apply(#[from] HunkError),
+    /// The operator's statement is not taken: unsigned, forged, stale, not allowed.
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
+    /// The statement does not say this decision.
+    #[error("the operator's statement {0}")]
+    Statement(String),
     /// The task's review job did not take the decision.
     #[error("answering the review job {job}: {source}")]
     Job {
@@ -82,22 +81,55 @@ pub enum LandError {
     },
 }
 
-/// Every review event of the log, folded.
-pub async fn read_review(log: &AnyLog) -> Result<Review, LandError> {
-    ReviewReader::default().read(log).await
+/// Records that `operator`'s `what` was not taken, and why (`operator_refused`, under the
+/// namespace `operators`): a refused operator action leaves a trace on the log whichever
+/// node refused it.
+pub async fn record_refused(
+    log: &AnyLog,
+    tenant: &str,
+    actor: &str,
+    what: &str,
+    operator: &str,
+    why: &str,
+) -> Result<(), EmitError> {
+    let payload = json!({"what": what, "operator_id": operator, "reason": why});
+    let event = Envelope::new(
+        tenant,
+        ["operators"],
+        actor,
+        EventKind::OperatorRefused,
+        payload,
+    );
+    emit(log, &event).await.map(|_| ())
+}
+
+/// Every review event of the log, folded; decisions count when `people` takes them.
+pub async fn read_review(log: &AnyLog, people: &Authority) -> Result<Review, LandError> {
+    ReviewReader::new(people.clone()).read(log).await
 }
 
 /// The review kept up to date from the log: each [`ReviewReader::read`] reads only what MEM
 /// gained since the one before (a reader that looks again and again, the console, would
 /// otherwise read the whole stream each time), and keeps only the review's own events.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ReviewReader {
     events: Vec<Envelope>,
     /// The last sequence read.
     read_to: u64,
+    /// Whose decisions count.
+    people: Authority,
 }
 
 impl ReviewReader {
+    /// A reader that has read nothing yet; decisions count when `people` takes them.
+    pub fn new(people: Authority) -> Self {
+        Self {
+            events: Vec::new(),
+            read_to: 0,
+            people,
+        }
+    }
+
     /// Reads what MEM gained since the last call, and folds every review event read so far.
     pub async fn read(&mut self, log: &AnyLog) -> Result<Review, LandError> {
         loop {
@@ -113,7 +145,7 @@ impl ReviewReader {
                     .filter(|e| REVIEW_KINDS.contains(&e.kind)),
             );
         }
-        Ok(Review::fold(&self.events))
+        Ok(Review::fold(&self.events, &self.people))
     }
 }
 
@@ -209,15 +241,31 @@ impl Reviewer<'_> {
         Ok(())
     }
 
-    /// Approves or rejects `ids` (every one checked before anything is written); each
-    /// decision is recorded and answers its task's review job when one waits. Returns the
-    /// hunks decided.
+    /// Approves or rejects `ids` as the operator's `statement` says (it must decide exactly
+    /// these ids, be fresh, and verify with `people`; every id is checked before anything is
+    /// written); each decision is recorded with the statement and answers its task's review
+    /// job when one waits. Returns the hunks decided.
     pub async fn decide<'r>(
         &self,
         review: &'r Review,
         ids: &[String],
-        approve: bool,
+        statement: &Statement,
+        people: &Authority,
     ) -> Result<Vec<&'r Proposed>, LandError> {
+        let approve = match statement.decision.as_str() {
+            "approved" => true,
+            "rejected" => false,
+            other => return Err(LandError::Statement(format!("decides {other:?}"))),
+        };
+        if !statement.says(identity::action::HUNKS, &ids.join(" "), &statement.decision) {
+            return Err(LandError::Statement(format!(
+                "says {} {}, not a decision on {}",
+                statement.action,
+                statement.subject,
+                ids.join(" ")
+            )));
+        }
+        people.admit(statement, None, Some(FRESH_FOR))?;
         let mut chosen = Vec::new();
         for id in ids {
             let p = review
@@ -235,24 +283,41 @@ impl Reviewer<'_> {
             chosen.push(p);
         }
         for p in &chosen {
-            self.record_decision(p, approve).await?;
-            self.answer_job(p, approve).await?;
+            self.record_decision(p, statement).await?;
+            self.answer_job(p, approve, statement, people).await?;
         }
         Ok(chosen)
     }
 
-    /// Records a decision on `p` (without answering its job).
-    pub async fn record_decision(&self, p: &Proposed, approve: bool) -> Result<(), LandError> {
-        let decision = if approve { "approved" } else { "rejected" };
-        let operator = self.actor.strip_prefix("operator/").unwrap_or(&self.actor);
-        let payload = json!({"hunk": p.hunk.id, "task_id": p.task, "decision": decision,
-                             "operator": operator, "path": p.hunk.path});
+    /// Rejects governance hunk `p`, which nobody may approve: the rule decides, so no
+    /// operator's statement is needed (the fold takes a governance rejection from anyone).
+    pub async fn reject_governance(&self, p: &Proposed) -> Result<(), LandError> {
+        let payload = json!({"hunk": p.hunk.id, "task_id": p.task, "decision": "rejected",
+                             "operator": self.actor, "path": p.hunk.path, "governance": true});
+        self.record(&p.task, EventKind::HunkDecided, payload).await
+    }
+
+    /// Records the decision `statement` takes on `p` (without answering its job).
+    pub async fn record_decision(
+        &self,
+        p: &Proposed,
+        statement: &Statement,
+    ) -> Result<(), LandError> {
+        let payload = json!({"hunk": p.hunk.id, "task_id": p.task,
+                             "decision": statement.decision, "operator": statement.operator,
+                             "path": p.hunk.path, "statement": statement});
         self.record(&p.task, EventKind::HunkDecided, payload).await
     }
 
     /// Answers the approval of `p` in its task's review job, when that job exists and is
     /// not over (a review from before review jobs, or one landed already, has none to answer).
-    async fn answer_job(&self, p: &Proposed, approve: bool) -> Result<(), LandError> {
+    async fn answer_job(
+        &self,
+        p: &Proposed,
+        approve: bool,
+        statement: &Statement,
+        people: &Authority,
+    ) -> Result<(), LandError> {
         let job = review_job(&p.task);
         let failed = |source| LandError::Job {
             job: job.clone(),
@@ -270,9 +335,18 @@ impl Reviewer<'_> {
             return Ok(());
         }
         let note = Some(format!("decided by {}", self.actor));
-        jobs::ops::approve(self.log, &job, &approval_of(&p.hunk.id), approve, note)
-            .await
-            .map_err(failed)
+        let name = approval_of(&p.hunk.id);
+        jobs::ops::approve(
+            self.log,
+            &job,
+            &name,
+            approve,
+            note,
+            statement.clone(),
+            people,
+        )
+        .await
+        .map_err(failed)
     }
 
     /// Applies the approved hunks of `task` not applied yet to `target` (all or none: a hunk

@@ -9,7 +9,10 @@
 //! The fold trusts no id and no summary an event carries: it reads the proposal's header
 //! lines for their meaning and computes the hunk's id again from them and its lines; a
 //! proposal whose id does not match is not a hunk of the review. What a person approves is
-//! what is applied.
+//! what is applied. Nor does it trust who a decision says decided: a `hunk_decided` counts
+//! only with the operator's signed statement deciding that hunk (directly, or as the answer
+//! to the hunk's approval in its review job), verified against the deployment's registered
+//! keys ([`crate::core::identity`]); anything else on the log is ignored with a warning.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +24,17 @@ use super::hunks::{FileChange, Hunk, HunkError, parse_bytes, reread};
 use super::scratch::{Scratch, ScratchError};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
+use crate::core::identity::{self, Authority, Registry, Statement};
+
+/// The review job of `task`.
+pub fn review_job(task: &str) -> String {
+    format!("review-{task}")
+}
+
+/// The approval a review job waits on for hunk `id`.
+pub fn approval_of(id: &str) -> String {
+    format!("{}{id}", identity::HUNK_APPROVAL)
+}
 
 /// The kinds of event a review is made of.
 pub const REVIEW_KINDS: &[EventKind] = &[
@@ -172,6 +186,37 @@ pub fn proposals(
     out
 }
 
+/// Who decided `p` as `decision` by the `hunk_decided` event `e`: the operator whose signed
+/// statement (the event's `statement`) decides that hunk, or answers its approval in the
+/// task's review job, and verifies with `people`.
+fn decided_by(
+    e: &Envelope,
+    p: &Proposed,
+    decision: &str,
+    people: &Authority,
+    registry: &Registry,
+) -> Result<String, String> {
+    let statement: Statement = e
+        .payload
+        .get("statement")
+        .cloned()
+        .and_then(|s| serde_json::from_value(s).ok())
+        .ok_or("not signed by an operator")?;
+    let approval = format!("{}/{}", review_job(&p.task), approval_of(&p.hunk.id));
+    if !statement.decides_hunk(&p.hunk.id, decision)
+        && !statement.says(identity::action::JOB_APPROVE, &approval, decision)
+    {
+        return Err(format!(
+            "its statement ({} {} {}) does not decide it so",
+            statement.action, statement.subject, statement.decision
+        ));
+    }
+    people
+        .check(registry, &statement, None, None)
+        .map_err(|e| e.to_string())?;
+    Ok(statement.operator)
+}
+
 /// Every hunk of the log's review events, in the order they were proposed.
 #[derive(Debug, Clone, Default)]
 pub struct Review {
@@ -184,8 +229,10 @@ impl Review {
     /// Folds review events (others are ignored) in log order. A decision or application of
     /// a hunk never proposed is ignored, and so is a second proposal of one, and a proposal
     /// whose header cannot be read or whose id is not that of its header and lines; a later
-    /// decision replaces an earlier one, except that an applied hunk stays applied.
-    pub fn fold<'a>(events: impl IntoIterator<Item = &'a Envelope>) -> Review {
+    /// decision replaces an earlier one, except that an applied hunk stays applied. A decision
+    /// counts only when `people` takes its signed statement ([`decided_by`]).
+    pub fn fold<'a>(events: impl IntoIterator<Item = &'a Envelope>, people: &Authority) -> Review {
+        let registry = people.registry();
         let mut review = Review::default();
         for e in events {
             let text = |k: &str| e.payload.get(k).and_then(Value::as_str).unwrap_or("");
@@ -246,11 +293,23 @@ impl Review {
                     if let Some(p) = review.hunks.get_mut(&id)
                         && p.decision != Decision::Applied
                     {
-                        let by = text("operator").to_string();
-                        p.decision = match text("decision") {
-                            "approved" => Decision::Approved(by),
-                            _ => Decision::Rejected(by),
+                        let decision = text("decision");
+                        // Nobody may approve governance: its rejection is the rule's, not a
+                        // person's, and needs no statement.
+                        let by = if p.hunk.governance && decision == "rejected" {
+                            Ok(e.actor.clone())
+                        } else {
+                            decided_by(e, p, decision, people, &registry)
                         };
+                        match by {
+                            Ok(by) if decision == "approved" => p.decision = Decision::Approved(by),
+                            Ok(by) if decision == "rejected" => p.decision = Decision::Rejected(by),
+                            Ok(_) => {}
+                            Err(why) => tracing::warn!(
+                                "a decision on hunk {} is not taken: {why}",
+                                shown(&id)
+                            ),
+                        }
                     }
                 }
                 EventKind::ChangeUnreviewable => {
@@ -330,6 +389,7 @@ impl Review {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::identity::OperatorKey;
     use crate::workspace::hunks::parse;
 
     const DIFF: &str = "diff --git a/a.txt b/a.txt
@@ -348,6 +408,13 @@ index 1..2 100644
         Envelope::new("t", ["tasks", "t1"], "test", kind, payload)
     }
 
+    /// A deployment with nobody registered yet, in a directory of its own.
+    fn people() -> (tempfile::TempDir, Authority) {
+        let dir = tempfile::tempdir().unwrap();
+        let people = Authority::new(dir.path(), &[]);
+        (dir, people)
+    }
+
     #[test]
     fn a_review_is_a_fold_of_its_events() {
         let files = parse(DIFF).unwrap();
@@ -362,19 +429,54 @@ index 1..2 100644
                 .map(|(k, p)| event(k, p))
                 .collect();
         let (a, b) = (files[0].hunks[0].id.clone(), files[0].hunks[1].id.clone());
-        events.push(event(
-            EventKind::HunkDecided,
-            json!({"hunk": a, "decision": "approved", "operator": "ana"}),
+        let (dir, people) = people();
+        let keys = dir.path().join("keys");
+        let ana = OperatorKey::create(&keys, "ana").unwrap();
+        let bo = OperatorKey::create(&keys, "bo").unwrap();
+        Registry::register(dir.path(), &ana).unwrap();
+        Registry::register(dir.path(), &bo).unwrap();
+        let decided = |id: &str, decision: &str, statement: Option<Statement>| {
+            event(
+                EventKind::HunkDecided,
+                json!({"hunk": id, "decision": decision, "operator": "ana",
+                       "statement": statement}),
+            )
+        };
+        let ana_approves_a = ana.sign(identity::action::HUNKS, &format!("{a} x"), "approved");
+        events.push(decided(&a, "approved", Some(ana_approves_a.clone())));
+        events.push(decided(
+            &b,
+            "rejected",
+            Some(ana.sign(identity::action::HUNKS, &b, "rejected")),
         ));
-        events.push(event(
-            EventKind::HunkDecided,
-            json!({"hunk": b, "decision": "rejected", "operator": "ana"}),
+        // Not taken: unsigned, a statement about another hunk, one saying otherwise, one
+        // signed by a key that is not registered.
+        events.push(decided(&b, "approved", None));
+        events.push(decided(&b, "approved", Some(ana_approves_a.clone())));
+        events.push(decided(
+            &b,
+            "approved",
+            Some(Statement {
+                decision: "approved".into(),
+                ..ana.sign(identity::action::HUNKS, &b, "rejected")
+            }),
         ));
+        let eve = OperatorKey::create(&keys, "eve").unwrap();
+        events.push(decided(
+            &b,
+            "approved",
+            Some(eve.sign(identity::action::HUNKS, &b, "approved")),
+        ));
+        assert_eq!(
+            Review::fold(&events, &people).get(&b).unwrap().decision,
+            Decision::Rejected("ana".into())
+        );
         events.push(event(EventKind::HunkApplied, json!({"hunk": a})));
         // A late decision does not undo an application; an unknown hunk is ignored.
-        events.push(event(
-            EventKind::HunkDecided,
-            json!({"hunk": a, "decision": "rejected", "operator": "bo"}),
+        events.push(decided(
+            &a,
+            "rejected",
+            Some(bo.sign(identity::action::HUNKS, &a, "rejected")),
         ));
         events.push(event(EventKind::HunkApplied, json!({"hunk": "nope"})));
         // The same changes proposed again by a later task change nothing.
@@ -384,7 +486,7 @@ index 1..2 100644
                 .map(|(k, p)| event(k, p))
                 .collect();
         events.extend(again);
-        let review = Review::fold(&events);
+        let review = Review::fold(&events, &people);
         let states: Vec<&str> = review.hunks().map(|p| p.decision.word()).collect();
         assert_eq!(states, ["applied", "rejected"]);
         let files_again = review.files_of("t1");
@@ -396,6 +498,7 @@ index 1..2 100644
 
     #[test]
     fn a_proposal_whose_header_was_changed_under_its_id_is_not_a_hunk() {
+        let (_dir, people) = people();
         let files = parse(DIFF).unwrap();
         let scratch = Scratch {
             task: "s".into(),
@@ -453,7 +556,7 @@ index 1..2 100644
             ]),
             json!(["-x", "+y"]),
         ));
-        let review = Review::fold(&events);
+        let review = Review::fold(&events, &people);
         assert_eq!(
             review.hunks().count(),
             0,
@@ -465,6 +568,7 @@ index 1..2 100644
                 .into_iter()
                 .map(|(k, p)| event(k, p))
                 .collect::<Vec<_>>(),
+            &people,
         );
         assert_eq!(untouched.hunks().count(), 2);
     }

@@ -1,9 +1,11 @@
 //! Hunk decisions over ROS 2: the service `iron/srv/DecideHunks` at [`DECIDE_SERVICE`], so a
 //! person with the stock tools decides what an expert changed:
 //! `ros2 service call /iron/workspace/decide_hunks iron/srv/DecideHunks "{hunks: [<id>],
-//! approve: true, operator: ana}"`. It decides exactly as `iron hunks approve|reject` does
-//! ([`super::land::Reviewer::decide`]). Served by the jobs gateway's process (see
-//! `crate::spine::control::lifecycle::Both`): the one process on both planes.
+//! approve: true, operator: ana, proof: <proof>}"`, the proof printed by `iron operator sign
+//! hunks.decide "<id>" approved` (the operator's signature: nothing is decided without it).
+//! It decides exactly as `iron hunks approve|reject` does ([`super::land::Reviewer::decide`]).
+//! Served by the jobs gateway's process (see `crate::spine::control::lifecycle::Both`): the one
+//! process on both planes.
 
 use std::sync::Arc;
 
@@ -11,8 +13,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::display::shown;
-use super::land::{Reviewer, read_review};
+use super::land::{Reviewer, read_review, record_refused};
 use crate::core::config::Config;
+use crate::core::identity::{Authority, Statement, action};
 use crate::interfaces::{DecideHunks, DecideHunksRequest, DecideHunksResponse};
 use crate::spine::control::lifecycle::{CallbackError, ManagedNode, NodeContext, RunError};
 use crate::spine::control::serve::{answer, serve_service};
@@ -32,6 +35,7 @@ pub struct DecideService;
 pub struct DecideDeps {
     log: AnyLog,
     tenant: String,
+    people: Authority,
     node: Arc<hiroz::node::ZNode>,
 }
 
@@ -44,6 +48,7 @@ impl ManagedNode for DecideService {
         let log = AnyLog::open(&config).await.map_err(|e| refuse(&e))?;
         Ok(DecideDeps {
             log,
+            people: Authority::new(&config.state_dir, &config.operators),
             tenant: config.tenant,
             node: ctx.node.clone(),
         })
@@ -65,6 +70,19 @@ impl ManagedNode for DecideService {
                     let response = decide(&deps, req.message()).await;
                     if !response.ok {
                         warn!("hunk decision refused: {}", response.error);
+                        let operator = req.message().operator.trim();
+                        if let Err(e) = record_refused(
+                            &deps.log,
+                            &deps.tenant,
+                            &format!("node{DECIDE_SERVICE}"),
+                            "hunk decision",
+                            operator,
+                            &response.error,
+                        )
+                        .await
+                        {
+                            warn!("recording the refusal: {e}");
+                        }
                     }
                     answer(req, &response, DECIDE_SERVICE).await;
                 }
@@ -90,7 +108,18 @@ async fn decide(deps: &DecideDeps, req: &DecideHunksRequest) -> DecideHunksRespo
     if req.hunks.is_empty() || req.hunks.len() > MAX_HUNKS {
         return refuse(format!("name 1 to {MAX_HUNKS} hunks (`iron hunks list`)"));
     }
-    let review = match read_review(&deps.log).await {
+    let word = if req.approve { "approved" } else { "rejected" };
+    let statement = match Statement::from_proof(
+        action::HUNKS,
+        &req.hunks.join(" "),
+        word,
+        operator,
+        &req.proof,
+    ) {
+        Ok(s) => s,
+        Err(e) => return refuse(e.to_string()),
+    };
+    let review = match read_review(&deps.log, &deps.people).await {
         Ok(r) => r,
         Err(e) => return refuse(e.to_string()),
     };
@@ -99,8 +128,10 @@ async fn decide(deps: &DecideDeps, req: &DecideHunksRequest) -> DecideHunksRespo
         tenant: &deps.tenant,
         actor: format!("operator/{operator}"),
     };
-    let word = if req.approve { "approved" } else { "rejected" };
-    match reviewer.decide(&review, &req.hunks, req.approve).await {
+    match reviewer
+        .decide(&review, &req.hunks, &statement, &deps.people)
+        .await
+    {
         Ok(decided) => DecideHunksResponse {
             ok: true,
             error: String::new(),

@@ -2,8 +2,11 @@
 """Decide hunks over ROS 2 through zenoh-ros2-sdk (an rmw_zenoh client no one on Iron wrote),
 as ``ros2 service call /iron/workspace/decide_hunks iron/srv/DecideHunks`` would.
 
-    decide_hunks.py --router tcp/127.0.0.1:7447 --operator ana approve <hunk> [<hunk> ...]
-    decide_hunks.py --router ... --operator ana reject <hunk>
+    decide_hunks.py --router tcp/127.0.0.1:7447 --operator ana --proof <proof> approve <hunk> [<hunk> ...]
+    decide_hunks.py --router ... --operator ana --proof <proof> reject <hunk>
+
+The proof is the operator's signature, printed by
+``iron operator sign hunks.decide "<hunk> <hunk>" approved|rejected --operator ana``.
 
 Prints the response as one JSON line ({"ok", "error", "decided"}). Before the call the
 service's liveliness token is looked up and checked against the golden type hash (a mismatch
@@ -26,6 +29,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--router", required=True, help="router endpoint, tcp/HOST:PORT")
     ap.add_argument("--operator", required=True, help="who decides")
+    ap.add_argument("--proof", default="", help="the operator's signature (iron operator sign)")
     ap.add_argument("--timeout", type=float, default=20.0, help="seconds to wait for the reply")
     ap.add_argument("decision", choices=("approve", "reject"))
     ap.add_argument("hunks", nargs="*")
@@ -38,7 +42,8 @@ def main(argv=None) -> int:
     client = ic.service_client(SERVICE, SRV_TYPE, args.timeout, args.router)
     try:
         reply = ic.call(client, args.timeout, hunks=list(args.hunks),
-                        approve=args.decision == "approve", operator=args.operator)
+                        approve=args.decision == "approve", operator=args.operator,
+                        proof=args.proof)
     except ic.CallError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3

@@ -20,6 +20,9 @@ use super::{Plane, Proc, bin, free_port};
 /// project runs itself (a router, a nats-server).
 pub struct Project {
     pub dir: tempfile::TempDir,
+    /// The operators' private keys (`IRON_OPERATOR_KEYS`), outside the state directory as a
+    /// person's are outside the deployment.
+    keys: tempfile::TempDir,
     envs: Vec<(String, String)>,
     plane: Option<Plane>,
     nats: Option<NatsServer>,
@@ -56,6 +59,7 @@ impl Project {
     /// `models:` block of its own).
     pub fn configured(extra: &str) -> Project {
         let dir = tempfile::tempdir().unwrap();
+        let keys = tempfile::tempdir().unwrap();
         let config = dir.path().join("iron.yaml");
         let p = Project {
             envs: vec![
@@ -64,6 +68,10 @@ impl Project {
                     format!("tcp/127.0.0.1:{}", free_port()),
                 ),
                 ("IRON_CONFIG".into(), config.display().to_string()),
+                (
+                    "IRON_OPERATOR_KEYS".into(),
+                    keys.path().display().to_string(),
+                ),
                 // Tests run side by side: each project's console on a port of its own.
                 (
                     "IRON_CONSOLE_LISTEN".into(),
@@ -71,6 +79,7 @@ impl Project {
                 ),
             ],
             dir,
+            keys,
             plane: None,
             nats: None,
         };
@@ -146,6 +155,17 @@ impl Project {
             .lines()
             .map(|l| serde_json::from_str(l).expect("an outbox line is JSON"))
             .collect()
+    }
+
+    /// Makes operator `name`'s key (in the project's key directory) and registers it with
+    /// the project's deployment, as a person does with `iron operator add`.
+    pub fn operator(&self, name: &str) {
+        self.iron_ok(&["operator", "add", name]);
+    }
+
+    /// The directory of the operators' private keys.
+    pub fn keys(&self) -> &std::path::Path {
+        self.keys.path()
     }
 
     /// Adds `name=value` to the environment of every process.

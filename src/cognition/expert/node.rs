@@ -23,6 +23,7 @@ use crate::{
     core::{
         config::Config,
         event_kind::EventKind,
+        identity::Authority,
         ids::EventId,
         trace::{SpanContext, SpanKind, TRACEPARENT},
     },
@@ -223,7 +224,8 @@ impl ManagedNode for ExpertNode {
             mounts.lessons,
             entry.sources,
         );
-        let desk = OperatorDesk::new(&ctx.node, &config.operators)
+        let authority = Authority::new(&config.state_dir, &config.operators);
+        let desk = OperatorDesk::new(&ctx.node, authority)
             .map_err(|e| CallbackError::Error(e.to_string()))?;
         Ok(ExpertDeps {
             config,
@@ -376,7 +378,7 @@ impl ExpertDeps {
                         let payload = serde_json::json!({
                             "task_id": refused.task_id, "operator_id": refused.operator_id,
                             "what": refused.what,
-                            "reason": "not the task's owner nor a configured operator",
+                            "reason": refused.why,
                         });
                         if let Err(e) = recorder
                             .write(EventKind::OperatorRefused, payload, None)

@@ -8,17 +8,18 @@
 //!
 //! Each expert keeps what arrives for its own tasks (by `task_id`) and ignores the rest. Only
 //! the task's owner (the `user_id` of the message that started it, inherited by delegations)
-//! or an operator listed in the configuration (`operators:`) may answer or correct a task;
-//! anything else is refused, logged and recorded (`operator_refused`). The ids are those the
-//! senders give: this keeps a task to the people it belongs to, not a proof of who they are
-//! (that needs authenticated sessions on the router).
+//! or an operator listed in the configuration (`operators:`) may answer or correct a task, and
+//! each must prove it: the message's `proof` is the sender's signature of what it says
+//! ([`crate::core::identity`]), checked against the deployment's registered keys. Anything
+//! else — unsigned, forged, stale, or from someone else — is refused, logged and recorded
+//! (`operator_refused`, with the reason).
 //! Questions are published transient-local (the last [`QUESTION_DEPTH`]), so an operator who
 //! starts listening late still sees what is open. An answer names the question it answers,
 //! or leaves `question_id` empty to answer whatever that task asks (now or next); an answer
 //! for another question of the task is dropped with a log line.
 
 use std::{
-    collections::{BTreeSet, HashMap},
+    collections::HashMap,
     sync::{Arc, Mutex},
 };
 
@@ -34,6 +35,7 @@ use tracing::{info, warn};
 
 use crate::{
     cognition::agent::{InterjectionInbox, InterjectionSender, interjection_channel},
+    core::identity::{self, Authority, FRESH_FOR, IdentityError, OperatorKey, Statement},
     interfaces::{Answer, Interjection, Question},
     spine::control::{ControlError, action::now_stamp},
 };
@@ -68,6 +70,8 @@ pub struct Refused {
     pub task_id: String,
     /// Who sent it.
     pub operator_id: String,
+    /// Why it was refused.
+    pub why: String,
 }
 
 /// Called (from the subscription's thread) for each refusal.
@@ -80,29 +84,62 @@ struct Route {
     on_refused: OnRefused,
 }
 
-#[derive(Default)]
 struct Routes {
     tasks: HashMap<String, Route>,
-    operators: BTreeSet<String>,
+    authority: Authority,
 }
 
 impl Routes {
-    /// The task's route, when `operator` may speak to it; refusals are reported.
-    fn admit(&self, what: &'static str, task_id: &str, operator: &str) -> Option<&Route> {
+    /// The task's route, when the `statement` (rebuilt from the message) verifies and its
+    /// operator may speak to the task; refusals are reported.
+    fn admit(
+        &self,
+        what: &'static str,
+        task_id: &str,
+        operator: &str,
+        statement: Result<Statement, IdentityError>,
+    ) -> Option<&Route> {
         let route = self.tasks.get(task_id)?;
-        let owner = route.owner.as_deref() == Some(operator);
-        if owner || self.operators.contains(operator) {
-            return Some(route);
-        }
-        warn!(task = %task_id, operator = %operator,
-            "refused an {what}: not the task's owner nor a configured operator");
-        (route.on_refused)(Refused {
-            what,
-            task_id: task_id.to_string(),
-            operator_id: operator.to_string(),
+        let admitted = statement.and_then(|s| {
+            self.authority
+                .admit(&s, route.owner.as_deref(), Some(FRESH_FOR))
         });
-        None
+        match admitted {
+            Ok(()) => Some(route),
+            Err(why) => {
+                warn!(task = %task_id, operator = %operator, "refused an {what}: {why}");
+                (route.on_refused)(Refused {
+                    what,
+                    task_id: task_id.to_string(),
+                    operator_id: operator.to_string(),
+                    why: why.to_string(),
+                });
+                None
+            }
+        }
     }
+}
+
+/// The statement an answer makes: its operator answers `<task>/<question>` with its text.
+fn answer_statement(msg: &Answer) -> Result<Statement, IdentityError> {
+    Statement::from_proof(
+        identity::action::ANSWER,
+        &format!("{}/{}", msg.task_id, msg.question_id),
+        &msg.text,
+        &msg.operator_id,
+        &msg.proof,
+    )
+}
+
+/// The statement a correction makes.
+fn interjection_statement(msg: &Interjection) -> Result<Statement, IdentityError> {
+    Statement::from_proof(
+        identity::action::INTERJECT,
+        &msg.task_id,
+        &msg.text,
+        &msg.operator_id,
+        &msg.proof,
+    )
 }
 
 type QuestionPub = ZPub<Question, <Question as hiroz::msg::ZMessage>::Serdes>;
@@ -125,8 +162,9 @@ pub struct TaskDesk {
 }
 
 impl OperatorDesk {
-    /// Subscribes and declares the publisher on `node`. `operators` may speak to every task.
-    pub fn new(node: &ZNode, operators: &[String]) -> Result<Self, ControlError> {
+    /// Subscribes and declares the publisher on `node`. Who may speak to every task, and
+    /// whose keys are registered, is `authority`'s.
+    pub fn new(node: &ZNode, authority: Authority) -> Result<Self, ControlError> {
         let declare = |what: &'static str| {
             move |source| ControlError::Declare {
                 what: what.to_string(),
@@ -135,14 +173,17 @@ impl OperatorDesk {
         };
         let routes = Arc::new(Mutex::new(Routes {
             tasks: HashMap::new(),
-            operators: operators.iter().cloned().collect(),
+            authority,
         }));
         let r = routes.clone();
         let interjections = node
             .create_sub::<Interjection>(INTERJECTIONS)
             .build_with_callback(move |msg: Interjection| {
                 let routes = r.lock().expect("operator routes lock");
-                if let Some(route) = routes.admit("interjection", &msg.task_id, &msg.operator_id) {
+                let statement = interjection_statement(&msg);
+                if let Some(route) =
+                    routes.admit("interjection", &msg.task_id, &msg.operator_id, statement)
+                {
                     info!(task = %msg.task_id, operator = %msg.operator_id, "interjection received");
                     route.interjections.send(msg.text);
                 }
@@ -153,7 +194,10 @@ impl OperatorDesk {
             .create_sub::<Answer>(ANSWERS)
             .build_with_callback(move |msg: Answer| {
                 let routes = r.lock().expect("operator routes lock");
-                if let Some(route) = routes.admit("answer", &msg.task_id, &msg.operator_id) {
+                let statement = answer_statement(&msg);
+                if let Some(route) =
+                    routes.admit("answer", &msg.task_id, &msg.operator_id, statement)
+                {
                     let _ = route.answers.send(msg);
                 }
             })
@@ -261,37 +305,45 @@ impl OperatorVoice {
         })
     }
 
-    /// Answers `question_id` of `task_id` as `operator`.
+    /// Answers `question_id` of `task_id` as `operator`, signed with its key.
     pub async fn answer(
         &self,
         task_id: &str,
         question_id: &str,
-        operator: &str,
+        operator: &OperatorKey,
         text: &str,
         timeout: std::time::Duration,
     ) -> Result<(), ControlError> {
+        let statement = operator.sign(
+            identity::action::ANSWER,
+            &format!("{task_id}/{question_id}"),
+            text,
+        );
         let msg = Answer {
             question_id: question_id.to_string(),
             task_id: task_id.to_string(),
-            operator_id: operator.to_string(),
+            operator_id: operator.name().to_string(),
             text: text.to_string(),
+            proof: statement.proof(),
             answered: now(),
         };
         publish_heard(&self.answers, ANSWERS, &msg, timeout).await
     }
 
-    /// Sends `task_id` a correction from `operator`.
+    /// Sends `task_id` a correction from `operator`, signed with its key.
     pub async fn interject(
         &self,
         task_id: &str,
-        operator: &str,
+        operator: &OperatorKey,
         text: &str,
         timeout: std::time::Duration,
     ) -> Result<(), ControlError> {
+        let statement = operator.sign(identity::action::INTERJECT, task_id, text);
         let msg = Interjection {
             task_id: task_id.to_string(),
-            operator_id: operator.to_string(),
+            operator_id: operator.name().to_string(),
             text: text.to_string(),
+            proof: statement.proof(),
             sent: now(),
         };
         publish_heard(&self.interjections, INTERJECTIONS, &msg, timeout).await

@@ -26,7 +26,8 @@ pub enum Secret {
 /// `.git/config` (remote URLs and `extraheader`s carry tokens), and the credential files of
 /// common clients: git (`.git-credentials`), curl and ftp (`.netrc`), npm (`.npmrc`), PyPI
 /// (`.pypirc`), PostgreSQL (`.pgpass`), cargo, Docker, kubectl, the GitHub CLI, AWS and
-/// Google service accounts. `.env.example` is refused too: a template is read from
+/// Google service accounts; operators' private keys are `<name>.key`. `.env.example` is
+/// refused too: a template is read from
 /// documentation, not from a tool.
 pub const SECRETS: &[Secret] = &[
     Secret::File(".env"),

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Shared;
+use crate::core::identity;
 use crate::jobs::{JobState, ops};
 use crate::spine::control::lifecycle::LifecycleClient;
 use crate::workspace::display::shown;
@@ -135,17 +136,47 @@ pub(super) async fn job(
 ) -> Result<Json<Value>, Failure> {
     let log = &shared.log;
     let done = match action.as_str() {
-        "resume" => ops::resume(log, &job, body.note).await,
+        "resume" => {
+            let statement = shared
+                .sign(identity::action::JOB_RESUME, &job, "resume")
+                .await?;
+            ops::resume(log, &job, body.note, statement, &shared.people).await
+        }
         "cancel" => {
+            let statement = shared
+                .sign(identity::action::JOB_CANCEL, &job, "cancel")
+                .await?;
             let reason = body
                 .note
                 .unwrap_or_else(|| format!("cancelled from the console by {}", shared.operator));
-            ops::cancel(log, &job, Some(reason)).await
+            ops::cancel(log, &job, Some(reason), statement, &shared.people).await
         }
         "approve" | "reject" => {
             required("the approval's name", &body.name)?;
             let name = body.name.strip_prefix("approval:").unwrap_or(&body.name);
-            ops::approve(log, &job, name, action == "approve", body.note).await
+            let name = name.split('#').next().unwrap_or(name);
+            let decision = if action == "approve" {
+                "approved"
+            } else {
+                "rejected"
+            };
+            let statement = shared
+                .sign(
+                    identity::action::JOB_APPROVE,
+                    &format!("{job}/{name}"),
+                    decision,
+                )
+                .await?;
+            ops::approve(
+                log,
+                &job,
+                name,
+                action == "approve",
+                body.note,
+                statement,
+                &shared.people,
+            )
+            .await
         }
         other => {
             return Err((
@@ -178,16 +209,20 @@ pub(super) async fn operator(
     required("the text", &body.text)?;
     let voice = &shared.voice;
     let who = &shared.operator;
+    let key = shared
+        .key
+        .as_ref()
+        .map_err(|why| (StatusCode::FORBIDDEN, why.clone()))?;
     let sent = match action.as_str() {
         "answer" => {
             required("question_id", &body.question_id)?;
             voice
-                .answer(&task, &body.question_id, who, &body.text, CONTROL_TIMEOUT)
+                .answer(&task, &body.question_id, key, &body.text, CONTROL_TIMEOUT)
                 .await
         }
         "interject" => {
             voice
-                .interject(&task, who, &body.text, CONTROL_TIMEOUT)
+                .interject(&task, key, &body.text, CONTROL_TIMEOUT)
                 .await
         }
         other => {
@@ -229,6 +264,11 @@ pub(super) async fn lifecycle(
             body.node
         )));
     }
+    // The console is the node that acts here (the lifecycle services are ROS 2's own, which
+    // carry no signature): it checks its operator as any node checks an action.
+    shared
+        .sign(identity::action::LIFECYCLE, &body.node, &body.transition)
+        .await?;
     let client = LifecycleClient::watching(&shared.node, &body.node, CONTROL_TIMEOUT)
         .map_err(unavailable)?;
     client
@@ -255,6 +295,10 @@ pub(super) async fn hunk(
             ));
         }
     };
+    let decision = if approve { "approved" } else { "rejected" };
+    let statement = shared
+        .sign(identity::action::HUNKS, &hunk, decision)
+        .await?;
     let review = shared.review().await.map_err(unavailable)?;
     let reviewer = Reviewer {
         log: &shared.log,
@@ -262,7 +306,12 @@ pub(super) async fn hunk(
         actor: format!("operator/{}", shared.operator),
     };
     reviewer
-        .decide(&review, std::slice::from_ref(&hunk), approve)
+        .decide(
+            &review,
+            std::slice::from_ref(&hunk),
+            &statement,
+            &shared.people,
+        )
         .await
         .map_err(refused)?;
     Ok(Json(json!({"hunk": hunk, "done": action})))

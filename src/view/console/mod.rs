@@ -34,13 +34,14 @@ use tracing::{info, warn};
 use crate::cognition::expert::operator::OperatorVoice;
 use crate::cognition::inbox::store::STORE_FILE;
 use crate::core::config::Config;
+use crate::core::identity::{self, Authority, OperatorKey, Statement};
 use crate::core::token;
 use crate::jobs::journal::Diaries;
 use crate::spine::control::ControlPlane;
 use crate::spine::control::lifecycle::{CallbackError, ManagedNode, NodeContext, RunError};
 use crate::spine::durable::AnyLog;
 use crate::view::overview::Overview;
-use crate::workspace::land::ReviewReader;
+use crate::workspace::land::{ReviewReader, record_refused};
 use metrics::Metrics;
 
 /// Where the console listens unless told otherwise.
@@ -49,17 +50,30 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7480";
 pub const LISTEN_ENV: &str = "IRON_CONSOLE_LISTEN";
 /// The token's file in the state directory.
 pub const TOKEN_FILE: &str = "console.token";
-/// The variable naming who the console answers and corrects tasks as (default: the first of
-/// the configuration's `operators:`, else `console`).
+/// The variable naming the operator the console acts as (default: IRON_OPERATOR, else the
+/// first of the configuration's `operators:` with a key on this machine, else the only key
+/// here). The console signs every action from the page with that operator's key, so a page
+/// session is that operator.
 pub const OPERATOR_ENV: &str = "IRON_CONSOLE_OPERATOR";
 
-/// Who the console acts as: [`OPERATOR_ENV`], else the first configured operator.
-fn operator_name(config: &Config) -> String {
-    std::env::var(OPERATOR_ENV)
+/// The key the console signs with, or why it has none (then every action is refused and the
+/// page is read-only).
+fn operator_key(config: &Config) -> Result<OperatorKey, String> {
+    let named = std::env::var(OPERATOR_ENV)
         .ok()
         .filter(|v| !v.trim().is_empty())
-        .or_else(|| config.operators.first().cloned())
-        .unwrap_or_else(|| "console".to_string())
+        .or_else(|| std::env::var(identity::OPERATOR_ENV).ok())
+        .filter(|v| !v.trim().is_empty());
+    let dir = identity::key_dir().map_err(|e| e.to_string())?;
+    let key = match named {
+        Some(name) => OperatorKey::load(&dir, &name),
+        None => config
+            .operators
+            .iter()
+            .find_map(|name| OperatorKey::load(&dir, name).ok())
+            .map_or_else(|| OperatorKey::for_cli(None), Ok),
+    };
+    key.map_err(|e| format!("the console acts as no operator ({e}); it is read-only"))
 }
 
 /// The console token of the deployment whose state directory is `state_dir` (made on first
@@ -98,8 +112,12 @@ struct Shared {
     log: AnyLog,
     token: String,
     tenant: String,
-    /// Who answers and corrects tasks from the page.
+    /// Who acts from the page (their name, or `nobody`).
     operator: String,
+    /// Their key, or why the console has none.
+    key: Result<OperatorKey, String>,
+    /// Whose signed actions this deployment takes.
+    people: Authority,
     metrics: Mutex<Metrics>,
     overview: Mutex<Overview>,
     /// Every job's diary, read on as the page and `/metrics` look again.
@@ -118,6 +136,42 @@ impl Shared {
         Ok(crate::jobs::ops::summaries(
             diaries.refresh(&self.log).await?,
         ))
+    }
+
+    /// `action` on `subject` with `decision`, signed as the page's operator and checked as
+    /// the node acting on it would check it; a refusal is recorded on the log.
+    async fn sign(
+        &self,
+        action: &str,
+        subject: &str,
+        decision: &str,
+    ) -> Result<Statement, (axum::http::StatusCode, String)> {
+        let signed = match &self.key {
+            Ok(key) => {
+                let statement = key.sign(action, subject, decision);
+                self.people
+                    .admit(&statement, None, Some(identity::FRESH_FOR))
+                    .map(|()| statement)
+                    .map_err(|e| e.to_string())
+            }
+            Err(why) => Err(why.clone()),
+        };
+        if let Err(why) = &signed {
+            let what = format!("{action} {subject} from the console");
+            let recorded = record_refused(
+                &self.log,
+                &self.tenant,
+                "node/iron/console",
+                &what,
+                &self.operator,
+                why,
+            )
+            .await;
+            if let Err(e) = recorded {
+                tracing::warn!("recording the refusal: {e}");
+            }
+        }
+        signed.map_err(|why| (axum::http::StatusCode::FORBIDDEN, why))
     }
 
     /// The hunks' review, read on from the last look.
@@ -151,15 +205,24 @@ impl ManagedNode for ConsoleNode {
             .await
             .map_err(|e| refuse(format!("cannot listen on {addr}: {e} (set {LISTEN_ENV})")))?;
         let voice = OperatorVoice::new(&ctx.node).map_err(|e| refuse(e.to_string()))?;
+        let key = operator_key(&config);
+        if let Err(why) = &key {
+            tracing::warn!("{why}");
+        }
+        let people = Authority::new(&config.state_dir, &config.operators);
         Ok(ConsoleDeps {
             listener: Mutex::new(Some(listener)),
             shared: Arc::new(Shared {
                 log,
                 token,
-                operator: operator_name(&config),
+                operator: key
+                    .as_ref()
+                    .map_or_else(|_| "nobody".to_string(), |k| k.name().to_string()),
+                key,
+                review: Mutex::new(ReviewReader::new(people.clone())),
+                people,
                 overview: Mutex::new(Overview::of_tenant(&config.tenant)),
                 jobs: Mutex::new(Diaries::of("*")),
-                review: Mutex::new(ReviewReader::default()),
                 tenant: config.tenant.clone(),
                 metrics: Mutex::new(Metrics::with_stores(
                     config.state_path(&config.memory.projection),
