@@ -190,6 +190,44 @@ async fn the_newsroom_publishes_verified_bulletins_out_of_the_box_and_never_twic
         ["coastal-media", "portside-media"].map(String::from).into()
     );
     up.wait_for("CORRECTION to b-", Duration::from_secs(10));
+
+    // The wire's Quay Street report, the one the claim's id was made from, leaves the wire's
+    // window, and a third owner reports the same flooding: the claim is the one published
+    // (it shares reports with it), its status has not changed, so nothing is published.
+    let settled = |d: &[Entry]| {
+        let started = count(d, |e| matches!(e, JobEvent::JobStarted { .. }));
+        (started == count(d, |e| matches!(e, JobEvent::Done { .. }))).then_some(started)
+    };
+    let done_before = eventually("every job done", FIRST_BULLETIN, || async {
+        settled(&diary(&p).await)
+    })
+    .await;
+    let wires = p.path("feeds/samples/wires.xml");
+    let text = std::fs::read_to_string(&wires).unwrap();
+    let start = text.find("  <entry>\n    <title>Burst water main").unwrap();
+    let end = start + text[start..].find("</entry>\n").unwrap() + "</entry>\n".len();
+    std::fs::write(&wires, format!("{}{}", &text[..start], &text[end..])).unwrap();
+    let official = p.path("feeds/samples/official.xml");
+    let xml = std::fs::read_to_string(&official).unwrap().replace(
+        "  </channel>",
+        "    <item>\n      <title>Burst water main floods Quay Street basements</title>\n      <link>https://harbour.example/notices/quay-street</link>\n      <guid>harbour-notice-0414</guid>\n      <pubDate>Mon, 30 Nov 2026 10:05:00 +0000</pubDate>\n    </item>\n  </channel>",
+    );
+    std::fs::write(&official, xml).unwrap();
+    let outputs = eventually("the job the new report started", FIRST_BULLETIN, || async {
+        let d = diary(&p).await;
+        let outputs: Vec<Value> = d
+            .iter()
+            .filter_map(|e| match &e.event {
+                JobEvent::Done { output } => Some(output.clone()),
+                _ => None,
+            })
+            .collect();
+        (outputs.len() > done_before && settled(&d).is_some()).then_some(outputs)
+    })
+    .await;
+    let last = outputs.last().unwrap();
+    assert_eq!(last["published"], Value::Null, "{outputs:#?}");
+    assert_eq!(bulletins(&p).len(), 2, "{:#?}", bulletins(&p));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

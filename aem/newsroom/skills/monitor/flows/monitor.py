@@ -8,7 +8,11 @@ a model reads the block as data; with no model configured, the offline backend p
 task deterministically. Whatever an expert answers, this flow keeps the two rules that must
 never depend on a model: a claim is `confirmed` only when its supporting reports come from at
 least two different owners and nothing denies it, and a claim already published with the
-same status is never published again.
+same status is never published again. A claim is the same claim as one published before when
+they share a report, whatever id the grouping gives it now (the id is made from its earliest
+report, which may have left the sources' window), so a story re-read later, or one whose first
+report is gone, is never published as news again; a changed status is a correction of the
+bulletin that carried it.
 
 Input (from the trigger): `items` (every current item of the watched sources: id, title,
 summary, url, published, outlet, owner, feed, source), `new` (`<source>:<id>` of the items
@@ -43,7 +47,7 @@ def run(ctx, input):
         "reports": [r for r in reports if r["id"] in involved]})
     verdicts = _guard(checked.get("verdicts"), claims, by_id)
 
-    history = ctx.step("published", published_claims)
+    history = ctx.step("published_by_report", published_claims)
     lines = _changes(verdicts, history, by_id)
     if not lines:
         return {"published": None, "reason": "nothing new or changed since the last bulletin"}
@@ -208,27 +212,50 @@ def _outbox():
 
 
 def published_claims():
-    """What the outbox says was published: claim id -> {status, bulletin}, latest last."""
-    seen = {}
+    """What the outbox says was published: `claims` (claim id -> {status, bulletin}, the
+    latest) and `reports` (report id -> the claim id it was last published under)."""
+    seen, reports = {}, {}
     for record in _outbox():
         b = record.get("bulletin") or {}
         for c in b.get("claims") or []:
             if c.get("claim"):
                 seen[c["claim"]] = {"status": c.get("status"), "bulletin": b.get("id")}
-    return seen
+                for r in c.get("reports") or []:
+                    reports[r] = c["claim"]
+    return {"claims": seen, "reports": reports}
+
+
+def _published_as(v, history):
+    """The id `v` was published under: its own, else that of the published claim sharing the
+    most of its reports (the latest published on a tie); None when it was never published."""
+    claims, reports = history.get("claims") or {}, history.get("reports") or {}
+    if v["claim"] in claims:
+        return v["claim"]
+    shared = {}
+    for r in v["supporting"] + v["denying"]:
+        if r in reports:
+            shared[reports[r]] = shared.get(reports[r], 0) + 1
+    if not shared:
+        return None
+    order = list(claims)
+    return max(shared, key=lambda c: (shared[c], order.index(c) if c in order else -1))
 
 
 def _changes(verdicts, history, by_id):
     """The claims to publish: never published, or published with another status (then a
-    correction of the bulletin that carried it)."""
+    correction of the bulletin that carried it, under the id it was published with)."""
     lines = []
     for v in verdicts:
-        before = history.get(v["claim"])
+        known = _published_as(v, history)
+        before = (history.get("claims") or {}).get(known) if known else None
+        if known:
+            v = dict(v, claim=known)
         if before and before.get("status") == v["status"]:
             continue
         sources = [_source(by_id[r], "supports") for r in v["supporting"]]
         sources += [_source(by_id[r], "denies") for r in v["denying"]]
-        line = {"claim": v["claim"], "text": v["text"], "status": v["status"], "sources": sources}
+        line = {"claim": v["claim"], "text": v["text"], "status": v["status"], "sources": sources,
+                "reports": v["supporting"] + v["denying"]}
         if before:
             line["corrects"] = before.get("bulletin")
             line["previous_status"] = before.get("status")
@@ -252,7 +279,7 @@ def _bulletin(lines, wording):
     claims = []
     for l in lines:
         c = {"claim": l["claim"], "text": l["text"], "status": l["status"],
-             "sources": l["sources"]}
+             "sources": l["sources"], "reports": l["reports"]}
         if worded.get(l["claim"]):
             c["wording"] = worded[l["claim"]]
         if l.get("corrects"):
