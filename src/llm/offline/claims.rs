@@ -63,6 +63,9 @@ pub const OPPOSED_MERGE_THRESHOLD: f64 = 0.2;
 /// winner is often worded differently too ("Magnitude 5.8 earthquake shakes X" / "Strong 6.1
 /// earthquake hits off X"). A rival only ever withholds a confirmation.
 pub const RIVAL_THRESHOLD: f64 = 0.2;
+/// Similarity from which a report of another owner, sharing a name with a confirmed claim's
+/// report but left out of the claim, makes the claim unclear (see [`cross_check_all`]).
+pub const UNCLEAR_THRESHOLD: f64 = 0.15;
 /// Every two reports of a claim must share at least this much: some rare term, in practice.
 pub const MIN_PAIR_SIMILARITY: f64 = 0.05;
 /// Agreeing reports more than 72 hours apart are never the same event.
@@ -171,6 +174,8 @@ struct Features {
     all_figures: Figures,
     /// Names the batch confirms and figure values, of title and summary: see [`anchor_overlap`].
     anchors: BTreeSet<String>,
+    /// What the title says happened: its terms without the names, opposite states folded.
+    what: BTreeSet<String>,
     state: Option<frame::State>,
     cues: text::Cues,
     title_cues: text::Cues,
@@ -254,6 +259,7 @@ impl Features {
             title_figures: frame::figures(&report.title),
             all_figures,
             anchors,
+            what: happened.iter().map(fold).collect(),
             state: frame::state(&report.title),
             cues: text::cues(&format!("{}\n{}", report.title, report.summary)),
             title_cues,
@@ -335,23 +341,6 @@ impl Features {
     fn too_far(&self, other: &Features) -> bool {
         matches!((self.time, other.time),
             (Some(a), Some(b)) if (a - b).abs() > SAME_EVENT_WINDOW_SECS)
-    }
-
-    /// Whether the two can never be one event (see "Vetoes" in the module docs).
-    fn cannot_link(&self, other: &Features) -> bool {
-        let agreeing_veto = self.too_far(other)
-            || self.conflict(other).is_some()
-            || disjoint(&self.events, &other.events)
-            || disjoint(&self.incidents, &other.incidents);
-        let elsewhere = frame::strong_names_conflict(
-            &self.name_list,
-            &self.mentions,
-            &other.name_list,
-            &other.mentions,
-        );
-        disjoint(&self.objects, &other.objects)
-            || elsewhere
-            || (agreeing_veto && !self.opposes(other))
     }
 }
 
@@ -443,7 +432,7 @@ fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
         } else {
             sim
         };
-        sim.max(anchor_overlap(&a.anchors, &b.anchors))
+        sim.max(anchor_overlap(a, b))
     };
     (0..n as usize)
         .map(|i| (0..n as usize).map(|j| pair(i, j)).collect())
@@ -452,44 +441,84 @@ fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
 
 /// How much two reports share of what pins an event down — names the batch confirms and figures,
 /// anywhere in them — as a share of the fewer: paraphrases that share few words still name the
-/// same people and places with the same numbers. Needs [`MIN_ANCHORS`] in common.
-fn anchor_overlap(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
-    let shared = a.intersection(b).count();
-    let fewer = a.len().min(b.len());
-    if shared < MIN_ANCHORS || fewer == 0 {
+/// same people and places with the same numbers. Needs [`MIN_ANCHORS`] in common, and one more
+/// when a headline gives a figure that the other report does not: two names are a place or a
+/// club, not an event (a match report with its score and a ground's sale both name the club and
+/// its ground).
+fn anchor_overlap(a: &Features, b: &Features) -> f64 {
+    let (x, y) = (&a.anchors, &b.anchors);
+    let shared = x.intersection(y).count();
+    let fewer = x.len().min(y.len());
+    let unmatched = |f: &Features, other: &BTreeSet<String>| {
+        let headline = f.title_figures.iter().filter(|(kind, _)| *kind != "year");
+        headline
+            .flat_map(|(_, values)| values)
+            .any(|v| !other.contains(&format!("#{v}")))
+    };
+    let needed = match unmatched(a, y) || unmatched(b, x) {
+        true => MIN_ANCHORS + 1,
+        false => MIN_ANCHORS,
+    };
+    if shared < needed || fewer == 0 {
         return 0.0;
     }
     ANCHOR_WEIGHT * shared as f64 / fewer as f64
 }
 
-/// Average-linkage clustering over `sim` (`None`: cannot link), where a pair of clusters merges
-/// from the lowest of its pairs' `bars`. Ties go to the earliest pair, so the result depends
-/// only on the order of the input. Returns clusters of indices, each sorted.
-fn cluster(sim: &[Vec<Option<f64>>], bars: &[Vec<f64>]) -> Vec<Vec<usize>> {
+/// Average-linkage clustering over `sim` (`None`: cannot link), where `opposed[i][j]` marks the
+/// pairs whose titles oppose (see [`Features::opposes`]). A pair of clusters merges when none of
+/// its pairs is below [`MIN_PAIR_SIMILARITY`], its agreeing pairs average [`MERGE_THRESHOLD`]
+/// and its opposed pairs [`OPPOSED_MERGE_THRESHOLD`]: a denial in a cluster lowers the bar for
+/// itself only, never for the reports that agree with each other (else a denial of a stadium
+/// sale would carry a match report at the same ground into its claim). Ties go to the earliest
+/// pair, so the result depends only on the order of the input. Returns clusters of indices,
+/// each sorted.
+fn cluster(sim: &[Vec<Option<f64>>], opposed: &[Vec<bool>]) -> Vec<Vec<usize>> {
     let n = sim.len();
     let mut members: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
-    let (mut sums, mut mins, mut bars) = (sim.to_vec(), sim.to_vec(), bars.to_vec());
+    // Per pair of clusters: (sum, count) of agreeing pairs, (sum, count) of opposed pairs, the
+    // lowest pair; `None` once any pair cannot link.
+    type Link = Option<(f64, usize, f64, usize, f64)>;
+    let mut links: Vec<Vec<Link>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    sim[i][j].map(|s| match opposed[i][j] {
+                        true => (0.0, 0, s, 1, s),
+                        false => (s, 1, 0.0, 0, s),
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let mean = |sum: f64, count: usize| (count > 0).then(|| sum / count as f64);
     loop {
         let mut best: Option<(f64, usize, usize)> = None;
         for (i, j) in (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j))) {
-            let size = members[i].len() * members[j].len();
-            let (Some(sum), Some(min)) = (sums[i][j], mins[i][j]) else {
+            if members[i].is_empty() || members[j].is_empty() {
+                continue;
+            }
+            let Some((agree, n_agree, opp, n_opp, min)) = links[i][j] else {
                 continue;
             };
-            let mean = sum / size as f64;
-            let eligible = size > 0 && min >= MIN_PAIR_SIMILARITY && mean >= bars[i][j];
-            if eligible && best.is_none_or(|(b, _, _)| mean > b) {
-                best = Some((mean, i, j));
+            let agreeing = mean(agree, n_agree);
+            let opposing = mean(opp, n_opp);
+            let eligible = min >= MIN_PAIR_SIMILARITY
+                && agreeing.is_none_or(|m| m >= MERGE_THRESHOLD)
+                && opposing.is_none_or(|m| m >= OPPOSED_MERGE_THRESHOLD);
+            let overall = (agree + opp) / (n_agree + n_opp) as f64;
+            if eligible && best.is_none_or(|(b, _, _)| overall > b) {
+                best = Some((overall, i, j));
             }
         }
         let Some((_, i, j)) = best else { break };
         let moved = std::mem::take(&mut members[j]);
         members[i].extend(moved);
         for k in 0..n {
-            sums[i][k] = sums[i][k].zip(sums[j][k]).map(|(a, b)| a + b);
-            mins[i][k] = mins[i][k].zip(mins[j][k]).map(|(a, b)| a.min(b));
-            bars[i][k] = bars[i][k].min(bars[j][k]);
-            (sums[k][i], mins[k][i], bars[k][i]) = (sums[i][k], mins[i][k], bars[i][k]);
+            links[i][k] = links[i][k]
+                .zip(links[j][k])
+                .map(|(a, b)| (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3, a.4.min(b.4)));
+            links[k][i] = links[i][k];
         }
     }
     members.retain(|m| !m.is_empty());
@@ -565,33 +594,118 @@ fn make_claim(members: &[usize], sorted: &[&Report], features: &[Features]) -> (
     (anchor, claim)
 }
 
+/// What one batch of reports needs for grouping and cross-checking, computed once: the reports
+/// in [`sort_key`] order, their [`Features`], the pairwise similarity and the pairwise frame
+/// conflicts (both symmetric). [`newsroom`] builds it once for both steps.
+struct Batch<'a> {
+    sorted: Vec<&'a Report>,
+    features: Vec<Features>,
+    sims: Vec<Vec<f64>>,
+    /// `None` on the diagonal and where the frames agree.
+    conflicts: Vec<Vec<Option<Conflict>>>,
+}
+
+impl<'a> Batch<'a> {
+    fn new(reports: &'a [Report]) -> Self {
+        let sorted = sorted_unique(reports);
+        let features = features_of(&sorted);
+        let sims = similarities(&features);
+        let n = features.len();
+        let mut conflicts = vec![vec![None; n]; n];
+        for i in 0..n {
+            for j in i + 1..n {
+                let how = features[i].conflict(&features[j]);
+                (conflicts[i][j], conflicts[j][i]) = (how, how);
+            }
+        }
+        Self {
+            sorted,
+            features,
+            sims,
+            conflicts,
+        }
+    }
+
+    /// Whether reports `i` and `j` can never be one event (see "Vetoes" in the module docs).
+    fn cannot_link(&self, i: usize, j: usize) -> bool {
+        let (a, b) = (&self.features[i], &self.features[j]);
+        let agreeing_veto =
+            a.too_far(b) || disjoint(&a.events, &b.events) || disjoint(&a.incidents, &b.incidents);
+        let conflict = self.conflicts[i][j];
+        let elsewhere =
+            frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions);
+        let opposes = a.opposes(b);
+        disjoint(&a.objects, &b.objects)
+            || elsewhere
+            // Swapped roles are another claim whatever the stance: "X has not sued Y" denies
+            // "X sues Y", not "Y sues X".
+            || conflict == Some(Conflict::Roles)
+            || ((agreeing_veto || conflict.is_some()) && !opposes)
+    }
+
+    /// Whether reports `i` and `j` are about one subject (see [`cross_check_all`]): close in time,
+    /// sharing a name the batch confirms, alike from [`UNCLEAR_THRESHOLD`], and no veto of
+    /// another place, object or kind of incident between them.
+    fn same_subject(&self, i: usize, j: usize) -> bool {
+        let (a, b) = (&self.features[i], &self.features[j]);
+        let named = |x: &BTreeSet<String>, y: &BTreeSet<String>| {
+            x.intersection(y).any(|n| !n.starts_with('#'))
+        };
+        // Another place or person each side never mentions, another object or another kind of
+        // incident: another subject, whatever the words.
+        let elsewhere =
+            frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions);
+        let other_thing = disjoint(&a.objects, &b.objects) || disjoint(&a.incidents, &b.incidents);
+        !a.too_far(b)
+            && !elsewhere
+            && !other_thing
+            && named(&a.anchors, &b.anchors)
+            && self.subject_similarity(i, j) >= UNCLEAR_THRESHOLD
+    }
+
+    /// Similarity for telling whether two reports are about one subject although their frames
+    /// differ: the word similarity, or the share of names the batch confirms that they have in
+    /// common (figures left out: they differ by definition when the frames conflict).
+    fn subject_similarity(&self, i: usize, j: usize) -> f64 {
+        let (a, b) = (&self.features[i].anchors, &self.features[j].anchors);
+        let names = |s: &BTreeSet<String>| -> BTreeSet<String> {
+            s.iter().filter(|x| !x.starts_with('#')).cloned().collect()
+        };
+        let (a, b) = (names(a), names(b));
+        let shared = a.intersection(&b).count();
+        let fewer = a.len().min(b.len());
+        let overlap = match shared >= MIN_ANCHORS && fewer > 0 {
+            true => ANCHOR_WEIGHT * shared as f64 / fewer as f64,
+            false => 0.0,
+        };
+        self.sims[i][j].max(overlap)
+    }
+}
+
 /// Group reports into claims, one per event. The result does not depend on the order of
 /// `reports` (a duplicated id counts once); claims are in their anchors' (published, id) order.
 pub fn group(reports: &[Report]) -> Vec<Claim> {
-    let sorted = sorted_unique(reports);
-    let features = features_of(&sorted);
-    let bar = |a: &Features, b: &Features| match a.opposes(b) {
-        true => OPPOSED_MERGE_THRESHOLD,
-        false => MERGE_THRESHOLD,
-    };
-    let bars = Vec::from_iter(
+    group_batch(&Batch::new(reports))
+}
+
+fn group_batch(batch: &Batch) -> Vec<Claim> {
+    let features = &batch.features;
+    let opposed = Vec::from_iter(
         features
             .iter()
-            .map(|a| features.iter().map(|b| bar(a, b)).collect()),
+            .map(|a| features.iter().map(|b| a.opposes(b)).collect()),
     );
-    let sims = similarities(&features);
-    let linkable = |i: usize, j: usize| !features[i].cannot_link(&features[j]);
-    let sims = Vec::from_iter(sims.iter().enumerate().map(|(i, row)| {
+    let sims = Vec::from_iter(batch.sims.iter().enumerate().map(|(i, row)| {
         Vec::from_iter(
             row.iter()
                 .enumerate()
-                .map(|(j, &s)| linkable(i, j).then_some(s)),
+                .map(|(j, &s)| (i == j || !batch.cannot_link(i, j)).then_some(s)),
         )
     }));
-    let clusters = cluster(&sims, &bars);
+    let clusters = cluster(&sims, &opposed);
     let mut claims: Vec<(usize, Claim)> = clusters
         .iter()
-        .map(|members| make_claim(members, &sorted, &features))
+        .map(|members| make_claim(members, &batch.sorted, features))
         .collect();
     claims.sort_by_key(|(anchor, _)| *anchor);
     claims.into_iter().map(|(_, claim)| claim).collect()
@@ -735,11 +849,20 @@ pub fn enforce(verdict: Verdict, reports: &[Report]) -> Verdict {
 /// claim with a rival is contradicted, the rival's reports listed as denying it, unless every
 /// rival report comes from an owner that also supports the claim (an owner's own update is no
 /// second account).
+///
+/// Then, when unclear, not confirmed: a confirmed claim stays confirmed only when no report of
+/// another owner about the same subject (a shared name the batch confirms, close in time, alike
+/// in words: [`UNCLEAR_THRESHOLD`]) was left out of it. Such a report is either the same
+/// account worded past what the judge can match, or another account it cannot read (a denial
+/// without cue words, another name in a role): the judge cannot tell which, so the claim is
+/// single-source, its reason naming the report.
 pub fn cross_check_all(claims: &[Claim], reports: &[Report]) -> Vec<Verdict> {
+    cross_check_batch(claims, reports, &Batch::new(reports))
+}
+
+fn cross_check_batch(claims: &[Claim], reports: &[Report], batch: &Batch) -> Vec<Verdict> {
     let verdicts = claims.iter().map(|c| cross_check(c, reports));
-    let sorted = sorted_unique(reports);
-    let features = features_of(&sorted);
-    let sims = similarities(&features);
+    let (sorted, features) = (&batch.sorted, &batch.features);
     let index: BTreeMap<&str, usize> = sorted
         .iter()
         .enumerate()
@@ -756,36 +879,69 @@ pub fn cross_check_all(claims: &[Claim], reports: &[Report]) -> Vec<Verdict> {
         members[i].iter().any(|&a| {
             members[j].iter().any(|&b| {
                 let (fa, fb) = (&features[a], &features[b]);
-                sims[a][b] >= RIVAL_THRESHOLD
-                    && fa.conflict(fb).is_some_and(|how| fa.rivals(fb, how))
+                batch.subject_similarity(a, b) >= RIVAL_THRESHOLD
+                    && batch.conflicts[a][b].is_some_and(|how| fa.rivals(fb, how))
             })
         })
     };
-    verdicts
+    let ids = |idx: &[usize]| Vec::from_iter(idx.iter().map(|&k| sorted[k].id.clone()));
+    let with_rivals = verdicts.enumerate().map(|(i, verdict)| {
+        if verdict.status == Status::Contradicted {
+            return verdict;
+        }
+        let rival_reports: Vec<usize> = (0..claims.len())
+            .filter(|&j| j != i && rivals(i, j))
+            .flat_map(|j| members[j].clone())
+            .collect();
+        let supporters = owners_of(&ids(&members[i]), &owners);
+        let denying = ids(&rival_reports);
+        let deniers = owners_of(&denying, &owners);
+        if deniers.is_subset(&supporters) {
+            return verdict;
+        }
+        let verb = by_count(deniers.len().max(1), "reports", "report");
+        let reason = format!(
+            "contradicted: {} {verb} it otherwise (another winner, figure or role)",
+            names(&deniers)
+        );
+        Verdict {
+            status: Status::Contradicted,
+            denying,
+            reason,
+            ..verdict
+        }
+    });
+    let with_rivals: Vec<Verdict> = with_rivals.collect();
+    with_rivals
+        .into_iter()
         .enumerate()
         .map(|(i, verdict)| {
-            if verdict.status == Status::Contradicted {
+            if verdict.status != Status::Confirmed {
                 return verdict;
             }
-            let rival_reports: Vec<usize> = (0..claims.len())
-                .filter(|&j| j != i && rivals(i, j))
-                .flat_map(|j| members[j].clone())
+            let inside: BTreeSet<&str> = claims[i].reports.iter().map(|r| r.id.as_str()).collect();
+            let support: Vec<usize> = verdict
+                .supporting
+                .iter()
+                .filter_map(|id| index.get(id.as_str()).copied())
                 .collect();
-            let ids = |idx: &[usize]| Vec::from_iter(idx.iter().map(|&k| sorted[k].id.clone()));
-            let supporters = owners_of(&ids(&members[i]), &owners);
-            let denying = ids(&rival_reports);
-            let deniers = owners_of(&denying, &owners);
-            if deniers.is_subset(&supporters) {
-                return verdict;
-            }
-            let verb = by_count(deniers.len().max(1), "reports", "report");
+            let supporters = owners_of(&verdict.supporting, &owners);
+            let outside = (0..sorted.len()).find(|&k| {
+                let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();
+                !inside.contains(sorted[k].id.as_str())
+                    && owner.is_some_and(|o| !supporters.contains(&o))
+                    && support.iter().any(|&s| batch.same_subject(s, k))
+            });
+            let Some(k) = outside else { return verdict };
+            let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();
             let reason = format!(
-                "contradicted: {} {verb} it otherwise (another winner, figure or role)",
-                names(&deniers)
+                "single source: not confirmed, {} also reports on this subject ({}) in words the \
+                 judge cannot match to it",
+                owner.unwrap_or_default(),
+                sorted[k].id
             );
             Verdict {
-                status: Status::Contradicted,
-                denying,
+                status: Status::SingleSource,
                 reason,
                 ..verdict
             }
@@ -795,7 +951,8 @@ pub fn cross_check_all(claims: &[Claim], reports: &[Report]) -> Vec<Verdict> {
 
 /// Group `reports` and cross-check every claim, in claim order.
 pub fn newsroom(reports: &[Report]) -> Vec<Verdict> {
-    cross_check_all(&group(reports), reports)
+    let batch = Batch::new(reports);
+    cross_check_batch(&group_batch(&batch), reports, &batch)
 }
 
 #[cfg(test)]
