@@ -298,7 +298,7 @@ fn reasons_name_the_owners() {
         v.map(|v| v.reason.as_str()).unwrap_or_default()
     };
     let reasons = [
-        "confirmed: reported by 3 independent owners (bayline-news, coastal-media, harbour-authority)",
+        "confirmed: reported by 2 independent owners (coastal-media, harbour-authority)",
         "single source: 2 reports, both owned by coastal-media",
         "single source: 1 report, owned by radio-portmere",
         "contradicted: portmere-education denies what sample-wire reports",

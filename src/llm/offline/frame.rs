@@ -582,7 +582,13 @@ pub fn role_swap(
             // "X to buy Y" and "Y to acquire X" swap, and so (a split, never a false merge) do
             // converse pairs such as "X beats Y" and "Y loses to X".
             let short = |verbs: &[String]| verbs.len() <= MAX_VERB_WORDS;
-            let opens = ia.min(ja) == &0 && ib.min(jb) == 0;
+            // A headline opens with a name when only names and function words come before it
+            // ("The Hollow Pines will ...", "Mariel Estrada to ...").
+            let leads = |words: &[String], names: &[Name], at: usize| {
+                let name = |w: &String| names.iter().any(|n| &n.stem == w);
+                words[..at].iter().all(|w| text::is_plain(w) || name(w))
+            };
+            let opens = leads(words_a, names_a, *ia.min(ja)) && leads(words_b, names_b, ib.min(jb));
             let swapped = match shared_verb {
                 true => reversed != one_passive,
                 false => {
@@ -621,7 +627,7 @@ const OPPOSITIONS: &[(&str, &str, &str)] = &[
         "running|disrupted",
         "open reopen resume restore operate operating run running normal normally usual \
          timetable schedule proceed unaffected uninterrupted unchanged",
-        "close shut suspend halt cancel disrupt delay stop outage blackout ground strand",
+        "close shut suspend halt cancel disrupt delay stop outage ground strand",
     ),
     (
         "rising|falling",
