@@ -7,14 +7,15 @@
 //! blended 60/40 with the full-text cosine when both reports have a summary, or, when higher,
 //! the share of anchors two reports have in common (names the batch confirms and figures,
 //! anywhere in them: [`anchor_overlap`]). Clustering is average linkage: the most similar pair
-//! of clusters merges while its mean pairwise similarity reaches [`MERGE_THRESHOLD`] and none of
-//! its pairs is below [`MIN_PAIR_SIMILARITY`].
+//! of clusters merges while its agreeing pairs average [`MERGE_THRESHOLD`], its opposed pairs
+//! [`OPPOSED_MERGE_THRESHOLD`], and none of its pairs is below [`MIN_PAIR_SIMILARITY`].
 //!
 //! Vetoes. Two reports never share a claim when each names a place or person (a name the batch
 //! confirms, [`frame`]) that the other never mentions, or when their titles name disjoint
-//! objects (bridge vs tunnel). Unless their titles oppose, they also never do when their frames
-//! conflict (an opening actor the other never mentions doing the same thing, another figure of
-//! one kind, swapped roles), when they name disjoint events (fire vs opening hours), or when
+//! objects (bridge vs tunnel), or when their roles are swapped (even if one denies: "X has not
+//! sued Y" denies "X sues Y", not "Y sues X"). Unless their titles oppose, they also never do
+//! when their frames conflict (an opening actor the other never mentions doing the same thing,
+//! another figure of one kind, a winner who loses in the other), when they name disjoint events (fire vs opening hours), or when
 //! they lie more than [`SAME_EVENT_WINDOW_SECS`] apart. Opposed titles (one denies or negates,
 //! or they put one subject in opposite states) merge from [`OPPOSED_MERGE_THRESHOLD`], judged by
 //! how much of the shorter one the other covers: a denier left outside its claim could let the
@@ -28,7 +29,10 @@
 //!
 //! Rivals. A claim whose frame conflicts with another claim about the same subject (a shared
 //! name, close in time, alike in words: another winner, figure or role) is contradicted by it
-//! ([`cross_check_all`]), and [`enforce`] has the last word on every verdict.
+//! ([`cross_check_all`]). When unclear, not confirmed: a confirmed claim beside a report of
+//! another owner on the same subject that was not grouped with it is single-source (the judge
+//! cannot tell a paraphrase it missed from a denial it cannot read). [`enforce`] has the last
+//! word on every verdict.
 //!
 //! Limits. English headlines; no parser, so roles are positions around a verb and converse
 //! verbs ("X beats Y" / "Y loses to X") read as a swap (a split, never a merge). Paraphrases
@@ -174,8 +178,8 @@ struct Features {
     all_figures: Figures,
     /// Names the batch confirms and figure values, of title and summary: see [`anchor_overlap`].
     anchors: BTreeSet<String>,
-    /// What the title says happened: its terms without the names, opposite states folded.
-    what: BTreeSet<String>,
+    /// Who won and who lost, by the headline ([`frame::contest`]).
+    contest: frame::Contest,
     state: Option<frame::State>,
     cues: text::Cues,
     title_cues: text::Cues,
@@ -225,6 +229,8 @@ impl Features {
             .cloned()
             .collect();
         let name_list = lexicon.names(&report.title);
+        let title_stems = frame::title_stems(&report.title);
+        let contest = frame::contest(&title_stems, &name_list);
         let all_figures = frame::figures(&format!("{}\n{}", report.title, report.summary));
         let mut anchors: BTreeSet<String> = lexicon
             .names(&report.summary)
@@ -255,11 +261,11 @@ impl Features {
                 .collect(),
             name_list,
             mentions,
-            title_stems: frame::title_stems(&report.title),
+            title_stems,
+            contest,
             title_figures: frame::figures(&report.title),
             all_figures,
             anchors,
-            what: happened.iter().map(fold).collect(),
             state: frame::state(&report.title),
             cues: text::cues(&format!("{}\n{}", report.title, report.summary)),
             title_cues,
@@ -295,12 +301,14 @@ impl Features {
             Some(Conflict::Figures)
         } else if self.substitutes(other) {
             Some(Conflict::Substitution)
-        } else if frame::role_swap(
-            &self.title_stems,
-            &self.name_list,
-            &other.title_stems,
-            &other.name_list,
-        ) {
+        } else if frame::contests_conflict(&self.contest, &other.contest)
+            || frame::role_swap(
+                &self.title_stems,
+                &self.name_list,
+                &other.title_stems,
+                &other.name_list,
+            )
+        {
             Some(Conflict::Roles)
         } else {
             None
@@ -441,10 +449,10 @@ fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
 
 /// How much two reports share of what pins an event down — names the batch confirms and figures,
 /// anywhere in them — as a share of the fewer: paraphrases that share few words still name the
-/// same people and places with the same numbers. Needs [`MIN_ANCHORS`] in common, and one more
-/// when a headline gives a figure that the other report does not: two names are a place or a
-/// club, not an event (a match report with its score and a ground's sale both name the club and
-/// its ground).
+/// same people and places with the same numbers. Needs [`MIN_ANCHORS`] in common, and nothing
+/// when a headline gives a figure that the other report does not: names alone are a place or a
+/// club, not an event (a match report with its score and a ground's sale both name the club
+/// and its ground).
 fn anchor_overlap(a: &Features, b: &Features) -> f64 {
     let (x, y) = (&a.anchors, &b.anchors);
     let shared = x.intersection(y).count();
@@ -455,11 +463,7 @@ fn anchor_overlap(a: &Features, b: &Features) -> f64 {
             .flat_map(|(_, values)| values)
             .any(|v| !other.contains(&format!("#{v}")))
     };
-    let needed = match unmatched(a, y) || unmatched(b, x) {
-        true => MIN_ANCHORS + 1,
-        false => MIN_ANCHORS,
-    };
-    if shared < needed || fewer == 0 {
+    if shared < MIN_ANCHORS || fewer == 0 || unmatched(a, y) || unmatched(b, x) {
         return 0.0;
     }
     ANCHOR_WEIGHT * shared as f64 / fewer as f64

@@ -404,3 +404,98 @@ fn a_denial_without_a_cue_word_counts() {
         Some(vec!["c".to_string()])
     );
 }
+
+/// The verdict of the claim that report `id` supports.
+fn holding<'a>(verdicts: &'a [Verdict], id: &str) -> &'a Verdict {
+    verdicts
+        .iter()
+        .find(|v| v.supporting.iter().any(|s| s == id))
+        .unwrap_or_else(|| panic!("no claim is supported by {id}: {verdicts:#?}"))
+}
+
+/// Whether `group` puts reports `a` and `b` in one claim.
+fn together(reports: &[Report], a: &str, b: &str) -> bool {
+    group(reports).iter().any(|c| {
+        let has = |id: &str| c.reports.iter().any(|r| r.id == id);
+        has(a) && has(b)
+    })
+}
+
+#[test]
+fn a_denial_lowers_the_bar_for_itself_only() {
+    // The denial of a ground's sale shares the club and the ground with a match report there;
+    // the match report must not ride into the sale's claim on the denial's lower bar.
+    let reports = batch(&[
+        "gazette | Halbury Wanderers to sell Fenwick Park to a developer \
+            | The club would lease the ground back for three years, papers seen by the Gazette show.",
+        "gazette | Wanderers' Fenwick Park home to be sold for flats",
+        "echo | Halbury Wanderers deny plans to sell Fenwick Park \
+            | The club called the report false.",
+        "wire | Corbett Albion beat Halbury Wanderers 3-0 \
+            | Albion won 3-0 at Fenwick Park in front of 9,000.",
+    ]);
+    assert!(!together(&reports, "a", "d"), "{:#?}", group(&reports));
+    let verdicts = newsroom(&reports);
+    assert_eq!(holding(&verdicts, "a").denying, ["c".to_string()]);
+}
+
+#[test]
+fn swapped_roles_split_even_a_denial() {
+    // "Braddock did not sue Kettering" denies that Braddock sued, not that Kettering did.
+    let reports = batch(&[
+        "one | Kettering sues Braddock over leaked memo",
+        "two | Kettering sues Braddock over leaked memo, court papers show",
+        "three | Braddock did not sue Kettering, his lawyer says",
+    ]);
+    assert!(!together(&reports, "a", "c"), "{:#?}", group(&reports));
+    assert!(together(&reports, "a", "b"), "{:#?}", group(&reports));
+    // The two reports agree, but a third owner says otherwise about the same two names.
+    let verdicts = newsroom(&reports);
+    assert_ne!(holding(&verdicts, "a").status, Confirmed, "{verdicts:#?}");
+}
+
+#[test]
+fn winners_and_losers_are_read_from_verbs_of_contest() {
+    let reports = batch(&[
+        "one | Pellow elects Dana Ruiz after a recount",
+        "two | Omar Best defeats Dana Ruiz in Pellow mayoral race",
+        "three | Dana Ruiz beats Omar Best in Pellow",
+        "four | Omar Best beaten by Dana Ruiz in Pellow race",
+    ]);
+    assert!(!together(&reports, "a", "b"), "{:#?}", group(&reports));
+    assert!(!together(&reports, "c", "b"), "{:#?}", group(&reports));
+    let verdicts = newsroom(&reports);
+    assert!(
+        verdicts.iter().all(|v| v.status != Confirmed),
+        "{verdicts:#?}"
+    );
+}
+
+#[test]
+fn when_unclear_it_is_not_confirmed() {
+    let found = [
+        "one | Rare beetle found again on Tollmere heath \
+            | A volunteer photographed the insect, unseen in the county since 1950.",
+        "two | Beetle thought lost is found again on Tollmere heath \
+            | Naturalists will visit the heath to check the find.",
+    ];
+    let verdicts = newsroom(&batch(&found));
+    assert_eq!(holding(&verdicts, "a").status, Confirmed, "{verdicts:#?}");
+    // A rebuttal worded as another fact shares the place and little else: the judge cannot
+    // read it as a denial, nor rule it out as one.
+    let rebuttal = "three | Tollmere insect identified as a common ground beetle, experts say \
+        | Entomologists examined the photograph.";
+    let reports = batch(&[found[0], found[1], rebuttal]);
+    let verdicts = newsroom(&reports);
+    let claim = holding(&verdicts, "a");
+    assert_eq!(claim.status, SingleSource, "{verdicts:#?}");
+    assert!(
+        claim.reason.contains("three") && claim.reason.contains("(c)"),
+        "{claim:?}"
+    );
+    // Another place's report on the same template is another subject, not an unclear one.
+    let elsewhere = "three | Rare beetle found again on Ashcombe moor \
+        | A ranger photographed the insect.";
+    let verdicts = newsroom(&batch(&[found[0], found[1], elsewhere]));
+    assert_eq!(holding(&verdicts, "a").status, Confirmed, "{verdicts:#?}");
+}

@@ -15,6 +15,10 @@
 //!   same verb, are swapped roles; a passive `by` in one of them turns the order back. Around
 //!   two different verbs, headlines that both open with one of the names and join them by a
 //!   short verb phrase swap too ("X to buy Y" / "Y to acquire X").
+//! - **Contests** ([`contest`]): a few general verbs of contest say who won and who lost
+//!   ("X beats Y", "Y beaten by X", "X wins ... over Y", "X loses to Y", "Town elects X"); a
+//!   name that wins in one headline and loses in the other is another claim, whatever the
+//!   words around it ("Dunhallow elects Ashworth" / "Tiernan defeats Ashworth").
 //! - **States** ([`state`]): a few general oppositions (running/disrupted, rising/falling,
 //!   intact/broken, held/released, leaving/staying), each with the words before it in its clause as its subject. Two reports
 //!   oppose when they put one subject in opposite states: "Ferries operating as usual" against
@@ -608,6 +612,102 @@ pub fn role_swap(
     false
 }
 
+/// Who won and who lost in a headline, read from a small set of general English verbs of
+/// contest ([`contest`]): stems of the names before and after the verb.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Contest {
+    pub winners: BTreeSet<String>,
+    pub losers: BTreeSet<String>,
+}
+
+/// Verbs of contest, compared by [`stem`] prefix: the subject wins and the object loses
+/// ("X beats Y", "X edges Y"; "Y beaten by X" turns them round).
+const DEFEAT_VERBS: &str = "beat beaten defeat edge overcome outvote thrash rout";
+/// The subject wins; whoever comes after "over" or "against" loses ("X wins derby over Y").
+const WIN_VERBS: &str = "win won";
+/// The subject loses to whoever comes after "to" ("X loses to Y").
+const LOSE_VERBS: &str = "lose lost";
+/// The object wins ("Town elects X").
+const ELECT_VERBS: &str = "elect";
+
+/// The winners and losers a headline states, if it uses one of the verbs above. Names are
+/// [`Lexicon::names`] of the title (`names`), words its [`title_stems`]. A name run is the
+/// names next to the verb with only function words and figures between ("X to beat Y", "Y
+/// beaten 2-1 by X"). No parser: a verb with no name next to it states nothing.
+pub fn contest(words: &[String], names: &[Name]) -> Contest {
+    let is_name = |i: usize| names.iter().any(|n| n.position == i);
+    let run = |mut i: usize, step: isize| -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        loop {
+            match words.get(i) {
+                Some(_) if is_name(i) => {
+                    out.insert(words[i].clone());
+                }
+                // Function words and figures may stand between, until the first name.
+                Some(w)
+                    if out.is_empty()
+                        && text::is_plain(w)
+                        && !matches!(w.as_str(), "by" | "over" | "against" | "to") => {}
+                _ => return out,
+            }
+            match i.checked_add_signed(step) {
+                Some(next) => i = next,
+                None => return out,
+            }
+        }
+    };
+    let before = |i: usize| i.checked_sub(1).map(|j| run(j, -1)).unwrap_or_default();
+    let after = |i: usize| run(i + 1, 1);
+    let one_of = |list: &str, w: &str| {
+        list.split_whitespace()
+            .map(stem)
+            .any(|v| w == v || (v.len() >= 4 && w.starts_with(&v)))
+    };
+    // The word after `i`, figures skipped.
+    let next_word = |i: usize| {
+        words[i + 1..]
+            .iter()
+            .position(|w| text::number_word(w).is_none() && !w.chars().all(|c| c.is_ascii_digit()))
+            .map(|k| i + 1 + k)
+    };
+    let mut out = Contest::default();
+    for (i, w) in words.iter().enumerate() {
+        if one_of(DEFEAT_VERBS, w) {
+            match next_word(i).filter(|&k| words[k] == "by") {
+                Some(by) => {
+                    out.winners.extend(after(by));
+                    out.losers.extend(before(i));
+                }
+                None => {
+                    out.winners.extend(before(i));
+                    out.losers.extend(after(i));
+                }
+            }
+        } else if one_of(WIN_VERBS, w) {
+            out.winners.extend(before(i));
+            let over = (i + 1..words.len().min(i + 5))
+                .find(|&k| matches!(words[k].as_str(), "over" | "against"));
+            out.losers.extend(over.map(after).unwrap_or_default());
+        } else if one_of(LOSE_VERBS, w) {
+            out.losers.extend(before(i));
+            let to = next_word(i).filter(|&k| words[k] == "to");
+            out.winners.extend(to.map(after).unwrap_or_default());
+        } else if one_of(ELECT_VERBS, w) {
+            match next_word(i).filter(|&k| words[k] == "by") {
+                Some(_) => out.winners.extend(before(i)),
+                None => out.winners.extend(after(i)),
+            }
+        }
+    }
+    out
+}
+
+/// Whether two headlines' contests put one name on opposite sides: a winner in one is a loser
+/// in the other ("Dunhallow elects Ashworth" / "Tiernan defeats Ashworth").
+pub fn contests_conflict(a: &Contest, b: &Contest) -> bool {
+    !a.winners.is_disjoint(&b.losers) || !a.losers.is_disjoint(&b.winners)
+}
+
 /// A state a headline puts its subject in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct State {
@@ -814,6 +914,33 @@ mod tests {
         ));
         assert!(swap("Rovers beaten by United", "Rovers beat United"));
         assert!(swap("Rovers to buy United", "United to acquire Rovers"));
+        // A name run, or function words, may open a headline.
+        let lex = lexicon(&["The tour pairs Ivy Marsh with the Lantern Coats."]);
+        let swap = |a: &str, b: &str| {
+            role_swap(
+                &title_stems(a),
+                &lex.names(a),
+                &title_stems(b),
+                &lex.names(b),
+            )
+        };
+        assert!(swap(
+            "Ivy Marsh to support The Lantern Coats on tour",
+            "The Lantern Coats to warm up for Ivy Marsh"
+        ));
+        assert!(!swap(
+            "Ivy Marsh to support The Lantern Coats on tour",
+            "Ivy Marsh confirmed as opening act for Lantern Coats"
+        ));
+        let lex = lexicon(&["The derby between Rovers and United drew a crowd."]);
+        let swap = |a: &str, b: &str| {
+            role_swap(
+                &title_stems(a),
+                &lex.names(a),
+                &title_stems(b),
+                &lex.names(b),
+            )
+        };
         // Converse verbs read as a swap: a split, never a false merge.
         assert!(swap("Rovers beat United", "United lose to Rovers"));
         assert!(!swap("Rovers beat United", "Rovers edge United"));
@@ -821,6 +948,41 @@ mod tests {
             "Marlin Biotech's Corvudine cleared for migraine",
             "Corvudine tablet approved for migraine, says Marlin Biotech"
         ));
+    }
+
+    #[test]
+    fn contests_read_winners_and_losers() {
+        let lex = lexicon(&[
+            "The count in Pellow put Dana Ruiz and Omar Best level until the recount.",
+            "The derby between Rovers and United drew a crowd.",
+        ]);
+        let read = |t: &str| contest(&title_stems(t), &lex.names(t));
+        let set = |names: &[&str]| names.iter().map(|n| stem(n)).collect::<BTreeSet<_>>();
+        let elected = read("Pellow elects Dana Ruiz after a recount");
+        assert_eq!(elected.winners, set(&["dana", "ruiz"]));
+        let defeated = read("Omar Best defeats Ruiz in Pellow race");
+        assert_eq!(defeated.winners, set(&["omar", "best"]));
+        assert_eq!(defeated.losers, set(&["ruiz"]));
+        assert!(contests_conflict(&elected, &defeated));
+        // The passive and "lose to" turn the sides round; a figure may stand between.
+        let passive = read("Rovers beaten 3-1 by United");
+        assert_eq!(
+            (passive.winners, passive.losers),
+            (set(&["united"]), set(&["rovers"]))
+        );
+        let lost = read("Rovers lose to United");
+        assert!(!contests_conflict(&lost, &read("United beat Rovers 3-1")));
+        assert!(contests_conflict(&lost, &read("Rovers beat United 3-1")));
+        let over = read("Late goal gives Rovers derby win over United");
+        assert!(contests_conflict(
+            &over,
+            &read("United win derby at Rovers")
+        ));
+        // A verb with no name beside it states nothing.
+        assert_eq!(
+            read("Derby ends in a win for the visitors"),
+            Contest::default()
+        );
     }
 
     #[test]
