@@ -178,6 +178,8 @@ struct Features {
     all_figures: Figures,
     /// Names the batch confirms and figure values, of title and summary: see [`anchor_overlap`].
     anchors: BTreeSet<String>,
+    /// The names among the anchors.
+    anchor_names: BTreeSet<String>,
     /// Who won and who lost, by the headline ([`frame::contest`]).
     contest: frame::Contest,
     state: Option<frame::State>,
@@ -265,6 +267,11 @@ impl Features {
             contest,
             title_figures: frame::figures(&report.title),
             all_figures,
+            anchor_names: anchors
+                .iter()
+                .filter(|a| !a.starts_with('#'))
+                .cloned()
+                .collect(),
             anchors,
             state: frame::state(&report.title),
             cues: text::cues(&format!("{}\n{}", report.title, report.summary)),
@@ -380,30 +387,6 @@ fn sorted_unique<'a>(reports: impl IntoIterator<Item = &'a Report>) -> Vec<&'a R
     sorted
 }
 
-/// Sum of squared weights of the terms of `a` that `b` also has (all of `a` without `b`).
-fn mass(a: &Bag, b: Option<&Bag>) -> f64 {
-    let shared = a
-        .iter()
-        .filter(|(t, _)| b.is_none_or(|b| b.contains_key(*t)));
-    shared.map(|(_, w)| w * w).sum()
-}
-
-fn cosine(a: &Bag, b: &Bag) -> f64 {
-    let dot: f64 = a.iter().filter_map(|(t, w)| Some(w * b.get(t)?)).sum();
-    let norms = (mass(a, None) * mass(b, None)).sqrt();
-    if norms > 0.0 { dot / norms } else { 0.0 }
-}
-
-/// How much of the smaller-weighted bag the other one covers (the weighted overlap coefficient).
-fn containment(a: &Bag, b: &Bag) -> f64 {
-    let smaller = mass(a, None).min(mass(b, None));
-    if smaller > 0.0 {
-        mass(a, Some(b)) / smaller
-    } else {
-        0.0
-    }
-}
-
 /// [`Features`] of sorted reports, names read against the batch they came in.
 fn features_of(sorted: &[&Report]) -> Vec<Features> {
     let texts = sorted
@@ -413,38 +396,110 @@ fn features_of(sorted: &[&Report]) -> Vec<Features> {
     sorted.iter().map(|r| Features::new(r, &lexicon)).collect()
 }
 
-/// Pairwise similarity of all reports, vetoes aside.
-fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
-    let mut df: BTreeMap<&str, f64> = BTreeMap::new();
-    for term in features.iter().flat_map(|f| f.full.keys()) {
-        *df.entry(term).or_default() += 1.0;
+/// A weighted bag of terms as (term number, weight), sorted by term number, with its squared
+/// norm: what [`similarities`] compares, without comparing strings.
+struct Vector {
+    terms: Vec<(usize, f64)>,
+    norm2: f64,
+}
+
+impl Vector {
+    fn new(bag: &Bag, numbers: &BTreeMap<&str, usize>, idf: &[f64]) -> Self {
+        let mut terms: Vec<(usize, f64)> = bag
+            .iter()
+            .map(|(t, w)| {
+                let k = numbers[t.as_str()];
+                (k, w * idf[k])
+            })
+            .collect();
+        terms.sort_unstable_by_key(|&(k, _)| k);
+        let norm2 = terms.iter().map(|(_, w)| w * w).sum();
+        Self { terms, norm2 }
     }
-    let n = features.len() as f64;
-    let idf = |t: &str| (1.0 + n / df[t]).ln();
-    let weigh = |bag: &Bag| -> Bag { bag.iter().map(|(t, w)| (t.clone(), w * idf(t))).collect() };
-    let bags: Vec<(Bag, Bag)> = features
+
+    /// The weights of the terms both have, in term order.
+    fn shared<'a>(&'a self, other: &'a Vector) -> impl Iterator<Item = (f64, f64)> + 'a {
+        let (mut x, mut y) = (self.terms.iter().peekable(), other.terms.iter().peekable());
+        std::iter::from_fn(move || {
+            loop {
+                let (&&(i, wi), &&(j, wj)) = (x.peek()?, y.peek()?);
+                match i.cmp(&j) {
+                    std::cmp::Ordering::Less => _ = x.next(),
+                    std::cmp::Ordering::Greater => _ = y.next(),
+                    std::cmp::Ordering::Equal => {
+                        (x.next(), y.next());
+                        return Some((wi, wj));
+                    }
+                }
+            }
+        })
+    }
+
+    fn cosine(&self, other: &Vector) -> f64 {
+        let dot: f64 = self.shared(other).map(|(a, b)| a * b).sum();
+        let norms = (self.norm2 * other.norm2).sqrt();
+        if norms > 0.0 { dot / norms } else { 0.0 }
+    }
+
+    /// How much of the smaller-weighted bag the other covers (the weighted overlap coefficient).
+    fn containment(&self, other: &Vector) -> f64 {
+        let smaller = self.norm2.min(other.norm2);
+        let covered: f64 = self.shared(other).map(|(a, _)| a * a).sum();
+        if smaller > 0.0 {
+            covered / smaller
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Pairwise similarity of all reports, vetoes aside (symmetric).
+fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
+    let mut numbers: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut df: Vec<f64> = Vec::new();
+    for term in features.iter().flat_map(|f| f.full.keys()) {
+        let next = numbers.len();
+        let k = *numbers.entry(term).or_insert(next);
+        if k == df.len() {
+            df.push(0.0);
+        }
+        df[k] += 1.0;
+    }
+    // Title terms are all in the full bag, so every term has a number.
+    let n = features.len();
+    let idf: Vec<f64> = df.iter().map(|d| (1.0 + n as f64 / d).ln()).collect();
+    let vectors: Vec<(Vector, Vector)> = features
         .iter()
-        .map(|f| (weigh(&f.title), weigh(&f.full)))
+        .map(|f| {
+            let title = Vector::new(&f.title, &numbers, &idf);
+            (title, Vector::new(&f.full, &numbers, &idf))
+        })
         .collect();
     let pair = |i: usize, j: usize| {
         let (a, b, (title_a, full_a), (title_b, full_b)) =
-            (&features[i], &features[j], &bags[i], &bags[j]);
-        let title = cosine(title_a, title_b);
+            (&features[i], &features[j], &vectors[i], &vectors[j]);
+        let title = title_a.cosine(title_b);
         let sim = match a.has_summary && b.has_summary {
-            true => TITLE_SHARE * title + (1.0 - TITLE_SHARE) * cosine(full_a, full_b),
+            true => TITLE_SHARE * title + (1.0 - TITLE_SHARE) * full_a.cosine(full_b),
             false => title,
         };
         // A denial is often a fragment of what it denies: judge it by how much of it is covered.
         let sim = if a.opposes(b) {
-            sim.max(containment(title_a, title_b))
+            sim.max(title_a.containment(title_b))
         } else {
             sim
         };
         sim.max(anchor_overlap(a, b))
     };
-    (0..n as usize)
-        .map(|i| (0..n as usize).map(|j| pair(i, j)).collect())
-        .collect()
+    let mut sims = vec![vec![0.0; n]; n];
+    for i in 0..n {
+        sims[i][i] = pair(i, i);
+        for j in i + 1..n {
+            let s = pair(i, j);
+            (sims[i][j], sims[j][i]) = (s, s);
+        }
+    }
+    sims
 }
 
 /// How much two reports share of what pins an event down — names the batch confirms and figures,
@@ -480,36 +535,31 @@ fn anchor_overlap(a: &Features, b: &Features) -> f64 {
 fn cluster(sim: &[Vec<Option<f64>>], opposed: &[Vec<bool>]) -> Vec<Vec<usize>> {
     let n = sim.len();
     let mut members: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
-    // Per pair of clusters: (sum, count) of agreeing pairs, (sum, count) of opposed pairs, the
-    // lowest pair; `None` once any pair cannot link.
-    type Link = Option<(f64, usize, f64, usize, f64)>;
-    let mut links: Vec<Vec<Link>> = (0..n)
-        .map(|i| {
-            (0..n)
-                .map(|j| {
-                    sim[i][j].map(|s| match opposed[i][j] {
-                        true => (0.0, 0, s, 1, s),
-                        false => (s, 1, 0.0, 0, s),
-                    })
-                })
-                .collect()
-        })
-        .collect();
+    // Per linkable pair of clusters (`i < j`): (sum, count) of agreeing pairs, (sum, count) of
+    // opposed pairs, the lowest pair. A pair that cannot link is absent, and stays absent: a
+    // merged cluster links to `k` only when both of its parts did. Kept sparse, since vetoes
+    // leave most pairs of a batch unlinkable.
+    type Link = (f64, usize, f64, usize, f64);
+    let mut links: BTreeMap<(usize, usize), Link> = BTreeMap::new();
+    for (i, row) in sim.iter().enumerate() {
+        for (j, s) in row.iter().enumerate().skip(i + 1) {
+            if let Some(s) = *s {
+                let link = match opposed[i][j] {
+                    true => (0.0, 0, s, 1, s),
+                    false => (s, 1, 0.0, 0, s),
+                };
+                links.insert((i, j), link);
+            }
+        }
+    }
+    let key = |a: usize, b: usize| (a.min(b), a.max(b));
     let mean = |sum: f64, count: usize| (count > 0).then(|| sum / count as f64);
     loop {
         let mut best: Option<(f64, usize, usize)> = None;
-        for (i, j) in (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j))) {
-            if members[i].is_empty() || members[j].is_empty() {
-                continue;
-            }
-            let Some((agree, n_agree, opp, n_opp, min)) = links[i][j] else {
-                continue;
-            };
-            let agreeing = mean(agree, n_agree);
-            let opposing = mean(opp, n_opp);
+        for (&(i, j), &(agree, n_agree, opp, n_opp, min)) in &links {
             let eligible = min >= MIN_PAIR_SIMILARITY
-                && agreeing.is_none_or(|m| m >= MERGE_THRESHOLD)
-                && opposing.is_none_or(|m| m >= OPPOSED_MERGE_THRESHOLD);
+                && mean(agree, n_agree).is_none_or(|m| m >= MERGE_THRESHOLD)
+                && mean(opp, n_opp).is_none_or(|m| m >= OPPOSED_MERGE_THRESHOLD);
             let overall = (agree + opp) / (n_agree + n_opp) as f64;
             if eligible && best.is_none_or(|(b, _, _)| overall > b) {
                 best = Some((overall, i, j));
@@ -518,11 +568,19 @@ fn cluster(sim: &[Vec<Option<f64>>], opposed: &[Vec<bool>]) -> Vec<Vec<usize>> {
         let Some((_, i, j)) = best else { break };
         let moved = std::mem::take(&mut members[j]);
         members[i].extend(moved);
-        for k in 0..n {
-            links[i][k] = links[i][k]
-                .zip(links[j][k])
-                .map(|(a, b)| (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3, a.4.min(b.4)));
-            links[k][i] = links[i][k];
+        links.remove(&(i, j));
+        let of = |c: usize, links: &BTreeMap<(usize, usize), Link>| -> BTreeMap<usize, Link> {
+            let at = links.iter().filter(|((a, b), _)| *a == c || *b == c);
+            at.map(|(&(a, b), &l)| (if a == c { b } else { a }, l))
+                .collect()
+        };
+        let (from_i, from_j) = (of(i, &links), of(j, &links));
+        links.retain(|&(a, b), _| a != i && b != i && a != j && b != j);
+        for (k, a) in from_i {
+            if let Some(b) = from_j.get(&k) {
+                let merged = (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3, a.4.min(b.4));
+                links.insert(key(i, k), merged);
+            }
         }
     }
     members.retain(|m| !m.is_empty());
@@ -647,36 +705,36 @@ impl<'a> Batch<'a> {
             || ((agreeing_veto || conflict.is_some()) && !opposes)
     }
 
-    /// Whether reports `i` and `j` are about one subject (see [`cross_check_all`]): close in time,
-    /// sharing a name the batch confirms, alike from [`UNCLEAR_THRESHOLD`], and no veto of
-    /// another place, object or kind of incident between them.
-    fn same_subject(&self, i: usize, j: usize) -> bool {
+    /// Whether reports `i` and `j` may be about one subject (see [`cross_check_all`]): close in
+    /// time, sharing a name the batch confirms, and alike from [`UNCLEAR_THRESHOLD`].
+    fn near(&self, i: usize, j: usize) -> bool {
         let (a, b) = (&self.features[i], &self.features[j]);
-        let named = |x: &BTreeSet<String>, y: &BTreeSet<String>| {
-            x.intersection(y).any(|n| !n.starts_with('#'))
-        };
-        // Another place or person each side never mentions, another object or another kind of
-        // incident: another subject, whatever the words.
-        let elsewhere =
-            frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions);
-        let other_thing = disjoint(&a.objects, &b.objects) || disjoint(&a.incidents, &b.incidents);
         !a.too_far(b)
-            && !elsewhere
-            && !other_thing
-            && named(&a.anchors, &b.anchors)
+            && !a.anchor_names.is_disjoint(&b.anchor_names)
             && self.subject_similarity(i, j) >= UNCLEAR_THRESHOLD
+    }
+
+    /// Whether reports `i` and `j` are plainly about different subjects: another place or
+    /// person each side never mentions, another object, another kind of happening (a closure,
+    /// an evacuation, a fire), or one headline template about two things ("Quay Street depot
+    /// closed" / "Quay Street tunnel closed").
+    fn apart(&self, i: usize, j: usize) -> bool {
+        let (a, b) = (&self.features[i], &self.features[j]);
+        frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions)
+            || disjoint(&a.objects, &b.objects)
+            || disjoint(&a.events, &b.events)
+            || self.conflicts[i][j] == Some(Conflict::Substitution)
     }
 
     /// Similarity for telling whether two reports are about one subject although their frames
     /// differ: the word similarity, or the share of names the batch confirms that they have in
     /// common (figures left out: they differ by definition when the frames conflict).
     fn subject_similarity(&self, i: usize, j: usize) -> f64 {
-        let (a, b) = (&self.features[i].anchors, &self.features[j].anchors);
-        let names = |s: &BTreeSet<String>| -> BTreeSet<String> {
-            s.iter().filter(|x| !x.starts_with('#')).cloned().collect()
-        };
-        let (a, b) = (names(a), names(b));
-        let shared = a.intersection(&b).count();
+        let (a, b) = (
+            &self.features[i].anchor_names,
+            &self.features[j].anchor_names,
+        );
+        let shared = a.intersection(b).count();
         let fewer = a.len().min(b.len());
         let overlap = match shared >= MIN_ANCHORS && fewer > 0 {
             true => ANCHOR_WEIGHT * shared as f64 / fewer as f64,
@@ -759,7 +817,15 @@ fn by_count<'a>(n: usize, singular: &'a str, plural: &'a str) -> &'a str {
 /// from its text, and a report denies if either the claim or this reading says so (the claim may
 /// come from a model). Ids not in `reports` are left out; the result has passed [`enforce`].
 pub fn cross_check(claim: &Claim, reports: &[Report]) -> Verdict {
-    let index = owners_by_id(reports);
+    cross_check_with(claim, reports, &owners_by_id(reports))
+}
+
+/// [`cross_check`] with the owners of `reports` ([`owners_by_id`]) already known.
+fn cross_check_with(
+    claim: &Claim,
+    reports: &[Report],
+    index: &BTreeMap<&str, Option<String>>,
+) -> Verdict {
     let listed: BTreeSet<&str> = claim.reports.iter().map(|r| r.id.as_str()).collect();
     let sorted = sorted_unique(reports.iter().filter(|r| listed.contains(r.id.as_str())));
     let features = features_of(&sorted);
@@ -812,7 +878,7 @@ pub fn cross_check(claim: &Claim, reports: &[Report]) -> Verdict {
         denying,
         reason,
     };
-    enforce(verdict, reports)
+    enforce_with(verdict, index)
 }
 
 /// The safety rule for any verdict, including a model's: `confirmed` stands only if its
@@ -820,10 +886,15 @@ pub fn cross_check(claim: &Claim, reports: &[Report]) -> Verdict {
 /// ids count for no owner; any denying entry, known or not, blocks confirmation (stricter than
 /// ignoring it: enforce only ever downgrades). Other statuses pass through unchanged.
 pub fn enforce(verdict: Verdict, reports: &[Report]) -> Verdict {
+    enforce_with(verdict, &owners_by_id(reports))
+}
+
+/// [`enforce`] with the owners of the reports ([`owners_by_id`]) already known.
+fn enforce_with(verdict: Verdict, index: &BTreeMap<&str, Option<String>>) -> Verdict {
     if verdict.status != Status::Confirmed {
         return verdict;
     }
-    let owners = owners_of(&verdict.supporting, &owners_by_id(reports));
+    let owners = owners_of(&verdict.supporting, index);
     let (status, reason) = if !verdict.denying.is_empty() {
         let (n, ids) = (verdict.denying.len(), verdict.denying.join(", "));
         let reports = by_count(n, "report", "reports");
@@ -856,7 +927,8 @@ pub fn enforce(verdict: Verdict, reports: &[Report]) -> Verdict {
 ///
 /// Then, when unclear, not confirmed: a confirmed claim stays confirmed only when no report of
 /// another owner about the same subject (a shared name the batch confirms, close in time, alike
-/// in words: [`UNCLEAR_THRESHOLD`]) was left out of it. Such a report is either the same
+/// in words: [`UNCLEAR_THRESHOLD`]; and plainly apart from none of the claim's reports: another
+/// place, object, kind of happening or template) was left out of it. Such a report is either the same
 /// account worded past what the judge can match, or another account it cannot read (a denial
 /// without cue words, another name in a role): the judge cannot tell which, so the claim is
 /// single-source, its reason naming the report.
@@ -865,14 +937,14 @@ pub fn cross_check_all(claims: &[Claim], reports: &[Report]) -> Vec<Verdict> {
 }
 
 fn cross_check_batch(claims: &[Claim], reports: &[Report], batch: &Batch) -> Vec<Verdict> {
-    let verdicts = claims.iter().map(|c| cross_check(c, reports));
+    let owners = owners_by_id(reports);
+    let verdicts = claims.iter().map(|c| cross_check_with(c, reports, &owners));
     let (sorted, features) = (&batch.sorted, &batch.features);
     let index: BTreeMap<&str, usize> = sorted
         .iter()
         .enumerate()
         .map(|(i, r)| (r.id.as_str(), i))
         .collect();
-    let owners = owners_by_id(reports);
     let supporters = |c: &Claim| -> Vec<usize> {
         let ids = c.reports.iter().filter(|r| r.stance == Stance::Supports);
         ids.filter_map(|r| index.get(r.id.as_str()).copied())
@@ -934,7 +1006,8 @@ fn cross_check_batch(claims: &[Claim], reports: &[Report], batch: &Batch) -> Vec
                 let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();
                 !inside.contains(sorted[k].id.as_str())
                     && owner.is_some_and(|o| !supporters.contains(&o))
-                    && support.iter().any(|&s| batch.same_subject(s, k))
+                    && support.iter().any(|&s| batch.near(s, k))
+                    && !support.iter().any(|&s| batch.apart(s, k))
             });
             let Some(k) = outside else { return verdict };
             let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();

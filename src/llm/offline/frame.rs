@@ -766,18 +766,21 @@ pub fn state(title: &str) -> Option<State> {
 fn state_of(title: &str) -> Option<State> {
     let words = cased_words(title);
     let titled = title_case(&words);
-    let pole_of = |stem_: &str| {
-        OPPOSITIONS.iter().find_map(|(axis, a, b)| {
-            let has = |list: &str| list.split_whitespace().any(|w| stem(w) == stem_);
-            if has(a) {
-                Some((*axis, true))
-            } else if has(b) {
-                Some((*axis, false))
-            } else {
-                None
+    static POLES: std::sync::OnceLock<BTreeMap<String, (&'static str, bool)>> =
+        std::sync::OnceLock::new();
+    let poles = POLES.get_or_init(|| {
+        let mut poles = BTreeMap::new();
+        // The first axis and the first pole that list a stem keep it.
+        for &(axis, a, b) in OPPOSITIONS {
+            for (list, pole) in [(a, true), (b, false)] {
+                for w in list.split_whitespace() {
+                    poles.entry(stem(w)).or_insert((axis, pole));
+                }
             }
-        })
-    };
+        }
+        poles
+    });
+    let pole_of = |stem_: &str| poles.get(stem_).copied();
     let found: Vec<(usize, &'static str, bool)> = words
         .iter()
         .enumerate()

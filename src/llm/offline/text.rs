@@ -204,7 +204,9 @@ pub fn tokenize(text: &str) -> Vec<String> {
 
 /// Whether `word` (lowercase) is a stopword.
 pub fn is_stopword(word: &str) -> bool {
-    words(STOPWORDS).any(|s| s == word)
+    static SET: OnceLock<BTreeSet<&'static str>> = OnceLock::new();
+    SET.get_or_init(|| words(STOPWORDS).collect())
+        .contains(word)
 }
 
 /// A light suffix-stripping stemmer: plural `-s`/`-es`/`-ies`, `-ed`/`-ied`, `-ing`, then a
