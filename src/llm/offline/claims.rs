@@ -174,6 +174,8 @@ struct Features {
     strong_names: BTreeSet<String>,
     mentions: BTreeSet<String>,
     title_stems: Vec<String>,
+    /// Which words of the title are written as names ([`frame::capitalised`]).
+    title_capitals: Vec<bool>,
     title_figures: Figures,
     all_figures: Figures,
     /// Names the batch confirms and figure values, of title and summary: see [`anchor_overlap`].
@@ -264,6 +266,7 @@ impl Features {
             name_list,
             mentions,
             title_stems,
+            title_capitals: frame::capitalised(&report.title),
             contest,
             title_figures: frame::figures(&report.title),
             all_figures,
@@ -328,7 +331,7 @@ impl Features {
     fn substitutes(&self, other: &Features) -> bool {
         let (a, b) = (&self.title_stems, &other.title_stems);
         if a.len() != b.len() {
-            return false;
+            return self.extends_a_name(other) || other.extends_a_name(self);
         }
         let mut differ = a.iter().zip(b).filter(|(x, y)| x != y);
         let (Some((x, y)), None) = (differ.next(), differ.next()) else {
@@ -339,6 +342,35 @@ impl Features {
             !text::is_plain(w) && !by.mentions.contains(w) && !by.mentions.contains(canon)
         };
         cx != cy && unused(x, &cx, other) && unused(y, &cy, self)
+    }
+
+    /// Whether this title is `other`'s word for word, with at most two words inserted into its
+    /// names that the other report never mentions: one template about another team or body
+    /// ("Sedgecombe RFC Women beat Otterham Saracens Women" / "Sedgecombe RFC beat Otterham
+    /// Saracens"). Inserted words are written capitalised next to another capitalised word.
+    fn extends_a_name(&self, other: &Features) -> bool {
+        let (long, short) = (&self.title_stems, &other.title_stems);
+        let extra = long.len().saturating_sub(short.len());
+        if !(1..=2).contains(&extra) {
+            return false;
+        }
+        let capital = |i: usize| self.title_capitals.get(i).copied().unwrap_or(false);
+        let (mut inserted, mut j) = (Vec::new(), 0);
+        for (i, w) in long.iter().enumerate() {
+            if short.get(j) == Some(w) {
+                j += 1;
+            } else {
+                inserted.push(i);
+            }
+        }
+        let in_a_name = |i: usize| {
+            let w = &long[i];
+            capital(i)
+                && (i.checked_sub(1).is_some_and(capital) || capital(i + 1))
+                && !text::is_plain(w)
+                && !other.mentions.contains(w)
+        };
+        j == short.len() && inserted.len() == extra && inserted.iter().all(|&i| in_a_name(i))
     }
 
     /// Whether two reports whose frames conflict (`how`) are rival accounts of one subject:
@@ -427,7 +459,8 @@ impl Vector {
                     std::cmp::Ordering::Less => _ = x.next(),
                     std::cmp::Ordering::Greater => _ = y.next(),
                     std::cmp::Ordering::Equal => {
-                        (x.next(), y.next());
+                        x.next();
+                        y.next();
                         return Some((wi, wj));
                     }
                 }
@@ -491,15 +524,15 @@ fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
         };
         sim.max(anchor_overlap(a, b))
     };
-    let mut sims = vec![vec![0.0; n]; n];
-    for i in 0..n {
-        sims[i][i] = pair(i, i);
-        for j in i + 1..n {
-            let s = pair(i, j);
-            (sims[i][j], sims[j][i]) = (s, s);
-        }
-    }
-    sims
+    // Each pair once (`upper[i][j - i]` for `j >= i`), then mirrored.
+    let upper: Vec<Vec<f64>> = (0..n)
+        .map(|i| (i..n).map(|j| pair(i, j)).collect())
+        .collect();
+    let at = |i: usize, j: usize| match j >= i {
+        true => upper[i][j - i],
+        false => upper[j][i - j],
+    };
+    (0..n).map(|i| (0..n).map(|j| at(i, j)).collect()).collect()
 }
 
 /// How much two reports share of what pins an event down — names the batch confirms and figures,
@@ -842,9 +875,9 @@ fn cross_check_with(
     let (denying, supporting): (Vec<&str>, Vec<&str>) = known.partition(|id| denied.contains(id));
     let to_strings = |ids: Vec<&str>| Vec::from_iter(ids.into_iter().map(String::from));
     let (supporting, denying) = (to_strings(supporting), to_strings(denying));
-    let supporters = owners_of(&supporting, &index);
+    let supporters = owners_of(&supporting, index);
     let (status, reason) = if !denying.is_empty() {
-        let deniers = owners_of(&denying, &index);
+        let deniers = owners_of(&denying, index);
         let deny = by_count(deniers.len().max(1), "denies", "deny");
         let what = match supporting.is_empty() {
             true => "the claim".to_string(),
@@ -1002,6 +1035,26 @@ fn cross_check_batch(claims: &[Claim], reports: &[Report], batch: &Batch) -> Vec
                 .filter_map(|id| index.get(id.as_str()).copied())
                 .collect();
             let supporters = owners_of(&verdict.supporting, &owners);
+            // Two owners must state it in so many words, not only through a third report that
+            // each resembles.
+            let owner_of = |k: usize| owners.get(sorted[k].id.as_str()).cloned().flatten();
+            let direct = support.iter().enumerate().any(|(x, &s)| {
+                support[x + 1..]
+                    .iter()
+                    .any(|&t| owner_of(s) != owner_of(t) && batch.sims[s][t] >= MERGE_THRESHOLD)
+            });
+            if !direct {
+                let reason = format!(
+                    "single source: not confirmed, no two of its owners ({}) report it in words \
+                     alike enough",
+                    names(&supporters)
+                );
+                return Verdict {
+                    status: Status::SingleSource,
+                    reason,
+                    ..verdict
+                };
+            }
             let outside = (0..sorted.len()).find(|&k| {
                 let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();
                 !inside.contains(sorted[k].id.as_str())

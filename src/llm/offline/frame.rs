@@ -539,6 +539,18 @@ pub fn title_stems(title: &str) -> Vec<String> {
     cased_words(title).into_iter().map(|w| w.stem).collect()
 }
 
+/// For each word of `title` (as [`title_stems`] counts them), whether it is written
+/// capitalised inside a sentence-case headline: a part of a name, whatever the batch says
+/// ("Women" in "Sedgecombe RFC Women beat ..."). All false for a Title Case headline.
+pub fn capitalised(title: &str) -> Vec<bool> {
+    let words = cased_words(title);
+    let titled = title_case(&words);
+    words
+        .iter()
+        .map(|w| !titled && w.upper && !w.opens)
+        .collect()
+}
+
 /// Whether the titles (their [`title_stems`]) put two shared names in opposite roles around the same verb (see the
 /// module docs). `names_*` are [`Lexicon::names`] of the titles.
 pub fn role_swap(
@@ -703,9 +715,15 @@ pub fn contest(words: &[String], names: &[Name]) -> Contest {
 }
 
 /// Whether two headlines' contests put one name on opposite sides: a winner in one is a loser
-/// in the other ("Dunhallow elects Ashworth" / "Tiernan defeats Ashworth").
+/// in the other ("Dunhallow elects Ashworth" / "Tiernan defeats Ashworth"). A word on both
+/// sides of one headline ("Vale Ladies beat Rangers Ladies") tells no side.
 pub fn contests_conflict(a: &Contest, b: &Contest) -> bool {
-    !a.winners.is_disjoint(&b.losers) || !a.losers.is_disjoint(&b.winners)
+    let only = |x: &BTreeSet<String>, y: &BTreeSet<String>| -> BTreeSet<String> {
+        x.difference(y).cloned().collect()
+    };
+    let (wa, la) = (only(&a.winners, &a.losers), only(&a.losers, &a.winners));
+    let (wb, lb) = (only(&b.winners, &b.losers), only(&b.losers, &b.winners));
+    !wa.is_disjoint(&lb) || !la.is_disjoint(&wb)
 }
 
 /// A state a headline puts its subject in.
