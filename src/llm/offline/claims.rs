@@ -309,7 +309,14 @@ impl Features {
             &other.all_figures,
         ) {
             Some(Conflict::Figures)
-        } else if self.substitutes(other) {
+        } else if self.substitutes(other)
+            || frame::exclusive_qualifiers(
+                &self.title_stems,
+                &self.mentions,
+                &other.title_stems,
+                &other.mentions,
+            )
+        {
             Some(Conflict::Substitution)
         } else if frame::contests_conflict(&self.contest, &other.contest)
             || frame::role_swap(

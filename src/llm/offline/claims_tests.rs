@@ -513,3 +513,45 @@ fn a_name_extended_by_a_word_is_another_team() {
     assert!(together(&reports, "b", "c"), "{:#?}", group(&reports));
     assert_eq!(holding(&newsroom(&reports), "b").status, Confirmed);
 }
+
+#[test]
+fn a_claim_given_from_outside_needs_two_owners_alike() {
+    // A grouping from elsewhere (a model) is cross-checked on the words: two owners whose
+    // reports are alike only through a third report, or not at all, do not confirm it.
+    let reports = batch(&[
+        "one | Tollmere lifeboat station to close in spring",
+        "one | Tollmere lifeboat station closing: crews to move to Ashcombe",
+        "two | Volunteers fear for coastal safety after RNLI decision",
+    ]);
+    let claim = |ids: &[&str]| Claim {
+        id: "c".into(),
+        text: "t".into(),
+        reports: ids
+            .iter()
+            .map(|id| ClaimReport {
+                id: id.to_string(),
+                stance: Supports,
+            })
+            .collect(),
+    };
+    let verdicts = cross_check_all(&[claim(&["a", "b", "c"])], &reports);
+    assert_eq!(verdicts[0].status, SingleSource, "{verdicts:#?}");
+    assert!(verdicts[0].reason.contains("alike"), "{verdicts:#?}");
+    let alike = batch(&[
+        "one | Tollmere lifeboat station to close in spring",
+        "two | Tollmere lifeboat station will close in the spring",
+    ]);
+    let verdicts = cross_check_all(&[claim(&["a", "b"])], &alike);
+    assert_eq!(verdicts[0].status, Confirmed, "{verdicts:#?}");
+}
+
+#[test]
+fn the_mens_and_the_womens_match_are_two_events() {
+    let reports = batch(&[
+        "one | Harlow Vale men down Corran by twenty-four points to seventeen",
+        "two | Harlow Vale's women win 24-17 at Corran to reach the final",
+        "three | Harlow Vale men beat Corran 24-17",
+    ]);
+    assert!(!together(&reports, "a", "b"), "{:#?}", group(&reports));
+    assert!(together(&reports, "a", "c"), "{:#?}", group(&reports));
+}

@@ -280,6 +280,38 @@ fn small_number_word(word: &str) -> Option<f64> {
         .map(|i| ((i + 2) * 10) as f64)
 }
 
+/// Nouns that a contest's tally counts in ("24 points to 17", "by 31 votes to 18"), compared
+/// by [`stem`]: the same score as "24-17".
+const TALLIES: &str = "point vote goal run try wicket set game frame seat";
+
+/// A tally from the number `value` at `units[at]` (read up to `next`): `<number> <tally noun>
+/// to <number>`, preceded by "by" or with the greater number first (so that "up 50 points to
+/// 7,500" stays a rise). Returns the greater and the smaller number and the index after it.
+fn tally(units: &[Unit], at: usize, value: f64, next: usize) -> Option<(u64, u64, usize)> {
+    let word = |i: usize| match units.get(i) {
+        Some(Unit::Word(w)) => Some(w.as_str()),
+        _ => None,
+    };
+    let noun = stem(word(next)?);
+    if !TALLIES.split_whitespace().any(|t| stem(t) == noun) || word(next + 1) != Some("to") {
+        return None;
+    }
+    let (other, end) = spelled_number(units, next + 2).or_else(|| match units.get(next + 2) {
+        Some(Unit::Number {
+            value,
+            currency: None,
+            percent: false,
+            scale,
+            ..
+        }) if *scale == 1.0 => Some((*value, next + 3)),
+        _ => None,
+    })?;
+    let by = at.checked_sub(1).and_then(word) == Some("by");
+    let whole = |v: f64| v >= 0.0 && v.fract() == 0.0;
+    (whole(value) && whole(other) && (by || value >= other))
+        .then(|| ((value.max(other)) as u64, (value.min(other)) as u64, end))
+}
+
 /// Splits `text` into figure units: numbers keep their currency sign, `%` and a glued scale
 /// (`2.1bn`); `2-1` is a score; `06:00`, `6am`, `8pm` are clock times.
 fn units(text: &str) -> Vec<Unit> {
@@ -466,6 +498,18 @@ pub fn figures(text: &str) -> Figures {
             }
             _ => {}
         }
+        // A tally written out: "by twenty-four points to seventeen", "31 votes to 18".
+        if let Some((winner, loser, end)) = tally(&units, i, value, next)
+            && currency.is_none()
+            && !percent
+            && scale == 1.0
+        {
+            out.entry("score".into())
+                .or_default()
+                .insert(format!("{winner}-{loser}"));
+            i = end;
+            continue;
+        }
         let amount = canonical_number(value * scale);
         let kind = if percent {
             "percent".to_string()
@@ -549,6 +593,37 @@ pub fn capitalised(title: &str) -> Vec<bool> {
         .iter()
         .map(|w| !titled && w.upper && !w.opens)
         .collect()
+}
+
+/// Qualifiers that pick one of two things of a kind and exclude the other, compared by
+/// [`stem`]: general English, not any feed's wording. A headline about the men's side and one
+/// about the women's side are two events, whatever else they share (even the score).
+const EXCLUSIVE: &[(&str, &str)] = &[
+    ("men", "women"),
+    ("boys", "girls"),
+    ("male", "female"),
+    ("northbound", "southbound"),
+    ("eastbound", "westbound"),
+    ("inbound", "outbound"),
+    ("upstream", "downstream"),
+];
+
+/// Whether each title (its [`title_stems`]) uses one of a pair of [`EXCLUSIVE`] qualifiers
+/// that the other report never uses, while the other's title uses the opposite one.
+pub fn exclusive_qualifiers(
+    words_a: &[String],
+    mentions_a: &BTreeSet<String>,
+    words_b: &[String],
+    mentions_b: &BTreeSet<String>,
+) -> bool {
+    EXCLUSIVE.iter().any(|(x, y)| {
+        let (x, y) = (stem(x), stem(y));
+        let only = |words: &[String], mentions: &BTreeSet<String>, this: &String, that: &String| {
+            words.contains(this) && !mentions.contains(that)
+        };
+        (only(words_a, mentions_a, &x, &y) && only(words_b, mentions_b, &y, &x))
+            || (only(words_a, mentions_a, &y, &x) && only(words_b, mentions_b, &x, &y))
+    })
 }
 
 /// Whether the titles (their [`title_stems`]) put two shared names in opposite roles around the same verb (see the
@@ -883,6 +958,11 @@ mod tests {
             ("Deal worth 2.1 billion dollars", "$2.1bn deal"),
             ("1,200 jobs cut", "1200 jobs cut"),
             ("Rovers win 2-1", "Rovers lose 1-2"),
+            (
+                "Bill passes 31-18",
+                "Bill passes by thirty-one votes to eighteen",
+            ),
+            ("Vale win 24-17", "Vale win by 24 points to 17"),
         ];
         for (a, b) in same {
             let (fa, fb) = (figures(a), figures(b));
@@ -897,6 +977,7 @@ mod tests {
             ("12 dead in flood", "20 dead in flood"),
             ("Rovers win 2-1", "Rovers win 3-1"),
             ("Lane 2 of the bridge closed", "Lane 4 of the bridge closed"),
+            ("Bill passes 31-18", "Bill passes by 31 votes to 19"),
         ];
         for (a, b) in different {
             let (fa, fb) = (figures(a), figures(b));
@@ -906,6 +987,7 @@ mod tests {
             );
         }
         assert!(figures("Trains from 06:00 to 6pm").is_empty());
+        assert!(!figures("Index up 50 points to 7,500").contains_key("score"));
         assert_eq!(
             figures("Election in 2026")["year"].iter().next().unwrap(),
             "2026"
