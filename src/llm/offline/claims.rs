@@ -7,14 +7,15 @@
 //! blended 60/40 with the full-text cosine when both reports have a summary, or, when higher,
 //! the share of anchors two reports have in common (names the batch confirms and figures,
 //! anywhere in them: [`anchor_overlap`]). Clustering is average linkage: the most similar pair
-//! of clusters merges while its mean pairwise similarity reaches [`MERGE_THRESHOLD`] and none of
-//! its pairs is below [`MIN_PAIR_SIMILARITY`].
+//! of clusters merges while its agreeing pairs average [`MERGE_THRESHOLD`], its opposed pairs
+//! [`OPPOSED_MERGE_THRESHOLD`], and none of its pairs is below [`MIN_PAIR_SIMILARITY`].
 //!
 //! Vetoes. Two reports never share a claim when each names a place or person (a name the batch
 //! confirms, [`frame`]) that the other never mentions, or when their titles name disjoint
-//! objects (bridge vs tunnel). Unless their titles oppose, they also never do when their frames
-//! conflict (an opening actor the other never mentions doing the same thing, another figure of
-//! one kind, swapped roles), when they name disjoint events (fire vs opening hours), or when
+//! objects (bridge vs tunnel), or when their roles are swapped (even if one denies: "X has not
+//! sued Y" denies "X sues Y", not "Y sues X"). Unless their titles oppose, they also never do
+//! when their frames conflict (an opening actor the other never mentions doing the same thing,
+//! another figure of one kind, a winner who loses in the other), when they name disjoint events (fire vs opening hours), or when
 //! they lie more than [`SAME_EVENT_WINDOW_SECS`] apart. Opposed titles (one denies or negates,
 //! or they put one subject in opposite states) merge from [`OPPOSED_MERGE_THRESHOLD`], judged by
 //! how much of the shorter one the other covers: a denier left outside its claim could let the
@@ -28,7 +29,10 @@
 //!
 //! Rivals. A claim whose frame conflicts with another claim about the same subject (a shared
 //! name, close in time, alike in words: another winner, figure or role) is contradicted by it
-//! ([`cross_check_all`]), and [`enforce`] has the last word on every verdict.
+//! ([`cross_check_all`]). When unclear, not confirmed: a confirmed claim beside a report of
+//! another owner on the same subject that was not grouped with it is single-source (the judge
+//! cannot tell a paraphrase it missed from a denial it cannot read). [`enforce`] has the last
+//! word on every verdict.
 //!
 //! Limits. English headlines; no parser, so roles are positions around a verb and converse
 //! verbs ("X beats Y" / "Y loses to X") read as a swap (a split, never a merge). Paraphrases
@@ -63,6 +67,9 @@ pub const OPPOSED_MERGE_THRESHOLD: f64 = 0.2;
 /// winner is often worded differently too ("Magnitude 5.8 earthquake shakes X" / "Strong 6.1
 /// earthquake hits off X"). A rival only ever withholds a confirmation.
 pub const RIVAL_THRESHOLD: f64 = 0.2;
+/// Similarity from which a report of another owner, sharing a name with a confirmed claim's
+/// report but left out of the claim, makes the claim unclear (see [`cross_check_all`]).
+pub const UNCLEAR_THRESHOLD: f64 = 0.15;
 /// Every two reports of a claim must share at least this much: some rare term, in practice.
 pub const MIN_PAIR_SIMILARITY: f64 = 0.05;
 /// Agreeing reports more than 72 hours apart are never the same event.
@@ -167,10 +174,16 @@ struct Features {
     strong_names: BTreeSet<String>,
     mentions: BTreeSet<String>,
     title_stems: Vec<String>,
+    /// Which words of the title are written as names ([`frame::capitalised`]).
+    title_capitals: Vec<bool>,
     title_figures: Figures,
     all_figures: Figures,
     /// Names the batch confirms and figure values, of title and summary: see [`anchor_overlap`].
     anchors: BTreeSet<String>,
+    /// The names among the anchors.
+    anchor_names: BTreeSet<String>,
+    /// Who won and who lost, by the headline ([`frame::contest`]).
+    contest: frame::Contest,
     state: Option<frame::State>,
     cues: text::Cues,
     title_cues: text::Cues,
@@ -220,6 +233,8 @@ impl Features {
             .cloned()
             .collect();
         let name_list = lexicon.names(&report.title);
+        let title_stems = frame::title_stems(&report.title);
+        let contest = frame::contest(&title_stems, &name_list);
         let all_figures = frame::figures(&format!("{}\n{}", report.title, report.summary));
         let mut anchors: BTreeSet<String> = lexicon
             .names(&report.summary)
@@ -250,9 +265,16 @@ impl Features {
                 .collect(),
             name_list,
             mentions,
-            title_stems: frame::title_stems(&report.title),
+            title_stems,
+            title_capitals: frame::capitalised(&report.title),
+            contest,
             title_figures: frame::figures(&report.title),
             all_figures,
+            anchor_names: anchors
+                .iter()
+                .filter(|a| !a.starts_with('#'))
+                .cloned()
+                .collect(),
             anchors,
             state: frame::state(&report.title),
             cues: text::cues(&format!("{}\n{}", report.title, report.summary)),
@@ -287,14 +309,23 @@ impl Features {
             &other.all_figures,
         ) {
             Some(Conflict::Figures)
-        } else if self.substitutes(other) {
+        } else if self.substitutes(other)
+            || frame::exclusive_qualifiers(
+                &self.title_stems,
+                &self.mentions,
+                &other.title_stems,
+                &other.mentions,
+            )
+        {
             Some(Conflict::Substitution)
-        } else if frame::role_swap(
-            &self.title_stems,
-            &self.name_list,
-            &other.title_stems,
-            &other.name_list,
-        ) {
+        } else if frame::contests_conflict(&self.contest, &other.contest)
+            || frame::role_swap(
+                &self.title_stems,
+                &self.name_list,
+                &other.title_stems,
+                &other.name_list,
+            )
+        {
             Some(Conflict::Roles)
         } else {
             None
@@ -307,7 +338,7 @@ impl Features {
     fn substitutes(&self, other: &Features) -> bool {
         let (a, b) = (&self.title_stems, &other.title_stems);
         if a.len() != b.len() {
-            return false;
+            return self.extends_a_name(other) || other.extends_a_name(self);
         }
         let mut differ = a.iter().zip(b).filter(|(x, y)| x != y);
         let (Some((x, y)), None) = (differ.next(), differ.next()) else {
@@ -318,6 +349,35 @@ impl Features {
             !text::is_plain(w) && !by.mentions.contains(w) && !by.mentions.contains(canon)
         };
         cx != cy && unused(x, &cx, other) && unused(y, &cy, self)
+    }
+
+    /// Whether this title is `other`'s word for word, with at most two words inserted into its
+    /// names that the other report never mentions: one template about another team or body
+    /// ("Sedgecombe RFC Women beat Otterham Saracens Women" / "Sedgecombe RFC beat Otterham
+    /// Saracens"). Inserted words are written capitalised next to another capitalised word.
+    fn extends_a_name(&self, other: &Features) -> bool {
+        let (long, short) = (&self.title_stems, &other.title_stems);
+        let extra = long.len().saturating_sub(short.len());
+        if !(1..=2).contains(&extra) {
+            return false;
+        }
+        let capital = |i: usize| self.title_capitals.get(i).copied().unwrap_or(false);
+        let (mut inserted, mut j) = (Vec::new(), 0);
+        for (i, w) in long.iter().enumerate() {
+            if short.get(j) == Some(w) {
+                j += 1;
+            } else {
+                inserted.push(i);
+            }
+        }
+        let in_a_name = |i: usize| {
+            let w = &long[i];
+            capital(i)
+                && (i.checked_sub(1).is_some_and(capital) || capital(i + 1))
+                && !text::is_plain(w)
+                && !other.mentions.contains(w)
+        };
+        j == short.len() && inserted.len() == extra && inserted.iter().all(|&i| in_a_name(i))
     }
 
     /// Whether two reports whose frames conflict (`how`) are rival accounts of one subject:
@@ -335,23 +395,6 @@ impl Features {
     fn too_far(&self, other: &Features) -> bool {
         matches!((self.time, other.time),
             (Some(a), Some(b)) if (a - b).abs() > SAME_EVENT_WINDOW_SECS)
-    }
-
-    /// Whether the two can never be one event (see "Vetoes" in the module docs).
-    fn cannot_link(&self, other: &Features) -> bool {
-        let agreeing_veto = self.too_far(other)
-            || self.conflict(other).is_some()
-            || disjoint(&self.events, &other.events)
-            || disjoint(&self.incidents, &other.incidents);
-        let elsewhere = frame::strong_names_conflict(
-            &self.name_list,
-            &self.mentions,
-            &other.name_list,
-            &other.mentions,
-        );
-        disjoint(&self.objects, &other.objects)
-            || elsewhere
-            || (agreeing_veto && !self.opposes(other))
     }
 }
 
@@ -383,30 +426,6 @@ fn sorted_unique<'a>(reports: impl IntoIterator<Item = &'a Report>) -> Vec<&'a R
     sorted
 }
 
-/// Sum of squared weights of the terms of `a` that `b` also has (all of `a` without `b`).
-fn mass(a: &Bag, b: Option<&Bag>) -> f64 {
-    let shared = a
-        .iter()
-        .filter(|(t, _)| b.is_none_or(|b| b.contains_key(*t)));
-    shared.map(|(_, w)| w * w).sum()
-}
-
-fn cosine(a: &Bag, b: &Bag) -> f64 {
-    let dot: f64 = a.iter().filter_map(|(t, w)| Some(w * b.get(t)?)).sum();
-    let norms = (mass(a, None) * mass(b, None)).sqrt();
-    if norms > 0.0 { dot / norms } else { 0.0 }
-}
-
-/// How much of the smaller-weighted bag the other one covers (the weighted overlap coefficient).
-fn containment(a: &Bag, b: &Bag) -> f64 {
-    let smaller = mass(a, None).min(mass(b, None));
-    if smaller > 0.0 {
-        mass(a, Some(b)) / smaller
-    } else {
-        0.0
-    }
-}
-
 /// [`Features`] of sorted reports, names read against the batch they came in.
 fn features_of(sorted: &[&Report]) -> Vec<Features> {
     let texts = sorted
@@ -416,80 +435,192 @@ fn features_of(sorted: &[&Report]) -> Vec<Features> {
     sorted.iter().map(|r| Features::new(r, &lexicon)).collect()
 }
 
-/// Pairwise similarity of all reports, vetoes aside.
-fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
-    let mut df: BTreeMap<&str, f64> = BTreeMap::new();
-    for term in features.iter().flat_map(|f| f.full.keys()) {
-        *df.entry(term).or_default() += 1.0;
+/// A weighted bag of terms as (term number, weight), sorted by term number, with its squared
+/// norm: what [`similarities`] compares, without comparing strings.
+struct Vector {
+    terms: Vec<(usize, f64)>,
+    norm2: f64,
+}
+
+impl Vector {
+    fn new(bag: &Bag, numbers: &BTreeMap<&str, usize>, idf: &[f64]) -> Self {
+        let mut terms: Vec<(usize, f64)> = bag
+            .iter()
+            .map(|(t, w)| {
+                let k = numbers[t.as_str()];
+                (k, w * idf[k])
+            })
+            .collect();
+        terms.sort_unstable_by_key(|&(k, _)| k);
+        let norm2 = terms.iter().map(|(_, w)| w * w).sum();
+        Self { terms, norm2 }
     }
-    let n = features.len() as f64;
-    let idf = |t: &str| (1.0 + n / df[t]).ln();
-    let weigh = |bag: &Bag| -> Bag { bag.iter().map(|(t, w)| (t.clone(), w * idf(t))).collect() };
-    let bags: Vec<(Bag, Bag)> = features
+
+    /// The weights of the terms both have, in term order.
+    fn shared<'a>(&'a self, other: &'a Vector) -> impl Iterator<Item = (f64, f64)> + 'a {
+        let (mut x, mut y) = (self.terms.iter().peekable(), other.terms.iter().peekable());
+        std::iter::from_fn(move || {
+            loop {
+                let (&&(i, wi), &&(j, wj)) = (x.peek()?, y.peek()?);
+                match i.cmp(&j) {
+                    std::cmp::Ordering::Less => _ = x.next(),
+                    std::cmp::Ordering::Greater => _ = y.next(),
+                    std::cmp::Ordering::Equal => {
+                        x.next();
+                        y.next();
+                        return Some((wi, wj));
+                    }
+                }
+            }
+        })
+    }
+
+    fn cosine(&self, other: &Vector) -> f64 {
+        let dot: f64 = self.shared(other).map(|(a, b)| a * b).sum();
+        let norms = (self.norm2 * other.norm2).sqrt();
+        if norms > 0.0 { dot / norms } else { 0.0 }
+    }
+
+    /// How much of the smaller-weighted bag the other covers (the weighted overlap coefficient).
+    fn containment(&self, other: &Vector) -> f64 {
+        let smaller = self.norm2.min(other.norm2);
+        let covered: f64 = self.shared(other).map(|(a, _)| a * a).sum();
+        if smaller > 0.0 {
+            covered / smaller
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Pairwise similarity of all reports, vetoes aside (symmetric).
+fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
+    let mut numbers: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut df: Vec<f64> = Vec::new();
+    for term in features.iter().flat_map(|f| f.full.keys()) {
+        let next = numbers.len();
+        let k = *numbers.entry(term).or_insert(next);
+        if k == df.len() {
+            df.push(0.0);
+        }
+        df[k] += 1.0;
+    }
+    // Title terms are all in the full bag, so every term has a number.
+    let n = features.len();
+    let idf: Vec<f64> = df.iter().map(|d| (1.0 + n as f64 / d).ln()).collect();
+    let vectors: Vec<(Vector, Vector)> = features
         .iter()
-        .map(|f| (weigh(&f.title), weigh(&f.full)))
+        .map(|f| {
+            let title = Vector::new(&f.title, &numbers, &idf);
+            (title, Vector::new(&f.full, &numbers, &idf))
+        })
         .collect();
     let pair = |i: usize, j: usize| {
         let (a, b, (title_a, full_a), (title_b, full_b)) =
-            (&features[i], &features[j], &bags[i], &bags[j]);
-        let title = cosine(title_a, title_b);
+            (&features[i], &features[j], &vectors[i], &vectors[j]);
+        let title = title_a.cosine(title_b);
         let sim = match a.has_summary && b.has_summary {
-            true => TITLE_SHARE * title + (1.0 - TITLE_SHARE) * cosine(full_a, full_b),
+            true => TITLE_SHARE * title + (1.0 - TITLE_SHARE) * full_a.cosine(full_b),
             false => title,
         };
         // A denial is often a fragment of what it denies: judge it by how much of it is covered.
         let sim = if a.opposes(b) {
-            sim.max(containment(title_a, title_b))
+            sim.max(title_a.containment(title_b))
         } else {
             sim
         };
-        sim.max(anchor_overlap(&a.anchors, &b.anchors))
+        sim.max(anchor_overlap(a, b))
     };
-    (0..n as usize)
-        .map(|i| (0..n as usize).map(|j| pair(i, j)).collect())
-        .collect()
+    // Each pair once (`upper[i][j - i]` for `j >= i`), then mirrored.
+    let upper: Vec<Vec<f64>> = (0..n)
+        .map(|i| (i..n).map(|j| pair(i, j)).collect())
+        .collect();
+    let at = |i: usize, j: usize| match j >= i {
+        true => upper[i][j - i],
+        false => upper[j][i - j],
+    };
+    (0..n).map(|i| (0..n).map(|j| at(i, j)).collect()).collect()
 }
 
 /// How much two reports share of what pins an event down — names the batch confirms and figures,
 /// anywhere in them — as a share of the fewer: paraphrases that share few words still name the
-/// same people and places with the same numbers. Needs [`MIN_ANCHORS`] in common.
-fn anchor_overlap(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
-    let shared = a.intersection(b).count();
-    let fewer = a.len().min(b.len());
-    if shared < MIN_ANCHORS || fewer == 0 {
+/// same people and places with the same numbers. Needs [`MIN_ANCHORS`] in common, and nothing
+/// when a headline gives a figure that the other report does not: names alone are a place or a
+/// club, not an event (a match report with its score and a ground's sale both name the club
+/// and its ground).
+fn anchor_overlap(a: &Features, b: &Features) -> f64 {
+    let (x, y) = (&a.anchors, &b.anchors);
+    let shared = x.intersection(y).count();
+    let fewer = x.len().min(y.len());
+    let unmatched = |f: &Features, other: &BTreeSet<String>| {
+        let headline = f.title_figures.iter().filter(|(kind, _)| *kind != "year");
+        headline
+            .flat_map(|(_, values)| values)
+            .any(|v| !other.contains(&format!("#{v}")))
+    };
+    if shared < MIN_ANCHORS || fewer == 0 || unmatched(a, y) || unmatched(b, x) {
         return 0.0;
     }
     ANCHOR_WEIGHT * shared as f64 / fewer as f64
 }
 
-/// Average-linkage clustering over `sim` (`None`: cannot link), where a pair of clusters merges
-/// from the lowest of its pairs' `bars`. Ties go to the earliest pair, so the result depends
-/// only on the order of the input. Returns clusters of indices, each sorted.
-fn cluster(sim: &[Vec<Option<f64>>], bars: &[Vec<f64>]) -> Vec<Vec<usize>> {
+/// Average-linkage clustering over `sim` (`None`: cannot link), where `opposed[i][j]` marks the
+/// pairs whose titles oppose (see [`Features::opposes`]). A pair of clusters merges when none of
+/// its pairs is below [`MIN_PAIR_SIMILARITY`], its agreeing pairs average [`MERGE_THRESHOLD`]
+/// and its opposed pairs [`OPPOSED_MERGE_THRESHOLD`]: a denial in a cluster lowers the bar for
+/// itself only, never for the reports that agree with each other (else a denial of a stadium
+/// sale would carry a match report at the same ground into its claim). Ties go to the earliest
+/// pair, so the result depends only on the order of the input. Returns clusters of indices,
+/// each sorted.
+fn cluster(sim: &[Vec<Option<f64>>], opposed: &[Vec<bool>]) -> Vec<Vec<usize>> {
     let n = sim.len();
     let mut members: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
-    let (mut sums, mut mins, mut bars) = (sim.to_vec(), sim.to_vec(), bars.to_vec());
+    // Per linkable pair of clusters (`i < j`): (sum, count) of agreeing pairs, (sum, count) of
+    // opposed pairs, the lowest pair. A pair that cannot link is absent, and stays absent: a
+    // merged cluster links to `k` only when both of its parts did. Kept sparse, since vetoes
+    // leave most pairs of a batch unlinkable.
+    type Link = (f64, usize, f64, usize, f64);
+    let mut links: BTreeMap<(usize, usize), Link> = BTreeMap::new();
+    for (i, row) in sim.iter().enumerate() {
+        for (j, s) in row.iter().enumerate().skip(i + 1) {
+            if let Some(s) = *s {
+                let link = match opposed[i][j] {
+                    true => (0.0, 0, s, 1, s),
+                    false => (s, 1, 0.0, 0, s),
+                };
+                links.insert((i, j), link);
+            }
+        }
+    }
+    let key = |a: usize, b: usize| (a.min(b), a.max(b));
+    let mean = |sum: f64, count: usize| (count > 0).then(|| sum / count as f64);
     loop {
         let mut best: Option<(f64, usize, usize)> = None;
-        for (i, j) in (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j))) {
-            let size = members[i].len() * members[j].len();
-            let (Some(sum), Some(min)) = (sums[i][j], mins[i][j]) else {
-                continue;
-            };
-            let mean = sum / size as f64;
-            let eligible = size > 0 && min >= MIN_PAIR_SIMILARITY && mean >= bars[i][j];
-            if eligible && best.is_none_or(|(b, _, _)| mean > b) {
-                best = Some((mean, i, j));
+        for (&(i, j), &(agree, n_agree, opp, n_opp, min)) in &links {
+            let eligible = min >= MIN_PAIR_SIMILARITY
+                && mean(agree, n_agree).is_none_or(|m| m >= MERGE_THRESHOLD)
+                && mean(opp, n_opp).is_none_or(|m| m >= OPPOSED_MERGE_THRESHOLD);
+            let overall = (agree + opp) / (n_agree + n_opp) as f64;
+            if eligible && best.is_none_or(|(b, _, _)| overall > b) {
+                best = Some((overall, i, j));
             }
         }
         let Some((_, i, j)) = best else { break };
         let moved = std::mem::take(&mut members[j]);
         members[i].extend(moved);
-        for k in 0..n {
-            sums[i][k] = sums[i][k].zip(sums[j][k]).map(|(a, b)| a + b);
-            mins[i][k] = mins[i][k].zip(mins[j][k]).map(|(a, b)| a.min(b));
-            bars[i][k] = bars[i][k].min(bars[j][k]);
-            (sums[k][i], mins[k][i], bars[k][i]) = (sums[i][k], mins[i][k], bars[i][k]);
+        links.remove(&(i, j));
+        let of = |c: usize, links: &BTreeMap<(usize, usize), Link>| -> BTreeMap<usize, Link> {
+            let at = links.iter().filter(|((a, b), _)| *a == c || *b == c);
+            at.map(|(&(a, b), &l)| (if a == c { b } else { a }, l))
+                .collect()
+        };
+        let (from_i, from_j) = (of(i, &links), of(j, &links));
+        links.retain(|&(a, b), _| a != i && b != i && a != j && b != j);
+        for (k, a) in from_i {
+            if let Some(b) = from_j.get(&k) {
+                let merged = (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3, a.4.min(b.4));
+                links.insert(key(i, k), merged);
+            }
         }
     }
     members.retain(|m| !m.is_empty());
@@ -565,33 +696,118 @@ fn make_claim(members: &[usize], sorted: &[&Report], features: &[Features]) -> (
     (anchor, claim)
 }
 
+/// What one batch of reports needs for grouping and cross-checking, computed once: the reports
+/// in [`sort_key`] order, their [`Features`], the pairwise similarity and the pairwise frame
+/// conflicts (both symmetric). [`newsroom`] builds it once for both steps.
+struct Batch<'a> {
+    sorted: Vec<&'a Report>,
+    features: Vec<Features>,
+    sims: Vec<Vec<f64>>,
+    /// `None` on the diagonal and where the frames agree.
+    conflicts: Vec<Vec<Option<Conflict>>>,
+}
+
+impl<'a> Batch<'a> {
+    fn new(reports: &'a [Report]) -> Self {
+        let sorted = sorted_unique(reports);
+        let features = features_of(&sorted);
+        let sims = similarities(&features);
+        let n = features.len();
+        let mut conflicts = vec![vec![None; n]; n];
+        for i in 0..n {
+            for j in i + 1..n {
+                let how = features[i].conflict(&features[j]);
+                (conflicts[i][j], conflicts[j][i]) = (how, how);
+            }
+        }
+        Self {
+            sorted,
+            features,
+            sims,
+            conflicts,
+        }
+    }
+
+    /// Whether reports `i` and `j` can never be one event (see "Vetoes" in the module docs).
+    fn cannot_link(&self, i: usize, j: usize) -> bool {
+        let (a, b) = (&self.features[i], &self.features[j]);
+        let agreeing_veto =
+            a.too_far(b) || disjoint(&a.events, &b.events) || disjoint(&a.incidents, &b.incidents);
+        let conflict = self.conflicts[i][j];
+        let elsewhere =
+            frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions);
+        let opposes = a.opposes(b);
+        disjoint(&a.objects, &b.objects)
+            || elsewhere
+            // Swapped roles are another claim whatever the stance: "X has not sued Y" denies
+            // "X sues Y", not "Y sues X".
+            || conflict == Some(Conflict::Roles)
+            || ((agreeing_veto || conflict.is_some()) && !opposes)
+    }
+
+    /// Whether reports `i` and `j` may be about one subject (see [`cross_check_all`]): close in
+    /// time, sharing a name the batch confirms, and alike from [`UNCLEAR_THRESHOLD`].
+    fn near(&self, i: usize, j: usize) -> bool {
+        let (a, b) = (&self.features[i], &self.features[j]);
+        !a.too_far(b)
+            && !a.anchor_names.is_disjoint(&b.anchor_names)
+            && self.subject_similarity(i, j) >= UNCLEAR_THRESHOLD
+    }
+
+    /// Whether reports `i` and `j` are plainly about different subjects: another place or
+    /// person each side never mentions, another object, another kind of happening (a closure,
+    /// an evacuation, a fire), or one headline template about two things ("Quay Street depot
+    /// closed" / "Quay Street tunnel closed").
+    fn apart(&self, i: usize, j: usize) -> bool {
+        let (a, b) = (&self.features[i], &self.features[j]);
+        frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions)
+            || disjoint(&a.objects, &b.objects)
+            || disjoint(&a.events, &b.events)
+            || self.conflicts[i][j] == Some(Conflict::Substitution)
+    }
+
+    /// Similarity for telling whether two reports are about one subject although their frames
+    /// differ: the word similarity, or the share of names the batch confirms that they have in
+    /// common (figures left out: they differ by definition when the frames conflict).
+    fn subject_similarity(&self, i: usize, j: usize) -> f64 {
+        let (a, b) = (
+            &self.features[i].anchor_names,
+            &self.features[j].anchor_names,
+        );
+        let shared = a.intersection(b).count();
+        let fewer = a.len().min(b.len());
+        let overlap = match shared >= MIN_ANCHORS && fewer > 0 {
+            true => ANCHOR_WEIGHT * shared as f64 / fewer as f64,
+            false => 0.0,
+        };
+        self.sims[i][j].max(overlap)
+    }
+}
+
 /// Group reports into claims, one per event. The result does not depend on the order of
 /// `reports` (a duplicated id counts once); claims are in their anchors' (published, id) order.
 pub fn group(reports: &[Report]) -> Vec<Claim> {
-    let sorted = sorted_unique(reports);
-    let features = features_of(&sorted);
-    let bar = |a: &Features, b: &Features| match a.opposes(b) {
-        true => OPPOSED_MERGE_THRESHOLD,
-        false => MERGE_THRESHOLD,
-    };
-    let bars = Vec::from_iter(
+    group_batch(&Batch::new(reports))
+}
+
+fn group_batch(batch: &Batch) -> Vec<Claim> {
+    let features = &batch.features;
+    let opposed = Vec::from_iter(
         features
             .iter()
-            .map(|a| features.iter().map(|b| bar(a, b)).collect()),
+            .map(|a| features.iter().map(|b| a.opposes(b)).collect()),
     );
-    let sims = similarities(&features);
-    let linkable = |i: usize, j: usize| !features[i].cannot_link(&features[j]);
-    let sims = Vec::from_iter(sims.iter().enumerate().map(|(i, row)| {
+    let sims = Vec::from_iter(batch.sims.iter().enumerate().map(|(i, row)| {
         Vec::from_iter(
             row.iter()
                 .enumerate()
-                .map(|(j, &s)| linkable(i, j).then_some(s)),
+                .map(|(j, &s)| (i == j || !batch.cannot_link(i, j)).then_some(s)),
         )
     }));
-    let clusters = cluster(&sims, &bars);
+    let clusters = cluster(&sims, &opposed);
     let mut claims: Vec<(usize, Claim)> = clusters
         .iter()
-        .map(|members| make_claim(members, &sorted, &features))
+        .map(|members| make_claim(members, &batch.sorted, features))
         .collect();
     claims.sort_by_key(|(anchor, _)| *anchor);
     claims.into_iter().map(|(_, claim)| claim).collect()
@@ -641,7 +857,15 @@ fn by_count<'a>(n: usize, singular: &'a str, plural: &'a str) -> &'a str {
 /// from its text, and a report denies if either the claim or this reading says so (the claim may
 /// come from a model). Ids not in `reports` are left out; the result has passed [`enforce`].
 pub fn cross_check(claim: &Claim, reports: &[Report]) -> Verdict {
-    let index = owners_by_id(reports);
+    cross_check_with(claim, reports, &owners_by_id(reports))
+}
+
+/// [`cross_check`] with the owners of `reports` ([`owners_by_id`]) already known.
+fn cross_check_with(
+    claim: &Claim,
+    reports: &[Report],
+    index: &BTreeMap<&str, Option<String>>,
+) -> Verdict {
     let listed: BTreeSet<&str> = claim.reports.iter().map(|r| r.id.as_str()).collect();
     let sorted = sorted_unique(reports.iter().filter(|r| listed.contains(r.id.as_str())));
     let features = features_of(&sorted);
@@ -658,9 +882,9 @@ pub fn cross_check(claim: &Claim, reports: &[Report]) -> Verdict {
     let (denying, supporting): (Vec<&str>, Vec<&str>) = known.partition(|id| denied.contains(id));
     let to_strings = |ids: Vec<&str>| Vec::from_iter(ids.into_iter().map(String::from));
     let (supporting, denying) = (to_strings(supporting), to_strings(denying));
-    let supporters = owners_of(&supporting, &index);
+    let supporters = owners_of(&supporting, index);
     let (status, reason) = if !denying.is_empty() {
-        let deniers = owners_of(&denying, &index);
+        let deniers = owners_of(&denying, index);
         let deny = by_count(deniers.len().max(1), "denies", "deny");
         let what = match supporting.is_empty() {
             true => "the claim".to_string(),
@@ -694,7 +918,7 @@ pub fn cross_check(claim: &Claim, reports: &[Report]) -> Verdict {
         denying,
         reason,
     };
-    enforce(verdict, reports)
+    enforce_with(verdict, index)
 }
 
 /// The safety rule for any verdict, including a model's: `confirmed` stands only if its
@@ -702,10 +926,15 @@ pub fn cross_check(claim: &Claim, reports: &[Report]) -> Verdict {
 /// ids count for no owner; any denying entry, known or not, blocks confirmation (stricter than
 /// ignoring it: enforce only ever downgrades). Other statuses pass through unchanged.
 pub fn enforce(verdict: Verdict, reports: &[Report]) -> Verdict {
+    enforce_with(verdict, &owners_by_id(reports))
+}
+
+/// [`enforce`] with the owners of the reports ([`owners_by_id`]) already known.
+fn enforce_with(verdict: Verdict, index: &BTreeMap<&str, Option<String>>) -> Verdict {
     if verdict.status != Status::Confirmed {
         return verdict;
     }
-    let owners = owners_of(&verdict.supporting, &owners_by_id(reports));
+    let owners = owners_of(&verdict.supporting, index);
     let (status, reason) = if !verdict.denying.is_empty() {
         let (n, ids) = (verdict.denying.len(), verdict.denying.join(", "));
         let reports = by_count(n, "report", "reports");
@@ -735,17 +964,27 @@ pub fn enforce(verdict: Verdict, reports: &[Report]) -> Verdict {
 /// claim with a rival is contradicted, the rival's reports listed as denying it, unless every
 /// rival report comes from an owner that also supports the claim (an owner's own update is no
 /// second account).
+///
+/// Then, when unclear, not confirmed: a confirmed claim stays confirmed only when no report of
+/// another owner about the same subject (a shared name the batch confirms, close in time, alike
+/// in words: [`UNCLEAR_THRESHOLD`]; and plainly apart from none of the claim's reports: another
+/// place, object, kind of happening or template) was left out of it. Such a report is either the same
+/// account worded past what the judge can match, or another account it cannot read (a denial
+/// without cue words, another name in a role): the judge cannot tell which, so the claim is
+/// single-source, its reason naming the report.
 pub fn cross_check_all(claims: &[Claim], reports: &[Report]) -> Vec<Verdict> {
-    let verdicts = claims.iter().map(|c| cross_check(c, reports));
-    let sorted = sorted_unique(reports);
-    let features = features_of(&sorted);
-    let sims = similarities(&features);
+    cross_check_batch(claims, reports, &Batch::new(reports))
+}
+
+fn cross_check_batch(claims: &[Claim], reports: &[Report], batch: &Batch) -> Vec<Verdict> {
+    let owners = owners_by_id(reports);
+    let verdicts = claims.iter().map(|c| cross_check_with(c, reports, &owners));
+    let (sorted, features) = (&batch.sorted, &batch.features);
     let index: BTreeMap<&str, usize> = sorted
         .iter()
         .enumerate()
         .map(|(i, r)| (r.id.as_str(), i))
         .collect();
-    let owners = owners_by_id(reports);
     let supporters = |c: &Claim| -> Vec<usize> {
         let ids = c.reports.iter().filter(|r| r.stance == Stance::Supports);
         ids.filter_map(|r| index.get(r.id.as_str()).copied())
@@ -756,36 +995,90 @@ pub fn cross_check_all(claims: &[Claim], reports: &[Report]) -> Vec<Verdict> {
         members[i].iter().any(|&a| {
             members[j].iter().any(|&b| {
                 let (fa, fb) = (&features[a], &features[b]);
-                sims[a][b] >= RIVAL_THRESHOLD
-                    && fa.conflict(fb).is_some_and(|how| fa.rivals(fb, how))
+                batch.subject_similarity(a, b) >= RIVAL_THRESHOLD
+                    && batch.conflicts[a][b].is_some_and(|how| fa.rivals(fb, how))
             })
         })
     };
-    verdicts
+    let ids = |idx: &[usize]| Vec::from_iter(idx.iter().map(|&k| sorted[k].id.clone()));
+    let with_rivals = verdicts.enumerate().map(|(i, verdict)| {
+        if verdict.status == Status::Contradicted {
+            return verdict;
+        }
+        let rival_reports: Vec<usize> = (0..claims.len())
+            .filter(|&j| j != i && rivals(i, j))
+            .flat_map(|j| members[j].clone())
+            .collect();
+        let supporters = owners_of(&ids(&members[i]), &owners);
+        let denying = ids(&rival_reports);
+        let deniers = owners_of(&denying, &owners);
+        if deniers.is_subset(&supporters) {
+            return verdict;
+        }
+        let verb = by_count(deniers.len().max(1), "reports", "report");
+        let reason = format!(
+            "contradicted: {} {verb} it otherwise (another winner, figure or role)",
+            names(&deniers)
+        );
+        Verdict {
+            status: Status::Contradicted,
+            denying,
+            reason,
+            ..verdict
+        }
+    });
+    let with_rivals: Vec<Verdict> = with_rivals.collect();
+    with_rivals
+        .into_iter()
         .enumerate()
         .map(|(i, verdict)| {
-            if verdict.status == Status::Contradicted {
+            if verdict.status != Status::Confirmed {
                 return verdict;
             }
-            let rival_reports: Vec<usize> = (0..claims.len())
-                .filter(|&j| j != i && rivals(i, j))
-                .flat_map(|j| members[j].clone())
+            let inside: BTreeSet<&str> = claims[i].reports.iter().map(|r| r.id.as_str()).collect();
+            let support: Vec<usize> = verdict
+                .supporting
+                .iter()
+                .filter_map(|id| index.get(id.as_str()).copied())
                 .collect();
-            let ids = |idx: &[usize]| Vec::from_iter(idx.iter().map(|&k| sorted[k].id.clone()));
-            let supporters = owners_of(&ids(&members[i]), &owners);
-            let denying = ids(&rival_reports);
-            let deniers = owners_of(&denying, &owners);
-            if deniers.is_subset(&supporters) {
-                return verdict;
+            let supporters = owners_of(&verdict.supporting, &owners);
+            // Two owners must state it in so many words, not only through a third report that
+            // each resembles.
+            let owner_of = |k: usize| owners.get(sorted[k].id.as_str()).cloned().flatten();
+            let direct = support.iter().enumerate().any(|(x, &s)| {
+                support[x + 1..]
+                    .iter()
+                    .any(|&t| owner_of(s) != owner_of(t) && batch.sims[s][t] >= MERGE_THRESHOLD)
+            });
+            if !direct {
+                let reason = format!(
+                    "single source: not confirmed, no two of its owners ({}) report it in words \
+                     alike enough",
+                    names(&supporters)
+                );
+                return Verdict {
+                    status: Status::SingleSource,
+                    reason,
+                    ..verdict
+                };
             }
-            let verb = by_count(deniers.len().max(1), "reports", "report");
+            let outside = (0..sorted.len()).find(|&k| {
+                let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();
+                !inside.contains(sorted[k].id.as_str())
+                    && owner.is_some_and(|o| !supporters.contains(&o))
+                    && support.iter().any(|&s| batch.near(s, k))
+                    && !support.iter().any(|&s| batch.apart(s, k))
+            });
+            let Some(k) = outside else { return verdict };
+            let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();
             let reason = format!(
-                "contradicted: {} {verb} it otherwise (another winner, figure or role)",
-                names(&deniers)
+                "single source: not confirmed, {} also reports on this subject ({}) in words the \
+                 judge cannot match to it",
+                owner.unwrap_or_default(),
+                sorted[k].id
             );
             Verdict {
-                status: Status::Contradicted,
-                denying,
+                status: Status::SingleSource,
                 reason,
                 ..verdict
             }
@@ -795,7 +1088,8 @@ pub fn cross_check_all(claims: &[Claim], reports: &[Report]) -> Vec<Verdict> {
 
 /// Group `reports` and cross-check every claim, in claim order.
 pub fn newsroom(reports: &[Report]) -> Vec<Verdict> {
-    cross_check_all(&group(reports), reports)
+    let batch = Batch::new(reports);
+    cross_check_batch(&group_batch(&batch), reports, &batch)
 }
 
 #[cfg(test)]

@@ -298,7 +298,7 @@ fn reasons_name_the_owners() {
         v.map(|v| v.reason.as_str()).unwrap_or_default()
     };
     let reasons = [
-        "confirmed: reported by 3 independent owners (bayline-news, coastal-media, harbour-authority)",
+        "confirmed: reported by 2 independent owners (coastal-media, harbour-authority)",
         "single source: 2 reports, both owned by coastal-media",
         "single source: 1 report, owned by radio-portmere",
         "contradicted: portmere-education denies what sample-wire reports",
@@ -403,4 +403,155 @@ fn a_denial_without_a_cue_word_counts() {
         suspended.map(|v| v.denying.clone()),
         Some(vec!["c".to_string()])
     );
+}
+
+/// The verdict of the claim that report `id` supports.
+fn holding<'a>(verdicts: &'a [Verdict], id: &str) -> &'a Verdict {
+    verdicts
+        .iter()
+        .find(|v| v.supporting.iter().any(|s| s == id))
+        .unwrap_or_else(|| panic!("no claim is supported by {id}: {verdicts:#?}"))
+}
+
+/// Whether `group` puts reports `a` and `b` in one claim.
+fn together(reports: &[Report], a: &str, b: &str) -> bool {
+    group(reports).iter().any(|c| {
+        let has = |id: &str| c.reports.iter().any(|r| r.id == id);
+        has(a) && has(b)
+    })
+}
+
+#[test]
+fn a_denial_lowers_the_bar_for_itself_only() {
+    // The denial of a ground's sale shares the club and the ground with a match report there;
+    // the match report must not ride into the sale's claim on the denial's lower bar.
+    let reports = batch(&[
+        "gazette | Halbury Wanderers to sell Fenwick Park to a developer \
+            | The club would lease the ground back for three years, papers seen by the Gazette show.",
+        "gazette | Wanderers' Fenwick Park home to be sold for flats",
+        "echo | Halbury Wanderers deny plans to sell Fenwick Park \
+            | The club called the report false.",
+        "wire | Corbett Albion beat Halbury Wanderers 3-0 \
+            | Albion won 3-0 at Fenwick Park in front of 9,000.",
+    ]);
+    assert!(!together(&reports, "a", "d"), "{:#?}", group(&reports));
+    let verdicts = newsroom(&reports);
+    assert_eq!(holding(&verdicts, "a").denying, ["c".to_string()]);
+}
+
+#[test]
+fn swapped_roles_split_even_a_denial() {
+    // "Braddock did not sue Kettering" denies that Braddock sued, not that Kettering did.
+    let reports = batch(&[
+        "one | Kettering sues Braddock over leaked memo",
+        "two | Kettering sues Braddock over leaked memo, court papers show",
+        "three | Braddock did not sue Kettering, his lawyer says",
+    ]);
+    assert!(!together(&reports, "a", "c"), "{:#?}", group(&reports));
+    assert!(together(&reports, "a", "b"), "{:#?}", group(&reports));
+    // The two reports agree, but a third owner says otherwise about the same two names.
+    let verdicts = newsroom(&reports);
+    assert_ne!(holding(&verdicts, "a").status, Confirmed, "{verdicts:#?}");
+}
+
+#[test]
+fn winners_and_losers_are_read_from_verbs_of_contest() {
+    let reports = batch(&[
+        "one | Pellow elects Dana Ruiz after a recount",
+        "two | Omar Best defeats Dana Ruiz in Pellow mayoral race",
+        "three | Dana Ruiz beats Omar Best in Pellow",
+        "four | Omar Best beaten by Dana Ruiz in Pellow race",
+    ]);
+    assert!(!together(&reports, "a", "b"), "{:#?}", group(&reports));
+    assert!(!together(&reports, "c", "b"), "{:#?}", group(&reports));
+    let verdicts = newsroom(&reports);
+    assert!(
+        verdicts.iter().all(|v| v.status != Confirmed),
+        "{verdicts:#?}"
+    );
+}
+
+#[test]
+fn when_unclear_it_is_not_confirmed() {
+    let found = [
+        "one | Rare beetle found again on Tollmere heath \
+            | A volunteer photographed the insect, unseen in the county since 1950.",
+        "two | Beetle thought lost is found again on Tollmere heath \
+            | Naturalists will visit the heath to check the find.",
+    ];
+    let verdicts = newsroom(&batch(&found));
+    assert_eq!(holding(&verdicts, "a").status, Confirmed, "{verdicts:#?}");
+    // A rebuttal worded as another fact shares the place and little else: the judge cannot
+    // read it as a denial, nor rule it out as one.
+    let rebuttal = "three | Tollmere insect identified as a common ground beetle, experts say \
+        | Entomologists examined the photograph.";
+    let reports = batch(&[found[0], found[1], rebuttal]);
+    let verdicts = newsroom(&reports);
+    let claim = holding(&verdicts, "a");
+    assert_eq!(claim.status, SingleSource, "{verdicts:#?}");
+    assert!(
+        claim.reason.contains("three") && claim.reason.contains("(c)"),
+        "{claim:?}"
+    );
+    // Another place's report on the same template is another subject, not an unclear one.
+    let elsewhere = "three | Rare beetle found again on Ashcombe moor \
+        | A ranger photographed the insect.";
+    let verdicts = newsroom(&batch(&[found[0], found[1], elsewhere]));
+    assert_eq!(holding(&verdicts, "a").status, Confirmed, "{verdicts:#?}");
+}
+
+#[test]
+fn a_name_extended_by_a_word_is_another_team() {
+    let reports = batch(&[
+        "one | Harlow Vale beat Corran Rangers 3-2 | The men's side stay second.",
+        "two | Harlow Vale Ladies beat Corran Rangers Ladies 3-2 | A cup tie at the Vale.",
+        "three | Harlow Vale Ladies beat Corran Rangers Ladies 3-2 | The Ladies reach the semi-final.",
+    ]);
+    // Only a word-for-word template is read this way: "Harlow Vale" and "Harlow Vale Ladies"
+    // in otherwise different headlines may still be one team named in full and in short.
+    assert!(!together(&reports, "a", "b"), "{:#?}", group(&reports));
+    assert!(together(&reports, "b", "c"), "{:#?}", group(&reports));
+    assert_eq!(holding(&newsroom(&reports), "b").status, Confirmed);
+}
+
+#[test]
+fn a_claim_given_from_outside_needs_two_owners_alike() {
+    // A grouping from elsewhere (a model) is cross-checked on the words: two owners whose
+    // reports are alike only through a third report, or not at all, do not confirm it.
+    let reports = batch(&[
+        "one | Tollmere lifeboat station to close in spring",
+        "one | Tollmere lifeboat station closing: crews to move to Ashcombe",
+        "two | Volunteers fear for coastal safety after RNLI decision",
+    ]);
+    let claim = |ids: &[&str]| Claim {
+        id: "c".into(),
+        text: "t".into(),
+        reports: ids
+            .iter()
+            .map(|id| ClaimReport {
+                id: id.to_string(),
+                stance: Supports,
+            })
+            .collect(),
+    };
+    let verdicts = cross_check_all(&[claim(&["a", "b", "c"])], &reports);
+    assert_eq!(verdicts[0].status, SingleSource, "{verdicts:#?}");
+    assert!(verdicts[0].reason.contains("alike"), "{verdicts:#?}");
+    let alike = batch(&[
+        "one | Tollmere lifeboat station to close in spring",
+        "two | Tollmere lifeboat station will close in the spring",
+    ]);
+    let verdicts = cross_check_all(&[claim(&["a", "b"])], &alike);
+    assert_eq!(verdicts[0].status, Confirmed, "{verdicts:#?}");
+}
+
+#[test]
+fn the_mens_and_the_womens_match_are_two_events() {
+    let reports = batch(&[
+        "one | Harlow Vale men down Corran by twenty-four points to seventeen",
+        "two | Harlow Vale's women win 24-17 at Corran to reach the final",
+        "three | Harlow Vale men beat Corran 24-17",
+    ]);
+    assert!(!together(&reports, "a", "b"), "{:#?}", group(&reports));
+    assert!(together(&reports, "a", "c"), "{:#?}", group(&reports));
 }

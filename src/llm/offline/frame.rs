@@ -15,6 +15,10 @@
 //!   same verb, are swapped roles; a passive `by` in one of them turns the order back. Around
 //!   two different verbs, headlines that both open with one of the names and join them by a
 //!   short verb phrase swap too ("X to buy Y" / "Y to acquire X").
+//! - **Contests** ([`contest`]): a few general verbs of contest say who won and who lost
+//!   ("X beats Y", "Y beaten by X", "X wins ... over Y", "X loses to Y", "Town elects X"); a
+//!   name that wins in one headline and loses in the other is another claim, whatever the
+//!   words around it ("Dunhallow elects Ashworth" / "Tiernan defeats Ashworth").
 //! - **States** ([`state`]): a few general oppositions (running/disrupted, rising/falling,
 //!   intact/broken, held/released, leaving/staying), each with the words before it in its clause as its subject. Two reports
 //!   oppose when they put one subject in opposite states: "Ferries operating as usual" against
@@ -276,6 +280,38 @@ fn small_number_word(word: &str) -> Option<f64> {
         .map(|i| ((i + 2) * 10) as f64)
 }
 
+/// Nouns that a contest's tally counts in ("24 points to 17", "by 31 votes to 18"), compared
+/// by [`stem`]: the same score as "24-17".
+const TALLIES: &str = "point vote goal run try wicket set game frame seat";
+
+/// A tally from the number `value` at `units[at]` (read up to `next`): `<number> <tally noun>
+/// to <number>`, preceded by "by" or with the greater number first (so that "up 50 points to
+/// 7,500" stays a rise). Returns the greater and the smaller number and the index after it.
+fn tally(units: &[Unit], at: usize, value: f64, next: usize) -> Option<(u64, u64, usize)> {
+    let word = |i: usize| match units.get(i) {
+        Some(Unit::Word(w)) => Some(w.as_str()),
+        _ => None,
+    };
+    let noun = stem(word(next)?);
+    if !TALLIES.split_whitespace().any(|t| stem(t) == noun) || word(next + 1) != Some("to") {
+        return None;
+    }
+    let (other, end) = spelled_number(units, next + 2).or_else(|| match units.get(next + 2) {
+        Some(Unit::Number {
+            value,
+            currency: None,
+            percent: false,
+            scale,
+            ..
+        }) if *scale == 1.0 => Some((*value, next + 3)),
+        _ => None,
+    })?;
+    let by = at.checked_sub(1).and_then(word) == Some("by");
+    let whole = |v: f64| v >= 0.0 && v.fract() == 0.0;
+    (whole(value) && whole(other) && (by || value >= other))
+        .then(|| ((value.max(other)) as u64, (value.min(other)) as u64, end))
+}
+
 /// Splits `text` into figure units: numbers keep their currency sign, `%` and a glued scale
 /// (`2.1bn`); `2-1` is a score; `06:00`, `6am`, `8pm` are clock times.
 fn units(text: &str) -> Vec<Unit> {
@@ -462,6 +498,18 @@ pub fn figures(text: &str) -> Figures {
             }
             _ => {}
         }
+        // A tally written out: "by twenty-four points to seventeen", "31 votes to 18".
+        if let Some((winner, loser, end)) = tally(&units, i, value, next)
+            && currency.is_none()
+            && !percent
+            && scale == 1.0
+        {
+            out.entry("score".into())
+                .or_default()
+                .insert(format!("{winner}-{loser}"));
+            i = end;
+            continue;
+        }
         let amount = canonical_number(value * scale);
         let kind = if percent {
             "percent".to_string()
@@ -535,6 +583,49 @@ pub fn title_stems(title: &str) -> Vec<String> {
     cased_words(title).into_iter().map(|w| w.stem).collect()
 }
 
+/// For each word of `title` (as [`title_stems`] counts them), whether it is written
+/// capitalised inside a sentence-case headline: a part of a name, whatever the batch says
+/// ("Women" in "Sedgecombe RFC Women beat ..."). All false for a Title Case headline.
+pub fn capitalised(title: &str) -> Vec<bool> {
+    let words = cased_words(title);
+    let titled = title_case(&words);
+    words
+        .iter()
+        .map(|w| !titled && w.upper && !w.opens)
+        .collect()
+}
+
+/// Qualifiers that pick one of two things of a kind and exclude the other, compared by
+/// [`stem`]: general English, not any feed's wording. A headline about the men's side and one
+/// about the women's side are two events, whatever else they share (even the score).
+const EXCLUSIVE: &[(&str, &str)] = &[
+    ("men", "women"),
+    ("boys", "girls"),
+    ("male", "female"),
+    ("northbound", "southbound"),
+    ("eastbound", "westbound"),
+    ("inbound", "outbound"),
+    ("upstream", "downstream"),
+];
+
+/// Whether each title (its [`title_stems`]) uses one of a pair of [`EXCLUSIVE`] qualifiers
+/// that the other report never uses, while the other's title uses the opposite one.
+pub fn exclusive_qualifiers(
+    words_a: &[String],
+    mentions_a: &BTreeSet<String>,
+    words_b: &[String],
+    mentions_b: &BTreeSet<String>,
+) -> bool {
+    EXCLUSIVE.iter().any(|(x, y)| {
+        let (x, y) = (stem(x), stem(y));
+        let only = |words: &[String], mentions: &BTreeSet<String>, this: &String, that: &String| {
+            words.contains(this) && !mentions.contains(that)
+        };
+        (only(words_a, mentions_a, &x, &y) && only(words_b, mentions_b, &y, &x))
+            || (only(words_a, mentions_a, &y, &x) && only(words_b, mentions_b, &x, &y))
+    })
+}
+
 /// Whether the titles (their [`title_stems`]) put two shared names in opposite roles around the same verb (see the
 /// module docs). `names_*` are [`Lexicon::names`] of the titles.
 pub fn role_swap(
@@ -582,7 +673,13 @@ pub fn role_swap(
             // "X to buy Y" and "Y to acquire X" swap, and so (a split, never a false merge) do
             // converse pairs such as "X beats Y" and "Y loses to X".
             let short = |verbs: &[String]| verbs.len() <= MAX_VERB_WORDS;
-            let opens = ia.min(ja) == &0 && ib.min(jb) == 0;
+            // A headline opens with a name when only names and function words come before it
+            // ("The Hollow Pines will ...", "Mariel Estrada to ...").
+            let leads = |words: &[String], names: &[Name], at: usize| {
+                let name = |w: &String| names.iter().any(|n| &n.stem == w);
+                words[..at].iter().all(|w| text::is_plain(w) || name(w))
+            };
+            let opens = leads(words_a, names_a, *ia.min(ja)) && leads(words_b, names_b, ib.min(jb));
             let swapped = match shared_verb {
                 true => reversed != one_passive,
                 false => {
@@ -600,6 +697,108 @@ pub fn role_swap(
         }
     }
     false
+}
+
+/// Who won and who lost in a headline, read from a small set of general English verbs of
+/// contest ([`contest`]): stems of the names before and after the verb.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Contest {
+    pub winners: BTreeSet<String>,
+    pub losers: BTreeSet<String>,
+}
+
+/// Verbs of contest, compared by [`stem`] prefix: the subject wins and the object loses
+/// ("X beats Y", "X edges Y"; "Y beaten by X" turns them round).
+const DEFEAT_VERBS: &str = "beat beaten defeat edge overcome outvote thrash rout";
+/// The subject wins; whoever comes after "over" or "against" loses ("X wins derby over Y").
+const WIN_VERBS: &str = "win won";
+/// The subject loses to whoever comes after "to" ("X loses to Y").
+const LOSE_VERBS: &str = "lose lost";
+/// The object wins ("Town elects X").
+const ELECT_VERBS: &str = "elect";
+
+/// The winners and losers a headline states, if it uses one of the verbs above. Names are
+/// [`Lexicon::names`] of the title (`names`), words its [`title_stems`]. A name run is the
+/// names next to the verb with only function words and figures between ("X to beat Y", "Y
+/// beaten 2-1 by X"). No parser: a verb with no name next to it states nothing.
+pub fn contest(words: &[String], names: &[Name]) -> Contest {
+    let is_name = |i: usize| names.iter().any(|n| n.position == i);
+    let run = |mut i: usize, step: isize| -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        loop {
+            match words.get(i) {
+                Some(_) if is_name(i) => {
+                    out.insert(words[i].clone());
+                }
+                // Function words and figures may stand between, until the first name.
+                Some(w)
+                    if out.is_empty()
+                        && text::is_plain(w)
+                        && !matches!(w.as_str(), "by" | "over" | "against" | "to") => {}
+                _ => return out,
+            }
+            match i.checked_add_signed(step) {
+                Some(next) => i = next,
+                None => return out,
+            }
+        }
+    };
+    let before = |i: usize| i.checked_sub(1).map(|j| run(j, -1)).unwrap_or_default();
+    let after = |i: usize| run(i + 1, 1);
+    let one_of = |list: &str, w: &str| {
+        list.split_whitespace()
+            .map(stem)
+            .any(|v| w == v || (v.len() >= 4 && w.starts_with(&v)))
+    };
+    // The word after `i`, figures skipped.
+    let next_word = |i: usize| {
+        words[i + 1..]
+            .iter()
+            .position(|w| text::number_word(w).is_none() && !w.chars().all(|c| c.is_ascii_digit()))
+            .map(|k| i + 1 + k)
+    };
+    let mut out = Contest::default();
+    for (i, w) in words.iter().enumerate() {
+        if one_of(DEFEAT_VERBS, w) {
+            match next_word(i).filter(|&k| words[k] == "by") {
+                Some(by) => {
+                    out.winners.extend(after(by));
+                    out.losers.extend(before(i));
+                }
+                None => {
+                    out.winners.extend(before(i));
+                    out.losers.extend(after(i));
+                }
+            }
+        } else if one_of(WIN_VERBS, w) {
+            out.winners.extend(before(i));
+            let over = (i + 1..words.len().min(i + 5))
+                .find(|&k| matches!(words[k].as_str(), "over" | "against"));
+            out.losers.extend(over.map(after).unwrap_or_default());
+        } else if one_of(LOSE_VERBS, w) {
+            out.losers.extend(before(i));
+            let to = next_word(i).filter(|&k| words[k] == "to");
+            out.winners.extend(to.map(after).unwrap_or_default());
+        } else if one_of(ELECT_VERBS, w) {
+            match next_word(i).filter(|&k| words[k] == "by") {
+                Some(_) => out.winners.extend(before(i)),
+                None => out.winners.extend(after(i)),
+            }
+        }
+    }
+    out
+}
+
+/// Whether two headlines' contests put one name on opposite sides: a winner in one is a loser
+/// in the other ("Dunhallow elects Ashworth" / "Tiernan defeats Ashworth"). A word on both
+/// sides of one headline ("Vale Ladies beat Rangers Ladies") tells no side.
+pub fn contests_conflict(a: &Contest, b: &Contest) -> bool {
+    let only = |x: &BTreeSet<String>, y: &BTreeSet<String>| -> BTreeSet<String> {
+        x.difference(y).cloned().collect()
+    };
+    let (wa, la) = (only(&a.winners, &a.losers), only(&a.losers, &a.winners));
+    let (wb, lb) = (only(&b.winners, &b.losers), only(&b.losers, &b.winners));
+    !wa.is_disjoint(&lb) || !la.is_disjoint(&wb)
 }
 
 /// A state a headline puts its subject in.
@@ -621,7 +820,7 @@ const OPPOSITIONS: &[(&str, &str, &str)] = &[
         "running|disrupted",
         "open reopen resume restore operate operating run running normal normally usual \
          timetable schedule proceed unaffected uninterrupted unchanged",
-        "close shut suspend halt cancel disrupt delay stop outage blackout ground strand",
+        "close shut suspend halt cancel disrupt delay stop outage ground strand",
     ),
     (
         "rising|falling",
@@ -660,18 +859,21 @@ pub fn state(title: &str) -> Option<State> {
 fn state_of(title: &str) -> Option<State> {
     let words = cased_words(title);
     let titled = title_case(&words);
-    let pole_of = |stem_: &str| {
-        OPPOSITIONS.iter().find_map(|(axis, a, b)| {
-            let has = |list: &str| list.split_whitespace().any(|w| stem(w) == stem_);
-            if has(a) {
-                Some((*axis, true))
-            } else if has(b) {
-                Some((*axis, false))
-            } else {
-                None
+    static POLES: std::sync::OnceLock<BTreeMap<String, (&'static str, bool)>> =
+        std::sync::OnceLock::new();
+    let poles = POLES.get_or_init(|| {
+        let mut poles = BTreeMap::new();
+        // The first axis and the first pole that list a stem keep it.
+        for &(axis, a, b) in OPPOSITIONS {
+            for (list, pole) in [(a, true), (b, false)] {
+                for w in list.split_whitespace() {
+                    poles.entry(stem(w)).or_insert((axis, pole));
+                }
             }
-        })
-    };
+        }
+        poles
+    });
+    let pole_of = |stem_: &str| poles.get(stem_).copied();
     let found: Vec<(usize, &'static str, bool)> = words
         .iter()
         .enumerate()
@@ -756,6 +958,11 @@ mod tests {
             ("Deal worth 2.1 billion dollars", "$2.1bn deal"),
             ("1,200 jobs cut", "1200 jobs cut"),
             ("Rovers win 2-1", "Rovers lose 1-2"),
+            (
+                "Bill passes 31-18",
+                "Bill passes by thirty-one votes to eighteen",
+            ),
+            ("Vale win 24-17", "Vale win by 24 points to 17"),
         ];
         for (a, b) in same {
             let (fa, fb) = (figures(a), figures(b));
@@ -770,6 +977,7 @@ mod tests {
             ("12 dead in flood", "20 dead in flood"),
             ("Rovers win 2-1", "Rovers win 3-1"),
             ("Lane 2 of the bridge closed", "Lane 4 of the bridge closed"),
+            ("Bill passes 31-18", "Bill passes by 31 votes to 19"),
         ];
         for (a, b) in different {
             let (fa, fb) = (figures(a), figures(b));
@@ -779,6 +987,7 @@ mod tests {
             );
         }
         assert!(figures("Trains from 06:00 to 6pm").is_empty());
+        assert!(!figures("Index up 50 points to 7,500").contains_key("score"));
         assert_eq!(
             figures("Election in 2026")["year"].iter().next().unwrap(),
             "2026"
@@ -808,6 +1017,33 @@ mod tests {
         ));
         assert!(swap("Rovers beaten by United", "Rovers beat United"));
         assert!(swap("Rovers to buy United", "United to acquire Rovers"));
+        // A name run, or function words, may open a headline.
+        let lex = lexicon(&["The tour pairs Ivy Marsh with the Lantern Coats."]);
+        let swap = |a: &str, b: &str| {
+            role_swap(
+                &title_stems(a),
+                &lex.names(a),
+                &title_stems(b),
+                &lex.names(b),
+            )
+        };
+        assert!(swap(
+            "Ivy Marsh to support The Lantern Coats on tour",
+            "The Lantern Coats to warm up for Ivy Marsh"
+        ));
+        assert!(!swap(
+            "Ivy Marsh to support The Lantern Coats on tour",
+            "Ivy Marsh confirmed as opening act for Lantern Coats"
+        ));
+        let lex = lexicon(&["The derby between Rovers and United drew a crowd."]);
+        let swap = |a: &str, b: &str| {
+            role_swap(
+                &title_stems(a),
+                &lex.names(a),
+                &title_stems(b),
+                &lex.names(b),
+            )
+        };
         // Converse verbs read as a swap: a split, never a false merge.
         assert!(swap("Rovers beat United", "United lose to Rovers"));
         assert!(!swap("Rovers beat United", "Rovers edge United"));
@@ -815,6 +1051,41 @@ mod tests {
             "Marlin Biotech's Corvudine cleared for migraine",
             "Corvudine tablet approved for migraine, says Marlin Biotech"
         ));
+    }
+
+    #[test]
+    fn contests_read_winners_and_losers() {
+        let lex = lexicon(&[
+            "The count in Pellow put Dana Ruiz and Omar Best level until the recount.",
+            "The derby between Rovers and United drew a crowd.",
+        ]);
+        let read = |t: &str| contest(&title_stems(t), &lex.names(t));
+        let set = |names: &[&str]| names.iter().map(|n| stem(n)).collect::<BTreeSet<_>>();
+        let elected = read("Pellow elects Dana Ruiz after a recount");
+        assert_eq!(elected.winners, set(&["dana", "ruiz"]));
+        let defeated = read("Omar Best defeats Ruiz in Pellow race");
+        assert_eq!(defeated.winners, set(&["omar", "best"]));
+        assert_eq!(defeated.losers, set(&["ruiz"]));
+        assert!(contests_conflict(&elected, &defeated));
+        // The passive and "lose to" turn the sides round; a figure may stand between.
+        let passive = read("Rovers beaten 3-1 by United");
+        assert_eq!(
+            (passive.winners, passive.losers),
+            (set(&["united"]), set(&["rovers"]))
+        );
+        let lost = read("Rovers lose to United");
+        assert!(!contests_conflict(&lost, &read("United beat Rovers 3-1")));
+        assert!(contests_conflict(&lost, &read("Rovers beat United 3-1")));
+        let over = read("Late goal gives Rovers derby win over United");
+        assert!(contests_conflict(
+            &over,
+            &read("United win derby at Rovers")
+        ));
+        // A verb with no name beside it states nothing.
+        assert_eq!(
+            read("Derby ends in a win for the visitors"),
+            Contest::default()
+        );
     }
 
     #[test]

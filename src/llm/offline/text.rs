@@ -3,10 +3,10 @@
 //!
 //! Method. [`tokenize`] lowercases and splits on anything that is not a letter or digit (keeping
 //! `isn't`-style apostrophes and `4,000`-style digit groups). [`terms`] turns tokens into content
-//! terms: fixed phrases are replaced first (`power cut` → `electricity outage`, `called off` →
+//! terms: fixed phrases are replaced first (`power cut` → `power outage`, `called off` →
 //! `cancel`), stopwords and cue words are dropped, number words become digits, and every other
 //! word goes through the light suffix-stripping [`stem`] and the small news-vocabulary table of
-//! [`canonical`] (`shut`/`closure` → `close`, `port`/`harbor` → `harbour`, `blaze` → `fire`).
+//! [`canonical`] (`shut`/`closure` → `close`, `died` → `dead`, `halted` → `suspend`).
 //! [`cues`] finds denial, negation and status-quo cues; [`axis`] tells which terms are opposite
 //! states of one thing (`close`/`open`, `outage`/`restore`); [`is_event`] and [`is_object`] mark
 //! terms that say what happened and to what. Names, figures and states are read by
@@ -34,13 +34,18 @@ const STOPWORDS: &str = "a about according after again against all also am amid 
     where which while who whom why will with without would yesterday you";
 
 /// Canonical term, then the words (any inflection; matched raw or by [`stem`]) that mean it.
+/// Scope: inflections and derivations the light [`stem`] misses (`closure`, `evacuation`,
+/// `died`), and synonyms of general English for a few kinds of event and state (`shut` for
+/// `close`, `halt` for `suspend`, `quits` for `resign`). Nothing here pairs the wording of
+/// particular feeds or tests (no `port` for `harbour`, no `blaze` for `fire`): every entry
+/// widens what counts as the same claim, and paraphrases beyond this are the embedding
+/// model's to match.
 const SYNONYMS: &[(&str, &str)] = &[
     (
         "close",
         "closed closure closures shut shuts shutting shutdown",
     ),
     ("open", "opened opening reopen reopened reopening reopens"),
-    ("harbour", "harbor harbours harbors port ports"),
     (
         "evacuate",
         "evacuated evacuation evacuations evacuee evacuees",
@@ -50,19 +55,16 @@ const SYNONYMS: &[(&str, &str)] = &[
         "cancelled canceled cancellation scrapped scrap axed",
     ),
     ("proceed", "proceeds proceeded"),
-    ("outage", "outages blackout blackouts"),
+    ("outage", "outages"),
     ("restore", "restored restores restoration restoring"),
-    ("fire", "fires blaze blazes inferno ablaze"),
+    ("fire", "fires"),
     ("quake", "earthquake earthquakes tremor tremors"),
     (
         "dead",
         "death deaths died die dies kill killed kills fatal fatality fatalities",
     ),
     ("injure", "injured injury injuries hurt wounded wounds"),
-    (
-        "strike",
-        "strikes striking walkout walkouts stoppage stoppages",
-    ),
+    ("strike", "strikes striking"),
     ("rise", "rose risen increase increased hike climb soar jump"),
     (
         "fall",
@@ -70,7 +72,6 @@ const SYNONYMS: &[(&str, &str)] = &[
     ),
     ("flood", "floods flooding flooded inundated"),
     ("storm", "storms gale gales"),
-    ("traffic", "vehicle vehicles car cars motorist motorists"),
     (
         "suspend",
         "suspended suspension halt halted stop stopped pause",
@@ -82,14 +83,7 @@ const SYNONYMS: &[(&str, &str)] = &[
         "inspect",
         "inspection inspections inspector inspectors inspected",
     ),
-    (
-        "dock",
-        "docks docker dockers dockworker dockworkers longshoremen",
-    ),
-    ("electricity", "power electric electrical"),
     ("worker", "workers staff employee employees"),
-    ("home", "homes household households house houses"),
-    ("city", "town towns"),
     ("warn", "warning warnings alert alerts"),
     ("delay", "delays delayed disruption disruptions disrupted"),
     ("explosion", "explode exploded explodes blast blasts"),
@@ -98,15 +92,12 @@ const SYNONYMS: &[(&str, &str)] = &[
 ];
 
 /// Fixed expressions (words compared by [`stem`]) and the terms they stand for, replaced before
-/// anything else. A blackout is always a power outage: saying so lets it meet `electricity`.
+/// anything else: idioms of general English whose words alone would say something else
+/// ("power cut" is an outage, not a cut; "go ahead" is to proceed).
 const PHRASES: &[(&str, &str)] = &[
-    ("power cut", "electricity outage"),
-    ("power outage", "electricity outage"),
-    ("power failure", "electricity outage"),
-    ("blackout", "electricity outage"),
+    ("power cut", "power outage"),
+    ("power failure", "power outage"),
     ("call off", "cancel"),
-    ("walk out", "strike"),
-    ("walked out", "strike"),
     ("industrial action", "strike"),
     ("death toll", "dead"),
     ("go ahead", "proceed"),
@@ -133,11 +124,12 @@ const AXES: &[(&str, &str, &str)] = &[
 const EVENTS: &str = "evacuate fire quake dead injure strike flood storm delay warn collapse \
     crash explosion spill leak shooting attack protest resign";
 
-/// Physical things a report can be about. Street and road are not here: in headlines they are
-/// mostly parts of place names ("Harbour Road").
-const OBJECTS: &str = "airport beach bridge bus clinic dam dock electricity factory ferry \
-    hospital library market metro museum park pier prison railway refinery school stadium \
-    station terminal train tram tunnel warehouse water";
+/// Physical things a report can be about: general kinds of building, facility, vehicle and
+/// utility (two reports about different ones are different claims). Street and road are not here: in
+/// headlines they are mostly parts of place names ("Mill Road").
+const OBJECTS: &str = "airport beach bridge bus clinic dam factory ferry hospital library market \
+    metro museum park pier power prison railway refinery school stadium station terminal train \
+    tram tunnel warehouse water";
 
 /// Words that deny or refute (compared by [`stem`]).
 const DENIAL_WORDS: &str = "deny denial refute rebut dismiss reject debunk retract retraction \
@@ -212,7 +204,9 @@ pub fn tokenize(text: &str) -> Vec<String> {
 
 /// Whether `word` (lowercase) is a stopword.
 pub fn is_stopword(word: &str) -> bool {
-    words(STOPWORDS).any(|s| s == word)
+    static SET: OnceLock<BTreeSet<&'static str>> = OnceLock::new();
+    SET.get_or_init(|| words(STOPWORDS).collect())
+        .contains(word)
 }
 
 /// A light suffix-stripping stemmer: plural `-s`/`-es`/`-ies`, `-ed`/`-ied`, `-ing`, then a
@@ -255,7 +249,7 @@ pub fn stem(word: &str) -> String {
 }
 
 /// The canonical form of one lowercase word: its synonym-table entry if it (or its stem) has
-/// one, else its stem. `shuts` → `close`, `harbor` → `harbour`, `bridges` → `bridg`.
+/// one, else its stem. `shuts` → `close`, `died` → `dead`, `bridges` → `bridg`.
 pub fn canonical(word: &str) -> String {
     static TABLE: OnceLock<BTreeMap<String, &'static str>> = OnceLock::new();
     let table = TABLE.get_or_init(|| {
@@ -476,24 +470,37 @@ mod tests {
         for w in ["closed", "closure", "shut", "shuts", "shutting"] {
             assert_eq!(canonical(w), "close", "{w}");
         }
-        for w in ["harbour", "harbor", "port"] {
-            assert_eq!(canonical(w), "harbour", "{w}");
-        }
-        assert_eq!(canonical("blaze"), "fire");
         assert_eq!(canonical("fatalities"), "dead");
-        assert_eq!(canonical("walkout"), "strike");
         assert_eq!(canonical("reopened"), "open");
         assert_ne!(canonical("crossing"), canonical("bridge"));
         assert_eq!(
-            terms("Power cut in Eastside"),
-            ["electricity", "outage", "eastsid"]
+            terms("Power cut in Lowfield"),
+            ["power", "outage", "lowfield"]
         );
         assert_eq!(
-            terms("Blackout in Eastside"),
-            terms("Power cut in Eastside")
+            terms("Power failure in Lowfield"),
+            terms("Power cut in Lowfield")
         );
         assert_eq!(terms("Concert called off"), terms("Concert cancelled"));
         assert_eq!(terms("Three dead"), ["3", "dead"]);
+    }
+
+    /// Words that only some feeds use for a thing are not made one by a table: that is the
+    /// embedding model's job (issue 30), and each such entry widened "the same claim".
+    #[test]
+    fn no_feed_wording_is_a_synonym() {
+        for (a, b) in [
+            ("port", "harbour"),
+            ("blaze", "fire"),
+            ("vehicles", "traffic"),
+            ("dockers", "dock"),
+            ("blackout", "outage"),
+            ("town", "city"),
+            ("households", "homes"),
+            ("walkout", "strike"),
+        ] {
+            assert_ne!(canonical(a), canonical(b), "{a} / {b}");
+        }
     }
 
     #[test]
@@ -559,7 +566,7 @@ mod tests {
     #[test]
     fn objects_and_numbers() {
         assert!(is_object(&canonical("bridges")));
-        assert!(is_object(&canonical("power")));
+        assert!(is_object(&canonical("tunnels")));
         assert!(!is_object(&canonical("crossing")));
     }
 }
