@@ -19,7 +19,7 @@ use candle_transformers::models::bert::{BertModel, Config};
 use futures_util::future::BoxFuture;
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
-use super::catalog::{KnownModel, MINILM_L6_V2};
+use super::catalog::MINILM_L6_V2;
 use super::error::{EmbeddingError, LoadError};
 use super::store;
 use crate::memory::semantic::{EmbedError, Embedder};
@@ -42,13 +42,14 @@ pub struct LocalEmbedder {
 struct Loaded {
     model: BertModel,
     tokenizer: Tokenizer,
-    spec: &'static KnownModel,
+    /// The name recorded with its vectors (its catalog entry's `embedder_name`).
+    name: &'static str,
 }
 
 impl std::fmt::Debug for LocalEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalEmbedder")
-            .field("name", &self.inner.spec.embedder_name)
+            .field("name", &self.inner.name)
             .finish_non_exhaustive()
     }
 }
@@ -88,14 +89,14 @@ impl LocalEmbedder {
             inner: Arc::new(Loaded {
                 model,
                 tokenizer,
-                spec,
+                name: spec.embedder_name,
             }),
         })
     }
 
     /// The name recorded with its vectors: `local/all-MiniLM-L6-v2`.
     pub fn name(&self) -> &'static str {
-        self.inner.spec.embedder_name
+        self.inner.name
     }
 
     /// One vector per text, in order: each [`DIMS`] long and of unit length (an empty text has
@@ -176,7 +177,7 @@ fn mean_pool_normalised(hidden: &Tensor, mask: &Tensor) -> candle_core::Result<T
 
 impl Embedder for LocalEmbedder {
     fn name(&self) -> &str {
-        self.inner.spec.embedder_name
+        self.inner.name
     }
 
     fn embed<'a>(
