@@ -329,7 +329,10 @@ fn bench_embed_smoke() {
         "embed.rss",
         "embed.peak_rss",
     ] {
-        assert!(figures.get(name).is_some_and(|v| *v > 0.0), "{name}: {stdout}");
+        assert!(
+            figures.get(name).is_some_and(|v| *v > 0.0),
+            "{name}: {stdout}"
+        );
     }
 }
 

