@@ -55,9 +55,10 @@ export IRON_TEST_PYTHON="$PWD/$venv/bin/python"
 # The local sentence embedder's weights (all-MiniLM-L6-v2), so the tests run the real model:
 # fetched once into the models cache ($IRON_MODELS_DIR, else $XDG_CACHE_HOME/iron/models,
 # else ~/.cache/iron/models) and checked against their pinned digests; nothing is fetched
-# when they are already there. The tests find them the same way and fail without them.
+# when they are already there. The tests find them the same way and fail without them. Built
+# with the feature the tests turn on, so `cargo test` reuses this build of the library.
 echo "== iron models pull"
-cargo run --quiet --bin iron -- models pull
+cargo run --quiet --features test-support --bin iron -- models pull
 
 echo "== cargo test"
 cargo test --all-targets "$@"
