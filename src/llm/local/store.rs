@@ -10,6 +10,7 @@
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::catalog::{KnownModel, ModelFile};
 use super::error::LoadError;
@@ -209,13 +210,47 @@ pub fn read_verified(path: &Path, file: &ModelFile) -> Result<Vec<u8>, LoadError
     Ok(bytes)
 }
 
+/// How old a pull's leftover (a staging or set-aside directory of a pull that was killed)
+/// must be before a later pull removes it: older than any pull still running could be.
+pub const LEFTOVER_AGE: Duration = Duration::from_secs(24 * 3600);
+
 /// A directory next to the model's, on the same filesystem, that a pull fills before
-/// [`install`] renames it into place; removed when dropped unless installed.
+/// [`install`] renames it into place; removed when dropped unless installed. Leftovers of
+/// killed pulls older than [`LEFTOVER_AGE`] are removed first (each holds up to a model's
+/// size).
 pub fn staging_dir(models_dir: &Path, model: &KnownModel) -> std::io::Result<tempfile::TempDir> {
     std::fs::create_dir_all(models_dir)?;
+    remove_leftovers(models_dir, model, LEFTOVER_AGE);
     tempfile::Builder::new()
         .prefix(&format!(".{}.partial-", model.name))
         .tempdir_in(models_dir)
+}
+
+/// Removes `model`'s staging and set-aside directories in `models_dir` not modified for `age`;
+/// what cannot be removed is left for the next pull.
+fn remove_leftovers(models_dir: &Path, model: &KnownModel, age: Duration) {
+    let prefixes = [
+        format!(".{}.partial-", model.name),
+        format!(".{}.old-", model.name),
+    ];
+    let Ok(entries) = std::fs::read_dir(models_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let ours = name
+            .to_str()
+            .is_some_and(|n| prefixes.iter().any(|p| n.starts_with(p.as_str())));
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|elapsed| elapsed >= age);
+        if ours && stale {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Moves the verified files in `staged` into place as `model`'s directory in one rename. A
@@ -298,6 +333,35 @@ mod tests {
             Some("/h/.cache/iron/models".into())
         );
         assert_eq!(models_dir(None, &env(&[])), None);
+    }
+
+    #[test]
+    fn a_pull_removes_only_its_own_stale_leftovers() {
+        let models = tempfile::tempdir().unwrap();
+        let model = &crate::llm::local::MINILM_L6_V2;
+        let made = |name: &str| {
+            let path = models.path().join(name);
+            std::fs::create_dir_all(path.join("inner")).unwrap();
+            path
+        };
+        let old = [
+            made(".all-MiniLM-L6-v2.partial-abc"),
+            made(".all-MiniLM-L6-v2.old-def"),
+        ];
+        let kept = [made("all-MiniLM-L6-v2"), made(".other.partial-x")];
+        let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+        for path in old.iter().chain(&kept) {
+            std::fs::File::open(path)
+                .unwrap()
+                .set_modified(an_hour_ago)
+                .unwrap();
+        }
+        // Younger than the age: kept.
+        remove_leftovers(models.path(), model, Duration::from_secs(7200));
+        assert!(old.iter().chain(&kept).all(|p| p.exists()));
+        remove_leftovers(models.path(), model, Duration::from_secs(60));
+        assert!(old.iter().all(|p| !p.exists()));
+        assert!(kept.iter().all(|p| p.exists()));
     }
 
     #[test]
