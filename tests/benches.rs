@@ -316,6 +316,43 @@ fn bench_catalog_smoke() {
     );
 }
 
+/// The local embedder's bench needs the pulled model (`iron models pull`, which
+/// scripts/test.sh runs first); its figures are all there and above zero.
+#[test]
+fn bench_embed_smoke() {
+    let stdout = bench(&["embed"]);
+    let figures = figures(&stdout);
+    for name in [
+        "embed.load",
+        "embed.sentences_per_s_batch32",
+        "embed.anon_rss_of_model",
+        "embed.rss",
+        "embed.peak_rss",
+    ] {
+        assert!(
+            figures.get(name).is_some_and(|v| *v > 0.0),
+            "{name}: {stdout}"
+        );
+    }
+}
+
+/// Without the model the bench fails with the command that fetches it; it is not skipped.
+#[test]
+fn bench_embed_without_the_model_names_the_pull() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(bin("iron"))
+        .args(["bench", "--smoke", "embed", "--dir"])
+        .arg(empty.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("is missing") && stderr.contains("iron models pull"),
+        "{stderr}"
+    );
+}
+
 /// A node a bench starts that refuses to configure fails the bench with the node's own
 /// reason (as `iron lifecycle set` gives it), not only the fact that it refused.
 #[test]

@@ -115,6 +115,9 @@ pub(super) async fn run(args: BenchArgs, timeout: Duration) -> Result<(), CliErr
             .await
         }
         BenchCommand::Catalog { experts } => catalog(n(experts, 1000, 10)),
+        BenchCommand::Embed { sentences, dir } => {
+            super::bench_embed::embed(n(sentences, 1024, 64), dir).await
+        }
         BenchCommand::EchoServer => {
             crate::tools::bench::serve_echo()
                 .await

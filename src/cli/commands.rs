@@ -482,6 +482,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Msp(command) => super::msp::run(command, &cli.router, timeout).await,
         Command::Bench(args) => bench::run(args, timeout).await,
         Command::Eval(command) => super::eval::run(command),
+        Command::Models(command) => super::models::run(command).await,
         Command::Sandbox(command) => super::sandbox::run(command).await,
         Command::Operator(command) => super::operators::run(command),
     }

@@ -5,6 +5,7 @@ mod ask;
 mod bench;
 mod bench_cognition;
 mod bench_console;
+mod bench_embed;
 mod bench_newsroom;
 mod bench_stats;
 mod bench_workspace;
@@ -16,6 +17,7 @@ mod jobs;
 mod lifecycle;
 mod logs;
 mod memory;
+mod models;
 mod msp;
 pub mod node;
 mod operator;
@@ -58,6 +60,10 @@ pub enum CliError {
     Jobs(#[from] crate::jobs::JobError),
     #[error(transparent)]
     Identity(#[from] crate::core::identity::IdentityError),
+    #[error(transparent)]
+    ModelPull(#[from] crate::llm::local::PullError),
+    #[error(transparent)]
+    ModelLoad(#[from] crate::llm::local::LoadError),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -264,6 +270,10 @@ pub enum Command {
     /// Accuracy of judgment on labelled sets (see `iron eval newsroom --help`).
     #[command(subcommand)]
     Eval(eval::EvalCommand),
+    /// Local models (the sentence embedder): fetch their weights once, checked against
+    /// pinned digests, and see what is there (see `iron models pull --help`).
+    #[command(subcommand)]
+    Models(models::ModelsCommand),
     /// Confined execution: run a command exactly as an expert of a mesh would run it, to see
     /// what it can reach (see `iron sandbox run --help`).
     #[command(subcommand)]
@@ -670,6 +680,18 @@ pub enum BenchCommand {
         /// Tasks timed, half traced [default: 40; 2 with --smoke].
         #[arg(long, value_parser = at_least(2))]
         tasks: Option<usize>,
+    },
+    /// The local sentence embedder (all-MiniLM-L6-v2 on the CPU): its load time (files read,
+    /// digests checked, model built), sentences/s at batch 32, and the process's resident
+    /// memory once loaded (and its anonymous part: the weights copied into the model). Fails
+    /// when the model is not pulled (`iron models pull`).
+    Embed {
+        /// Sentences embedded, in batches of 32 [default: 1024; 64 with --smoke].
+        #[arg(long, value_parser = at_least(1))]
+        sentences: Option<usize>,
+        /// The models directory [default: as `iron models pull` finds it].
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
     },
     /// Build time of a generated mesh of 1,000 experts.
     Catalog {

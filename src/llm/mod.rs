@@ -1,8 +1,8 @@
 //! The models layer: chat models behind one trait ([`ChatModel`]), with backends for
 //! OpenAI-compatible servers, the Anthropic Messages API, offline scripts (tests) and the
 //! offline backend (no model configured, or every backend failed), failover across an ordered
-//! list of backends, the configuration that names them, and the routers that pick experts for
-//! an instruction.
+//! list of backends, the configuration that names them, the routers that pick experts for an
+//! instruction, and the local sentence-embedding model run in this process ([`local`]).
 //!
 //! Keys are held by reference (`${VAR}`), looked up at call time through a [`SecretSource`],
 //! and never appear in `Debug` output, errors or logs. This layer uses `crate::core`,
@@ -16,6 +16,7 @@ mod error;
 pub mod facts;
 mod failover;
 mod http;
+pub mod local;
 mod model;
 pub mod offline;
 mod openai;

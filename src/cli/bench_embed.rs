@@ -1,0 +1,144 @@
+//! `iron bench embed`: the local sentence embedder's load time, its throughput at the batch
+//! size it runs (32), and what one loaded model costs a process in memory.
+//!
+//! The sentences are generated from small word lists (ordinary news-like statements of varied
+//! length), so the figures do not depend on any corpus in the tree. Memory is read from
+//! `/proc/self/status`: `RssAnon` before and after loading says how much of the model lives in
+//! the process's private memory (candle's CPU tensors own their bytes; nothing stays mapped
+//! from the file).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use super::CliError;
+use super::bench_stats::Figures;
+use crate::llm::local::{self, BATCH, LocalEmbedder};
+
+const SUBJECTS: &[&str] = &[
+    "The city council",
+    "A regional hospital",
+    "The national weather service",
+    "Researchers at the university",
+    "The transport authority",
+    "A local bakery",
+    "The football club",
+    "Officials in the capital",
+];
+const VERBS: &[&str] = &[
+    "announced",
+    "postponed",
+    "approved",
+    "criticised",
+    "reported",
+    "delayed",
+    "celebrated",
+    "investigated",
+];
+const OBJECTS: &[&str] = &[
+    "a plan to repair the old bridge",
+    "new opening hours for the library",
+    "a study of sleep and memory",
+    "the budget for next year",
+    "heavy rain across the north",
+    "a rise in ticket prices",
+    "the results of the spring election",
+    "changes to the school timetable",
+];
+const TAILS: &[&str] = &[
+    "",
+    " on Tuesday",
+    " after a long meeting with residents",
+    ", saying more details would follow in the coming weeks",
+    " despite objections from several groups who had asked for a delay",
+];
+
+/// The `i`th generated sentence.
+fn sentence(i: usize) -> String {
+    format!(
+        "{} {} {}{}.",
+        SUBJECTS[i % SUBJECTS.len()],
+        VERBS[(i / 3) % VERBS.len()],
+        OBJECTS[(i / 7) % OBJECTS.len()],
+        TAILS[(i / 2) % TAILS.len()]
+    )
+}
+
+/// A field of `/proc/self/status` in KiB (`VmRSS`, `VmHWM`, `RssAnon`).
+fn status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn mib(kib: Option<u64>) -> String {
+    kib.map_or_else(|| "nan".into(), |k| format!("{:.1}", k as f64 / 1024.0))
+}
+
+pub(super) async fn embed(sentences: usize, dir: Option<PathBuf>) -> Result<(), CliError> {
+    tokio::task::spawn_blocking(move || embed_blocking(sentences, dir))
+        .await
+        .map_err(super::failed)?
+}
+
+fn embed_blocking(sentences: usize, dir: Option<PathBuf>) -> Result<(), CliError> {
+    super::bench_stats::print_machine("embed");
+    let models_dir = local::models_dir_from_env(dir.as_deref())?;
+    let anon_before = status_kib("RssAnon");
+    let started = Instant::now();
+    let embedder = LocalEmbedder::load(&models_dir)?;
+    let load = started.elapsed();
+    let anon_loaded = status_kib("RssAnon");
+
+    let texts: Vec<String> = (0..sentences).map(sentence).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    // One batch first: the first call pays for thread pools and allocations.
+    embedder
+        .embed(&refs[..refs.len().min(BATCH)])
+        .map_err(super::failed)?;
+    let started = Instant::now();
+    let vectors = embedder.embed(&refs).map_err(super::failed)?;
+    let took = started.elapsed();
+    if vectors.len() != sentences || vectors.iter().any(|v| v.len() != local::DIMS) {
+        return Err(CliError::Failed(format!(
+            "{} vectors for {sentences} sentences",
+            vectors.len()
+        )));
+    }
+
+    let mut figures = Figures::default();
+    figures.add(
+        "embed.load",
+        format!("{:.1}", load.as_secs_f64() * 1000.0),
+        "ms",
+    );
+    figures.add(
+        format!("embed.sentences_per_s_batch{BATCH}"),
+        format!("{:.1}", sentences as f64 / took.as_secs_f64()),
+        "sentences/s",
+    );
+    figures.add(
+        "embed.anon_rss_of_model",
+        mib(anon_loaded
+            .zip(anon_before)
+            .map(|(a, b)| a.saturating_sub(b))),
+        "MiB",
+    );
+    figures.add("embed.rss", mib(status_kib("VmRSS")), "MiB");
+    figures.add("embed.peak_rss", mib(status_kib("VmHWM")), "MiB");
+    figures.print();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sentences_vary() {
+        let all: std::collections::BTreeSet<String> = (0..64).map(super::sentence).collect();
+        assert_eq!(all.len(), 64);
+    }
+}
