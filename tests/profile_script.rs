@@ -12,7 +12,11 @@ fn flamegraph(kind: &str, input: &str, extra: &[&str]) -> (tempfile::TempDir, St
     let svg = dir.path().join("graph.svg");
     let out = Command::new("python3")
         .arg(root.join("scripts/flamegraph.py"))
-        .args([kind, root.join(input).to_str().unwrap(), svg.to_str().unwrap()])
+        .args([
+            kind,
+            root.join(input).to_str().unwrap(),
+            svg.to_str().unwrap(),
+        ])
         .args(extra)
         .output()
         .expect("python3 runs");
@@ -41,7 +45,10 @@ fn on_cpu_samples_become_a_flame_graph_of_every_sample() {
     .count();
     assert!(samples > 0);
     assert_eq!(total(&folded), samples as f64, "{folded}");
-    assert!(svg.starts_with("<svg") && svg.contains("(8 samples)"), "{svg}");
+    assert!(
+        svg.starts_with("<svg") && svg.contains("(8 samples)"),
+        "{svg}"
+    );
     assert!(folded.lines().all(|l| l.starts_with("iron;")), "{folded}");
 }
 

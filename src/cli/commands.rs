@@ -55,6 +55,7 @@ async fn up(
             config.state_dir.display()
         );
     }
+    super::models::ensure_local_model().await;
     let mut env = Vec::new();
     let mut local = None;
     if let Some(nats) = nats {

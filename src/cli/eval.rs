@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 
 use super::CliError;
+use crate::llm::local::LocalEmbedder;
 use crate::llm::offline::eval::{self, Evaluation};
+use crate::llm::offline::meanings_of;
 
 /// The sets `iron eval newsroom` reads by default: the tuning half, then the held-out half.
 const NEWSROOM_SETS: &[&str] = &["eval/newsroom/tune.jsonl", "eval/newsroom/heldout.jsonl"];
@@ -23,6 +25,12 @@ pub enum EvalCommand {
         /// One JSON object per corpus instead of the table.
         #[arg(long)]
         json: bool,
+        /// Judge on words alone, as when no local model is present (by default the local
+        /// embedding model is used when it is: `iron models pull`).
+        #[arg(long)]
+        lexical: bool,
+        #[command(flatten)]
+        dir: super::models::DirArg,
     },
 }
 
@@ -42,20 +50,51 @@ fn read(path: &Path) -> Result<Vec<eval::Labelled>, CliError> {
 }
 
 pub(super) fn run(command: EvalCommand) -> Result<(), CliError> {
-    let EvalCommand::Newsroom { corpus, json } = command;
+    let EvalCommand::Newsroom {
+        corpus,
+        json,
+        lexical,
+        dir,
+    } = command;
     let paths = match corpus.is_empty() {
         true => NEWSROOM_SETS.iter().map(PathBuf::from).collect(),
         false => corpus,
     };
+    let model = match lexical {
+        true => None,
+        false => {
+            let dir = super::models::models_dir(&dir)?;
+            match LocalEmbedder::load(&dir) {
+                Ok(model) => Some(model),
+                Err(e) => {
+                    eprintln!("judging on words alone: {e}");
+                    None
+                }
+            }
+        }
+    };
+    let judge = model.as_ref().map_or("words", |m| m.name());
     for path in &paths {
-        let evaluation: Evaluation = eval::evaluate(&read(path)?);
+        let corpus = read(path)?;
+        let meanings = match &model {
+            None => None,
+            Some(model) => {
+                let reports: Vec<_> = corpus.iter().map(|l| l.report.clone()).collect();
+                Some(meanings_of(model, &reports).map_err(|e| CliError::Failed(e.to_string()))?)
+            }
+        };
+        let evaluation: Evaluation = eval::evaluate_with(&corpus, meanings.as_ref());
         if json {
             let mut value =
                 serde_json::to_value(&evaluation).map_err(|e| CliError::Failed(e.to_string()))?;
             value["corpus"] = path.display().to_string().into();
+            value["judge"] = judge.into();
             println!("{value}");
         } else {
-            println!("{}", evaluation.table(&path.display().to_string()));
+            println!(
+                "{}",
+                evaluation.table(&format!("{} (judge: {judge})", path.display()))
+            );
         }
     }
     Ok(())

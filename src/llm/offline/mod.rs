@@ -33,6 +33,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::error::LlmError;
+use super::local::{EmbeddingError, LocalEmbedder};
 use super::model::{BoxFuture, ChatModel};
 use super::types::{ChatRequest, ChatResponse, FinishReason, Message, ToolCall, Usage};
 use claims::{Claim, Report};
@@ -43,6 +44,18 @@ pub const TASK_FENCE: &str = "```iron-task";
 pub const DELIVER_TOOL: &str = "deliver";
 /// The name the backend answers as.
 pub const NAME: &str = "offline";
+
+/// What `model` makes of each of `reports` ([`claims::meaning_text`]), by report id.
+pub fn meanings_of(
+    model: &LocalEmbedder,
+    reports: &[Report],
+) -> Result<claims::Meanings, EmbeddingError> {
+    let texts: Vec<String> = reports.iter().map(claims::meaning_text).collect();
+    let vectors = model.embed(&texts.iter().map(String::as_str).collect::<Vec<_>>())?;
+    Ok(claims::Meanings::new(
+        reports.iter().map(|r| r.id.clone()).zip(vectors).collect(),
+    ))
+}
 
 /// A task an instruction carries.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -103,9 +116,32 @@ pub fn task_block(task: &Value) -> String {
     format!("{TASK_FENCE}\n{task}\n```")
 }
 
-/// The offline backend.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct OfflineBackend;
+/// The offline backend. With the local embedding model in its models directory (`iron models
+/// pull`), its claim judgment reads meanings as well as words ([`claims::Meanings`]); the model
+/// is loaded on the first task that groups or cross-checks claims, so an expert that never
+/// judges never pays for it (a load reads ~90 MB), and one that cannot load it judges on
+/// words alone, saying so once.
+#[derive(Debug, Default)]
+pub struct OfflineBackend {
+    models_dir: Option<std::path::PathBuf>,
+    /// Loaded once, by the first judging task (on a blocking thread).
+    model: std::sync::Arc<std::sync::OnceLock<Option<LocalEmbedder>>>,
+}
+
+impl OfflineBackend {
+    /// Words alone.
+    pub fn lexical() -> Self {
+        Self::default()
+    }
+
+    /// Reading meanings with the local model in `models_dir` when it is there.
+    pub fn with_models(models_dir: std::path::PathBuf) -> Self {
+        Self {
+            models_dir: Some(models_dir),
+            model: Default::default(),
+        }
+    }
+}
 
 impl ChatModel for OfflineBackend {
     fn name(&self) -> &str {
@@ -116,9 +152,44 @@ impl ChatModel for OfflineBackend {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
-        let response = respond(request);
-        Box::pin(async move { Ok(response) })
+        Box::pin(async move {
+            let judges = matches!(
+                first_instruction(request).and_then(find_task),
+                Some(Ok(Task::GroupClaims { .. } | Task::CrossCheck { .. }))
+            );
+            if !judges {
+                return Ok(respond(request, None));
+            }
+            // Loading the model and embedding the reports take a while: off the runtime.
+            let (owned, dir, slot) = (request.clone(), self.models_dir.clone(), self.model.clone());
+            let judged = tokio::task::spawn_blocking(move || {
+                let model = dir.and_then(|dir| {
+                    slot.get_or_init(|| {
+                        LocalEmbedder::load(&dir)
+                            .inspect_err(|e| {
+                                tracing::warn!("the claim judge reads words alone: {e}")
+                            })
+                            .ok()
+                    })
+                    .clone()
+                });
+                respond(&owned, model.as_ref())
+            })
+            .await;
+            Ok(judged.unwrap_or_else(|e| {
+                tracing::warn!("the claim judge stopped ({e}); judging on words alone");
+                respond(request, None)
+            }))
+        })
     }
+}
+
+/// The first user message of `request`: the instruction a task block may be in.
+fn first_instruction(request: &ChatRequest) -> Option<&str> {
+    request.messages.iter().find_map(|m| match m {
+        Message::User { content } => Some(content.as_str()),
+        _ => None,
+    })
 }
 
 /// A configured model with the offline backend behind it: when the model fails (after its own
@@ -145,7 +216,7 @@ impl ChatModel for OrOffline {
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         Box::pin(async move {
             match self.model.chat(request).await {
-                Ok(r) => Ok(r),
+                Ok(r) => Ok(guard_cross_check(request, r)),
                 Err(e) => {
                     tracing::warn!(
                         model = self.model.name(),
@@ -157,23 +228,72 @@ impl ChatModel for OrOffline {
                         "The configured model {} did not answer ({why})",
                         self.model.name()
                     );
-                    Ok(respond_because(request, &why))
+                    Ok(respond_because(request, &why, None))
                 }
             }
         })
     }
 }
 
-fn respond(request: &ChatRequest) -> ChatResponse {
-    respond_because(request, answer::NO_MODEL)
+/// After a model's cross-check, the judge's veto: a claim the model calls confirmed whose
+/// supporting reports' frames conflict ([`claims::frame_conflict`]: another actor, figure,
+/// winner or role) is single-source, with the judge's reason. Only ever downgrades; the flow's
+/// own guard then applies the owners and denials rule to whatever comes back.
+fn guard_cross_check(request: &ChatRequest, mut response: ChatResponse) -> ChatResponse {
+    let Some(Ok(Task::CrossCheck { claims, reports })) =
+        first_instruction(request).and_then(find_task)
+    else {
+        return response;
+    };
+    let Some(text) = response.text.as_deref() else {
+        return response;
+    };
+    let Some(mut answer) = text
+        .find('{')
+        .and_then(|start| {
+            serde_json::Deserializer::from_str(&text[start..])
+                .into_iter::<Value>()
+                .next()
+        })
+        .and_then(Result::ok)
+    else {
+        return response;
+    };
+    let Some(verdicts) = answer.get_mut("verdicts").and_then(Value::as_array_mut) else {
+        return response;
+    };
+    let mut vetoed = 0;
+    for verdict in verdicts.iter_mut() {
+        let claim = verdict["claim"]
+            .as_str()
+            .and_then(|id| claims.iter().find(|c| c.id == id));
+        let (Some(claim), true) = (claim, verdict["status"] == "confirmed") else {
+            continue;
+        };
+        if let Some(why) = claims::frame_conflict(claim, &reports) {
+            verdict["status"] = json!("single_source");
+            verdict["reason"] = json!(format!("not confirmed by the judge's frame check: {why}"));
+            vetoed += 1;
+        }
+    }
+    if vetoed > 0 {
+        tracing::warn!("the judge vetoed {vetoed} confirmation(s) of the model");
+        response.text = Some(answer.to_string());
+    }
+    response
+}
+
+fn respond(request: &ChatRequest, model: Option<&LocalEmbedder>) -> ChatResponse {
+    respond_because(request, answer::NO_MODEL, model)
 }
 
 /// [`respond`], a plain answer opening with `why` no model wrote it.
-fn respond_because(request: &ChatRequest, why: &str) -> ChatResponse {
-    let first_user = request.messages.iter().find_map(|m| match m {
-        Message::User { content } => Some(content.as_str()),
-        _ => None,
-    });
+fn respond_because(
+    request: &ChatRequest,
+    why: &str,
+    model: Option<&LocalEmbedder>,
+) -> ChatResponse {
+    let first_user = first_instruction(request);
     let system = request
         .messages
         .iter()
@@ -190,7 +310,7 @@ fn respond_because(request: &ChatRequest, why: &str) -> ChatResponse {
             "produced_by": NAME,
         })
         .to_string(),
-        Some(Ok(task)) => match perform(task, request) {
+        Some(Ok(task)) => match perform(task, request, model) {
             Performed::Text(t) => t,
             Performed::Call(call) => return reply(None, vec![call]),
         },
@@ -203,11 +323,21 @@ enum Performed {
     Call(ToolCall),
 }
 
-fn perform(task: Task, request: &ChatRequest) -> Performed {
+fn perform(task: Task, request: &ChatRequest, model: Option<&LocalEmbedder>) -> Performed {
+    // What the model makes of the reports; words alone without it or when it fails.
+    let meanings = |reports: &[Report]| {
+        let model = model?;
+        meanings_of(model, reports)
+            .inspect_err(|e| tracing::warn!("the claim judge reads words alone: {e}"))
+            .ok()
+    };
     let out = match task {
-        Task::GroupClaims { reports } => json!({"claims": claims::group(&reports)}),
+        Task::GroupClaims { reports } => {
+            json!({"claims": claims::group_with(&reports, meanings(&reports).as_ref())})
+        }
         Task::CrossCheck { claims, reports } => {
-            let verdicts = claims::cross_check_all(&claims, &reports);
+            let meanings = meanings(&reports);
+            let verdicts = claims::cross_check_all_with(&claims, &reports, meanings.as_ref());
             let verdicts = verdicts.into_iter().map(|v| claims::enforce(v, &reports));
             json!({"verdicts": Vec::from_iter(verdicts)})
         }
@@ -305,7 +435,7 @@ mod tests {
             parameters: json!({}),
         };
         let mut req = request(&block, vec![deliver]);
-        let first = respond(&req);
+        let first = respond(&req, None);
         assert_eq!(first.tool_calls.len(), 1);
         assert_eq!(first.tool_calls[0].arguments["data"]["id"], "b-1");
         req.messages.push(first.to_message());
@@ -315,13 +445,13 @@ mod tests {
             content: "ok".into(),
             is_error: false,
         });
-        let second = respond(&req);
+        let second = respond(&req, None);
         assert!(second.tool_calls.is_empty());
         let v: Value = serde_json::from_str(second.text.as_deref().unwrap()).unwrap();
         assert_eq!(v["published"], true);
         assert_eq!(v["produced_by"], "offline");
         // Without the tool, it says it cannot.
-        let none = respond(&request(&block, vec![]));
+        let none = respond(&request(&block, vec![]), None);
         assert!(none.text.unwrap().contains("holds no delivery channel"));
     }
 
@@ -340,6 +470,65 @@ mod tests {
                 })
             })
         }
+    }
+
+    /// A model that confirms every claim it is asked to cross-check.
+    struct Reckless;
+
+    impl ChatModel for Reckless {
+        fn name(&self) -> &str {
+            "reckless"
+        }
+
+        fn chat<'a>(&'a self, r: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+            let Some(Ok(Task::CrossCheck { claims, .. })) =
+                first_instruction(r).and_then(find_task)
+            else {
+                panic!("asked for a cross-check");
+            };
+            let verdicts: Vec<Value> = claims
+                .iter()
+                .map(|c| {
+                    let ids: Vec<&str> = c.reports.iter().map(|r| r.id.as_str()).collect();
+                    json!({"claim": c.id, "text": c.text, "status": "confirmed",
+                           "supporting": ids, "denying": [], "reason": "looks fine"})
+                })
+                .collect();
+            let text = format!("Here you are:\n{}", json!({ "verdicts": verdicts }));
+            Box::pin(async move { Ok(reply(Some(text), Vec::new())) })
+        }
+    }
+
+    #[tokio::test]
+    async fn the_judge_vetoes_a_models_confirmation_whose_frames_conflict() {
+        let report = |id: &str, owner: &str, title: &str| {
+            json!({"id": id, "title": title, "outlet": owner, "owner": owner,
+                   "published": "2026-11-30T06:00:00Z"})
+        };
+        let reports = json!([
+            report("a", "north", "Rovers beat United 2-1 at Elm Park"),
+            report("b", "south", "United beat Rovers 2-1 at Elm Park"),
+            report("c", "north", "Ferry services suspended at Kell harbour"),
+            report("d", "south", "Kell harbour ferry services suspended"),
+        ]);
+        let claim = |id: &str, members: [&str; 2]| json!({"id": id, "text": id, "reports": members.map(|m| json!({"id": m, "stance": "supports"}))});
+        let block = task_block(&json!({"iron_task": "cross_check", "reports": reports,
+            "claims": [claim("swapped", ["a", "b"]), claim("ferry", ["c", "d"])]}));
+        let model = OrOffline::new(std::sync::Arc::new(Reckless));
+        let r = model.chat(&request(&block, vec![])).await.unwrap();
+        let answer: Value = serde_json::from_str(r.text.as_deref().unwrap()).unwrap();
+        let status = |id: &str| {
+            let v = answer["verdicts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["claim"] == id);
+            (v.unwrap()["status"].clone(), v.unwrap()["reason"].clone())
+        };
+        let (swapped, why) = status("swapped");
+        assert_eq!(swapped, "single_source", "{answer}");
+        assert!(why.as_str().unwrap().contains("frame check"), "{why}");
+        assert_eq!(status("ferry").0, "confirmed", "{answer}");
     }
 
     #[tokio::test]
@@ -361,7 +550,7 @@ mod tests {
 
     #[test]
     fn plain_questions_get_an_extracted_answer() {
-        let r = respond(&request("is the bridge closed?", vec![]));
+        let r = respond(&request("is the bridge closed?", vec![]), None);
         assert!(r.text.unwrap().contains("No language model is configured"));
         assert_eq!(r.usage, Usage::default());
     }
