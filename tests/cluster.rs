@@ -1,8 +1,9 @@
 //! Beyond one machine, proved on one: a three-server JetStream cluster (streams kept in three
 //! copies) and two linked Zenoh routers, with `iron up` split across them — the engine and its
 //! experts on one router, the inbox, jobs and delivery on the other. A question crosses both
-//! routers; one NATS server is killed with SIGKILL while events are being written; every event
-//! the log acknowledged is still there afterwards, and the next question is answered.
+//! routers; the server leading the MEM stream (asked through the JetStream API) is killed with
+//! SIGKILL while events are being written; another takes the lead, every event the log
+//! acknowledged is still there afterwards, and the next question is answered.
 
 mod support;
 
@@ -19,6 +20,40 @@ use support::nats::NatsServer;
 use support::{Proc, bin, eventually, free_port, project::Project, wait_until};
 
 const T: Duration = Duration::from_secs(90);
+
+/// The server leading the MEM stream's RAFT group, asked through the JetStream API
+/// (`$JS.API.STREAM.INFO.MEM`). When it is `spared`, the leader is asked to step down
+/// (`$JS.API.STREAM.LEADER.STEPDOWN.MEM`) until another server leads.
+async fn mem_leader(urls: &str, spared: Option<&str>) -> String {
+    let servers: Vec<async_nats::ServerAddr> =
+        urls.split(',').map(|u| u.parse().unwrap()).collect();
+    let client = async_nats::connect(servers).await.unwrap();
+    let js = async_nats::jetstream::new(client.clone());
+    let deadline = std::time::Instant::now() + T;
+    loop {
+        let leader = match js.get_stream("MEM").await {
+            Ok(mut stream) => stream
+                .info()
+                .await
+                .ok()
+                .and_then(|i| i.cluster.as_ref().and_then(|c| c.leader.clone())),
+            Err(_) => None,
+        };
+        match leader {
+            Some(l) if Some(l.as_str()) != spared => return l,
+            Some(_) => {
+                let stepdown = "$JS.API.STREAM.LEADER.STEPDOWN.MEM";
+                let _ = client.request(stepdown, "".into()).await;
+            }
+            None => {}
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no leader of MEM other than {spared:?} within {T:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
 
 /// A router at `listen`, linked to the routers at `connect`.
 fn router(tag: &str, listen: &str, connect: &[&str]) -> Proc {
@@ -207,13 +242,14 @@ async fn a_split_deployment_on_a_cluster_loses_nothing_acknowledged_when_a_serve
         || acks() >= 100,
         || "the writer got no acknowledgements".into(),
     );
-    // The server most clients use (the first, whose monitor the plane was checked on, is
-    // spared so a later check still has it).
-    let victim = if nats[1].connections() >= nats[2].connections() {
-        1
-    } else {
-        2
-    };
+    // The server leading MEM, where every event is written first (the first server, whose
+    // monitor the plane was checked on, is spared so a later check still has it: its lead is
+    // moved first).
+    let leader = mem_leader(&urls, Some("iron-0")).await;
+    let victim: usize = leader
+        .strip_prefix("iron-")
+        .and_then(|i| i.parse().ok())
+        .unwrap_or_else(|| panic!("the leader {leader:?} is none of the cluster's servers"));
     nats[victim].kill9();
     let at_kill = acks();
     // Writing goes on: the clients move to the servers left, the streams keep a quorum.
@@ -248,6 +284,9 @@ async fn a_split_deployment_on_a_cluster_loses_nothing_acknowledged_when_a_serve
     let reader = JetStream::connect(&survivors, JetStreamOptions::default())
         .await
         .unwrap();
+    // Another server took the lead of MEM.
+    let successor = mem_leader(&survivors, Some(leader.as_str())).await;
+    assert_ne!(successor, leader);
     // Right after the kill a read can time out while the cluster notices the peer is gone:
     // it is retried, and reported if it never succeeds.
     let kept: BTreeSet<String> = eventually("a read of MEM from the servers left", T, || async {

@@ -920,6 +920,16 @@ mod tests {
         Lexicon::new(texts.iter().copied())
     }
 
+    /// Whether `a` and `b` swap roles, their names read with `lex`.
+    fn swapped(lex: &Lexicon, a: &str, b: &str) -> bool {
+        role_swap(
+            &title_stems(a),
+            &lex.names(a),
+            &title_stems(b),
+            &lex.names(b),
+        )
+    }
+
     fn names(lex: &Lexicon, title: &str) -> Vec<String> {
         lex.names(title).into_iter().map(|n| n.stem).collect()
     }
@@ -997,14 +1007,7 @@ mod tests {
     #[test]
     fn swapped_roles_are_found_and_the_passive_is_read() {
         let lex = lexicon(&["The derby between Rovers and United drew a crowd."]);
-        let swap = |a: &str, b: &str| {
-            role_swap(
-                &title_stems(a),
-                &lex.names(a),
-                &title_stems(b),
-                &lex.names(b),
-            )
-        };
+        let swap = |a: &str, b: &str| swapped(&lex, a, b);
         assert!(swap("Rovers beat United 2-1", "United beat Rovers 2-1"));
         assert!(swap("Rovers to acquire United", "United to acquire Rovers"));
         assert!(!swap(
@@ -1019,14 +1022,7 @@ mod tests {
         assert!(swap("Rovers to buy United", "United to acquire Rovers"));
         // A name run, or function words, may open a headline.
         let lex = lexicon(&["The tour pairs Ivy Marsh with the Lantern Coats."]);
-        let swap = |a: &str, b: &str| {
-            role_swap(
-                &title_stems(a),
-                &lex.names(a),
-                &title_stems(b),
-                &lex.names(b),
-            )
-        };
+        let swap = |a: &str, b: &str| swapped(&lex, a, b);
         assert!(swap(
             "Ivy Marsh to support The Lantern Coats on tour",
             "The Lantern Coats to warm up for Ivy Marsh"
@@ -1036,14 +1032,7 @@ mod tests {
             "Ivy Marsh confirmed as opening act for Lantern Coats"
         ));
         let lex = lexicon(&["The derby between Rovers and United drew a crowd."]);
-        let swap = |a: &str, b: &str| {
-            role_swap(
-                &title_stems(a),
-                &lex.names(a),
-                &title_stems(b),
-                &lex.names(b),
-            )
-        };
+        let swap = |a: &str, b: &str| swapped(&lex, a, b);
         // Converse verbs read as a swap: a split, never a false merge.
         assert!(swap("Rovers beat United", "United lose to Rovers"));
         assert!(!swap("Rovers beat United", "Rovers edge United"));
