@@ -63,14 +63,16 @@ fn value(samples: &[String], prefix: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_needs_its_token_and_shows_metrics_and_live_events() {
     let p = Project::offline();
-    // The console signs what the page does as this operator.
-    p.operator("desk");
     let up = p.up(
         "nodes:\n  - {name: engine, namespace: /iron, executable: engine_node, autostart: true}\n  - {name: console, namespace: /iron, executable: console_node, autostart: true}\n",
         &[],
     );
     up.wait_for("/iron/console: active", T);
     up.wait_for("/iron/engine: active", T);
+    // `iron up` says no operator is registered; a person makes one while the console runs,
+    // and the page acts as them from then on.
+    up.wait_for("operators: none registered", T);
+    p.operator("desk");
     let printed = up
         .matching("console: http://")
         .pop()

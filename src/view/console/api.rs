@@ -83,7 +83,7 @@ pub(super) async fn state(State(shared): State<Arc<Shared>>) -> Result<Json<Valu
                        .collect::<Vec<_>>().join("\n")})
         })
         .collect();
-    v["operator"] = shared.operator.clone().into();
+    v["operator"] = shared.operator().into();
     Ok(Json(v))
 }
 
@@ -148,7 +148,7 @@ pub(super) async fn job(
                 .await?;
             let reason = body
                 .note
-                .unwrap_or_else(|| format!("cancelled from the console by {}", shared.operator));
+                .unwrap_or_else(|| format!("cancelled from the console by {}", shared.operator()));
             ops::cancel(log, &job, Some(reason), statement, &shared.people).await
         }
         "approve" | "reject" => {
@@ -208,21 +208,18 @@ pub(super) async fn operator(
 ) -> Result<Json<Value>, Failure> {
     required("the text", &body.text)?;
     let voice = &shared.voice;
-    let who = &shared.operator;
-    let key = shared
-        .key
-        .as_ref()
-        .map_err(|why| (StatusCode::FORBIDDEN, why.clone()))?;
+    let key = shared.key().map_err(|why| (StatusCode::FORBIDDEN, why))?;
+    let who = key.name().to_string();
     let sent = match action.as_str() {
         "answer" => {
             required("question_id", &body.question_id)?;
             voice
-                .answer(&task, &body.question_id, key, &body.text, CONTROL_TIMEOUT)
+                .answer(&task, &body.question_id, &key, &body.text, CONTROL_TIMEOUT)
                 .await
         }
         "interject" => {
             voice
-                .interject(&task, key, &body.text, CONTROL_TIMEOUT)
+                .interject(&task, &key, &body.text, CONTROL_TIMEOUT)
                 .await
         }
         other => {
@@ -303,7 +300,7 @@ pub(super) async fn hunk(
     let reviewer = Reviewer {
         log: &shared.log,
         tenant: &shared.tenant,
-        actor: format!("operator/{}", shared.operator),
+        actor: format!("operator/{}", statement.operator),
     };
     reviewer
         .decide(

@@ -57,8 +57,9 @@ pub const TOKEN_FILE: &str = "console.token";
 pub const OPERATOR_ENV: &str = "IRON_CONSOLE_OPERATOR";
 
 /// The key the console signs with, or why it has none (then every action is refused and the
-/// page is read-only).
-fn operator_key(config: &Config) -> Result<OperatorKey, String> {
+/// page is read-only). Read again for each action, so a key made after the console started
+/// (`iron operator add`, as `iron up` suggests) is used at once.
+fn operator_key(operators: &[String]) -> Result<OperatorKey, String> {
     let named = std::env::var(OPERATOR_ENV)
         .ok()
         .filter(|v| !v.trim().is_empty())
@@ -67,8 +68,7 @@ fn operator_key(config: &Config) -> Result<OperatorKey, String> {
     let dir = identity::key_dir().map_err(|e| e.to_string())?;
     let key = match named {
         Some(name) => OperatorKey::load(&dir, &name),
-        None => config
-            .operators
+        None => operators
             .iter()
             .find_map(|name| OperatorKey::load(&dir, name).ok())
             .map_or_else(|| OperatorKey::for_cli(None), Ok),
@@ -112,10 +112,8 @@ struct Shared {
     log: AnyLog,
     token: String,
     tenant: String,
-    /// Who acts from the page (their name, or `nobody`).
-    operator: String,
-    /// Their key, or why the console has none.
-    key: Result<OperatorKey, String>,
+    /// The configuration's `operators:`, for finding the page's operator's key.
+    operators: Vec<String>,
     /// Whose signed actions this deployment takes.
     people: Authority,
     metrics: Mutex<Metrics>,
@@ -138,6 +136,17 @@ impl Shared {
         ))
     }
 
+    /// The page's operator's key, or why there is none.
+    fn key(&self) -> Result<OperatorKey, String> {
+        operator_key(&self.operators)
+    }
+
+    /// Who acts from the page: the operator's name, or `nobody`.
+    fn operator(&self) -> String {
+        self.key()
+            .map_or_else(|_| "nobody".to_string(), |k| k.name().to_string())
+    }
+
     /// `action` on `subject` with `decision`, signed as the page's operator and checked as
     /// the node acting on it would check it; a refusal is recorded on the log.
     async fn sign(
@@ -146,7 +155,7 @@ impl Shared {
         subject: &str,
         decision: &str,
     ) -> Result<Statement, (axum::http::StatusCode, String)> {
-        let signed = match &self.key {
+        let signed = match self.key() {
             Ok(key) => {
                 let statement = key.sign(action, subject, decision);
                 self.people
@@ -154,7 +163,7 @@ impl Shared {
                     .map(|()| statement)
                     .map_err(|e| e.to_string())
             }
-            Err(why) => Err(why.clone()),
+            Err(why) => Err(why),
         };
         if let Err(why) = &signed {
             let what = format!("{action} {subject} from the console");
@@ -163,7 +172,7 @@ impl Shared {
                 &self.tenant,
                 "node/iron/console",
                 &what,
-                &self.operator,
+                &self.operator(),
                 why,
             )
             .await;
@@ -205,8 +214,7 @@ impl ManagedNode for ConsoleNode {
             .await
             .map_err(|e| refuse(format!("cannot listen on {addr}: {e} (set {LISTEN_ENV})")))?;
         let voice = OperatorVoice::new(&ctx.node).map_err(|e| refuse(e.to_string()))?;
-        let key = operator_key(&config);
-        if let Err(why) = &key {
+        if let Err(why) = operator_key(&config.operators) {
             tracing::warn!("{why}");
         }
         let people = Authority::new(&config.state_dir, &config.operators);
@@ -215,10 +223,7 @@ impl ManagedNode for ConsoleNode {
             shared: Arc::new(Shared {
                 log,
                 token,
-                operator: key
-                    .as_ref()
-                    .map_or_else(|_| "nobody".to_string(), |k| k.name().to_string()),
-                key,
+                operators: config.operators.clone(),
                 review: Mutex::new(ReviewReader::new(people.clone())),
                 people,
                 overview: Mutex::new(Overview::of_tenant(&config.tenant)),
