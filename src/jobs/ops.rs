@@ -148,13 +148,7 @@ async fn find_for<L: EventLog>(
     people: &Authority,
 ) -> Result<(String, Vec<Stored>, Vec<Stored>), JobError> {
     let (mesh, diary) = find(log, job).await?;
-    let statement = match event {
-        JobEvent::ApprovalGiven { statement, .. }
-        | JobEvent::Resumed { statement, .. }
-        | JobEvent::Cancelled { statement, .. } => statement.as_ref(),
-        _ => None,
-    };
-    if let Some(statement) = statement {
+    if let Some(statement) = people::statement_of(event) {
         people
             .admit(statement, None, Some(FRESH_FOR))
             .map_err(|e| JobError::NotTaken(e.to_string()))?;

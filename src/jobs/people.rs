@@ -35,7 +35,8 @@ pub fn decision_word(approved: bool) -> &'static str {
     if approved { "approved" } else { "rejected" }
 }
 
-fn statement_of(event: &JobEvent) -> Option<&Statement> {
+/// The statement a person's event carries, if any.
+pub(super) fn statement_of(event: &JobEvent) -> Option<&Statement> {
     match event {
         JobEvent::ApprovalGiven { statement, .. }
         | JobEvent::Resumed { statement, .. }
