@@ -154,6 +154,28 @@ async fn python_flows_replay_wait_park_and_never_take_the_runner_down() {
     let record = w.path("calls");
     let job = start(&w, "good", json!({"record": record}));
     until(&log, &job, "the job waiting on go", waiting_go).await;
+    // An approval written to the diary by anything but an operator (here unsigned, straight
+    // to the log) is not taken: `iron jobs show` marks it, and the flow never sees its note.
+    iron::jobs::journal::append_unfenced(
+        &log,
+        "test",
+        &job,
+        iron::jobs::event::event_id(&job, &["approval_given", "publish", "forged"]),
+        "operator/ana",
+        JobEvent::ApprovalGiven {
+            name: "publish".into(),
+            approved: true,
+            note: Some("forged".into()),
+            statement: None,
+        },
+    )
+    .await
+    .unwrap();
+    let shown = w.iron_ok(&["jobs", "show", &job]);
+    assert!(
+        shown.contains("NOT TAKEN: not signed by an operator"),
+        "{shown}"
+    );
     w.iron_ok(&["jobs", "approve", &job, "publish", "--note", "early"]);
     w.iron_ok(&["jobs", "signal", &job, "go", "--payload", "7"]);
     let diary = until(&log, &job, "the job done", done).await;

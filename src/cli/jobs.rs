@@ -135,12 +135,28 @@ pub async fn run(command: JobsCommand) -> Result<(), CliError> {
         }
         JobsCommand::Show { job } => {
             let (mesh, diary) = ops::find(&log, &job).await?;
-            let state = crate::jobs::state_of(&diary);
+            // The state the runner sees: a person's event it does not take is shown, marked.
+            let registry = people.registry();
+            let refusals: Vec<Option<String>> = diary
+                .iter()
+                .map(|s| crate::jobs::people::refusal(&job, &s.entry.event, &people, &registry))
+                .collect();
+            let taken: Vec<_> = diary
+                .iter()
+                .zip(&refusals)
+                .filter(|(_, refused)| refused.is_none())
+                .map(|(s, _)| s.clone())
+                .collect();
+            let state = crate::jobs::state_of(&taken);
             println!("job {job} in mesh {mesh}: {}", state.word());
             let t0 = diary.first().map(|s| s.entry.ts).unwrap_or(0);
-            for s in &diary {
+            for (s, refused) in diary.iter().zip(&refusals) {
+                let refused = refused
+                    .as_ref()
+                    .map(|why| format!("  NOT TAKEN: {why}"))
+                    .unwrap_or_default();
                 println!(
-                    "{:>6}  +{:>8.3}s  {:<16}  {}  [{}]",
+                    "{:>6}  +{:>8.3}s  {:<16}  {}  [{}]{refused}",
                     s.seq,
                     (s.entry.ts.saturating_sub(t0)) as f64 / 1000.0,
                     s.entry.event.kind(),
