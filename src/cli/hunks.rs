@@ -198,7 +198,7 @@ async fn decide(
     operator: Option<String>,
     approve: bool,
 ) -> Result<(), CliError> {
-    let decision = if approve { "approved" } else { "rejected" };
+    let decision = crate::core::identity::decision(approve);
     let key = OperatorKey::for_cli(operator.as_deref())?;
     let statement = key.sign(action::HUNKS, &ids.join(" "), decision);
     let people = Authority::new(&config.state_dir, &config.operators);

@@ -173,14 +173,11 @@ pub async fn run(command: JobsCommand) -> Result<(), CliError> {
             operator,
         } => {
             let name = name.split('#').next().unwrap_or(&name).to_string();
-            let decision = if reject { "rejected" } else { "approved" };
+            let decision = crate::core::identity::decision(!reject);
             let subject = format!("{job}/{name}");
             let statement = signed(operator, action::JOB_APPROVE, &subject, decision)?;
             ops::approve(&log, &job, &name, !reject, note, statement, &people).await?;
-            println!(
-                "{job}: {} {name}",
-                if reject { "rejected" } else { "approved" }
-            );
+            println!("{job}: {} {name}", decision);
         }
         JobsCommand::Signal { job, name, payload } => {
             ops::signal(&log, &job, &name, json_arg("--payload", &payload)?).await?;

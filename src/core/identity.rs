@@ -52,6 +52,11 @@ pub mod action {
     pub const LIFECYCLE: &str = "node.lifecycle";
 }
 
+/// The decision word of an approval or a hunk decision: `approved` or `rejected`.
+pub fn decision(approved: bool) -> &'static str {
+    if approved { "approved" } else { "rejected" }
+}
+
 /// Why an operator's action was not taken, or a key could not be made or read.
 #[derive(Debug, thiserror::Error)]
 pub enum IdentityError {

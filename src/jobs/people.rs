@@ -13,7 +13,7 @@
 
 use tracing::warn;
 
-use crate::core::identity::{Authority, Registry, Statement, action};
+use crate::core::identity::{Authority, Registry, Statement, action, decision};
 
 use super::event::{JobEvent, Stored};
 
@@ -23,16 +23,11 @@ fn required(job: &str, event: &JobEvent) -> Option<(&'static str, String, String
         JobEvent::ApprovalGiven { name, approved, .. } => Some((
             action::JOB_APPROVE,
             format!("{job}/{name}"),
-            decision_word(*approved).into(),
+            decision(*approved).into(),
         )),
         JobEvent::Resumed { .. } => Some((action::JOB_RESUME, job.into(), "resume".into())),
         _ => None,
     }
-}
-
-/// `approved` or `rejected`.
-pub fn decision_word(approved: bool) -> &'static str {
-    if approved { "approved" } else { "rejected" }
 }
 
 /// The statement a person's event carries, if any.

@@ -108,7 +108,7 @@ async fn decide(deps: &DecideDeps, req: &DecideHunksRequest) -> DecideHunksRespo
     if req.hunks.is_empty() || req.hunks.len() > MAX_HUNKS {
         return refuse(format!("name 1 to {MAX_HUNKS} hunks (`iron hunks list`)"));
     }
-    let word = if req.approve { "approved" } else { "rejected" };
+    let word = crate::core::identity::decision(req.approve);
     let statement = match Statement::from_proof(
         action::HUNKS,
         &req.hunks.join(" "),

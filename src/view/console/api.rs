@@ -155,11 +155,7 @@ pub(super) async fn job(
             required("the approval's name", &body.name)?;
             let name = body.name.strip_prefix("approval:").unwrap_or(&body.name);
             let name = name.split('#').next().unwrap_or(name);
-            let decision = if action == "approve" {
-                "approved"
-            } else {
-                "rejected"
-            };
+            let decision = identity::decision(action == "approve");
             let statement = shared
                 .sign(
                     identity::action::JOB_APPROVE,
@@ -292,7 +288,7 @@ pub(super) async fn hunk(
             ));
         }
     };
-    let decision = if approve { "approved" } else { "rejected" };
+    let decision = identity::decision(approve);
     let statement = shared
         .sign(identity::action::HUNKS, &hunk, decision)
         .await?;
