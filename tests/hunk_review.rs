@@ -31,8 +31,8 @@ use support::{copy_dir, git, project::Project};
 
 const BOUND: Duration = Duration::from_secs(90);
 
-/// A project with the shipped agent folders, the dev mesh's filesystem server run from
-/// node_modules, its workspace at `repo` (a fixture repository, committed) and a verify
+/// A project with the shipped agent folders, the dev mesh's filesystem server as shipped
+/// (confined, from the package store), its workspace at `repo` (a fixture repository, committed) and a verify
 /// command that passes; models play `script`.
 fn dev_project(script: &str) -> (Project, PathBuf) {
     let p = Project::scripted(script);
@@ -43,7 +43,7 @@ fn dev_project(script: &str) -> (Project, PathBuf) {
     );
     let aem_md = p.path("aem/dev/AEM.md");
     let text = std::fs::read_to_string(&aem_md).unwrap();
-    let text = support_tools::dev_fs_server_from_node_modules(&text)
+    let text = support_tools::dev_servers_installed(&text)
         .replace("  target: .\n", "  target: repo\n")
         .replace("  idle_secs: 600\n", "  idle_secs: 3\n")
         .replace(

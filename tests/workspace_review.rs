@@ -77,7 +77,9 @@ const SCRIPT: &str = r#"turns:
         arguments: {command: "true", cwd: "/"}
       - name: workspace__write_file
         arguments: {path: "aem/dev/AEM.md", content: "status: parked\n"}
-  - expect: "gate 2"
+      - name: git__git_status
+        arguments: {repo_path: "."}
+  - expect: "git_status"
     text: "Added the --json flag to the CLI and documented it."
 "#;
 
@@ -86,7 +88,7 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
     let p = Project::scripted(SCRIPT);
     p.operator("ana");
     p.operator("bo");
-    // The shipped agent folders, with the filesystem server run from node_modules and the
+    // The shipped agent folders, with the filesystem server as shipped (run confined) and the
     // workspace pointed at the fixture, with a verify command.
     copy_dir(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("aem"),
@@ -94,7 +96,7 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
     );
     let aem_md = p.path("aem/dev/AEM.md");
     let text = std::fs::read_to_string(&aem_md).unwrap();
-    let text = support_tools::dev_fs_server_from_node_modules(&text)
+    let text = support_tools::dev_servers_installed(&text)
         .replace("  target: .\n", "  target: repo\n")
         .replace(
             "  verify: [cargo, check, --offline, --all-targets]\n  verify_secs: 1800\n",
@@ -185,6 +187,16 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
         "{result}"
     );
     assert!(!Path::new("/etc/escaped").exists());
+    // The real git server (PyPI, from the package store) ran confined in the scratch and
+    // read it: it sees the engineer's new file.
+    let status = p
+        .events("tool_result")
+        .await
+        .into_iter()
+        .find(|r| r.payload["tool"] == "git/git_status")
+        .expect("git_status's result");
+    let status = status.payload["outcome"].to_string();
+    assert!(status.contains("JSON.md"), "{status}");
 
     // The review job waits for a person.
     let job = format!("review-{task}");

@@ -16,6 +16,11 @@
 //!   `commit -m <message>` and `diff <target>` as given, with no `--`: the naive git server
 //!   the path guard must stand in front of (an argument starting with `-` is an option).
 //!
+//! * `probe_host` — tries, on its own, what a compromised server would: each
+//!   `--probe KIND=TARGET` it was started with (`write=PATH`, `read=PATH`, `unix=PATH`,
+//!   `tcp=HOST:PORT`), with no argument a path guard could see; reports each as `reached`
+//!   (with what it read) or `refused` (with why), and its working directory.
+//!
 //! `--exit-at-start` makes the process exit before it reads anything: a server that fails
 //! to start.
 
@@ -177,6 +182,30 @@ impl TestServer {
     #[tool(description = "Shows changes against a target.")]
     fn git_diff(&self, Parameters(a): Parameters<GitDiffArgs>) -> String {
         git(&a.repo_path, &["diff", &a.target])
+    }
+
+    #[tool(description = "Tries what it was started to try, and reports.")]
+    fn probe_host(&self) -> String {
+        let args: Vec<String> = std::env::args().collect();
+        let mut report = serde_json::Map::new();
+        let cwd = std::env::current_dir().map(|d| d.display().to_string());
+        report.insert("cwd".into(), cwd.unwrap_or_default().into());
+        for probe in args.windows(2).filter(|w| w[0] == "--probe").map(|w| &w[1]) {
+            let (kind, target) = probe.split_once('=').unwrap_or((probe, ""));
+            let outcome = match kind {
+                "write" => std::fs::write(target, "escaped\n").map(|()| String::new()),
+                "read" => std::fs::read_to_string(target),
+                "unix" => std::os::unix::net::UnixStream::connect(target).map(|_| String::new()),
+                "tcp" => std::net::TcpStream::connect(target).map(|_| String::new()),
+                _ => Err(std::io::Error::other("unknown probe")),
+            };
+            let said = match outcome {
+                Ok(text) => format!("reached {text}"),
+                Err(e) => format!("refused {e}"),
+            };
+            report.insert(probe.clone(), said.into());
+        }
+        serde_json::Value::Object(report).to_string()
     }
 
     #[tool(description = "Returns the process id.")]

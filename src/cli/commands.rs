@@ -54,6 +54,9 @@ async fn up(
             catalog.experts.len(),
             config.state_dir.display()
         );
+        if let Some(note) = super::tools::missing_note(&catalog) {
+            println!("{note}");
+        }
     }
     super::models::ensure_local_model().await;
     let mut env = Vec::new();
@@ -395,6 +398,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Tools(ToolsCommand::Import { file, discover }) => {
             tools_import(&file, discover, timeout).await
+        }
+        Command::Tools(ToolsCommand::Install { aem, dir }) => {
+            super::tools::install(&aem, dir.as_deref()).await
         }
         Command::Node(NodeCommand::List) => {
             let (control, node) = connect(&cli.router, timeout).await?;

@@ -23,6 +23,7 @@ pub mod node;
 mod operator;
 mod operators;
 mod sandbox;
+mod tools;
 
 use std::time::Duration;
 
@@ -340,6 +341,20 @@ pub enum ToolsCommand {
         /// Start each server once to list its tools into the block.
         #[arg(long)]
         discover: bool,
+    },
+    /// Install the pinned package (`npx -y pkg@x.y.z`, `uvx pkg@x.y.z`) of every local server
+    /// of a mesh that declares `workspace:`. Those servers run confined in the expert's
+    /// scratch, with no network and no home directory, so they cannot fetch their package when
+    /// they start: they run it from here, read-only. Run once (it needs npm, or python3 with
+    /// venv, and the registries); packages already installed are kept.
+    Install {
+        /// The agent folders.
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
+        /// The package store [default: $IRON_TOOLS_DIR, else $XDG_CACHE_HOME/iron/tools, else
+        /// ~/.cache/iron/tools]; experts find it the same way.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
     },
 }
 

@@ -132,6 +132,15 @@ impl LaunchSpec {
     }
 }
 
+/// Starts local servers confined instead of on the host as they are: the expert's sandbox,
+/// implemented in a layer above this one.
+pub trait Confine: Send + Sync {
+    /// The command that starts `spec` confined (its standard streams left to the caller),
+    /// and what must live as long as its process; or why it cannot be confined, in which
+    /// case the server is not started.
+    fn command(&self, spec: &LaunchSpec) -> Result<(Command, Box<dyn Send + Sync>), String>;
+}
+
 /// A tool as the running server lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveTool {
@@ -193,6 +202,8 @@ struct ProcessGuard {
     pid: i32,
     exited: Arc<AtomicBool>,
     kill: Mutex<Option<oneshot::Sender<()>>>,
+    /// What a confined server's sandbox keeps while it runs, released after the kill.
+    _held: Option<Box<dyn Send + Sync>>,
 }
 
 impl ProcessGuard {
@@ -344,21 +355,36 @@ async fn supervise(
 }
 
 impl McpClient {
-    /// Starts the server, performs the MCP handshake and lists its tools, all within
-    /// `start_timeout`.
-    pub async fn start(spec: &LaunchSpec, start_timeout: Duration) -> Result<McpClient, ToolError> {
+    /// Starts the server (through `confine` when given), performs the MCP handshake and
+    /// lists its tools, all within `start_timeout`.
+    pub async fn start(
+        spec: &LaunchSpec,
+        start_timeout: Duration,
+        confine: Option<&dyn Confine>,
+    ) -> Result<McpClient, ToolError> {
         let server = spec.server.clone();
         let start_failed = |reason: String, stderr: Vec<String>| ToolError::StartFailed {
             server: server.clone(),
             reason,
             stderr,
         };
-        let mut cmd = Command::new(&spec.command);
-        cmd.args(&spec.args)
-            .env_clear()
-            .envs(&spec.env)
-            .current_dir(&spec.cwd)
-            .stdin(Stdio::piped())
+        let (mut cmd, held) = match confine {
+            None => {
+                let mut cmd = Command::new(&spec.command);
+                cmd.args(&spec.args)
+                    .env_clear()
+                    .envs(&spec.env)
+                    .current_dir(&spec.cwd);
+                (cmd, None)
+            }
+            Some(confine) => {
+                let (cmd, held) = confine.command(spec).map_err(|reason| {
+                    start_failed(format!("it cannot run confined: {reason}"), Vec::new())
+                })?;
+                (cmd, Some(held))
+            }
+        };
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
@@ -390,6 +416,7 @@ impl McpClient {
             pid,
             exited: exited.clone(),
             kill: Mutex::new(Some(kill_tx)),
+            _held: held,
         };
         let (tap_end, rmcp_end) = tokio::io::duplex(256 * 1024);
         tokio::spawn(tap_stdout(stdout, tap_end, fault_tx.clone()));

@@ -369,7 +369,7 @@ pub async fn discover_tools(
 ) -> Result<Vec<String>, ToolError> {
     let spec = LaunchSpec::from_descriptor(&server.name, &server.descriptor(), env, workdir)
         .expect("an imported server is local")?;
-    let client = McpClient::start(&spec, timeout).await?;
+    let client = McpClient::start(&spec, timeout, None).await?;
     let names = client.tools().iter().map(|t| t.name.clone()).collect();
     client.shutdown().await;
     Ok(names)

@@ -15,7 +15,7 @@
 //! call, bounded by the expert's tool timeout → `tool_result` event. A refusal writes
 //! `gate_denied` and nothing is called.
 
-use super::client::{LaunchSpec, LiveTool, McpClient};
+use super::client::{Confine, LaunchSpec, LiveTool, McpClient};
 use super::env::{EnvMap, expand};
 use super::error::{DenialReason, Gate, GateDenial, ToolError};
 use super::events::{ToolEvent, ToolEventKind, ToolEvents, ToolOutcome};
@@ -59,6 +59,8 @@ pub struct ManagerSetup {
     /// [`super::paths::server_root`]). A local server is started in its root, so gate 2
     /// and the server resolve a relative path to the same file.
     pub server_roots: BTreeMap<String, PathBuf>,
+    /// Where local servers start confined (an expert with a scratch); `None`: as declared.
+    pub confine: Option<Arc<dyn Confine>>,
 }
 
 impl ManagerSetup {
@@ -79,6 +81,7 @@ impl ManagerSetup {
             call_timeout: None,
             start_timeout: DEFAULT_START_TIMEOUT,
             server_roots: BTreeMap::new(),
+            confine: None,
         }
     }
 
@@ -97,6 +100,12 @@ impl ManagerSetup {
     /// Overrides the start timeout.
     pub fn with_start_timeout(mut self, timeout: Duration) -> ManagerSetup {
         self.start_timeout = timeout;
+        self
+    }
+
+    /// Starts every local server through `confine`.
+    pub fn with_confinement(mut self, confine: Arc<dyn Confine>) -> ManagerSetup {
+        self.confine = Some(confine);
         self
     }
 
@@ -594,7 +603,14 @@ impl ToolManager {
         })??
         // Started where gate 2 takes its relative paths.
         .started_in(&slot.place.root);
-        let client = Arc::new(McpClient::start(&spec, self.setup.start_timeout).await?);
+        let client = Arc::new(
+            McpClient::start(
+                &spec,
+                self.setup.start_timeout,
+                self.setup.confine.as_deref(),
+            )
+            .await?,
+        );
         tracing::debug!(server, pid = client.pid(), "tool server started");
         *conn = Some(client.clone());
         Ok(client)

@@ -14,6 +14,7 @@ pub mod events;
 pub mod import;
 mod manager;
 pub mod names;
+pub mod packages;
 pub mod paths;
 pub mod probe;
 pub mod redact;
@@ -23,7 +24,7 @@ pub mod ros;
 pub mod webhooks;
 
 pub use caller::CallerKey;
-pub use client::{LaunchSpec, LiveTool, McpClient};
+pub use client::{Confine, LaunchSpec, LiveTool, McpClient};
 pub use error::{DenialReason, Gate, GateDenial, ToolError};
 pub use events::{MemoryEvents, RecordError, ToolEvent, ToolEventKind, ToolEvents, ToolOutcome};
 pub use manager::{CallContext, ManagerError, ManagerSetup, ModelTool, ToolManager, ToolOutput};

@@ -125,7 +125,7 @@ async fn probe_one(
         reason: "not a local server".into(),
         stderr: Vec::new(),
     })??;
-    let client = McpClient::start(&spec, options.start_timeout).await?;
+    let client = McpClient::start(&spec, options.start_timeout, None).await?;
     let tools = client
         .tools()
         .iter()

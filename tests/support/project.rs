@@ -42,6 +42,16 @@ impl Project {
         p
     }
 
+    /// [`Project::scripted`] in a directory outside `/tmp` (under the build's temporary
+    /// directory): what a sandbox, which has a `/tmp` of its own, can see of a project is
+    /// tested where a real project lies.
+    pub fn scripted_outside_tmp(script: &str) -> Project {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let p = Project::configured_in(dir, "");
+        super::scripted_config(p.dir.path(), script, "");
+        p
+    }
+
     /// A project with no `models:` block: experts run on the offline backend.
     pub fn offline() -> Project {
         Project::configured("")
@@ -58,7 +68,11 @@ impl Project {
     /// A state directory whose `iron.yaml` is `state_dir` followed by `extra` (e.g. a
     /// `models:` block of its own).
     pub fn configured(extra: &str) -> Project {
-        let dir = tempfile::tempdir().unwrap();
+        Project::configured_in(tempfile::tempdir().unwrap(), extra)
+    }
+
+    /// [`Project::configured`] in `dir`.
+    fn configured_in(dir: tempfile::TempDir, extra: &str) -> Project {
         let keys = tempfile::tempdir().unwrap();
         let config = dir.path().join("iron.yaml");
         let p = Project {

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub const NPM_INSTALL: &str = "scripts/test.sh (or: npm ci --no-audit --no-fund)   # installs @modelcontextprotocol/server-filesystem@2026.8.31 from package.json";
+pub const TOOLS_INSTALL: &str = "scripts/test.sh (or: target/debug/iron tools install --aem aem)";
 pub const PIP_INSTALL: &str = "scripts/test.sh (or: python3 -m venv .venv-test && .venv-test/bin/pip install -r tests/requirements.txt)";
 
 /// The crate root (where node_modules/ and .venv/ are installed).
@@ -32,21 +33,42 @@ pub fn fs_server_js() -> PathBuf {
     p
 }
 
-/// `aem_md` (the dev mesh's AEM.md as shipped) with its pinned `npx` filesystem server run
-/// from node_modules instead (no download in a test); fails when the mesh no longer starts it
-/// as shipped.
-pub fn dev_fs_server_from_node_modules(aem_md: &str) -> String {
-    let shipped = "command: npx\n    args: [\"-y\", \"@modelcontextprotocol/server-filesystem@2026.8.31\", \"${IRON_SCRATCH}\"]";
-    assert!(
-        aem_md.contains(shipped),
-        "the shipped dev mesh no longer starts its filesystem server as {shipped}"
-    );
+/// `aem_md` (the dev mesh's AEM.md as shipped), checked to still start its filesystem and
+/// git servers with their pinned packages, and those packages installed in the package
+/// store: the dev mesh's experts have a scratch, so their servers run confined, from there.
+pub fn dev_servers_installed(aem_md: &str) -> String {
+    use iron::tools::packages::{Package, PackageStore};
+    let shipped = [
+        "command: npx\n    args: [\"-y\", \"@modelcontextprotocol/server-filesystem@2026.8.31\", \"${IRON_SCRATCH}\"]",
+        "command: uvx\n    args: [\"mcp-server-git@2026.10.19\", \"--repository\", \"${IRON_SCRATCH}\"]",
+    ];
+    for server in shipped {
+        assert!(
+            aem_md.contains(server),
+            "the shipped dev mesh no longer starts a server as {server}"
+        );
+    }
     node();
-    let local = format!(
-        "command: node\n    args: [{:?}, \"${{IRON_SCRATCH}}\"]",
-        fs_server_js().display().to_string()
-    );
-    aem_md.replace(shipped, &local)
+    let store = PackageStore::from_env(|k| std::env::var(k).ok())
+        .expect("a package store (HOME or IRON_TOOLS_DIR)");
+    let packages = [
+        Package::Npm {
+            name: "@modelcontextprotocol/server-filesystem".into(),
+            version: "2026.8.31".into(),
+        },
+        Package::PyPi {
+            name: "mcp-server-git".into(),
+            version: "2026.10.19".into(),
+        },
+    ];
+    for package in packages {
+        assert!(
+            store.has(&package),
+            "{package} is not installed in {}; install it with:\n  {TOOLS_INSTALL}",
+            store.root().display()
+        );
+    }
+    aem_md.to_string()
 }
 
 /// The real time server.

@@ -6,6 +6,11 @@
 //! unwritable); the sandbox then confines what the command itself may do (see
 //! `crate::workspace::sandbox`). Without a usable `bwrap` the call is refused with why;
 //! nothing ever runs unconfined. Every other server goes to `inner` (over ROS).
+//!
+//! [`ConfinedServers`] starts the expert's `local` tool servers in the same sandbox when it
+//! has a scratch: the scratch is their working directory and the only tree they can write, a
+//! pinned `npx`/`uvx` package runs from the package store (`iron tools install`), and they
+//! have no network.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,8 +18,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
+use crate::tools::packages::{self, PackageStore};
 use crate::tools::{
-    RemoteCaller, RemoteServer, RemoteTools, remote::RemoteError, remote::RemoteFuture,
+    Confine, LaunchSpec, RemoteCaller, RemoteServer, RemoteTools, remote::RemoteError,
+    remote::RemoteFuture,
 };
 use crate::workspace::sandbox::{Confined, RunPolicy, Sandbox};
 
@@ -124,5 +131,61 @@ impl RemoteTools for ConfinedTools {
         } else {
             self.inner.call(server, tool, arguments, caller)
         }
+    }
+}
+
+/// The expert's `local` tool servers, started confined in its scratch.
+pub(super) struct ConfinedServers {
+    /// The sandbox, or why there is none (every local server is then refused).
+    pub(super) sandbox: Result<Sandbox, String>,
+    /// The scratch: working directory and only writable tree.
+    pub(super) scratch: PathBuf,
+    /// The mesh's toolchain and masks (its network is never given to a server).
+    pub(super) policy: RunPolicy,
+    /// Where pinned packages are installed.
+    pub(super) store: Option<PackageStore>,
+    /// The bound on each server process's CPU time (the task's time limit).
+    pub(super) cpu: Duration,
+}
+
+impl Confine for ConfinedServers {
+    fn command(
+        &self,
+        spec: &LaunchSpec,
+    ) -> Result<(tokio::process::Command, Box<dyn Send + Sync>), String> {
+        let sandbox = self.sandbox.as_ref().map_err(Clone::clone)?;
+        let (program, args, reads) = match packages::declared(&spec.command, &spec.args) {
+            None => (spec.command.clone(), spec.args.clone(), Vec::new()),
+            Some(Err(e)) => return Err(e.to_string()),
+            Some(Ok((package, rest))) => {
+                let store = self
+                    .store
+                    .as_ref()
+                    .ok_or("no package store (set IRON_TOOLS_DIR)")?;
+                let installed = store.entry(&package).map_err(|e| e.to_string())?;
+                let mut args = installed.args;
+                args.extend(rest);
+                (installed.program, args, installed.reads)
+            }
+        };
+        let mut run = Confined::new(&program, &[], &self.scratch)
+            .under(&self.policy)
+            .map_err(|e| e.to_string())?;
+        run.args = args;
+        run.network = false;
+        run.expose.extend(reads);
+        run.cwd = spec
+            .cwd
+            .starts_with(&self.scratch)
+            .then(|| spec.cwd.clone());
+        run.env.extend(
+            spec.env
+                .iter()
+                .filter(|(k, _)| k.as_str() != "PATH")
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        run.timeout = self.cpu;
+        let (command, held) = sandbox.command(&run).map_err(|e| e.to_string())?;
+        Ok((command, Box::new(held)))
     }
 }

@@ -2,6 +2,8 @@
 
 use crate::spine::control::lifecycle::RunError;
 use crate::tools::CallerKey;
+use crate::tools::packages::PackageStore;
+use crate::workspace::sandbox::Sandbox;
 use std::{path::Path, sync::Arc, time::Duration};
 
 use tokio::sync::Mutex;
@@ -160,15 +162,29 @@ impl ManagedNode for ExpertNode {
         let run_policy = mesh_workspace(&catalog, &entry)
             .map(|w| crate::workspace::sandbox::RunPolicy::of(w, &config.state_dir))
             .unwrap_or_default();
+        // With a scratch, the local servers run confined in it as well.
+        let servers = match &scratch {
+            Some(s) => Some(Arc::new(confined::ConfinedServers {
+                sandbox: Sandbox::locate().await.map_err(|e| e.to_string()),
+                scratch: s.dir().to_path_buf(),
+                policy: run_policy.clone(),
+                store: PackageStore::from_env(|k| env.get(k).cloned()),
+                cpu: Duration::from_secs(entry.timeouts.task_secs.max(1)),
+            })),
+            None => None,
+        };
         let remote = confined::ConfinedTools::new(
             Arc::new(bridge),
             scratch.as_ref().map(|s| s.dir().to_path_buf()),
             run_policy,
         );
-        let setup = granted.into_iter().fold(
+        let mut setup = granted.into_iter().fold(
             ManagerSetup::new(Arc::new(recorder), policy, &base, env).with_remote(Arc::new(remote)),
             |setup, root| setup.with_server_root(&root.server, root.dir),
         );
+        if let Some(servers) = servers {
+            setup = setup.with_confinement(servers);
+        }
         let tools = ToolManager::new(&catalog, &manifest, &self.expert, setup).map_err(refuse)?;
 
         // On-demand sources it holds and nobody serves yet are started now, and stop with it.

@@ -418,12 +418,14 @@ impl Sandbox {
         Ok(a)
     }
 
-    /// Runs `run` confined, within its time and output limits.
-    pub async fn run(&self, run: &Confined) -> Result<RunOutput, SandboxError> {
-        let io = |what: &str| {
-            let what = what.to_string();
-            move |source| SandboxError::Io { what, source }
-        };
+    /// The bubblewrap command that runs `run` confined, its limits set between fork and exec,
+    /// and what must outlive the process. Standard streams are left to the caller. For a run
+    /// granted network, `info_fd` is the write end of bubblewrap's `--info-fd` pipe.
+    fn prepare(
+        &self,
+        run: &Confined,
+        info_fd: Option<i32>,
+    ) -> Result<(Command, Held), SandboxError> {
         let scratch = run.scratch.canonicalize().map_err(io(&format!(
             "resolving the scratch {}",
             run.scratch.display()
@@ -445,26 +447,12 @@ impl Sandbox {
                 resolved
             }
         };
-        let slirp = match (run.network, &self.slirp) {
-            (false, _) => None,
-            (true, Some(slirp)) => Some(slirp.clone()),
-            (true, None) => return Err(net::missing()),
-        };
         let mut generated = mounts::Generated::default();
         let mut cmd = Command::new(&self.bwrap);
         cmd.args(Self::arguments(run, &scratch, &cwd, &mut generated)?)
             .arg(&run.program)
             .args(&run.args)
-            .stdin(if slirp.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
             .kill_on_drop(true);
-        // The limits, and for a networked run the write end of bubblewrap's --info-fd, are set
-        // in the child between fork and exec.
         let rlimits = limits::Rlimits::of(&run.limits, run.timeout);
         let group = cgroup::RunGroup::make(
             &format!("iron-sandbox-{}", uuid::Uuid::new_v4().simple()),
@@ -481,16 +469,6 @@ impl Sandbox {
             ));
         }
         let joiner = group.joiner();
-        let info = match &slirp {
-            Some(_) => {
-                let (tx, rx) = tokio::net::unix::pipe::pipe().map_err(io("making a pipe"))?;
-                Some((rx, tx.into_blocking_fd().map_err(io("making a pipe"))?))
-            }
-            None => None,
-        };
-        let info_fd = info
-            .as_ref()
-            .map(|(_, tx)| std::os::fd::AsRawFd::as_raw_fd(tx));
         // SAFETY: only setrlimit, dup2 and fcntl run in the child, all async-signal-safe; the
         // descriptor stays open in the parent until spawn returns.
         unsafe {
@@ -503,6 +481,53 @@ impl Sandbox {
                 Ok(())
             });
         }
+        Ok((
+            cmd,
+            Held {
+                _generated: generated,
+                group: Some(group),
+            },
+        ))
+    }
+
+    /// The command that starts `run` confined for a caller that talks to it over its standard
+    /// streams for as long as it lives (a tool server), with what must live as long as the
+    /// process does. Such a run has no network and no time limit of its own (its CPU time is
+    /// still bounded by `run.timeout`); the caller pipes its streams and ends it.
+    pub fn command(&self, run: &Confined) -> Result<(Command, Held), SandboxError> {
+        if run.network {
+            return Err(SandboxError::Unavailable(
+                "a confined process spoken to over its standard streams has no network".into(),
+            ));
+        }
+        self.prepare(run, None)
+    }
+
+    /// Runs `run` confined, within its time and output limits.
+    pub async fn run(&self, run: &Confined) -> Result<RunOutput, SandboxError> {
+        let slirp = match (run.network, &self.slirp) {
+            (false, _) => None,
+            (true, Some(slirp)) => Some(slirp.clone()),
+            (true, None) => return Err(net::missing()),
+        };
+        let info = match &slirp {
+            Some(_) => {
+                let (tx, rx) = tokio::net::unix::pipe::pipe().map_err(io("making a pipe"))?;
+                Some((rx, tx.into_blocking_fd().map_err(io("making a pipe"))?))
+            }
+            None => None,
+        };
+        let info_fd = info
+            .as_ref()
+            .map(|(_, tx)| std::os::fd::AsRawFd::as_raw_fd(tx));
+        let (mut cmd, held) = self.prepare(run, info_fd)?;
+        cmd.stdin(if slirp.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
         let mut child = cmd
             .spawn()
             .map_err(io(&format!("starting {}", self.bwrap.display())))?;
@@ -559,9 +584,48 @@ impl Sandbox {
             stderr: collect(stderr).await,
             elapsed: started.elapsed(),
         };
-        group.remove().await;
+        held.release().await;
         Ok(out)
     }
+}
+
+/// What a confined process needs kept while it runs: the files made for it and its control
+/// groups, removed when it is released or dropped.
+pub struct Held {
+    _generated: mounts::Generated,
+    group: Option<cgroup::RunGroup>,
+}
+
+impl Held {
+    /// Removes what was kept, once the process is gone.
+    pub async fn release(mut self) {
+        if let Some(group) = self.group.take() {
+            group.remove().await;
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // Dropped without release (a tool server stopped with its handle): the groups are
+        // removed in the background once the killed processes are reaped.
+        if let Some(group) = self.group.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(group.remove());
+        }
+    }
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held").finish_non_exhaustive()
+    }
+}
+
+fn io(what: &str) -> impl FnOnce(std::io::Error) -> SandboxError {
+    let what = what.to_string();
+    move |source| SandboxError::Io { what, source }
 }
 
 /// The descriptor bubblewrap writes its `--info-fd` document to.
