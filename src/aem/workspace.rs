@@ -14,8 +14,8 @@
 //! A local server whose arguments name `${IRON_SCRATCH}` works in that scratch, and so does the
 //! native `sandbox` (`run_confined`); a mesh that registers one without declaring `workspace:`
 //! is refused, because nothing would make the scratch and the server could never work.
-//! An expert that works in a scratch starts all its local servers confined in it (see
-//! `crate::cognition::expert::confined`).
+//! An expert that works in a scratch starts all its local servers confined in it (the expert's
+//! `confined` module).
 
 use super::error::{AemError, Sink};
 use super::frontmatter::Document;
