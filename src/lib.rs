@@ -5,6 +5,7 @@
 
 pub mod core;
 pub mod interfaces;
+pub mod protocol;
 pub mod spine;
 
 pub mod aem;

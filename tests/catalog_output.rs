@@ -96,37 +96,3 @@ fn generated_bench_mesh_compiles() {
             .contains_key("files/write_file")
     );
 }
-
-/// `core` uses nothing else in the crate; `aem` uses `core` only.
-#[test]
-fn layers_only_use_downwards() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let allowed: &[(&str, &[&str])] = &[("core", &[]), ("aem", &["core"])];
-    for (layer, may_use) in allowed {
-        let mut stack = vec![src.join(layer)];
-        while let Some(dir) = stack.pop() {
-            for entry in fs::read_dir(&dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    stack.push(path);
-                    continue;
-                }
-                let text = fs::read_to_string(&path).unwrap();
-                for (i, line) in text.lines().enumerate() {
-                    for (at, _) in line.match_indices("crate::") {
-                        let target: String = line[at + 7..]
-                            .chars()
-                            .take_while(|c| c.is_alphanumeric() || *c == '_')
-                            .collect();
-                        assert!(
-                            target == *layer || may_use.contains(&target.as_str()),
-                            "{}:{}: layer `{layer}` uses `crate::{target}`",
-                            path.display(),
-                            i + 1
-                        );
-                    }
-                }
-            }
-        }
-    }
-}

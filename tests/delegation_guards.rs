@@ -77,6 +77,14 @@ async fn refused_goals_say_why_and_the_deepest_allowed_goal_runs() {
             goal("erp/bookkeeper", "post the entry", 0),
             "mesh erp is parked".to_string(),
         ),
+        (
+            // A context field of the wrong type is refused, never read as absent.
+            AolTaskGoal {
+                context_json: r#"{"cause": 5, "user_id": "ana"}"#.into(),
+                ..goal("lab/clerk", "file this", 0)
+            },
+            "the goal's context is malformed: `cause` is 5, not text".to_string(),
+        ),
     ];
     for (g, why) in refused {
         let id = g.task_id.clone();

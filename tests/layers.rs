@@ -6,6 +6,8 @@ use std::{collections::BTreeSet, fs, path::Path};
 /// Top-level modules from the bottom of the stack to the top.
 const LAYERS: &[&str] = &[
     "core",
+    // The typed messages between processes: every layer above reads and writes through it.
+    "protocol",
     "interfaces",
     "spine",
     "aem",

@@ -21,6 +21,7 @@
 //! and a scripted model, with the newsroom mesh copied from `aem/newsroom` (run it from the
 //! repository).
 
+use crate::protocol::TaskOutcome;
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
@@ -548,7 +549,7 @@ impl Kind<'_> {
         let name = format!("{}_{i}", self.name);
         let s = start_once(site, &self.exe, &self.args, self.ns, &name).await?;
         let outcome = s.actions.result(s.goal, site.timeout * 3).await?;
-        if outcome.result.status != "succeeded" {
+        if outcome.result.status != TaskOutcome::Succeeded.as_str() {
             return Err(CliError::Failed(format!(
                 "the goal of {} ended {}: {}",
                 self.name, outcome.result.status, outcome.result.text

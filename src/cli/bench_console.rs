@@ -10,6 +10,7 @@
 //!   alternating rounds so machine noise hits both alike: the p50 of each and their ratio,
 //!   and how many spans the receiver got (proof that tracing was on).
 
+use crate::protocol::TaskOutcome;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -239,7 +240,7 @@ async fn run_engine(
         };
         let started = Instant::now();
         let outcome = actions.run(goal, timeout * 3).await?;
-        if outcome.result.status != "succeeded" {
+        if outcome.result.status != TaskOutcome::Succeeded.as_str() {
             return Err(CliError::Failed(format!(
                 "a task did not succeed: {} {}",
                 outcome.result.status, outcome.result.text

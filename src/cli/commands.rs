@@ -419,18 +419,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             wait,
             instruction,
         }) => {
-            let Ok(mut context) =
-                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&context)
-            else {
-                return Err(CliError::Failed(format!(
-                    "--context {context:?} is not a JSON object"
-                )));
-            };
+            let mut context = crate::protocol::TaskContext::parse(&context)
+                .map_err(|e| CliError::Failed(format!("--context {context:?}: {e}")))?;
             // The sender owns the task: they may answer its questions and correct it.
-            context
-                .entry("user_id")
-                .or_insert_with(|| serde_json::Value::String(user));
-            let context = serde_json::Value::Object(context).to_string();
+            context.user_id.get_or_insert(user);
+            let context = context.to_json();
             let goal = AolTaskGoal {
                 task_id: uuid::Uuid::now_v7().to_string(),
                 session_id: session,

@@ -4,6 +4,7 @@
 //! the job. Runners never touch ROS. A request whose answer is in the diary is never sent
 //! again; one that failed to reach the control plane is retried with backoff.
 
+use crate::protocol::TaskContext;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -164,7 +165,13 @@ async fn ask(deps: &GatewayDeps, key: &Key, request: &Request) -> Result<(), Ask
         instruction: request.instruction.clone(),
         depth: 0,
         parent_task_id: String::new(),
-        context_json: json!({"job": job, "mesh": mesh, "signal": signal}).to_string(),
+        context_json: TaskContext {
+            job: Some(job.clone()),
+            mesh: Some(mesh.clone()),
+            signal: Some(signal.clone()),
+            ..TaskContext::default()
+        }
+        .to_json(),
     };
     info!(
         job,

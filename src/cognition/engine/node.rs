@@ -1,5 +1,6 @@
 //! The engine as a managed node.
 
+use crate::protocol::{TaskContext, TaskOutcome};
 use crate::spine::control::lifecycle::RunError;
 use crate::tools::CallerKey;
 use std::{path::PathBuf, sync::Arc, time::Duration};
@@ -23,7 +24,7 @@ use crate::{
         envelope::Envelope,
         event_kind::EventKind,
         ids::EventId,
-        trace::{SpanContext, SpanKind, TRACEPARENT, Tracer},
+        trace::{SpanContext, SpanKind, Tracer},
     },
     interfaces::{AolTask, AolTaskFeedback, AolTaskGoal, AolTaskResult},
     llm::{
@@ -86,7 +87,7 @@ struct Step {
     domain: String,
     status: GoalStatus,
     /// The status word reported in the result (`succeeded`, `failed`, the expert's own…).
-    result_status: String,
+    result_status: TaskOutcome,
     text: String,
     expert_node: String,
     error: String,
@@ -102,7 +103,7 @@ impl Step {
         Step {
             domain,
             status: GoalStatus::Aborted,
-            result_status: "failed".into(),
+            result_status: TaskOutcome::Failed,
             text: String::new(),
             expert_node: String::new(),
             error,
@@ -244,6 +245,8 @@ impl ManagedNode for EngineNode {
 /// The fields of the goal's context the engine uses.
 #[derive(Default)]
 struct Context {
+    /// The context as the goal carried it.
+    carried: TaskContext,
     cause: Option<EventId>,
     source: String,
     destination: String,
@@ -254,23 +257,19 @@ struct Context {
 }
 
 impl Context {
-    fn of(goal: &AolTaskGoal) -> Self {
-        let v: serde_json::Value = serde_json::from_str(&goal.context_json).unwrap_or_default();
-        let text = |k: &str| {
-            v.get(k)
-                .and_then(|x| x.as_str())
-                .unwrap_or_default()
-                .to_string()
+    /// The engine's view of a goal's context (`None`: it was malformed, and the goal is
+    /// refused).
+    fn of(carried: Option<TaskContext>) -> Self {
+        let Some(carried) = carried else {
+            return Self::default();
         };
         Self {
-            cause: v
-                .get("cause")
-                .and_then(|c| c.as_str())
-                .and_then(|c| EventId::parse(c).ok()),
-            source: text("source"),
-            destination: text("destination"),
-            job: v.get("job").and_then(|j| j.as_str()).map(str::to_string),
-            trace_parent: SpanContext::parse(&text(TRACEPARENT)),
+            cause: carried.cause.clone(),
+            source: carried.source.clone().unwrap_or_default(),
+            destination: carried.destination.clone().unwrap_or_default(),
+            job: carried.job.clone(),
+            trace_parent: carried.traceparent.as_deref().and_then(SpanContext::parse),
+            carried,
         }
     }
 }
@@ -278,22 +277,12 @@ impl Context {
 impl EngineDeps {
     /// What memory knows before this task is routed (empty when the projection is missing or
     /// does not answer within a second).
-    async fn background(&self, goal: &AolTaskGoal) -> Background {
+    async fn background(&self, goal: &AolTaskGoal, context: &TaskContext) -> Background {
         let projection = self.config.state_path(&self.config.memory.projection);
         let tenant = self.config.tenant.clone();
         let session = goal.session_id.clone();
         let instruction = goal.instruction.clone();
-        let context: serde_json::Value =
-            serde_json::from_str(&goal.context_json).unwrap_or_default();
-        let current: Vec<String> = context
-            .get("turns")
-            .and_then(|t| t.as_array())
-            .map(|t| {
-                t.iter()
-                    .filter_map(|id| id.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let current: Vec<String> = context.turns.iter().map(EventId::to_string).collect();
         let read = tokio::task::spawn_blocking(move || {
             Background::gather(&projection, &tenant, &session, &current, &instruction)
         });
@@ -334,8 +323,15 @@ impl EngineDeps {
 
     async fn handle(self: Arc<Self>, request: GoalRequest<AolTask>) {
         let goal = request.goal().clone();
-        let ctx = Context::of(&goal);
         let checked = validate(&goal, &self.catalog);
+        // A goal refused for its context has none: its refusal has no cause.
+        let ctx = Context::of(
+            checked
+                .as_ref()
+                .ok()
+                .cloned()
+                .or_else(|| TaskContext::parse(&goal.context_json).ok()),
+        );
         if let Err(why) = checked {
             warn!(task = %goal.task_id, "rejected: {why}");
             self.record(
@@ -360,16 +356,15 @@ impl EngineDeps {
         span.set("gen_ai.operation.name", "invoke_agent")
             .set("gen_ai.agent.name", "engine")
             .set("iron.task_id", goal.task_id.clone());
-        let background = self.background(&goal).await;
+        let background = self.background(&goal, &ctx.carried).await;
         let memory = background.conversation_text();
         // Every part carries what memory knew and the engine's span, for its expert.
-        let mut context: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(&goal.context_json).unwrap_or_default();
+        let mut context = ctx.carried.clone();
         if !memory.is_empty() {
-            context.insert("memory".into(), memory.into());
+            context.memory = Some(memory);
         }
-        context.insert(TRACEPARENT.into(), span.context().traceparent().into());
-        goal.context_json = serde_json::Value::Object(context).to_string();
+        context.traceparent = Some(span.context().traceparent());
+        goal.context_json = context.to_json();
         let (assignments, by) = if goal.domain.is_empty() {
             feedback(&handle, "routing", "choosing an expert", 0.05).await;
             let known = background.known();
@@ -402,7 +397,7 @@ impl EngineDeps {
             .await;
             handle
                 .abort(AolTaskResult {
-                    status: "rejected".into(),
+                    status: TaskOutcome::Rejected.to_string(),
                     text: why,
                     result_json: "{}".into(),
                 })
@@ -453,10 +448,10 @@ impl EngineDeps {
         }
         let status = last.status;
         if status != GoalStatus::Succeeded {
-            span.fail(&last.result_status, last.error.clone());
+            span.fail(last.result_status.as_str(), last.error.clone());
         }
         let result = AolTaskResult {
-            status: last.result_status.clone(),
+            status: last.result_status.to_string(),
             text: if last.error.is_empty() {
                 text
             } else {
@@ -558,11 +553,13 @@ impl EngineDeps {
             )
             .await;
         let result_status = match (&delegated, status) {
-            (Err(_), _) => "failed".into(),
-            (Ok(_), GoalStatus::Succeeded) => "succeeded".into(),
-            (Ok(_), GoalStatus::Canceled) => "canceled".into(),
-            (Ok(d), _) if d.result.status.is_empty() => "failed".into(),
-            (Ok(d), _) => d.result.status.clone(),
+            (Err(_), _) => TaskOutcome::Failed,
+            (Ok(_), GoalStatus::Succeeded) => TaskOutcome::Succeeded,
+            (Ok(_), GoalStatus::Canceled) => TaskOutcome::Canceled,
+            (Ok(d), _) => d.result.status.parse().unwrap_or_else(|e| {
+                warn!(task = %part.task_id, "{domain} ended with {e}; counted as failed");
+                TaskOutcome::Failed
+            }),
         };
         let answered = status == GoalStatus::Succeeded && !text.trim().is_empty();
         // Why it was not answered, for the procedural reviewer (repeated reasons become lessons).

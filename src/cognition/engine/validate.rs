@@ -1,5 +1,6 @@
 //! What the engine refuses before any work starts.
 
+use crate::protocol::TaskContext;
 use crate::{
     aem::{Catalog, MeshStatus},
     cognition::delegation::MAX_DEPTH,
@@ -19,7 +20,7 @@ pub enum Rejection {
     ParkedMesh(String),
     #[error("delegation depth {0} exceeds the limit of {MAX_DEPTH}")]
     TooDeep(u8),
-    #[error("context_json is not a JSON object: {0}")]
+    #[error("{0}")]
     BadContext(String),
     #[error("no domain given and the router found no expert for it")]
     NoRouter,
@@ -61,22 +62,19 @@ impl Rejection {
     }
 }
 
-/// Checks a goal against the catalog. A goal with an empty domain passes (it will be routed).
-pub fn validate(goal: &AolTaskGoal, catalog: &Catalog) -> Result<(), Rejection> {
+/// Checks a goal against the catalog, and reads its context (a malformed one is refused with
+/// why). A goal with an empty domain passes (it will be routed).
+pub fn validate(goal: &AolTaskGoal, catalog: &Catalog) -> Result<TaskContext, Rejection> {
     if goal.instruction.trim().is_empty() {
         return Err(Rejection::EmptyInstruction);
     }
     if goal.depth > MAX_DEPTH {
         return Err(Rejection::TooDeep(goal.depth));
     }
-    let context = if goal.context_json.trim().is_empty() {
-        serde_json::Map::new()
-    } else {
-        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&goal.context_json)
-            .map_err(|_| Rejection::BadContext(goal.context_json.chars().take(80).collect()))?
-    };
+    let context =
+        TaskContext::parse(&goal.context_json).map_err(|e| Rejection::BadContext(e.to_string()))?;
     // An expert's delegation reaches only its peers (mesh scope and its own exceptions).
-    if let Some(by) = context.get("delegated_by").and_then(|b| b.as_str()) {
+    if let Some(by) = &context.delegated_by {
         let peers = catalog.peers(by);
         if !peers.contains(&goal.domain) {
             return Err(Rejection::NotAPeer {
@@ -86,10 +84,10 @@ pub fn validate(goal: &AolTaskGoal, catalog: &Catalog) -> Result<(), Rejection> 
             });
         }
     }
-    if goal.domain.is_empty() {
-        return Ok(());
+    if !goal.domain.is_empty() {
+        check_domain(&goal.domain, catalog)?;
     }
-    check_domain(&goal.domain, catalog)
+    Ok(context)
 }
 
 /// Checks that `domain` names an expert goals can go to: `<mesh>/<role>`, in the catalog, its
@@ -174,9 +172,12 @@ mod tests {
         assert!(matches!(validate(&ctx, &c), Err(Rejection::BadContext(_))));
         assert_eq!(
             validate(&goal("newsroom/analyst", "check this"), &c),
-            Ok(())
+            Ok(TaskContext::default())
         );
-        assert_eq!(validate(&goal("", "route me"), &c), Ok(()));
+        assert_eq!(
+            validate(&goal("", "route me"), &c),
+            Ok(TaskContext::default())
+        );
     }
 
     #[test]
@@ -194,7 +195,7 @@ mod tests {
             context_json: r#"{"delegated_by": "newsroom/analyst"}"#.into(),
             ..AolTaskGoal::default()
         };
-        assert_eq!(validate(&goal, &c), Ok(()));
+        assert!(validate(&goal, &c).is_ok());
         goal.domain = "newsroom/publisher".into();
         assert!(
             matches!(validate(&goal, &c), Err(Rejection::NotAPeer { .. })),

@@ -5,6 +5,7 @@
 //! output). Fail closed: a domain outside the peers or a call past [`MAX_DEPTH`] is refused
 //! here, and the engine checks both again.
 
+use crate::protocol::TaskContext;
 use std::{sync::Arc, time::Duration};
 
 use hiroz::node::ZNode;
@@ -18,7 +19,7 @@ use crate::{
         agent::{ToolExecutor, ToolFailure},
         delegation::MAX_DEPTH,
     },
-    core::trace::{SpanContext, TRACEPARENT},
+    core::{ids::EventId, trace::SpanContext},
     interfaces::{AolTask, AolTaskGoal},
     llm::{BoxFuture, ToolSpec},
     spine::control::{
@@ -93,7 +94,7 @@ pub struct Delegation {
     /// Whose task it is (`user_id`), passed on so the owner may answer the peer too.
     pub owner: Option<String>,
     /// The event the running task descends from.
-    pub cause: Option<String>,
+    pub cause: Option<EventId>,
     /// How long a peer may take.
     pub timeout: Duration,
     /// The node the goal is sent from.
@@ -140,16 +141,13 @@ impl Delegation {
         let client = ActionClient::<AolTask>::new(&self.node, ENGINE_ACTION)
             .and_then(|c| c.with_rejections(&self.node))
             .map_err(DelegateError::NoEngine)?;
-        let mut context = json!({"delegated_by": self.expert});
-        if let Some(c) = &self.cause {
-            context["cause"] = json!(c);
-        }
-        if let Some(owner) = &self.owner {
-            context["user_id"] = json!(owner);
-        }
-        if let Some(span) = &self.trace_parent {
-            context[TRACEPARENT] = json!(span.traceparent());
-        }
+        let context = TaskContext {
+            delegated_by: Some(self.expert.clone()),
+            cause: self.cause.clone(),
+            user_id: self.owner.clone(),
+            traceparent: self.trace_parent.as_ref().map(SpanContext::traceparent),
+            ..TaskContext::default()
+        };
         let goal = AolTaskGoal {
             task_id: uuid::Uuid::now_v7().to_string(),
             session_id: self.session_id.clone(),
@@ -157,7 +155,7 @@ impl Delegation {
             instruction,
             depth: self.depth + 1,
             parent_task_id: self.task_id.clone(),
-            context_json: context.to_string(),
+            context_json: context.to_json(),
         };
         let outcome =
             client

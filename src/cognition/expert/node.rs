@@ -1,5 +1,6 @@
 //! The expert as a managed node.
 
+use crate::protocol::{TaskContext, TaskOutcome};
 use crate::spine::control::lifecycle::RunError;
 use crate::tools::CallerKey;
 use crate::tools::packages::PackageStore;
@@ -26,8 +27,7 @@ use crate::{
         config::Config,
         event_kind::EventKind,
         identity::Authority,
-        ids::EventId,
-        trace::{SpanContext, SpanKind, TRACEPARENT},
+        trace::{SpanContext, SpanKind},
     },
     interfaces::{AolTask, AolTaskFeedback, AolTaskResult},
     llm::{ChatModel, ModelRegistry, ModelsConfig, OfflineBackend, offline::OrOffline},
@@ -319,17 +319,25 @@ impl ManagedNode for ExpertNode {
 impl ExpertDeps {
     async fn work(self: Arc<Self>, request: GoalRequest<AolTask>) {
         let (goal, handle) = request.accept().await;
-        let context: serde_json::Value =
-            serde_json::from_str(&goal.context_json).unwrap_or_default();
-        let cause = context
-            .get("cause")
-            .and_then(|c| c.as_str())
-            .and_then(|c| EventId::parse(c).ok());
+        // The engine checked the context; one that is malformed all the same is refused here,
+        // never read as empty (it would lose the task's owner and cause).
+        let context = match TaskContext::parse(&goal.context_json) {
+            Ok(context) => context,
+            Err(e) => {
+                warn!(task = %goal.task_id, "refused: {e}");
+                handle
+                    .abort(AolTaskResult {
+                        status: TaskOutcome::Failed.to_string(),
+                        text: e.to_string(),
+                        result_json: "{}".into(),
+                    })
+                    .await;
+                return;
+            }
+        };
+        let cause = context.cause.clone();
         // The task's span: a child of the engine's, when the goal carries it.
-        let trace_parent = context
-            .get(TRACEPARENT)
-            .and_then(|t| t.as_str())
-            .and_then(SpanContext::parse);
+        let trace_parent = context.traceparent.as_deref().and_then(SpanContext::parse);
         let mut span = self.ctx.tracer.start(
             format!("invoke_agent {}", self.entry.id),
             SpanKind::Server,
@@ -352,10 +360,7 @@ impl ExpertDeps {
             trace: Some(TaskTrace::new(self.ctx.tracer.clone(), span.context())),
         };
         let cause = cause.map(|c| c.to_string());
-        let owner = context
-            .get("user_id")
-            .and_then(|u| u.as_str())
-            .map(str::to_string);
+        let owner = context.user_id.clone();
         let tools = ExpertTools {
             managed: ManagedTools {
                 manager: self.tools.clone(),
@@ -369,7 +374,7 @@ impl ExpertDeps {
                 task_id: goal.task_id.clone(),
                 session_id: goal.session_id.clone(),
                 owner: owner.clone(),
-                cause,
+                cause: context.cause.clone(),
                 timeout: Duration::from_secs(self.entry.timeouts.delegation_secs.max(1)),
                 node: self.ctx.node.clone(),
                 trace_parent: Some(span.context()),
@@ -420,10 +425,7 @@ impl ExpertDeps {
         .with_interjections(&desk.interjections);
         // Memory: the conversation so far (from the engine) and what the expert's own mounts
         // recall for this instruction. Perception: each granted source, read now.
-        let conversation = context
-            .get("memory")
-            .and_then(|m| m.as_str())
-            .map(str::to_string);
+        let conversation = context.memory.clone();
         let recalled = match self.mounts.recall(&goal.instruction).await {
             Some(injected) => {
                 let mut payload = serde_json::to_value(&injected).unwrap_or_default();
@@ -457,7 +459,7 @@ impl ExpertDeps {
         }
         let perception = (!readings.is_empty()).then(|| crate::msp::reader::compose(&readings));
         // Structured tasks are performed only for durable jobs (the gateway's goals).
-        let instruction = if context.get("job").is_some() {
+        let instruction = if context.job.is_some() {
             goal.instruction.clone()
         } else {
             crate::llm::offline::defuse_tasks(&goal.instruction)
@@ -540,7 +542,7 @@ impl ExpertDeps {
         let outcome = match outcome {
             Ok(None) => {
                 let result = AolTaskResult {
-                    status: "canceled".into(),
+                    status: TaskOutcome::Canceled.to_string(),
                     text: "canceled while waiting for the operator's answer".into(),
                     result_json,
                 };
@@ -552,26 +554,31 @@ impl ExpertDeps {
         };
         let (status, text) = match outcome {
             Err(_) => (
-                "timed_out".to_string(),
+                TaskOutcome::TimedOut,
                 format!("the task ran past {limit:?}"),
             ),
             Ok(o) => match o.status {
-                TaskStatus::Done { answer } => ("succeeded".to_string(), answer),
-                TaskStatus::NeedsAnswer { question } => ("needs_answer".to_string(), question),
+                TaskStatus::Done { answer } => (TaskOutcome::Succeeded, answer),
+                TaskStatus::NeedsAnswer { question } => (TaskOutcome::NeedsAnswer, question),
                 TaskStatus::BudgetExceeded { limit, partial } => (
-                    "budget_exceeded".to_string(),
+                    TaskOutcome::BudgetExceeded,
                     match partial {
                         Some(p) if !p.trim().is_empty() => format!("{limit}; the last answer: {p}"),
                         _ => limit.to_string(),
                     },
                 ),
                 TaskStatus::MaxIterations { iterations } => (
-                    "max_iterations".to_string(),
+                    TaskOutcome::MaxIterations,
                     format!(
                         "the budget of {iterations} model calls is spent with work still asked for"
                     ),
                 ),
-                other => (other.code().to_string(), format!("{other:?}")),
+                TaskStatus::ModelError { .. } => {
+                    (TaskOutcome::ModelError, format!("{:?}", o.status))
+                }
+                TaskStatus::EventLogFailed { .. } => {
+                    (TaskOutcome::EventLogFailed, format!("{:?}", o.status))
+                }
             },
         };
         // What it changed in its scratch goes to review, whatever the ending.
@@ -586,16 +593,16 @@ impl ExpertDeps {
             None => text,
         };
         let result = AolTaskResult {
-            status: status.clone(),
+            status: status.to_string(),
             text,
             result_json,
         };
-        if status == "succeeded" {
+        if status.succeeded() {
             span.end();
             handle.succeed(result).await;
         } else {
             warn!(task = %goal.task_id, "task ended {status}");
-            span.fail(&status, result.text.clone());
+            span.fail(status.as_str(), result.text.clone());
             span.end();
             handle.abort(result).await;
         }

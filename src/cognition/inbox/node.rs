@@ -1,5 +1,7 @@
 //! The inbox as a managed node.
 
+use crate::protocol::TaskContext;
+use crate::protocol::payload::{ReplyDelivered, TaskJudged, TaskRejected};
 use crate::spine::control::lifecycle::RunError;
 use std::{
     sync::{Arc, Mutex},
@@ -85,6 +87,8 @@ enum DispatchError {
     Turn(#[from] TurnError),
     #[error("{0}")]
     Engine(#[from] ControlError),
+    #[error("a queued turn's id: {0}")]
+    Id(#[from] crate::core::ids::InvalidEventId),
 }
 
 /// The inbox node.
@@ -432,7 +436,13 @@ impl InboxDeps {
             .stuck_expert(&first.session_id)?;
         let stuck_to = stuck.is_some();
         let task_id = EventId::computed(&["inbox", &first.event_id]).to_string();
-        let turns: Vec<&str> = batch.iter().map(|q| q.event_id.as_str()).collect();
+        // Queued turns were given their ids by this inbox; one that does not read as an id
+        // means the queue's file was changed under it.
+        let turns = batch
+            .iter()
+            .map(|q| EventId::parse(&q.event_id))
+            .collect::<Result<Vec<_>, _>>()?;
+        let first_turn = turns[0].clone();
         let goal = AolTaskGoal {
             task_id: task_id.clone(),
             session_id: first.session_id.clone(),
@@ -444,14 +454,15 @@ impl InboxDeps {
                 .join("\n"),
             depth: 0,
             parent_task_id: String::new(),
-            context_json: serde_json::json!({
-                "cause": first.event_id,
-                "turns": turns,
-                "source": first.source,
-                "user_id": first.user_id,
-                "destination": first.destination,
-            })
-            .to_string(),
+            context_json: TaskContext {
+                cause: Some(first_turn),
+                turns,
+                source: Some(first.source.clone()),
+                user_id: Some(first.user_id.clone()),
+                destination: Some(first.destination.clone()),
+                ..TaskContext::default()
+            }
+            .to_json(),
         };
         let seqs: Vec<i64> = batch.iter().map(|q| q.seq).collect();
         let session_id = goal.session_id.clone();
@@ -579,22 +590,20 @@ impl InboxDeps {
                 let Ok(e) = serde_json::from_slice::<Envelope>(&m.payload) else {
                     continue;
                 };
-                let id = e.payload["task_id"].as_str().unwrap_or("");
+                // An end that cannot be read is no end: the task is offered again.
                 let ended = match e.kind {
-                    EventKind::ReplyDelivered => id == task.task_id,
+                    EventKind::ReplyDelivered => e
+                        .payload::<ReplyDelivered>()
+                        .is_ok_and(|p| p.task_id == task.task_id),
                     // Not a refusal of the expert the session was stuck to (the only goals
                     // the inbox names one for): those messages were offered again, routed, as
                     // the same task.
-                    EventKind::TaskRejected => {
-                        id == task.task_id
-                            && !e.payload["code"]
-                                .as_str()
-                                .is_some_and(Rejection::is_about_domain)
-                    }
-                    EventKind::TaskJudged => {
-                        e.payload["answered"] == false
-                            && (id == task.task_id || id.starts_with(&part))
-                    }
+                    EventKind::TaskRejected => e.payload::<TaskRejected>().is_ok_and(|p| {
+                        p.task_id == task.task_id && !Rejection::is_about_domain(&p.code)
+                    }),
+                    EventKind::TaskJudged => e.payload::<TaskJudged>().is_ok_and(|p| {
+                        !p.answered && (p.task_id == task.task_id || p.task_id.starts_with(&part))
+                    }),
                     _ => false,
                 };
                 if ended {

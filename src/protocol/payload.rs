@@ -1,0 +1,191 @@
+//! Event payloads as types: one struct per event kind that more than one process reads, and
+//! [`Envelope::payload`], which reads an event as its kind's struct or says why it cannot.
+//!
+//! A struct keeps what it does not name in `rest`, so an event written by a newer process
+//! (or carrying a delivery channel's own fields) is read without loss and written back as it
+//! was: payloads go on the log as JSON objects with sorted keys, which is what
+//! `serde_json::to_value` makes of these structs.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{ProtocolError, TaskOutcome};
+use crate::core::envelope::Envelope;
+use crate::core::event_kind::EventKind;
+
+/// The payload of events of one kind.
+pub trait Payload: Serialize + DeserializeOwned {
+    /// The kind whose payload this is.
+    const KIND: EventKind;
+
+    /// This payload as the JSON value an [`Envelope`] carries.
+    fn to_value(&self) -> Value {
+        serde_json::to_value(self).expect("a payload struct serialises to JSON")
+    }
+}
+
+impl Envelope {
+    /// The payload read as `T`: refused when the event is of another kind, or when its
+    /// payload does not have `T`'s shape (a missing field, a field of the wrong type).
+    pub fn payload<T: Payload>(&self) -> Result<T, ProtocolError> {
+        if self.kind != T::KIND {
+            return Err(ProtocolError::WrongKind {
+                event: self.event_id.to_string(),
+                expected: T::KIND,
+                found: self.kind.clone(),
+            });
+        }
+        T::deserialize(&self.payload).map_err(|source| ProtocolError::Payload {
+            event: self.event_id.to_string(),
+            kind: self.kind.clone(),
+            source,
+        })
+    }
+}
+
+/// `task_rejected`: the engine refused a goal before any expert ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRejected {
+    /// The refused task.
+    pub task_id: String,
+    /// The expert it named, when it named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// Why, as a code (`unknown_domain`, `no_route`, …).
+    pub code: String,
+    /// Why, for a person.
+    pub reason: String,
+    /// Fields this version does not name.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+impl Payload for TaskRejected {
+    const KIND: EventKind = EventKind::TaskRejected;
+}
+
+/// `task_judged`: the engine's verdict on one step of a task, with what was asked and
+/// answered (memory learns from it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskJudged {
+    /// The step's task (`<task>-<n>` for a step of a routed plan).
+    pub task_id: String,
+    /// The expert that ran it.
+    pub domain: String,
+    /// Whether it answered.
+    pub answered: bool,
+    /// How the verdict was reached.
+    pub method: String,
+    /// The instruction, clipped.
+    pub instruction: String,
+    /// The answer, clipped; empty when it did not answer.
+    pub answer: String,
+    /// Why it did not answer; empty when it did.
+    pub reason: String,
+    /// Fields this version does not name.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+impl Payload for TaskJudged {
+    const KIND: EventKind = EventKind::TaskJudged;
+}
+
+/// `reply_delivered`: a reply sent (or not) through a delivery channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplyDelivered {
+    /// The task whose reply it is.
+    pub task_id: String,
+    /// Whether the channel took it.
+    pub delivered: bool,
+    /// The channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// The text sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Why it was not delivered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The structured payload that went with it (a bulletin's claims).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// The channel's own fields (destination, delivery id, the sink's answer).
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+impl Payload for ReplyDelivered {
+    const KIND: EventKind = EventKind::ReplyDelivered;
+}
+
+/// `task_delegated`: the engine handed a step to an expert process, and how that ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskDelegated {
+    /// The step's task.
+    pub task_id: String,
+    /// The expert.
+    pub domain: String,
+    /// The expert process's node.
+    pub expert: String,
+    /// How the goal ended, as the action reported it (`succeeded`, `aborted`, …).
+    pub status: String,
+    /// Why it could not run, when it could not.
+    pub error: String,
+    /// What it spent, as it reported it.
+    pub spent: Value,
+    /// Its budget, as it reported it.
+    pub budget: Value,
+    /// Fields this version does not name.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+impl Payload for TaskDelegated {
+    const KIND: EventKind = EventKind::TaskDelegated;
+}
+
+/// What an `AolTask` result's `result_json` says of how its steps ended (the engine's
+/// `steps`), for readers that only need the outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepOutcome {
+    /// The expert.
+    pub domain: String,
+    /// How it ended.
+    pub status: TaskOutcome,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: EventKind, payload: Value) -> Envelope {
+        Envelope::new("default", ["tasks", "t"], "engine", kind, payload)
+    }
+
+    #[test]
+    fn a_payload_is_read_as_its_kind_and_written_back_unchanged() {
+        let payload = serde_json::json!({"task_id": "t", "domain": "a/b", "code": "unknown_domain",
+            "reason": "no such expert", "later_field": [1, 2]});
+        let e = event(EventKind::TaskRejected, payload.clone());
+        let read: TaskRejected = e.payload().unwrap();
+        assert_eq!(read.code, "unknown_domain");
+        assert_eq!(read.to_value().to_string(), payload.to_string());
+    }
+
+    #[test]
+    fn a_payload_of_another_kind_or_shape_is_refused_naming_the_event() {
+        let e = event(EventKind::TaskJudged, serde_json::json!({"task_id": "t"}));
+        let wrong = e.payload::<TaskRejected>().unwrap_err().to_string();
+        assert!(
+            wrong.contains("is `task_judged`, not `task_rejected`"),
+            "{wrong}"
+        );
+        let malformed = e.payload::<TaskJudged>().unwrap_err().to_string();
+        assert!(
+            malformed.contains(&e.event_id.to_string()) && malformed.contains("missing field"),
+            "{malformed}"
+        );
+    }
+}
