@@ -357,7 +357,8 @@ fn delivery(actor: &str, n: usize, claims: usize, status: &str) -> Envelope {
         ["sessions", "s"],
         actor,
         EventKind::ReplyDelivered,
-        json!({"delivered": true, "text": format!("bulletin {n}"),
+        json!({"task_id": format!("t-bulletin-{n}"), "delivered": true,
+               "text": format!("bulletin {n}"),
                "data": {"id": format!("b-{n}"), "claims": claims}}),
     )
 }

@@ -11,7 +11,9 @@
 use iron::core::envelope::Envelope;
 use iron::core::event_kind::EventKind;
 use iron::protocol::TaskContext;
-use iron::protocol::payload::{Payload, ReplyDelivered, TaskDelegated, TaskJudged, TaskRejected};
+use iron::protocol::payload::{
+    FactLearned, Payload, ReplyDelivered, SourceChanged, TaskDelegated, TaskJudged, TaskRejected,
+};
 
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/protocol");
 
@@ -38,6 +40,8 @@ fn recorded_events_are_read_as_their_kinds_and_written_back_byte_equal() {
             EventKind::TaskJudged => round_trip::<TaskJudged>(&event),
             EventKind::ReplyDelivered => round_trip::<ReplyDelivered>(&event),
             EventKind::TaskDelegated => round_trip::<TaskDelegated>(&event),
+            EventKind::FactLearned => round_trip::<FactLearned>(&event),
+            EventKind::SourceChanged => round_trip::<SourceChanged>(&event),
             other => panic!("no payload type for {other} in the golden file"),
         };
         assert_eq!(written, event.payload.to_string(), "{}", event.kind);
@@ -47,7 +51,9 @@ fn recorded_events_are_read_as_their_kinds_and_written_back_byte_equal() {
     assert_eq!(
         kinds.into_iter().collect::<Vec<_>>(),
         [
+            "fact_learned",
             "reply_delivered",
+            "source_changed",
             "task_delegated",
             "task_judged",
             "task_rejected"

@@ -6,8 +6,9 @@
 //! The projector records both, so recall returns the current belief and, asked for history,
 //! what it replaced.
 
+use crate::protocol::payload::FactLearned;
 use rusqlite::{OptionalExtension, Transaction, params};
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::worker::{Derived, Deriver};
@@ -31,11 +32,11 @@ pub struct Consolidator;
 
 /// What a fact says, without where and when it was learned: two facts with the same digest
 /// are one belief.
-fn digest(payload: &Value) -> String {
+fn digest(fact: &FactLearned) -> String {
     let says = json!({
-        "statement": payload.get("statement"),
-        "status": payload.get("status"),
-        "value": payload.get("value"),
+        "statement": fact.statement,
+        "status": fact.status,
+        "value": fact.value,
     });
     let hash = Sha256::digest(says.to_string().as_bytes());
     hash.iter().take(16).map(|b| format!("{b:02x}")).collect()
@@ -55,15 +56,16 @@ impl Deriver for Consolidator {
         event: &Envelope,
         _: (),
     ) -> rusqlite::Result<Derived> {
-        if event.kind != EventKind::FactLearned {
+        // Not a fact, or one of a shape no writer makes: nothing to consolidate.
+        let Ok(fact) = event.payload::<FactLearned>() else {
             return Ok(Derived::default());
-        }
-        let Some(subject) = event.payload.get("subject").and_then(Value::as_str) else {
+        };
+        let Some(subject) = fact.subject.as_deref() else {
             return Ok(Derived::default()); // a fact about nothing in particular is never replaced
         };
         let namespace = event.namespace_path();
         let new = event.event_id.as_str();
-        let says = digest(&event.payload);
+        let says = digest(&fact);
         let current: Option<(String, String)> = tx
             .query_row(
                 "SELECT fact_id, digest FROM beliefs

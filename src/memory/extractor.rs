@@ -11,6 +11,7 @@
 //! whose mounts reach that prefix recalls them. An expert that declares no writable episodic
 //! memory gives no facts: no declaration, no memory.
 
+use crate::protocol::payload::{ReplyDelivered, TaskJudged};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -137,7 +138,10 @@ impl Extractor {
             return Vec::new();
         };
         let facts = match event.kind {
-            EventKind::ReplyDelivered => bulletin_claims(&event.payload),
+            EventKind::ReplyDelivered => event
+                .payload::<ReplyDelivered>()
+                .map(|reply| bulletin_claims(&reply))
+                .unwrap_or_default(),
             EventKind::ToolResult => tool_result(&event.payload).into_iter().collect(),
             _ => Vec::new(),
         };
@@ -147,27 +151,31 @@ impl Extractor {
             .collect()
     }
 
-    /// A finished task the model path reads: (expert, question, answer).
-    fn answered<'a>(&self, event: &'a Envelope) -> Option<(&'a str, &'a str, &'a str)> {
-        if event.kind != EventKind::TaskJudged
-            || event.payload.get("answered").and_then(Value::as_bool) != Some(true)
-        {
-            return None;
-        }
-        let field = |k: &str| event.payload.get(k).and_then(Value::as_str);
-        let (expert, question, answer) =
-            (field("domain")?, field("instruction")?, field("answer")?);
-        (self.namespace(expert).is_some()
-            && !question.contains(TASK_BLOCK)
+    /// A finished task the model path reads: who answered (`domain`), what was asked
+    /// (`instruction`) and the answer.
+    fn answered(&self, event: &Envelope) -> Option<Answered> {
+        let judged: TaskJudged = event.payload().ok()?;
+        let (Some(instruction), Some(answer)) = (judged.instruction, judged.answer) else {
+            return None; // judged before the question and answer were recorded
+        };
+        (judged.answered
+            && self.namespace(&judged.domain).is_some()
+            && !instruction.contains(TASK_BLOCK)
             && !answer.trim().is_empty())
-        .then_some((expert, question, answer))
+        .then_some(Answered {
+            task_id: judged.task_id,
+            expert: judged.domain,
+            instruction,
+            answer,
+        })
     }
 
     /// The facts a model read in a finished task's answer, in the answering expert's scope.
     fn read_facts(&self, event: &Envelope, candidates: Vec<Candidate>) -> Vec<Envelope> {
-        let Some((expert, _, _)) = self.answered(event) else {
+        let Some(judged) = self.answered(event) else {
             return Vec::new();
         };
+        let expert = judged.expert.as_str();
         let Some(namespace) = self.namespace(expert) else {
             return Vec::new();
         };
@@ -178,7 +186,7 @@ impl Extractor {
             .map(|c| {
                 let mut payload = Map::new();
                 payload.insert("expert".into(), json!(expert));
-                payload.insert("task_id".into(), event.payload["task_id"].clone());
+                payload.insert("task_id".into(), json!(judged.task_id));
                 let fact = Fact {
                     subject: c
                         .subject
@@ -194,6 +202,14 @@ impl Extractor {
             })
             .collect()
     }
+}
+
+/// A task a model path reads facts from: its expert answered it.
+struct Answered {
+    task_id: String,
+    expert: String,
+    instruction: String,
+    answer: String,
 }
 
 /// `fact` learned from `event`, written to `namespace`, with a computed id.
@@ -234,8 +250,12 @@ impl Deriver for Extractor {
     fn prepare<'a>(&'a self, event: &'a Envelope) -> BoxFuture<'a, Self::Prepared> {
         Box::pin(async move {
             let reader = self.reader.as_ref()?;
-            let (expert, question, answer) = self.answered(event)?;
-            Some(reader.read(expert, question, answer).await)
+            let judged = self.answered(event)?;
+            Some(
+                reader
+                    .read(&judged.expert, &judged.instruction, &judged.answer)
+                    .await,
+            )
         })
     }
 
@@ -268,11 +288,8 @@ struct Fact {
 
 /// A delivered bulletin (`reply_delivered` whose `data` has `claims`): one fact per claim, its
 /// status and sources as published.
-fn bulletin_claims(payload: &Value) -> Vec<Fact> {
-    if payload.get("delivered").and_then(Value::as_bool) != Some(true) {
-        return Vec::new();
-    }
-    let Some(data) = payload.get("data") else {
+fn bulletin_claims(reply: &ReplyDelivered) -> Vec<Fact> {
+    let (true, Some(data)) = (reply.delivered, &reply.data) else {
         return Vec::new();
     };
     let bulletin = data.get("id").and_then(Value::as_str).unwrap_or("");

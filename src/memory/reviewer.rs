@@ -11,10 +11,11 @@
 //! only experts whose mounts reach the role's namespace with `procedural` read access are shown
 //! the lesson (see `cognition::expert::wake`).
 
+use crate::protocol::payload::TaskJudged;
 use std::collections::BTreeMap;
 
 use rusqlite::{Transaction, params};
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::worker::{Derived, Deriver};
@@ -119,19 +120,25 @@ impl Deriver for Reviewer {
         event: &Envelope,
         _: (),
     ) -> rusqlite::Result<Derived> {
-        let field = |k: &str| event.payload.get(k).and_then(Value::as_str).unwrap_or("");
-        if event.kind != EventKind::TaskJudged
-            || event.payload.get("answered").and_then(Value::as_bool) != Some(false)
-        {
+        let Ok(judged) = event.payload::<TaskJudged>() else {
+            return Ok(Derived::default());
+        };
+        if judged.answered {
             return Ok(Derived::default());
         }
-        let (role, task_id, reason) = (field("domain"), field("task_id"), field("reason").trim());
+        let (role, task_id) = (judged.domain.as_str(), judged.task_id.as_str());
         let Some(namespace) = self.roles.get(role) else {
             return Ok(Derived::default());
         };
-        if reason.is_empty() || task_id.is_empty() {
-            return Ok(Derived::default()); // a judgement from before reasons were recorded
-        }
+        // A judgement from before reasons were recorded teaches nothing.
+        let Some(reason) = judged
+            .reason
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty() && !task_id.is_empty())
+        else {
+            return Ok(Derived::default());
+        };
         let key = reason_key(reason);
         let added = tx.execute(
             "INSERT OR IGNORE INTO failures
@@ -144,7 +151,7 @@ impl Deriver for Reviewer {
                 task_id,
                 event.event_id.as_str(),
                 reason,
-                field("instruction"),
+                judged.instruction.as_deref().unwrap_or(""),
                 seq as i64
             ],
         )?;

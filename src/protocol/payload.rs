@@ -75,14 +75,19 @@ pub struct TaskJudged {
     pub domain: String,
     /// Whether it answered.
     pub answered: bool,
-    /// How the verdict was reached.
-    pub method: String,
+    /// How the verdict was reached. This and the fields below are absent from judgements
+    /// recorded before they existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
     /// The instruction, clipped.
-    pub instruction: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instruction: Option<String>,
     /// The answer, clipped; empty when it did not answer.
-    pub answer: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
     /// Why it did not answer; empty when it did.
-    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// Fields this version does not name.
     #[serde(flatten)]
     pub rest: Map<String, Value>,
@@ -144,6 +149,66 @@ pub struct TaskDelegated {
 
 impl Payload for TaskDelegated {
     const KIND: EventKind = EventKind::TaskDelegated;
+}
+
+/// `fact_learned`: something memory now believes, in the namespace it was learned for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactLearned {
+    /// What it is about; a later fact about the same subject in the same namespace replaces
+    /// it. A fact with none is about nothing in particular and is never replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// What it says, for a reader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statement: Option<String>,
+    /// Its status where it has one (a claim's `confirmed`, `single_source`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// A structured value (a tool's answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    /// Where it was learned and how (`source`, `method`, `sources`, …).
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+impl Payload for FactLearned {
+    const KIND: EventKind = EventKind::FactLearned;
+}
+
+/// `lesson_learned`: what the procedural reviewer drew from repeated failures of a role.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LessonLearned {
+    /// The lesson, for the role's next tasks.
+    pub statement: String,
+    /// The evidence (`role`, `reason`, `failures`, `tasks`, `subject`).
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+impl Payload for LessonLearned {
+    const KIND: EventKind = EventKind::LessonLearned;
+}
+
+/// `source_changed`: a perception source saw new items (one part of a change that is split
+/// to fit the log).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceChanged {
+    /// The mesh the source belongs to.
+    pub mesh: String,
+    /// The source.
+    pub source: String,
+    /// The ids of every item the source now shows.
+    pub current: Vec<String>,
+    /// The new items, each as the source read it.
+    pub new: Vec<Value>,
+    /// Which part of the change this is, and of how many (`part`, `parts`).
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+impl Payload for SourceChanged {
+    const KIND: EventKind = EventKind::SourceChanged;
 }
 
 /// What an `AolTask` result's `result_json` says of how its steps ended (the engine's

@@ -6,6 +6,7 @@
 //! recalls facts and reads its sources itself, through what its declaration grants.
 //! Without a projection (no projector running yet) the background is empty, never an error.
 
+use crate::protocol::payload::SourceChanged;
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -187,8 +188,10 @@ fn perceived(recall: &Recall, tenant: &str, instruction: &str) -> Result<Vec<Str
         if event.kind != EventKind::SourceChanged.as_str() || out.iter().any(|s| s == source) {
             continue;
         }
-        let payload: Value = serde_json::from_str(&event.payload).unwrap_or_default();
-        let about = payload["new"].as_array().into_iter().flatten().any(|item| {
+        let Ok(changed) = serde_json::from_str::<SourceChanged>(&event.payload) else {
+            continue;
+        };
+        let about = changed.new.iter().any(|item| {
             let have = terms(&strings_of(item));
             wanted.iter().filter(|w| have.contains(w)).count() >= need
         });

@@ -8,6 +8,7 @@
 //! newest lessons under its prefixes, whatever the task. No declaration, no memory. Perception
 //! follows the grants: only the sources `capabilities.md` names are read.
 
+use crate::protocol::payload::{FactLearned, LessonLearned};
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use tracing::debug;
@@ -88,14 +89,18 @@ pub fn recall_query(instruction: &str) -> String {
 /// How a recalled event reads in a memory block: a fact or a lesson as its statement,
 /// anything else as its payload.
 fn readable(event: &Recalled) -> String {
-    if (event.kind == EventKind::FactLearned.as_str()
-        || event.kind == EventKind::LessonLearned.as_str())
-        && let Ok(payload) = serde_json::from_str::<serde_json::Value>(&event.payload)
-        && let Some(statement) = payload.get("statement").and_then(|s| s.as_str())
-    {
-        return statement.to_string();
-    }
-    event.payload.clone()
+    let statement = if event.kind == EventKind::FactLearned.as_str() {
+        serde_json::from_str::<FactLearned>(&event.payload)
+            .ok()
+            .and_then(|f| f.statement)
+    } else if event.kind == EventKind::LessonLearned.as_str() {
+        serde_json::from_str::<LessonLearned>(&event.payload)
+            .ok()
+            .map(|l| l.statement)
+    } else {
+        None
+    };
+    statement.unwrap_or_else(|| event.payload.clone())
 }
 
 /// What recall gave one task: the memory block the model reads, and which events it holds

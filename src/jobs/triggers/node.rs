@@ -4,6 +4,7 @@
 //! fires what had not fired; then it follows the log. Webhooks are served on `listen` only
 //! when some trigger declares one.
 
+use crate::protocol::payload::SourceChanged;
 use crate::spine::control::lifecycle::RunError;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -210,12 +211,17 @@ async fn follow(deps: &TriggerDeps, stop: &CancellationToken) {
                 if event.kind != EventKind::SourceChanged {
                     continue;
                 }
-                let Some(change) = Change::from_payload(event.ts, &event.payload) else {
-                    continue;
+                let changed = match event.payload::<SourceChanged>() {
+                    Ok(changed) => changed,
+                    Err(e) => {
+                        warn!("{e}; no trigger fires on it");
+                        continue;
+                    }
                 };
-                let mesh = event.payload.get("mesh").and_then(|m| m.as_str());
+                let mesh = changed.mesh.clone();
+                let change = Change::of(event.ts, changed);
                 for (trigger, watch) in &mut watched {
-                    if mesh != Some(trigger.mesh.as_str()) {
+                    if mesh != trigger.mesh {
                         continue;
                     }
                     if let Some(firing) = watch.apply(change.clone()) {

@@ -7,6 +7,7 @@
 //! wall clock only for the group still open at the end, so rebuilding from the log after a
 //! restart forms the same groups, and so computes the same job ids, as the live run did.
 
+use crate::protocol::payload::SourceChanged;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
@@ -25,20 +26,14 @@ pub struct Change {
 }
 
 impl Change {
-    /// Reads the payload of a `source_changed` event; `None` when it is not one.
-    pub fn from_payload(ts_ms: u64, payload: &Value) -> Option<Change> {
-        let strings = |v: &Value| -> Option<Vec<String>> {
-            v.as_array()?
-                .iter()
-                .map(|s| s.as_str().map(str::to_string))
-                .collect()
-        };
-        Some(Change {
+    /// The change a `source_changed` event written at `ts_ms` records.
+    pub fn of(ts_ms: u64, changed: SourceChanged) -> Change {
+        Change {
             ts_ms,
-            source: payload.get("source")?.as_str()?.to_string(),
-            current: strings(payload.get("current")?)?,
-            new: payload.get("new")?.as_array()?.clone(),
-        })
+            source: changed.source,
+            current: changed.current,
+            new: changed.new,
+        }
     }
 }
 
