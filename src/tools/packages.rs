@@ -128,12 +128,7 @@ pub fn declared(
         && version
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'));
-    let plain_name = !name.is_empty()
-        && !name.starts_with('-')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '@' | '/' | '.' | '_' | '-'));
-    if !exact || !plain_name {
+    if !exact || !plain_name(name, npm) {
         return Some(Err(unpinned()));
     }
     let package = if npm {
@@ -148,6 +143,23 @@ pub fn declared(
         }
     };
     Some(Ok((package, rest.cloned().collect())))
+}
+
+/// Whether `name` is a registry's package name and nothing more: npm's `name` or
+/// `@scope/name`, PyPI's `name`; never a path (`..`, a leading `.`, `/` elsewhere).
+fn plain_name(name: &str, npm: bool) -> bool {
+    let segment = |s: &str| {
+        !s.is_empty()
+            && !s.starts_with(['.', '-'])
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    };
+    match name.strip_prefix('@') {
+        Some(scoped) if npm => scoped
+            .split_once('/')
+            .is_some_and(|(scope, rest)| segment(scope) && segment(rest)),
+        _ => segment(name),
+    }
 }
 
 /// How to start an installed package: the program and the arguments before the server's
@@ -415,7 +427,7 @@ mod tests {
     }
 
     #[test]
-    fn a_package_with_no_exact_version_is_refused() {
+    fn a_package_with_no_exact_version_or_a_name_that_is_a_path_is_refused() {
         for (cmd, a) in [
             (
                 "npx",
@@ -426,6 +438,11 @@ mod tests {
             ("uvx", args(&["mcp-server-time"])),
             ("uvx", args(&["mcp-server-time>=1"])),
             ("uvx", args(&["--from=x@1", "y"])),
+            ("npx", args(&["-y", "../../evil@1.0.0"])),
+            ("npx", args(&["-y", "@scope/../x@1.0.0"])),
+            ("npx", args(&["-y", "a/b@1.0.0"])),
+            ("uvx", args(&["../x@1.0"])),
+            ("uvx", args(&["@scope/x@1.0"])),
         ] {
             let r = declared(cmd, &a).expect("npx/uvx");
             assert!(

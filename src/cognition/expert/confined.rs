@@ -168,12 +168,17 @@ impl Confine for ConfinedServers {
                 (installed.program, args, installed.reads)
             }
         };
+        // What the package reads is shown as a toolchain is: refused if it is, holds or lies
+        // in a credential store, the home directory or the state directory.
+        let mut policy = self.policy.clone();
+        policy
+            .toolchain
+            .extend(reads.iter().map(|p| p.display().to_string()));
         let mut run = Confined::new(&program, &[], &self.scratch)
-            .under(&self.policy)
+            .under(&policy)
             .map_err(|e| e.to_string())?;
         run.args = args;
         run.network = false;
-        run.expose.extend(reads);
         run.cwd = spec
             .cwd
             .starts_with(&self.scratch)
