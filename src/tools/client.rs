@@ -132,13 +132,16 @@ impl LaunchSpec {
     }
 }
 
+/// Why a server cannot be started confined (a missing sandbox, a package not installed).
+pub type ConfineError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Starts local servers confined instead of on the host as they are: the expert's sandbox,
 /// implemented in a layer above this one.
 pub trait Confine: Send + Sync {
     /// The command that starts `spec` confined (its standard streams left to the caller),
     /// and what must live as long as its process; or why it cannot be confined, in which
     /// case the server is not started.
-    fn command(&self, spec: &LaunchSpec) -> Result<(Command, Box<dyn Send + Sync>), String>;
+    fn command(&self, spec: &LaunchSpec) -> Result<(Command, Box<dyn Send + Sync>), ConfineError>;
 }
 
 /// A tool as the running server lists it.

@@ -306,9 +306,9 @@ impl PackageStore {
             ],
         };
         for step in &steps {
-            if let Err(why) = run_step(step).await {
+            if let Err(e) = run_step(package, step).await {
                 let _ = std::fs::remove_dir_all(&dir);
-                return Err(failed(why));
+                return Err(e);
             }
         }
         let done = std::fs::write(dir.join(MARKER), package.to_string())
@@ -349,9 +349,15 @@ fn venv_python_prefix(venv: &Path) -> Option<PathBuf> {
     (!prefix.starts_with("/usr")).then_some(prefix)
 }
 
-/// Runs one install step, with its output kept for the error.
-async fn run_step(step: &[String]) -> Result<(), String> {
-    let (program, args) = step.split_first().ok_or("an empty step")?;
+/// Runs one install step of `package`, with its output kept for the error.
+async fn run_step(package: &Package, step: &[String]) -> Result<(), PackageError> {
+    let failed = |why: String| PackageError::Install {
+        package: package.clone(),
+        why,
+    };
+    let Some((program, args)) = step.split_first() else {
+        return Ok(());
+    };
     let out = tokio::process::Command::new(program)
         .args(args)
         .stdin(Stdio::null())
@@ -362,23 +368,23 @@ async fn run_step(step: &[String]) -> Result<(), String> {
     let out = tokio::time::timeout(INSTALL_TIMEOUT, out)
         .await
         .map_err(|_| {
-            format!(
+            failed(format!(
                 "`{program}` did not finish within {} s",
                 INSTALL_TIMEOUT.as_secs()
-            )
+            ))
         })?
-        .map_err(|e| format!("cannot run `{program}`: {e}"))?;
+        .map_err(|e| failed(format!("cannot run `{program}`: {e}")))?;
     if out.status.success() {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
     let tail: Vec<&str> = stderr.lines().rev().take(8).collect();
-    Err(format!(
+    Err(failed(format!(
         "`{}` failed ({}): {}",
         step.join(" "),
         out.status,
         tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-    ))
+    )))
 }
 
 #[cfg(test)]

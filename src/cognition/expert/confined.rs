@@ -13,17 +13,19 @@
 //! have no network.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
+use crate::tools::client::ConfineError;
 use crate::tools::packages::{self, PackageStore};
 use crate::tools::{
     Confine, LaunchSpec, RemoteCaller, RemoteServer, RemoteTools, remote::RemoteError,
     remote::RemoteFuture,
 };
-use crate::workspace::sandbox::{Confined, RunPolicy, Sandbox};
+use crate::workspace::sandbox::{Confined, RunPolicy, Sandbox, SandboxError};
 
 /// The native server name.
 pub const SERVER: &str = crate::aem::workspace::SANDBOX_SERVER;
@@ -39,7 +41,7 @@ pub(super) struct ConfinedTools {
     inner: std::sync::Arc<dyn RemoteTools>,
     scratch: Option<PathBuf>,
     policy: RunPolicy,
-    sandbox: OnceCell<Result<Sandbox, String>>,
+    sandbox: OnceCell<Result<Sandbox, Arc<SandboxError>>>,
 }
 
 impl ConfinedTools {
@@ -94,10 +96,10 @@ impl ConfinedTools {
         let cwd = arguments.get("cwd").and_then(Value::as_str).unwrap_or(".");
         let sandbox = self
             .sandbox
-            .get_or_init(|| async { Sandbox::locate().await.map_err(|e| e.to_string()) })
+            .get_or_init(|| async { Sandbox::locate().await.map_err(Arc::new) })
             .await
             .as_ref()
-            .map_err(|e| refuse(e.clone()))?;
+            .map_err(|e| refuse(e.to_string()))?;
         let mut run = Confined::new(command, &args, scratch)
             .under(&self.policy)
             .map_err(|e| refuse(e.to_string()))?;
@@ -137,7 +139,7 @@ impl RemoteTools for ConfinedTools {
 /// The expert's `local` tool servers, started confined in its scratch.
 pub(super) struct ConfinedServers {
     /// The sandbox, or why there is none (every local server is then refused).
-    pub(super) sandbox: Result<Sandbox, String>,
+    pub(super) sandbox: Result<Sandbox, Arc<SandboxError>>,
     /// The scratch: working directory and only writable tree.
     pub(super) scratch: PathBuf,
     /// The mesh's toolchain and masks (its network is never given to a server).
@@ -152,17 +154,17 @@ impl Confine for ConfinedServers {
     fn command(
         &self,
         spec: &LaunchSpec,
-    ) -> Result<(tokio::process::Command, Box<dyn Send + Sync>), String> {
-        let sandbox = self.sandbox.as_ref().map_err(Clone::clone)?;
+    ) -> Result<(tokio::process::Command, Box<dyn Send + Sync>), ConfineError> {
+        let sandbox = self.sandbox.as_ref().map_err(|e| Box::new(e.clone()))?;
         let (program, args, reads) = match packages::declared(&spec.command, &spec.args) {
             None => (spec.command.clone(), spec.args.clone(), Vec::new()),
-            Some(Err(e)) => return Err(e.to_string()),
+            Some(Err(e)) => return Err(e.into()),
             Some(Ok((package, rest))) => {
                 let store = self
                     .store
                     .as_ref()
                     .ok_or("no package store (set IRON_TOOLS_DIR)")?;
-                let installed = store.entry(&package).map_err(|e| e.to_string())?;
+                let installed = store.entry(&package)?;
                 let mut args = installed.args;
                 args.extend(rest);
                 (installed.program, args, installed.reads)
@@ -174,9 +176,7 @@ impl Confine for ConfinedServers {
         policy
             .toolchain
             .extend(reads.iter().map(|p| p.display().to_string()));
-        let mut run = Confined::new(&program, &[], &self.scratch)
-            .under(&policy)
-            .map_err(|e| e.to_string())?;
+        let mut run = Confined::new(&program, &[], &self.scratch).under(&policy)?;
         run.args = args;
         run.network = false;
         run.cwd = spec
@@ -190,7 +190,7 @@ impl Confine for ConfinedServers {
                 .map(|(k, v)| (k.clone(), v.clone())),
         );
         run.timeout = self.cpu;
-        let (command, held) = sandbox.command(&run).map_err(|e| e.to_string())?;
+        let (command, held) = sandbox.command(&run)?;
         Ok((command, Box::new(held)))
     }
 }

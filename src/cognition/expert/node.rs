@@ -165,7 +165,7 @@ impl ManagedNode for ExpertNode {
         // With a scratch, the local servers run confined in it as well.
         let servers = match &scratch {
             Some(s) => Some(Arc::new(confined::ConfinedServers {
-                sandbox: Sandbox::locate().await.map_err(|e| e.to_string()),
+                sandbox: Sandbox::locate().await.map_err(Arc::new),
                 scratch: s.dir().to_path_buf(),
                 policy: run_policy.clone(),
                 store: PackageStore::from_env(|k| env.get(k).cloned()),
