@@ -194,3 +194,32 @@ Confined servers.
         "{proposed:#?}"
     );
 }
+
+#[test]
+fn an_unpinned_server_is_named_and_nothing_is_installed() {
+    let p = Project::offline();
+    p.write(
+        "aem/lab/AEM.md",
+        "---\nname: lab\nstatus: active\ndescription: Unpinned.\ndefaults:\n  model: standard\nservers:\n  loose:\n    transport: local\n    description: No version.\n    command: uvx\n    args: [\"iron-test-unpinned\", \"${IRON_SCRATCH}\"]\n    tools: [anything]\nworkspace:\n  target: .\n---\n\nUnpinned.\n",
+    );
+    p.write(
+        "aem/lab/skills/a/SKILL.md",
+        "---\nname: a\nidentity: A.\ndescription: A.\n---\n\nA.\n",
+    );
+    let store = p.path("store");
+    let out = p.iron(&[
+        "tools",
+        "install",
+        "--aem",
+        &p.path("aem").display().to_string(),
+        "--dir",
+        &store.display().to_string(),
+    ]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("lab/loose") && said.contains("names no exact version"),
+        "{said}"
+    );
+    assert!(!store.join("pypi").exists(), "nothing is installed");
+}

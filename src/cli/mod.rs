@@ -342,7 +342,9 @@ pub enum ToolsCommand {
         #[arg(long)]
         discover: bool,
     },
-    /// Install the pinned package (`npx -y pkg@x.y.z`, `uvx pkg@x.y.z`) of every local server
+    /// Install the packages of the tool servers that run confined.
+    ///
+    /// Installs the pinned package (`npx -y pkg@x.y.z`, `uvx pkg@x.y.z`) of every local server
     /// of a mesh that declares `workspace:`. Those servers run confined in the expert's
     /// scratch, with no network and no home directory, so they cannot fetch their package when
     /// they start: they run it from here, read-only. Run once (it needs npm, or python3 with
