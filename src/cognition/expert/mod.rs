@@ -11,6 +11,7 @@ mod deliver;
 mod node;
 pub mod operator;
 pub(crate) mod scratch;
+mod task;
 pub mod wake;
 
 pub use node::{ExpertDeps, ExpertNode};
