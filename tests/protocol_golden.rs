@@ -12,7 +12,8 @@ use iron::core::envelope::Envelope;
 use iron::core::event_kind::EventKind;
 use iron::protocol::TaskContext;
 use iron::protocol::payload::{
-    FactLearned, Payload, ReplyDelivered, SourceChanged, TaskDelegated, TaskJudged, TaskRejected,
+    ChatTurn, FactLearned, Payload, ReplyDelivered, SourceChanged, TaskDelegated, TaskJudged,
+    TaskRejected,
 };
 
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/protocol");
@@ -41,6 +42,7 @@ fn recorded_events_are_read_as_their_kinds_and_written_back_byte_equal() {
             EventKind::ReplyDelivered => round_trip::<ReplyDelivered>(&event),
             EventKind::TaskDelegated => round_trip::<TaskDelegated>(&event),
             EventKind::FactLearned => round_trip::<FactLearned>(&event),
+            EventKind::ChatTurn => round_trip::<ChatTurn>(&event),
             EventKind::SourceChanged => round_trip::<SourceChanged>(&event),
             other => panic!("no payload type for {other} in the golden file"),
         };
@@ -51,6 +53,7 @@ fn recorded_events_are_read_as_their_kinds_and_written_back_byte_equal() {
     assert_eq!(
         kinds.into_iter().collect::<Vec<_>>(),
         [
+            "chat_turn",
             "fact_learned",
             "reply_delivered",
             "source_changed",

@@ -9,12 +9,11 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use super::CliError;
 use super::commands::connect;
 use super::inbox::publish_inbox;
 use crate::core::{durable::EventLog, envelope::Envelope, event_kind::EventKind, ids::EventId};
+use crate::protocol::payload::{ChatTurn, ReplyDelivered, TaskDelegated, TaskJudged, TaskRejected};
 use crate::spine::durable::{AnyLog, streams::MEM};
 
 /// What the person asked and where it goes.
@@ -149,50 +148,61 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Takes one event in; the outcome once the turn has ended.
+    /// Takes one event in; the outcome once the turn has ended. An event of a kind it reads
+    /// whose payload has another shape is not the turn's.
     fn see(&mut self, event: &Envelope) -> Option<Outcome> {
-        let p = &event.payload;
-        let text = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         let Some(task) = self.task.clone() else {
-            if event.kind == EventKind::ChatTurn && text("destination") == self.destination {
+            if let Ok(turn) = event.payload::<ChatTurn>()
+                && turn.destination.as_deref() == Some(self.destination)
+            {
                 self.task =
                     Some(EventId::computed(&["inbox", event.event_id.as_str()]).to_string());
             }
             return None;
         };
-        let id = text("task_id");
-        let ours = id == task || id.starts_with(&format!("{task}-"));
-        if !ours {
-            return None;
-        }
+        let ours = |id: &str| id == task || id.starts_with(&format!("{task}-"));
         match event.kind {
-            EventKind::ReplyDelivered if id == task => Some(
-                if p.get("delivered").and_then(Value::as_bool) == Some(true) {
-                    Outcome::Answered(text("text"))
-                } else {
-                    Outcome::Failed(format!("the answer was not delivered: {}", text("reason")))
-                },
-            ),
+            EventKind::ReplyDelivered => {
+                let reply = event.payload::<ReplyDelivered>().ok()?;
+                (reply.task_id == task).then(|| {
+                    if reply.delivered {
+                        Outcome::Answered(reply.text)
+                    } else {
+                        Outcome::Failed(format!(
+                            "the answer was not delivered: {}",
+                            reply.reason.as_deref().unwrap_or("no reason given")
+                        ))
+                    }
+                })
+            }
             EventKind::TaskRejected => {
-                Some(Outcome::Failed(format!("refused: {}", text("reason"))))
+                let rejected = event.payload::<TaskRejected>().ok()?;
+                ours(&rejected.task_id)
+                    .then(|| Outcome::Failed(format!("refused: {}", rejected.reason)))
             }
             EventKind::TaskDelegated => {
-                let error = text("error");
-                let status = text("status");
-                if !error.is_empty() {
-                    self.errors.insert(id, error);
-                } else if status != "succeeded" {
-                    self.errors
-                        .insert(id, format!("{} ended {status}", text("domain")));
+                let step = event.payload::<TaskDelegated>().ok()?;
+                if !ours(&step.task_id) {
+                    return None;
+                }
+                if !step.error.is_empty() {
+                    self.errors.insert(step.task_id, step.error);
+                } else if step.status != "succeeded" {
+                    let why = format!("{} ended {}", step.domain, step.status);
+                    self.errors.insert(step.task_id, why);
                 }
                 None
             }
-            EventKind::TaskJudged if p.get("answered").and_then(Value::as_bool) == Some(false) => {
+            EventKind::TaskJudged => {
+                let judged = event.payload::<TaskJudged>().ok()?;
+                if judged.answered || !ours(&judged.task_id) {
+                    return None;
+                }
                 let why = self
                     .errors
-                    .get(&id)
+                    .get(&judged.task_id)
                     .cloned()
-                    .unwrap_or_else(|| format!("{} gave no answer", text("domain")));
+                    .unwrap_or_else(|| format!("{} gave no answer", judged.domain));
                 Some(Outcome::Failed(format!("not answered: {why}")))
             }
             _ => None,
@@ -203,7 +213,7 @@ impl<'a> Turn<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn event(kind: EventKind, payload: Value) -> Envelope {
         Envelope::new("t", ["sessions", "s"], "test", kind, payload)
@@ -212,9 +222,15 @@ mod tests {
     #[test]
     fn a_turn_ends_with_its_own_reply_or_its_own_failure() {
         let mut turn = Turn::new("ask:1");
-        let other = event(EventKind::ChatTurn, json!({"destination": "ask:2"}));
+        let other = event(
+            EventKind::ChatTurn,
+            json!({"destination": "ask:2", "text": "is the bridge open?"}),
+        );
         assert_eq!(turn.see(&other), None);
-        let mine = event(EventKind::ChatTurn, json!({"destination": "ask:1"}));
+        let mine = event(
+            EventKind::ChatTurn,
+            json!({"destination": "ask:1", "text": "is the ferry running?"}),
+        );
         assert_eq!(turn.see(&mine), None);
         let task = EventId::computed(&["inbox", mine.event_id.as_str()]).to_string();
         let not_ours = event(
@@ -233,7 +249,9 @@ mod tests {
         let part = format!("{task}-1");
         failing.see(&event(
             EventKind::TaskDelegated,
-            json!({"task_id": part, "domain": "news/analyst", "status": "aborted", "error": "expert news/analyst did not become active: configure failed: no key"}),
+            json!({"task_id": part, "domain": "news/analyst", "expert": "", "status": "aborted",
+                   "error": "expert news/analyst did not become active: configure failed: no key",
+                   "spent": null, "budget": null}),
         ));
         let judged = event(
             EventKind::TaskJudged,

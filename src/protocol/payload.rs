@@ -44,6 +44,29 @@ impl Envelope {
     }
 }
 
+/// `chat_turn`: a person's message, as the inbox took it in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatTurn {
+    /// What they said.
+    pub text: String,
+    /// Where a reply goes on their channel (a chat id; `ask:<id>` for `iron ask`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+    /// The channel it came in on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Who said it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    /// The rest the inbox records (`role`, `session_id`, `attachments`, `received_ms`).
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+impl Payload for ChatTurn {
+    const KIND: EventKind = EventKind::ChatTurn;
+}
+
 /// `task_rejected`: the engine refused a goal before any expert ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRejected {
@@ -107,9 +130,8 @@ pub struct ReplyDelivered {
     /// The channel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
-    /// The text sent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
+    /// The text sent (or that was to be sent).
+    pub text: String,
     /// Why it was not delivered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

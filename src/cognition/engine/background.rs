@@ -6,7 +6,7 @@
 //! recalls facts and reads its sources itself, through what its declaration grants.
 //! Without a projection (no projector running yet) the background is empty, never an error.
 
-use crate::protocol::payload::SourceChanged;
+use crate::protocol::payload::{ChatTurn, SourceChanged};
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -213,7 +213,7 @@ fn strings_of(item: &Value) -> String {
 }
 
 fn text_of(turn: &Recalled) -> Option<String> {
-    let payload: Value = serde_json::from_str(&turn.payload).ok()?;
-    let text = payload.get("text")?.as_str()?.trim();
+    let turn: ChatTurn = serde_json::from_str(&turn.payload).ok()?;
+    let text = turn.text.trim();
     (!text.is_empty()).then(|| text.to_string())
 }
