@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{ProtocolError, TaskOutcome};
+use super::ProtocolError;
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 
@@ -231,16 +231,6 @@ pub struct SourceChanged {
 
 impl Payload for SourceChanged {
     const KIND: EventKind = EventKind::SourceChanged;
-}
-
-/// What an `AolTask` result's `result_json` says of how its steps ended (the engine's
-/// `steps`), for readers that only need the outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepOutcome {
-    /// The expert.
-    pub domain: String,
-    /// How it ended.
-    pub status: TaskOutcome,
 }
 
 #[cfg(test)]

@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::OnceCell;
 
 use crate::tools::client::ConfineError;
 use crate::tools::packages::{self, PackageStore};
@@ -36,28 +35,44 @@ const MAX_SECS: u64 = 600;
 /// Output kept of stdout and of stderr each.
 const MAX_OUTPUT: usize = 256 * 1024;
 
+/// Where an expert with a scratch confines what it runs: the scratch, the mesh's policy and
+/// the sandbox located once for the process (or why there is none), shared by
+/// `run_confined` and the local servers.
+#[derive(Clone)]
+pub(super) struct Confinement {
+    /// The scratch: working directory and only writable tree.
+    pub(super) scratch: PathBuf,
+    /// The mesh's toolchain, masks and network.
+    pub(super) policy: RunPolicy,
+    /// The sandbox, or why there is none (then everything confined is refused).
+    pub(super) sandbox: Result<Sandbox, Arc<SandboxError>>,
+}
+
+impl Confinement {
+    /// Locates the sandbox for `scratch` under `policy`.
+    pub(super) async fn locate(scratch: PathBuf, policy: RunPolicy) -> Self {
+        Self {
+            scratch,
+            policy,
+            sandbox: Sandbox::locate().await.map_err(Arc::new),
+        }
+    }
+}
+
 /// Remote tools with `sandbox/run_confined` answered here.
 pub(super) struct ConfinedTools {
     inner: std::sync::Arc<dyn RemoteTools>,
-    scratch: Option<PathBuf>,
-    policy: RunPolicy,
-    sandbox: OnceCell<Result<Sandbox, Arc<SandboxError>>>,
+    confinement: Option<Confinement>,
 }
 
 impl ConfinedTools {
-    /// `inner` for every other server; commands run in `scratch` (none: refused) under the
-    /// mesh's `policy`.
+    /// `inner` for every other server; commands run in the scratch of `confinement` (none:
+    /// refused).
     pub(super) fn new(
         inner: std::sync::Arc<dyn RemoteTools>,
-        scratch: Option<PathBuf>,
-        policy: RunPolicy,
+        confinement: Option<Confinement>,
     ) -> Self {
-        Self {
-            inner,
-            scratch,
-            policy,
-            sandbox: OnceCell::new(),
-        }
+        Self { inner, confinement }
     }
 
     async fn run(&self, tool: &str, arguments: &Value) -> Result<Value, RemoteError> {
@@ -67,9 +82,10 @@ impl ConfinedTools {
                 "no tool {tool:?} here; the sandbox offers {RUN_CONFINED}"
             )));
         }
-        let scratch = self.scratch.as_ref().ok_or_else(|| {
+        let confinement = self.confinement.as_ref().ok_or_else(|| {
             refuse("this expert has no scratch (its mesh declares no `workspace:`)".into())
         })?;
+        let scratch = &confinement.scratch;
         let command = arguments
             .get("command")
             .and_then(Value::as_str)
@@ -94,14 +110,12 @@ impl ConfinedTools {
                 .ok_or_else(|| refuse(format!("`timeout_secs` is 1 to {MAX_SECS}")))?,
         };
         let cwd = arguments.get("cwd").and_then(Value::as_str).unwrap_or(".");
-        let sandbox = self
+        let sandbox = confinement
             .sandbox
-            .get_or_init(|| async { Sandbox::locate().await.map_err(Arc::new) })
-            .await
             .as_ref()
             .map_err(|e| refuse(e.to_string()))?;
         let mut run = Confined::new(command, &args, scratch)
-            .under(&self.policy)
+            .under(&confinement.policy)
             .map_err(|e| refuse(e.to_string()))?;
         run.cwd = Some(scratch.join(cwd));
         run.timeout = Duration::from_secs(secs);
@@ -138,12 +152,8 @@ impl RemoteTools for ConfinedTools {
 
 /// The expert's `local` tool servers, started confined in its scratch.
 pub(super) struct ConfinedServers {
-    /// The sandbox, or why there is none (every local server is then refused).
-    pub(super) sandbox: Result<Sandbox, Arc<SandboxError>>,
-    /// The scratch: working directory and only writable tree.
-    pub(super) scratch: PathBuf,
-    /// The mesh's toolchain and masks (its network is never given to a server).
-    pub(super) policy: RunPolicy,
+    /// The scratch, policy and sandbox (the policy's network is never given to a server).
+    pub(super) confinement: Confinement,
     /// Where pinned packages are installed.
     pub(super) store: Option<PackageStore>,
     /// The bound on each server process's CPU time (the task's time limit).
@@ -155,7 +165,12 @@ impl Confine for ConfinedServers {
         &self,
         spec: &LaunchSpec,
     ) -> Result<(tokio::process::Command, Box<dyn Send + Sync>), ConfineError> {
-        let sandbox = self.sandbox.as_ref().map_err(|e| Box::new(e.clone()))?;
+        let Confinement {
+            scratch,
+            policy,
+            sandbox,
+        } = &self.confinement;
+        let sandbox = sandbox.as_ref().map_err(|e| Box::new(e.clone()))?;
         let (program, args, reads) = match packages::declared(&spec.command, &spec.args) {
             None => (spec.command.clone(), spec.args.clone(), Vec::new()),
             Some(Err(e)) => return Err(e.into()),
@@ -172,17 +187,14 @@ impl Confine for ConfinedServers {
         };
         // What the package reads is shown as a toolchain is: refused if it is, holds or lies
         // in a credential store, the home directory or the state directory.
-        let mut policy = self.policy.clone();
+        let mut policy = policy.clone();
         policy
             .toolchain
             .extend(reads.iter().map(|p| p.display().to_string()));
-        let mut run = Confined::new(&program, &[], &self.scratch).under(&policy)?;
+        let mut run = Confined::new(&program, &[], scratch).under(&policy)?;
         run.args = args;
         run.network = false;
-        run.cwd = spec
-            .cwd
-            .starts_with(&self.scratch)
-            .then(|| spec.cwd.clone());
+        run.cwd = spec.cwd.starts_with(scratch).then(|| spec.cwd.clone());
         run.env.extend(
             spec.env
                 .iter()

@@ -4,7 +4,6 @@
 use crate::spine::control::lifecycle::RunError;
 use crate::tools::CallerKey;
 use crate::tools::packages::PackageStore;
-use crate::workspace::sandbox::Sandbox;
 use std::{path::Path, sync::Arc, time::Duration};
 
 use tokio::sync::Mutex;
@@ -151,22 +150,19 @@ impl ManagedNode for ExpertNode {
         let run_policy = mesh_workspace(&catalog, &entry)
             .map(|w| crate::workspace::sandbox::RunPolicy::of(w, &config.state_dir))
             .unwrap_or_default();
-        // With a scratch, the local servers run confined in it as well.
-        let servers = match &scratch {
-            Some(s) => Some(Arc::new(confined::ConfinedServers {
-                sandbox: Sandbox::locate().await.map_err(Arc::new),
-                scratch: s.dir().to_path_buf(),
-                policy: run_policy.clone(),
-                store: PackageStore::from_env(|k| env.get(k).cloned()),
-                cpu: Duration::from_secs(entry.timeouts.task_secs.max(1)),
-            })),
+        // With a scratch, `run_confined` and the local servers run confined in it.
+        let confinement = match &scratch {
+            Some(s) => Some(confined::Confinement::locate(s.dir().to_path_buf(), run_policy).await),
             None => None,
         };
-        let remote = confined::ConfinedTools::new(
-            Arc::new(bridge),
-            scratch.as_ref().map(|s| s.dir().to_path_buf()),
-            run_policy,
-        );
+        let servers = confinement.clone().map(|confinement| {
+            Arc::new(confined::ConfinedServers {
+                confinement,
+                store: PackageStore::from_env(|k| env.get(k).cloned()),
+                cpu: Duration::from_secs(entry.timeouts.task_secs.max(1)),
+            })
+        });
+        let remote = confined::ConfinedTools::new(Arc::new(bridge), confinement);
         let mut setup = granted.into_iter().fold(
             ManagerSetup::new(Arc::new(recorder), policy, &base, env).with_remote(Arc::new(remote)),
             |setup, root| setup.with_server_root(&root.server, root.dir),
