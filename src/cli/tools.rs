@@ -12,14 +12,14 @@ use crate::tools::packages::{self, Package, PackageStore};
 /// The packages the servers of meshes that declare `workspace:` run (their experts' servers
 /// run confined), with the servers (`mesh/server`) that use each; and those servers whose
 /// package is not pinned, with why.
-struct Confined {
+struct Wanted {
     packages: BTreeMap<Package, Vec<String>>,
     unpinned: Vec<String>,
 }
 
-impl Confined {
-    fn of<'a>(meshes: impl Iterator<Item = &'a crate::aem::MeshEntry>) -> Confined {
-        let mut out = Confined {
+impl Wanted {
+    fn of<'a>(meshes: impl Iterator<Item = &'a crate::aem::MeshEntry>) -> Wanted {
+        let mut out = Wanted {
             packages: BTreeMap::new(),
             unpinned: Vec::new(),
         };
@@ -55,7 +55,7 @@ pub(super) async fn install(aem: &Path, store: Option<&Path>) -> Result<(), CliE
     let store = store_of(store).ok_or_else(|| {
         CliError::Failed("no package store: set IRON_TOOLS_DIR, XDG_CACHE_HOME or HOME".into())
     })?;
-    let wanted = Confined::of(catalog.meshes.values());
+    let wanted = Wanted::of(catalog.meshes.values());
     println!("package store: {}", store.root().display());
     if wanted.packages.is_empty() && wanted.unpinned.is_empty() {
         println!("no mesh with a workspace runs a packaged server; nothing to install");
@@ -88,7 +88,7 @@ pub(super) async fn install(aem: &Path, store: Option<&Path>) -> Result<(), CliE
 /// are not installed (their tool calls would fail until `iron tools install`).
 pub(super) fn missing_note(catalog: &Catalog) -> Option<String> {
     let store = store_of(None)?;
-    let wanted = Confined::of(
+    let wanted = Wanted::of(
         catalog
             .meshes
             .values()
