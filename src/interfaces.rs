@@ -17,9 +17,9 @@ mod generated {
 
 pub use generated::ros::iron::{
     Answer, AolTaskFeedback, AolTaskGoal, AolTaskResult, DecideHunksRequest, DecideHunksResponse,
-    GoalRejection, InboxMessage, Interjection, Question, SessionControl, SourceStateRequest,
-    SourceStateResponse, ToolCallRequest, ToolCallResponse, action::AolTask, srv::DecideHunks,
-    srv::SourceState, srv::ToolCall,
+    EmbedRequest, EmbedResponse, GoalRejection, InboxMessage, Interjection, Question,
+    SessionControl, SourceStateRequest, SourceStateResponse, ToolCallRequest, ToolCallResponse,
+    action::AolTask, srv::DecideHunks, srv::Embed, srv::SourceState, srv::ToolCall,
 };
 
 /// rcl_interfaces' Log (the type of `/rosout`) as ROS 2 Jazzy defines it.

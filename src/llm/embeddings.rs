@@ -1,6 +1,7 @@
 //! Memory's embeddings from an OpenAI-compatible server (`POST {base_url}/embeddings`), the
 //! backend that `models.embeddings` names. It implements memory's [`Embedder`] port; without
-//! that key, memory embeds offline ([`HashingEmbedder`]).
+//! that key, memory embeds with the local model when it was pulled, else offline
+//! ([`HashingEmbedder`]): see [`from_config`].
 //!
 //! The vectors are normalised here, so cosine similarity is a dot product whatever the server
 //! returns. A retryable failure (rate limit, server error, timeout, connection) is retried a few
@@ -15,6 +16,7 @@ use serde_json::{Value, json};
 use super::config::{ConfigError, ModelRegistry, ModelsConfig};
 use super::error::LlmError;
 use super::http::{self, HttpSettings};
+use super::local::{self, LocalEmbedder, ServiceEmbedder};
 use super::openai::bearer;
 use super::secret::SecretSource;
 use crate::core::config::Config;
@@ -151,11 +153,57 @@ impl Embedder for OpenAiEmbedder {
     }
 }
 
-/// Memory's embedder for `config`: the backend `models.embeddings` names, or the offline
-/// hashing embedding when there is none.
+/// Memory's embedder for `config` in a process that reads meanings itself (the semantic memory
+/// worker, the CLI): the backend `models.embeddings` names; else the local model when it was
+/// pulled, loaded here (blocking while it reads and checks its 87 MiB); else the offline hashing
+/// embedding.
 pub fn from_config(config: &Config) -> Result<Arc<dyn Embedder>, EmbedError> {
-    let Some(raw) = &config.models else {
+    if let Some(configured) = configured(config)? {
+        return Ok(configured);
+    }
+    let Some(dir) = pulled_model_dir() else {
         return Ok(Arc::new(HashingEmbedder));
+    };
+    match LocalEmbedder::load(&dir) {
+        Ok(model) => Ok(Arc::new(model)),
+        Err(e) => {
+            tracing::warn!("embedding offline without meanings: {e}");
+            Ok(Arc::new(HashingEmbedder))
+        }
+    }
+}
+
+/// [`from_config`] for a process that asks the model service rather than load the model (an
+/// expert, the engine): the configured backend; else, when the local model was pulled, the
+/// service on `node` (its vectors are the local model's, so they match the memory worker's);
+/// else the hashing embedding.
+pub fn from_config_or_service(
+    config: &Config,
+    node: &hiroz::node::ZNode,
+) -> Result<Arc<dyn Embedder>, EmbedError> {
+    if let Some(configured) = configured(config)? {
+        return Ok(configured);
+    }
+    match pulled_model_dir() {
+        Some(_) => Ok(Arc::new(ServiceEmbedder::new(node, SERVICE_WAIT)?)),
+        None => Ok(Arc::new(HashingEmbedder)),
+    }
+}
+
+/// The longest one request to the model service may take (a judge's batch of reports included).
+const SERVICE_WAIT: Duration = Duration::from_secs(30);
+
+/// The models directory when the local model looks pulled into it.
+fn pulled_model_dir() -> Option<std::path::PathBuf> {
+    local::models_dir_from_env(None)
+        .ok()
+        .filter(|dir| local::looks_pulled(dir, &local::MINILM_L6_V2))
+}
+
+/// The embedder `models.embeddings` names, if it names one.
+fn configured(config: &Config) -> Result<Option<Arc<dyn Embedder>>, EmbedError> {
+    let Some(raw) = &config.models else {
+        return Ok(None);
     };
     let models: ModelsConfig =
         serde_norway::from_value(raw.clone()).map_err(|e| EmbedError(format!("models: {e}")))?;
@@ -164,8 +212,7 @@ pub fn from_config(config: &Config) -> Result<Arc<dyn Embedder>, EmbedError> {
         .map_err(|e| EmbedError(format!("models: {e}")))?;
     let base = std::env::current_dir().map_err(|e| EmbedError(e.to_string()))?;
     match ModelRegistry::new(models, &base).embedder() {
-        Ok(Some(e)) => Ok(e),
-        Ok(None) => Ok(Arc::new(HashingEmbedder)),
+        Ok(found) => Ok(found.map(|e| e as Arc<dyn Embedder>)),
         Err(e) => Err(EmbedError(format!("models: {e}"))),
     }
 }

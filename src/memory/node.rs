@@ -143,7 +143,7 @@ impl std::str::FromStr for Worker {
 pub type ReaderFactory = fn(&Config, &Catalog) -> Result<Option<Arc<dyn FactReader>>, ReadError>;
 
 /// Builds the semantic index's embedder from the configuration (the configured `/embeddings`
-/// backend, or the offline one). The models layer provides it (`llm::embeddings::from_config`).
+/// backend, the local model, or the offline one; called on a blocking thread). The models layer provides it (`llm::embeddings::from_config`).
 pub type EmbedderFactory = fn(&Config) -> Result<Arc<dyn Embedder>, EmbedError>;
 
 /// The node of one background worker (`/iron/memory/<worker>`).
@@ -236,8 +236,15 @@ impl ManagedNode for WorkerNode {
             }
             Worker::Consolidator => Job::Consolidator,
             Worker::Semantic => {
+                // Building it may load a local model (a quarter of a second): off the runtime.
                 let embedder: Arc<dyn Embedder> = match self.embedder {
-                    Some(build) => build(&config).map_err(|e| fail(&e))?,
+                    Some(build) => {
+                        let config = config.clone();
+                        tokio::task::spawn_blocking(move || build(&config))
+                            .await
+                            .map_err(|e| fail(&e))?
+                            .map_err(|e| fail(&e))?
+                    }
                     None => Arc::new(HashingEmbedder),
                 };
                 info!("embedding facts with {}", embedder.name());

@@ -189,6 +189,38 @@ impl Deriver for SemanticIndex {
         })
     }
 
+    /// The batch's facts embedded in one call (a model reads them many at a time).
+    fn prepare_all<'a>(&'a self, events: &'a [Envelope]) -> BoxFuture<'a, Vec<Self::Prepared>> {
+        Box::pin(async move {
+            let facts: Vec<String> = events
+                .iter()
+                .filter(|e| e.kind == EventKind::FactLearned)
+                .map(fact_text)
+                .collect();
+            let mut vectors = match facts.is_empty() {
+                true => Ok(Vec::new()),
+                false => self
+                    .embedder
+                    .embed(&facts)
+                    .await
+                    .and_then(|v| match v.len() {
+                        n if n == facts.len() => Ok(v),
+                        n => Err(EmbedError(format!("{n} vectors for {} facts", facts.len()))),
+                    }),
+            }
+            .map(Vec::into_iter);
+            events
+                .iter()
+                .map(|e| {
+                    (e.kind == EventKind::FactLearned).then(|| match &mut vectors {
+                        Ok(v) => Ok(v.next().expect("one vector per fact")),
+                        Err(e) => Err(EmbedError(e.0.clone())),
+                    })
+                })
+                .collect()
+        })
+    }
+
     fn derive(
         &self,
         tx: &Transaction<'_>,

@@ -47,6 +47,19 @@ pub trait Deriver: Send + Sync + 'static {
         Box::pin(std::future::ready(Self::Prepared::default()))
     }
 
+    /// [`Deriver::prepare`] for each of a batch's events, in order: one result per event. A
+    /// worker whose slow step is faster in batches (an embedding model reads many texts at
+    /// once) does them together.
+    fn prepare_all<'a>(&'a self, events: &'a [Envelope]) -> BoxFuture<'a, Vec<Self::Prepared>> {
+        Box::pin(async move {
+            let mut prepared = Vec::with_capacity(events.len());
+            for event in events {
+                prepared.push(self.prepare(event).await);
+            }
+            prepared
+        })
+    }
+
     /// What `event` (stream sequence `seq`) derives, each event with a computed id and
     /// `cause` set. It may read and write the worker's own tables through `tx`; what it
     /// returns is emitted once `tx` has committed.
@@ -358,17 +371,31 @@ pub async fn run<L: EventLog, D: Deriver>(
             fill.append(&mut messages);
             messages = fill;
         }
-        let mut items = Vec::with_capacity(messages.len());
+        // Parsed in order; the envelopes are prepared together, then paired back.
+        let (mut seqs, mut events) = (Vec::new(), Vec::new());
         for m in messages.into_iter().filter(|m| m.seq > last) {
-            let event = match serde_json::from_slice::<Envelope>(&m.payload) {
-                Ok(e) => {
-                    let prepared = deriver.prepare(&e).await;
-                    Some((e, prepared))
-                }
-                Err(_) => None,
-            };
-            items.push(Item { seq: m.seq, event });
+            let event = serde_json::from_slice::<Envelope>(&m.payload).ok();
+            seqs.push((m.seq, event.is_some()));
+            events.extend(event);
         }
+        let mut prepared = deriver.prepare_all(&events).await;
+        if prepared.len() != events.len() {
+            tracing::warn!(
+                "{}: {} prepared for {} events; the rest derive unprepared",
+                deps.name,
+                prepared.len(),
+                events.len()
+            );
+            prepared.resize_with(events.len(), Default::default);
+        }
+        let mut pairs = events.into_iter().zip(prepared);
+        let items: Vec<_> = seqs
+            .into_iter()
+            .map(|(seq, parsed)| Item {
+                seq,
+                event: parsed.then(|| pairs.next()).flatten(),
+            })
+            .collect();
         let (stream, d) = (deps.stream.clone(), deriver.clone());
         last = with(&shared, &path, move |conn| {
             derive_batch(conn, d.as_ref(), &stream, items)?;

@@ -51,6 +51,7 @@ pub fn bin(name: &str) -> String {
         "expert_node" => env!("CARGO_BIN_EXE_expert_node").to_string(),
         "delivery_node" => env!("CARGO_BIN_EXE_delivery_node").to_string(),
         "source_node" => env!("CARGO_BIN_EXE_source_node").to_string(),
+        "model_node" => env!("CARGO_BIN_EXE_model_node").to_string(),
         other => panic!("unknown binary {other}"),
     }
 }

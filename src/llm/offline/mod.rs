@@ -36,6 +36,7 @@ use super::error::LlmError;
 use super::local::{EmbeddingError, LocalEmbedder};
 use super::model::{BoxFuture, ChatModel};
 use super::types::{ChatRequest, ChatResponse, FinishReason, Message, ToolCall, Usage};
+use crate::memory::semantic::{EmbedError, Embedder};
 use claims::{Claim, Report};
 
 /// The fence that opens a task block in an instruction.
@@ -52,9 +53,29 @@ pub fn meanings_of(
 ) -> Result<claims::Meanings, EmbeddingError> {
     let texts: Vec<String> = reports.iter().map(claims::meaning_text).collect();
     let vectors = model.embed(&texts.iter().map(String::as_str).collect::<Vec<_>>())?;
-    Ok(claims::Meanings::new(
-        reports.iter().map(|r| r.id.clone()).zip(vectors).collect(),
-    ))
+    Ok(by_report(reports, vectors))
+}
+
+/// [`meanings_of`] through memory's [`Embedder`] port (the model service, or a model loaded
+/// here), refused unless it gives one vector per report.
+pub async fn read_meanings(
+    embedder: &dyn Embedder,
+    reports: &[Report],
+) -> Result<claims::Meanings, EmbedError> {
+    let texts: Vec<String> = reports.iter().map(claims::meaning_text).collect();
+    let vectors = embedder.embed(&texts).await?;
+    if vectors.len() != reports.len() {
+        return Err(EmbedError(format!(
+            "{} vectors for {} reports",
+            vectors.len(),
+            reports.len()
+        )));
+    }
+    Ok(by_report(reports, vectors))
+}
+
+fn by_report(reports: &[Report], vectors: Vec<Vec<f32>>) -> claims::Meanings {
+    claims::Meanings::new(reports.iter().map(|r| r.id.clone()).zip(vectors).collect())
 }
 
 /// A task an instruction carries.
@@ -116,16 +137,23 @@ pub fn task_block(task: &Value) -> String {
     format!("{TASK_FENCE}\n{task}\n```")
 }
 
-/// The offline backend. With the local embedding model in its models directory (`iron models
-/// pull`), its claim judgment reads meanings as well as words ([`claims::Meanings`]); the model
-/// is loaded on the first task that groups or cross-checks claims, so an expert that never
-/// judges never pays for it (a load reads ~90 MB), and one that cannot load it judges on
-/// words alone, saying so once.
-#[derive(Debug, Default)]
+/// The offline backend. Given a reader of meanings (the local embedding model, through the model
+/// service or loaded in this process), its claim judgment reads meanings as well as words
+/// ([`claims::Meanings`]); without one, or when it fails, it judges on words alone and says so.
+#[derive(Default)]
 pub struct OfflineBackend {
-    models_dir: Option<std::path::PathBuf>,
-    /// Loaded once, by the first judging task (on a blocking thread).
-    model: std::sync::Arc<std::sync::OnceLock<Option<LocalEmbedder>>>,
+    meanings: Option<std::sync::Arc<dyn Embedder>>,
+}
+
+impl std::fmt::Debug for OfflineBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OfflineBackend")
+            .field(
+                "meanings",
+                &self.meanings.as_ref().map(|e| e.name().to_string()),
+            )
+            .finish()
+    }
 }
 
 impl OfflineBackend {
@@ -134,11 +162,10 @@ impl OfflineBackend {
         Self::default()
     }
 
-    /// Reading meanings with the local model in `models_dir` when it is there.
-    pub fn with_models(models_dir: std::path::PathBuf) -> Self {
+    /// Reading the reports' meanings with `embedder` as well as their words.
+    pub fn with_meanings(embedder: std::sync::Arc<dyn Embedder>) -> Self {
         Self {
-            models_dir: Some(models_dir),
-            model: Default::default(),
+            meanings: Some(embedder),
         }
     }
 }
@@ -153,29 +180,23 @@ impl ChatModel for OfflineBackend {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         Box::pin(async move {
-            let judges = matches!(
-                first_instruction(request).and_then(find_task),
-                Some(Ok(Task::GroupClaims { .. } | Task::CrossCheck { .. }))
-            );
-            if !judges {
-                return Ok(respond(request, None));
-            }
-            // Loading the model and embedding the reports take a while: off the runtime.
-            let (owned, dir, slot) = (request.clone(), self.models_dir.clone(), self.model.clone());
-            let judged = tokio::task::spawn_blocking(move || {
-                let model = dir.and_then(|dir| {
-                    slot.get_or_init(|| {
-                        LocalEmbedder::load(&dir)
-                            .inspect_err(|e| {
-                                tracing::warn!("the claim judge reads words alone: {e}")
-                            })
-                            .ok()
-                    })
-                    .clone()
-                });
-                respond(&owned, model.as_ref())
-            })
-            .await;
+            let reports = match first_instruction(request).and_then(find_task) {
+                Some(Ok(Task::GroupClaims { reports } | Task::CrossCheck { reports, .. })) => {
+                    reports
+                }
+                _ => return Ok(respond(request, None)),
+            };
+            let meanings = match &self.meanings {
+                Some(embedder) => read_meanings(&**embedder, &reports)
+                    .await
+                    .inspect_err(|e| tracing::warn!("the claim judge reads words alone: {e}"))
+                    .ok(),
+                None => None,
+            };
+            // Judging many reports takes a while: off the runtime.
+            let owned = request.clone();
+            let judged =
+                tokio::task::spawn_blocking(move || respond(&owned, meanings.as_ref())).await;
             Ok(judged.unwrap_or_else(|e| {
                 tracing::warn!("the claim judge stopped ({e}); judging on words alone");
                 respond(request, None)
@@ -283,15 +304,15 @@ fn guard_cross_check(request: &ChatRequest, mut response: ChatResponse) -> ChatR
     response
 }
 
-fn respond(request: &ChatRequest, model: Option<&LocalEmbedder>) -> ChatResponse {
-    respond_because(request, answer::NO_MODEL, model)
+fn respond(request: &ChatRequest, meanings: Option<&claims::Meanings>) -> ChatResponse {
+    respond_because(request, answer::NO_MODEL, meanings)
 }
 
 /// [`respond`], a plain answer opening with `why` no model wrote it.
 fn respond_because(
     request: &ChatRequest,
     why: &str,
-    model: Option<&LocalEmbedder>,
+    meanings: Option<&claims::Meanings>,
 ) -> ChatResponse {
     let first_user = first_instruction(request);
     let system = request
@@ -310,7 +331,7 @@ fn respond_because(
             "produced_by": NAME,
         })
         .to_string(),
-        Some(Ok(task)) => match perform(task, request, model) {
+        Some(Ok(task)) => match perform(task, request, meanings) {
             Performed::Text(t) => t,
             Performed::Call(call) => return reply(None, vec![call]),
         },
@@ -323,21 +344,14 @@ enum Performed {
     Call(ToolCall),
 }
 
-fn perform(task: Task, request: &ChatRequest, model: Option<&LocalEmbedder>) -> Performed {
-    // What the model makes of the reports; words alone without it or when it fails.
-    let meanings = |reports: &[Report]| {
-        let model = model?;
-        meanings_of(model, reports)
-            .inspect_err(|e| tracing::warn!("the claim judge reads words alone: {e}"))
-            .ok()
-    };
+/// `task` done, with what a model made of its reports when there is that.
+fn perform(task: Task, request: &ChatRequest, meanings: Option<&claims::Meanings>) -> Performed {
     let out = match task {
         Task::GroupClaims { reports } => {
-            json!({"claims": claims::group_with(&reports, meanings(&reports).as_ref())})
+            json!({"claims": claims::group_with(&reports, meanings)})
         }
         Task::CrossCheck { claims, reports } => {
-            let meanings = meanings(&reports);
-            let verdicts = claims::cross_check_all_with(&claims, &reports, meanings.as_ref());
+            let verdicts = claims::cross_check_all_with(&claims, &reports, meanings);
             let verdicts = verdicts.into_iter().map(|v| claims::enforce(v, &reports));
             json!({"verdicts": Vec::from_iter(verdicts)})
         }
