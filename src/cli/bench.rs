@@ -415,25 +415,33 @@ impl ToolEvents for LogEvents {
     }
 }
 
-/// `iron bench routing`: the offline router on a labelled set.
-pub(super) fn routing(set: &std::path::Path, aem: &std::path::Path) -> Result<(), CliError> {
-    super::bench_stats::print_machine("routing");
-    use crate::llm::router::{OfflineRouter, accuracy};
-    let catalog = crate::aem::compile(aem)?;
-    let mut router = OfflineRouter::new(&catalog);
-    if catalog
+/// The offline router the engine makes of `catalog` with no model: unmatched work goes to
+/// `core/assistant` when it is spawnable.
+pub(super) fn offline_router(
+    catalog: &crate::aem::Catalog,
+) -> Result<crate::llm::router::OfflineRouter, CliError> {
+    let router = crate::llm::router::OfflineRouter::new(catalog);
+    match catalog
         .expert("core/assistant")
         .is_some_and(|e| e.spawnable)
     {
-        router = router
+        true => router
             .with_fallback("core/assistant")
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+            .map_err(|e| CliError::Failed(e.to_string())),
+        false => Ok(router),
     }
+}
+
+/// `iron bench routing`: the offline router on a labelled set.
+pub(super) fn routing(set: &std::path::Path, aem: &std::path::Path) -> Result<(), CliError> {
+    super::bench_stats::print_machine("routing");
+    let catalog = crate::aem::compile(aem)?;
+    let router = offline_router(&catalog)?;
     let text = std::fs::read_to_string(set).map_err(|source| CliError::Io {
         what: format!("reading {}", set.display()),
         source,
     })?;
-    let report = accuracy(&router, &text)
+    let report = crate::llm::router::accuracy(&router, &text)
         .map_err(|e| CliError::Failed(format!("{}: {e}", set.display())))?;
     for miss in &report.misses {
         println!("miss {miss}");

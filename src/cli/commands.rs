@@ -481,7 +481,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         } => super::logs::ship(node, flush_secs, command).await,
         Command::Msp(command) => super::msp::run(command, &cli.router, timeout).await,
         Command::Bench(args) => bench::run(args, timeout).await,
-        Command::Eval(command) => super::eval::run(command),
+        Command::Eval(command) => super::eval::run(command).await,
         Command::Models(command) => super::models::run(command).await,
         Command::Sandbox(command) => super::sandbox::run(command).await,
         Command::Operator(command) => super::operators::run(command),

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod consolidator;
 pub mod documents;
 pub mod emit;
+pub mod eval;
 pub mod extractor;
 pub mod fetch;
 pub mod graph;

@@ -26,7 +26,7 @@ use crate::core::event_kind::EventKind;
 /// that a scope's vectors are read as one contiguous range. An index in the first layout
 /// (`vectors`, `f32`s by event id) is dropped and its cursor reset: the worker rebuilds it
 /// from the log.
-const SCHEMA: &str = "
+pub(super) const SCHEMA: &str = "
 DELETE FROM cursor WHERE EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vectors');
 DROP TABLE IF EXISTS vectors;
 CREATE TABLE IF NOT EXISTS vectors8(

@@ -6,10 +6,12 @@
 mod concepts;
 mod eval;
 mod lexical;
+pub mod meanings;
 mod model_router;
 mod offline;
 
-pub use eval::{RoutingReport, accuracy};
+pub use eval::{RoutingCase, RoutingEvaluation, RoutingReport, Tally, accuracy, evaluate};
+pub use meanings::RouteMeanings;
 pub use model_router::{ModelRouter, ROUTER_PROMPT};
 pub use offline::OfflineRouter;
 

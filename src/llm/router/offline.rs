@@ -34,11 +34,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use std::sync::Arc;
+
 use super::concepts::{Concepts, QUESTION, SOFTWARE};
 use super::lexical::{code_tokens, is_question, terms, words};
+use super::meanings::RouteMeanings;
 use super::{Assignment, Known, NOTHING_KNOWN, RouteError, RouteMethod, Router, RoutingDecision};
 use crate::aem::Catalog;
 use crate::llm::model::BoxFuture;
+use crate::memory::semantic::{EmbedError, Embedder};
+
+/// The model's vectors of an instruction's pieces, by piece text.
+pub type Meanings = std::collections::HashMap<String, Vec<f32>>;
 
 /// Field weights, most telling first: the role name and the one-line description say what an
 /// expert is for; the identity who it is; the instructions how it works (long, so many words
@@ -177,6 +184,8 @@ pub struct OfflineRouter {
     sources: Vec<Vec<String>>,
     concepts: Concepts,
     fallback: Option<String>,
+    /// The local model's reading of the experts, when routing reads meanings too.
+    meanings: Option<Arc<RouteMeanings>>,
 }
 
 impl OfflineRouter {
@@ -240,6 +249,35 @@ impl OfflineRouter {
             sources,
             concepts: Concepts::new(),
             fallback: None,
+            meanings: None,
+        }
+    }
+
+    /// This router reading meanings too: the experts' profiles of `catalog` (the one it was made
+    /// from) embedded now with `embedder`, each instruction when it is routed (see `meanings`).
+    pub async fn with_meanings(
+        mut self,
+        catalog: &Catalog,
+        embedder: Arc<dyn Embedder>,
+    ) -> Result<Self, EmbedError> {
+        let meanings = RouteMeanings::new(catalog, &self.ids, embedder).await?;
+        self.meanings = Some(Arc::new(meanings));
+        Ok(self)
+    }
+
+    /// Vectors of the pieces `instruction` is routed in, by piece text (none without meanings,
+    /// or when the model fails: the rules route alone then).
+    pub async fn piece_meanings(&self, instruction: &str) -> Meanings {
+        let Some(meanings) = &self.meanings else {
+            return Meanings::new();
+        };
+        let texts = pieces(instruction);
+        match meanings.embed(&texts).await {
+            Ok(vectors) => texts.into_iter().zip(vectors).collect(),
+            Err(e) => {
+                tracing::warn!("routing by the rules alone: {e}");
+                Meanings::new()
+            }
         }
     }
 
@@ -308,15 +346,31 @@ impl OfflineRouter {
     /// [`rank`](Self::rank), knowing which perception sources (`<mesh>/<source>`) have seen
     /// what the instruction is about.
     pub fn rank_knowing(&self, instruction: &str, perceived: &[String]) -> Vec<(String, f64)> {
+        self.rank_with(instruction, perceived, None)
+    }
+
+    /// [`OfflineRouter::rank_knowing`], with the model's vector of `instruction` when there is
+    /// one (experts whose profiles read close to it gain on the rules' score).
+    fn rank_with(
+        &self,
+        instruction: &str,
+        perceived: &[String],
+        vector: Option<&[f32]>,
+    ) -> Vec<(String, f64)> {
         let (member, team) = self.query(instruction);
         let meshes = self.meshes.scores(&team);
+        let boosts = match (&self.meanings, vector) {
+            (Some(meanings), Some(vector)) => meanings.boosts(vector),
+            _ => vec![0.0; self.ids.len()],
+        };
         let mut ranked: Vec<(String, f64)> = self
             .ids
             .iter()
             .zip(self.experts.scores(&member))
             .zip(self.mesh_of.iter().zip(&self.sources))
-            .map(|((id, s), (m, sources))| {
-                let mut score = (1.0 - MESH_SHARE) * s + MESH_SHARE * meshes[*m];
+            .zip(boosts)
+            .map(|(((id, s), (m, sources)), boost)| {
+                let mut score = (1.0 - MESH_SHARE) * s + MESH_SHARE * meshes[*m] + boost;
                 if sources.iter().any(|s| perceived.contains(s)) {
                     score += W_PERCEIVED;
                 }
@@ -343,8 +397,10 @@ impl OfflineRouter {
         piece: &str,
         previous: Option<&str>,
         perceived: &[String],
+        meanings: &Meanings,
     ) -> Option<(String, f64)> {
-        let ranked = self.rank_knowing(piece, perceived);
+        let vector = meanings.get(piece).map(Vec::as_slice);
+        let ranked = self.rank_with(piece, perceived, vector);
         let (best, score) = ranked.first().cloned().filter(|(_, s)| *s > 0.0)?;
         if self.fallback.is_some() && score < MIN_SCORE {
             return None;
@@ -374,6 +430,17 @@ impl OfflineRouter {
         instruction: &str,
         perceived: &[String],
     ) -> Result<(Vec<Assignment>, Vec<f64>), RouteError> {
+        self.split_with(instruction, perceived, &Meanings::new())
+    }
+
+    /// [`OfflineRouter::split_knowing`] with the model's vectors of the instruction's pieces
+    /// ([`OfflineRouter::piece_meanings`]).
+    pub fn split_with(
+        &self,
+        instruction: &str,
+        perceived: &[String],
+        meanings: &Meanings,
+    ) -> Result<(Vec<Assignment>, Vec<f64>), RouteError> {
         if instruction.trim().is_empty() {
             return Err(RouteError::EmptyInstruction);
         }
@@ -389,7 +456,7 @@ impl OfflineRouter {
                 format!("{} {}", std::mem::take(&mut pending), piece)
             };
             let previous = out.last().map(|(a, _)| a.domain.as_str());
-            match self.choose(&text, previous, perceived) {
+            match self.choose(&text, previous, perceived, meanings) {
                 Some((id, score)) => match out.last_mut() {
                     Some((last, s)) if last.domain == id => {
                         last.instruction = join(&last.instruction, &text);
@@ -438,17 +505,17 @@ impl Router for OfflineRouter {
         instruction: &'a str,
         known: &'a Known,
     ) -> BoxFuture<'a, Result<RoutingDecision, RouteError>> {
-        let decided =
-            self.split_knowing(instruction, &known.perceived)
+        Box::pin(async move {
+            let meanings = self.piece_meanings(instruction).await;
+            self.split_with(instruction, &known.perceived, &meanings)
                 .map(|(assignments, scores)| RoutingDecision {
                     assignments,
                     method: RouteMethod::Offline { scores },
-                });
-        Box::pin(async move { decided })
+                })
+        })
     }
 }
 
-/// Pieces of an instruction at sequencing words, each cleaned; empty pieces dropped.
 fn pieces(instruction: &str) -> Vec<String> {
     let lower = instruction.to_lowercase();
     // Byte offsets are shared because to_lowercase keeps ASCII markers in place; only split
