@@ -365,12 +365,22 @@ fn delivery(actor: &str, n: usize, claims: usize, status: &str) -> Envelope {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_killed_mid_backlog_lose_and_duplicate_nothing_on_the_embedded_log() {
-    killed_mid_backlog(Project::offline().with_router()).await;
+    killed_mid_backlog(backlog_project().with_router()).await;
+}
+
+/// A project for the crash test, whose semantic worker embeds with the built-in hashing
+/// embedder: the test is of what a killed worker keeps, and 6,000 facts through the local model
+/// (indexed, then rebuilt) would double its time for nothing it checks. The model's own path is
+/// tested by the first test here and `tests/model_service.rs`.
+fn backlog_project() -> Project {
+    let no_model = std::env::temp_dir().join("iron-test-no-models");
+    std::fs::create_dir_all(&no_model).unwrap();
+    Project::offline().env(iron::llm::local::MODELS_DIR_VAR, no_model.to_str().unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_killed_mid_backlog_lose_and_duplicate_nothing_on_jetstream() {
-    killed_mid_backlog(Project::offline().with_router().with_nats()).await;
+    killed_mid_backlog(backlog_project().with_router().with_nats()).await;
 }
 
 /// Every background worker: the three that write events, and the three that write only their

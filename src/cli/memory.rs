@@ -49,12 +49,15 @@ pub async fn save(
     let event = documents::save(&log, &config.tenant, scope, &actor, saving)
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
+    let saved = event
+        .payload::<crate::protocol::payload::DocumentSaved>()
+        .map_err(|e| CliError::Failed(e.to_string()))?;
     println!(
         "{} {} {} bytes, {} page(s) -> {}",
         event.event_id,
         kind.mime(),
-        event.payload["size"],
-        event.payload["pages"],
+        saved.size,
+        saved.pages,
         event.namespace_path()
     );
     Ok(())

@@ -31,6 +31,7 @@ use crate::core::durable::{EventLog, StoredMessage};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 use crate::core::ids::EventId;
+use crate::protocol::payload::FactLearned;
 use crate::spine::durable::{Embedded, EmbeddedOptions, StreamSpec};
 
 /// Settings.
@@ -217,8 +218,8 @@ async fn recall_at_scale(
             let tx = conn.transaction()?;
             for i in from..n.min(from + 10_000) {
                 let e = corpus_event(i, &mut rng, &words);
-                let statement = e.payload["statement"].as_str().unwrap_or("");
-                let vector = HashingEmbedder::vector(statement);
+                let fact = e.payload::<FactLearned>().ok().and_then(|f| f.statement);
+                let vector = HashingEmbedder::vector(fact.as_deref().unwrap_or(""));
                 semantic::store(&tx, &e, i as u64 + 1, HashingEmbedder::NAME, &vector)?;
             }
             tx.commit()?;

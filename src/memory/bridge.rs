@@ -83,6 +83,9 @@ pub enum BridgeSaveError {
     /// Saving failed.
     #[error(transparent)]
     Save(#[from] SaveError),
+    /// The saved event is not what a save writes.
+    #[error(transparent)]
+    Event(#[from] crate::protocol::ProtocolError),
 }
 
 /// The bridge's behaviour, independent of ROS.
@@ -173,9 +176,10 @@ impl MemoryTools {
         };
         let event =
             documents::save(&self.log, &self.tenant, &scope, &caller.caller, saving).await?;
+        let saved = event.payload::<crate::protocol::payload::DocumentSaved>()?;
         Ok(json!({
             "saved": event.event_id, "scope": event.namespace_path(), "media_type": kind.mime(),
-            "size": event.payload["size"], "pages": event.payload["pages"],
+            "size": saved.size, "pages": saved.pages,
         }))
     }
 

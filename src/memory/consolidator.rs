@@ -6,7 +6,8 @@
 //! The projector records both, so recall returns the current belief and, asked for history,
 //! what it replaced.
 
-use crate::protocol::payload::FactLearned;
+use crate::protocol::Payload;
+use crate::protocol::payload::{FactLearned, FactSuperseded};
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -97,7 +98,13 @@ impl Deriver for Consolidator {
                         event.namespace.clone(),
                         ACTOR,
                         EventKind::FactSuperseded,
-                        json!({"fact": fact, "by": by, "reason": reason, "subject": subject}),
+                        FactSuperseded {
+                            fact,
+                            by,
+                            reason: reason.to_string(),
+                            subject: Some(subject.to_string()),
+                        }
+                        .to_value(),
                     )
                     .with_id(id)
                     .with_cause(event.event_id.clone())

@@ -12,7 +12,6 @@ use std::path::Path;
 
 use futures_util::future::BoxFuture;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
-use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::text::{self, MediaType, Passage};
@@ -21,6 +20,7 @@ use crate::core::durable::{DurableError, EventLog, ObjectStore};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 use crate::memory::emit::{EmitError, emit};
+use crate::protocol::{Payload, ProtocolError, payload::DocumentSaved};
 
 /// The object-store bucket documents are kept in.
 pub const BUCKET: &str = "documents";
@@ -118,8 +118,16 @@ pub async fn save<L: EventLog + ObjectStore>(
         scope.split('/'),
         actor,
         EventKind::DocumentSaved,
-        json!({"name": doc.name, "title": title, "media_type": doc.kind.mime(), "size": size,
-               "digest": digest, "bucket": BUCKET, "pages": pages.len()}),
+        DocumentSaved {
+            name: doc.name,
+            title,
+            media_type: doc.kind.mime().to_string(),
+            size: size as u64,
+            digest,
+            bucket: BUCKET.to_string(),
+            pages: pages.len() as u64,
+        }
+        .to_value(),
     );
     emit(log, &event).await?;
     Ok(event)
@@ -137,32 +145,39 @@ impl<S: ObjectStore> DocumentIndex<S> {
         Self { store }
     }
 
-    /// The passages of the document `event` saved.
-    async fn read(&self, event: &Envelope) -> Result<Vec<Passage>, String> {
-        let field = |k: &str| event.payload.get(k).and_then(Value::as_str).unwrap_or("");
-        let kind = MediaType::from_mime(field("media_type"))
-            .ok_or_else(|| format!("unknown media type {:?}", field("media_type")))?;
-        let bucket = match field("bucket") {
-            "" => BUCKET,
-            b => b,
-        };
-        self.store
-            .object_open(bucket)
-            .await
-            .map_err(|e| e.to_string())?;
+    /// The document `event` saved, and its passages.
+    async fn read(&self, event: &Envelope) -> Result<(DocumentSaved, Vec<Passage>), ReadError> {
+        let saved = event.payload::<DocumentSaved>()?;
+        let kind = MediaType::from_mime(&saved.media_type)
+            .ok_or_else(|| ReadError::MediaType(saved.media_type.clone()))?;
+        self.store.object_open(&saved.bucket).await?;
         let bytes = self
             .store
-            .object_get(bucket, field("digest"))
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("{} is not in the object store", field("digest")))?;
-        let pages = text::pages(kind, &bytes).map_err(|e| e.to_string())?;
-        Ok(text::passages(&pages))
+            .object_get(&saved.bucket, &saved.digest)
+            .await?
+            .ok_or_else(|| ReadError::Missing(saved.digest.clone()))?;
+        let pages = text::pages(kind, &bytes)?;
+        Ok((saved, text::passages(&pages)))
     }
 }
 
+/// Why a saved document's passages could not be read (counted against its event).
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Payload(#[from] ProtocolError),
+    #[error("unknown media type {0:?}")]
+    MediaType(String),
+    #[error("object store: {0}")]
+    Store(#[from] DurableError),
+    #[error("{0} is not in the object store")]
+    Missing(String),
+    #[error(transparent)]
+    Text(#[from] text::TextError),
+}
+
 impl<S: ObjectStore> Deriver for DocumentIndex<S> {
-    type Prepared = Option<Result<Vec<Passage>, String>>;
+    type Prepared = Option<Result<(DocumentSaved, Vec<Passage>), ReadError>>;
 
     fn schema(&self) -> &'static str {
         SCHEMA
@@ -182,17 +197,16 @@ impl<S: ObjectStore> Deriver for DocumentIndex<S> {
         event: &Envelope,
         prepared: Self::Prepared,
     ) -> rusqlite::Result<Derived> {
-        let passages = match prepared {
+        let (saved, passages) = match prepared {
             None => return Ok(Derived::default()),
             Some(Err(problem)) => {
                 return Ok(Derived {
                     events: Vec::new(),
-                    problem: Some(problem),
+                    problem: Some(problem.to_string()),
                 });
             }
-            Some(Ok(p)) => p,
+            Some(Ok(read)) => read,
         };
-        let field = |k: &str| event.payload.get(k).and_then(Value::as_str).unwrap_or("");
         let mut insert = tx.prepare_cached(
             "INSERT OR IGNORE INTO passages
              (document, tenant, namespace, name, title, ordinal, page, offset, text)
@@ -205,8 +219,8 @@ impl<S: ObjectStore> Deriver for DocumentIndex<S> {
                 event.event_id.as_str(),
                 event.tenant,
                 event.namespace_path(),
-                field("name"),
-                field("title"),
+                saved.name,
+                saved.title,
                 p.ordinal as i64,
                 p.page as i64,
                 p.offset as i64,

@@ -12,6 +12,7 @@
 //! memory gives no facts: no declaration, no memory.
 
 use crate::protocol::payload::{ReplyDelivered, TaskJudged};
+use crate::protocol::tool::{ToolOutcome, ToolRecord};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -142,7 +143,12 @@ impl Extractor {
                 .payload::<ReplyDelivered>()
                 .map(|reply| bulletin_claims(&reply))
                 .unwrap_or_default(),
-            EventKind::ToolResult => tool_result(&event.payload).into_iter().collect(),
+            EventKind::ToolResult => event
+                .payload::<ToolRecord>()
+                .ok()
+                .and_then(tool_result)
+                .into_iter()
+                .collect(),
             _ => Vec::new(),
         };
         facts
@@ -330,14 +336,14 @@ fn bulletin_claims(reply: &ReplyDelivered) -> Vec<Fact> {
 
 /// A tool's answer that is a JSON object (MCP `structuredContent`, or a text block that is
 /// one), not an error: one fact, about that tool called with those arguments.
-fn tool_result(payload: &Value) -> Option<Fact> {
-    let outcome = payload.get("outcome")?;
-    if outcome.get("status").and_then(Value::as_str) != Some("answered")
-        || outcome.get("is_error").and_then(Value::as_bool) != Some(false)
-    {
+fn tool_result(record: ToolRecord) -> Option<Fact> {
+    let ToolOutcome::Answered {
+        is_error: false,
+        result,
+    } = record.outcome
+    else {
         return None;
-    }
-    let result = outcome.get("result")?;
+    };
     let value = result
         .get("structuredContent")
         .filter(|v| v.is_object())
@@ -356,8 +362,7 @@ fn tool_result(payload: &Value) -> Option<Fact> {
     if value_text.len() > VALUE_BYTES {
         return None;
     }
-    let tool = payload.get("tool").and_then(Value::as_str)?;
-    let arguments = payload.get("arguments").cloned().unwrap_or(json!({}));
+    let (tool, arguments) = (record.tool, record.arguments);
     // serde_json's maps are ordered, so equal arguments print equally.
     let call = format!("{tool} {arguments}");
     let mut detail = Map::new();

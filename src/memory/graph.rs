@@ -17,13 +17,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use crate::protocol::payload::FactLearned;
 use rusqlite::{Connection, OpenFlags, Transaction, params};
-use serde_json::Value;
 
 use super::recall::{Recall, RecallError, RecallFilter, Recalled};
 use super::worker::{Derived, Deriver};
 use crate::core::envelope::Envelope;
-use crate::core::event_kind::EventKind;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS entities(
@@ -130,10 +129,9 @@ pub fn key(name: &str) -> String {
         .join(" ")
 }
 
-/// The entities the fact with `payload` names (see the module docs), each name once per role.
-pub fn entities(payload: &Value) -> Vec<Entity> {
-    let text = |k: &str| payload.get(k).and_then(Value::as_str).unwrap_or("");
-    let subject = text("subject");
+/// The entities `fact` names (see the module docs), each name once per role.
+pub fn entities(fact: &FactLearned) -> Vec<Entity> {
+    let subject = fact.subject.as_deref().unwrap_or("");
     let mut found: Vec<Entity> = Vec::new();
     let mut add = |name: &str, role: Role| {
         let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -142,20 +140,16 @@ pub fn entities(payload: &Value) -> Vec<Entity> {
             found.push(Entity { name, key, role });
         }
     };
-    let sources = payload.get("sources").and_then(Value::as_array);
-    for outlet in sources.into_iter().flatten() {
-        add(
-            outlet.get("outlet").and_then(Value::as_str).unwrap_or(""),
-            Role::Source,
-        );
+    for cited in fact.sources.iter().flatten() {
+        add(cited.outlet.as_deref().unwrap_or(""), Role::Source);
     }
     let claim = subject.starts_with("claim/");
-    if text("method") == "model" && !claim && !subject.starts_with("tool/") {
+    if fact.method.as_deref() == Some("model") && !claim && !subject.starts_with("tool/") {
         add(subject, Role::Subject);
     }
     // A tool's statement restates JSON, whose capitals are keys and values, not names.
     if !subject.starts_with("tool/") {
-        let statement = text("statement");
+        let statement = fact.statement.as_deref().unwrap_or("");
         // A claim's statement is "Confirmed by <outlets>: <text>"; the outlets are sources.
         let sentence = match statement.split_once(": ") {
             Some((_, rest)) if claim => rest,
@@ -245,9 +239,9 @@ impl Deriver for KnowledgeGraph {
         event: &Envelope,
         _: (),
     ) -> rusqlite::Result<Derived> {
-        if event.kind != EventKind::FactLearned {
+        let Ok(fact) = event.payload::<FactLearned>() else {
             return Ok(Derived::default());
-        }
+        };
         let namespace = event.namespace_path();
         let mut entity = tx.prepare_cached(
             "INSERT OR IGNORE INTO entities(tenant, key, name) VALUES (?1, ?2, ?3)",
@@ -256,7 +250,7 @@ impl Deriver for KnowledgeGraph {
             "INSERT OR IGNORE INTO mentions(tenant, key, fact_id, namespace, role, seq)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?;
-        for e in entities(&event.payload) {
+        for e in entities(&fact) {
             entity.execute(params![event.tenant, e.key, e.name])?;
             mention.execute(params![
                 event.tenant,
@@ -437,8 +431,9 @@ pub fn entities_count(path: &Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::event_kind::EventKind;
     use crate::memory::{projector, worker};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn names(found: &[Entity], role: Role) -> Vec<&str> {
         found
@@ -458,13 +453,18 @@ mod tests {
                "sources": sources, "bulletin": "b-1", "method": "structured"})
     }
 
+    /// The entities of the fact payload `v`.
+    fn of(v: Value) -> Vec<Entity> {
+        entities(&serde_json::from_value(v).expect("a fact_learned payload"))
+    }
+
     fn read(subject: &str, statement: &str) -> Value {
         json!({"subject": subject, "statement": statement, "method": "model"})
     }
 
     #[test]
     fn a_bulletin_claim_names_its_outlets_as_sources_and_its_proper_nouns() {
-        let found = entities(&claim(
+        let found = of(claim(
             "The harbour bridge at Port of Leith is closed; Quay Street flooded, the Wire said.",
             &["Harbour Authority", "Wire"],
         ));
@@ -482,14 +482,14 @@ mod tests {
 
     #[test]
     fn a_model_fact_names_its_subject_but_claim_and_tool_subjects_name_nothing() {
-        let found = entities(&read(
+        let found = of(read(
             "harbour bridge",
             "The Harbour Bridge reopened in 2024 after repairs by Leith's engineers. I agree.",
         ));
         assert_eq!(names(&found, Role::Subject), ["harbour bridge"]);
         assert_eq!(names(&found, Role::Mentioned), ["harbour bridge", "leith"]);
         // Sentence-start words and connectors at a run's ends are not names.
-        let found = entities(&read(
+        let found = of(read(
             "x",
             "Single-source: Bank of the North of Scotland and.",
         ));
@@ -500,10 +500,10 @@ mod tests {
         let tool = json!({"subject": "tool/weather/get_forecast {\"city\":\"Oslo\"}",
                           "statement": "weather/get_forecast {\"city\":\"Oslo\"} returned {}",
                           "method": "structured"});
-        assert!(entities(&tool).is_empty());
+        assert!(of(tool).is_empty());
         let unread =
             json!({"subject": "claim/x", "statement": "the bridge is open", "method": "model"});
-        assert!(entities(&unread).is_empty());
+        assert!(of(unread).is_empty());
     }
 
     fn fact(ns: &[&str], payload: Value) -> Envelope {

@@ -22,6 +22,7 @@ use crate::core::durable::{
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 use crate::core::ids::EventId;
+use crate::protocol::payload::FactSuperseded;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS events(
@@ -407,21 +408,18 @@ fn apply(
                         envelope.result.as_ref().map(Value::to_string),
                         envelope.cause.as_ref().map(EventId::as_str),
                     ])?;
-                if inserted == 1 && envelope.kind == EventKind::FactSuperseded {
-                    let field = |k: &str| envelope.payload.get(k).and_then(Value::as_str);
-                    if let (Some(fact), Some(by)) = (field("fact"), field("by")) {
-                        // The first word on a fact stands: it is superseded once.
-                        tx.prepare_cached(
-                            "INSERT OR IGNORE INTO superseded(fact_id, by_id, reason, seq)
-                             VALUES (?1, ?2, ?3, ?4)",
-                        )?
-                        .execute(params![
-                            fact,
-                            by,
-                            field("reason").unwrap_or(""),
-                            message.seq as i64
-                        ])?;
-                    }
+                // The first word on a fact stands: it is superseded once.
+                if inserted == 1
+                    && envelope.kind == EventKind::FactSuperseded
+                    && let Ok(FactSuperseded {
+                        fact, by, reason, ..
+                    }) = envelope.payload::<FactSuperseded>()
+                {
+                    tx.prepare_cached(
+                        "INSERT OR IGNORE INTO superseded(fact_id, by_id, reason, seq)
+                         VALUES (?1, ?2, ?3, ?4)",
+                    )?
+                    .execute(params![fact, by, reason, message.seq as i64])?;
                 }
                 if inserted == 1 {
                     let (ns, body) = fts_row(&envelope);

@@ -20,6 +20,7 @@ use super::recall::{Recall, RecallError, RecallFilter, Recalled};
 use super::worker::{Derived, Deriver};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
+use crate::protocol::payload::FactSuperseded;
 
 /// Vectors are kept as one signed byte per dimension with a scale per vector (a quarter of
 /// the bytes of `f32`s, and the ranking barely moves), clustered by embedder and namespace so
@@ -238,8 +239,8 @@ impl Deriver for SemanticIndex {
                 problem: Some(e.to_string()),
             }),
             (EventKind::FactSuperseded, _) => {
-                if let Some(fact) = event.payload.get("fact").and_then(Value::as_str) {
-                    tx.execute("DELETE FROM vectors8 WHERE event_id = ?1", [fact])?;
+                if let Ok(gone) = event.payload::<FactSuperseded>() {
+                    tx.execute("DELETE FROM vectors8 WHERE event_id = ?1", [gone.fact])?;
                 }
                 Ok(Derived::default())
             }

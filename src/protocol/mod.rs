@@ -15,6 +15,7 @@ pub mod context;
 mod error;
 pub mod outcome;
 pub mod payload;
+pub mod tool;
 
 pub use context::TaskContext;
 pub use error::ProtocolError;

@@ -19,6 +19,12 @@ pub trait Payload: Serialize + DeserializeOwned {
     /// The kind whose payload this is.
     const KIND: EventKind;
 
+    /// Whether events of `kind` carry this payload (only [`Payload::KIND`], unless several kinds
+    /// share one shape).
+    fn is_kind(kind: &EventKind) -> bool {
+        *kind == Self::KIND
+    }
+
     /// This payload as the JSON value an [`Envelope`] carries.
     fn to_value(&self) -> Value {
         serde_json::to_value(self).expect("a payload struct serialises to JSON")
@@ -29,7 +35,7 @@ impl Envelope {
     /// The payload read as `T`: refused when the event is of another kind, or when its
     /// payload does not have `T`'s shape (a missing field, a field of the wrong type).
     pub fn payload<T: Payload>(&self) -> Result<T, ProtocolError> {
-        if self.kind != T::KIND {
+        if !T::is_kind(&self.kind) {
             return Err(ProtocolError::WrongKind {
                 event: self.event_id.to_string(),
                 expected: T::KIND,
@@ -189,7 +195,24 @@ pub struct FactLearned {
     /// A structured value (a tool's answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
-    /// Where it was learned and how (`source`, `method`, `sources`, …).
+    /// How it was learned: `structured` (restated from a record) or `model` (read by one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The reports a claim rests on (a bulletin's claim).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<Vec<CitedSource>>,
+    /// Where else it came from (`source`, `claim`, `bulletin`, …).
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// One report a claim cites.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CitedSource {
+    /// The outlet that published it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outlet: Option<String>,
+    /// The rest as the bulletin gave it (`owner`, `url`, …).
     #[serde(flatten)]
     pub rest: Map<String, Value>,
 }
@@ -265,4 +288,46 @@ mod tests {
             "{malformed}"
         );
     }
+}
+
+/// `fact_superseded`: a fact memory no longer believes, and the one that took its place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactSuperseded {
+    /// The event id of the fact no longer believed.
+    pub fact: String,
+    /// The event id of the fact that replaced it (or repeated it, for a duplicate).
+    pub by: String,
+    /// `replaced` or `duplicate`.
+    pub reason: String,
+    /// What both are about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+}
+
+impl Payload for FactSuperseded {
+    const KIND: EventKind = EventKind::FactSuperseded;
+}
+
+/// `document_saved`: a document put in the object store for memory, its text read by the
+/// documents worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocumentSaved {
+    /// Its file name or URL.
+    pub name: String,
+    /// Its title (the name when it gave none).
+    pub title: String,
+    /// Its media type (`text/plain`, `text/html`, `application/pdf`).
+    pub media_type: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The SHA-256 of its bytes: its key in the object store.
+    pub digest: String,
+    /// The object store bucket it is in.
+    pub bucket: String,
+    /// Pages of text it holds.
+    pub pages: u64,
+}
+
+impl Payload for DocumentSaved {
+    const KIND: EventKind = EventKind::DocumentSaved;
 }

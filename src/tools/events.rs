@@ -2,9 +2,9 @@
 //! each result and each refusal. The durable log (`emit()`) lives in a higher layer; it
 //! implements [`ToolEvents`].
 
-use super::error::{Gate, GateDenial};
-use crate::core::effect::Effect;
 use crate::core::event_kind::EventKind;
+pub use crate::protocol::tool::ToolOutcome;
+use crate::protocol::{Payload, tool::ToolRecord};
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt;
@@ -52,42 +52,6 @@ impl fmt::Display for ToolEventKind {
     }
 }
 
-/// What the event says happened.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum ToolOutcome {
-    /// (`tool_call`) Both gates admitted the call with this effect.
-    Admitted {
-        /// The effect gate 1 enforced.
-        effect: Effect,
-    },
-    /// (`tool_result`) The server answered; `is_error` is the tool's own error flag.
-    Answered {
-        /// The tool reported an error in its result.
-        is_error: bool,
-        /// The result as returned.
-        result: Value,
-    },
-    /// (`tool_result`) The call failed: timeout, crash, malformed answer, protocol error.
-    Failed {
-        /// [`super::ToolError::kind`].
-        error_kind: String,
-        /// The error text the model sees.
-        message: String,
-    },
-    /// (`gate_denied`) Refused.
-    Denied {
-        /// Which gate.
-        gate: Gate,
-        /// The gate's number, 1 or 2.
-        gate_number: u8,
-        /// The refusal, with its reason and path.
-        denial: GateDenial,
-        /// The refusal in words.
-        message: String,
-    },
-}
-
 /// One event. The log assigns its id (returned by [`ToolEvents::record`]); `cause` links
 /// a result to its call and a call to whatever caused it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -113,12 +77,13 @@ impl ToolEvent {
     /// The payload of the event on the durable log (the kind, actor and cause go in the
     /// envelope).
     pub fn payload(&self) -> Value {
-        serde_json::json!({
-            "task": self.task,
-            "tool": self.tool,
-            "arguments": self.arguments,
-            "outcome": serde_json::to_value(&self.outcome).unwrap_or(Value::Null),
-        })
+        ToolRecord {
+            task: self.task.clone(),
+            tool: self.tool.clone(),
+            arguments: self.arguments.clone(),
+            outcome: self.outcome.clone(),
+        }
+        .to_value()
     }
 }
 

@@ -1,6 +1,6 @@
 //! The engine as a managed node.
 
-use crate::protocol::{TaskContext, TaskOutcome};
+use crate::protocol::{Payload, TaskContext, TaskOutcome, payload::ReplyDelivered};
 use crate::spine::control::lifecycle::RunError;
 use crate::tools::CallerKey;
 use std::{path::PathBuf, sync::Arc, time::Duration};
@@ -624,19 +624,33 @@ impl EngineDeps {
             caller: "engine".into(),
             task_id: goal.task_id.clone(),
         };
-        let mut payload =
+        // The channel's answer, with what it says of the send taken into the typed fields.
+        let mut answer =
             match delivery::send(&self.tools, m, &channel, &message, &caller, mesh).await {
-                Ok(p) => p,
+                Ok(serde_json::Value::Object(answer)) => answer,
+                Ok(other) => serde_json::Map::from_iter([("answer".to_string(), other)]),
                 Err(reason) => {
                     warn!(task = %goal.task_id, "reply not delivered: {reason}");
-                    serde_json::json!({"delivered": false, "reason": reason.to_string()})
+                    serde_json::Map::from_iter([
+                        ("delivered".to_string(), false.into()),
+                        ("reason".to_string(), reason.to_string().into()),
+                    ])
                 }
             };
-        payload["task_id"] = goal.task_id.clone().into();
-        payload["channel"] = channel.into();
-        payload["destination"] = ctx.destination.clone().into();
-        payload["text"] = text.into();
-        self.record(goal, EventKind::ReplyDelivered, payload, cause)
+        let delivered = answer.remove("delivered").and_then(|d| d.as_bool());
+        let reason = answer.remove("reason");
+        let data = answer.remove("data");
+        answer.insert("destination".into(), ctx.destination.clone().into());
+        let reply = ReplyDelivered {
+            task_id: goal.task_id.clone(),
+            delivered: delivered.unwrap_or(false),
+            channel: Some(channel),
+            text: text.to_string(),
+            reason: reason.and_then(|r| r.as_str().map(String::from)),
+            data,
+            rest: answer,
+        };
+        self.record(goal, EventKind::ReplyDelivered, reply.to_value(), cause)
             .await;
     }
 }

@@ -197,8 +197,18 @@ impl ExpertDeps {
     ) -> TaskInput {
         let recalled = match self.mounts.recall(&goal.instruction).await {
             Some(injected) => {
-                let mut payload = serde_json::to_value(&injected).unwrap_or_default();
-                payload["task"] = serde_json::json!(goal.task_id);
+                /// `memory_injected`: what memory gave the task.
+                #[derive(serde::Serialize)]
+                struct Given<'a> {
+                    task: &'a str,
+                    #[serde(flatten)]
+                    injected: &'a super::wake::Injected,
+                }
+                let given = Given {
+                    task: &goal.task_id,
+                    injected: &injected,
+                };
+                let payload = serde_json::to_value(&given).expect("a recall serialises");
                 if let Err(e) = recorder
                     .write(EventKind::MemoryInjected, payload, None)
                     .await
