@@ -1,7 +1,8 @@
 //! The inbox as a managed node.
 
+use crate::protocol::Payload;
 use crate::protocol::TaskContext;
-use crate::protocol::payload::{ReplyDelivered, TaskJudged, TaskRejected};
+use crate::protocol::payload::{ChatTurn, ReplyDelivered, TaskJudged, TaskRejected};
 use crate::spine::control::lifecycle::RunError;
 use std::{
     sync::{Arc, Mutex},
@@ -628,16 +629,19 @@ impl InboxDeps {
             ["sessions", q.session_id.as_str()],
             "inbox",
             EventKind::ChatTurn,
-            serde_json::json!({
-                "role": "user",
-                "session_id": q.session_id,
-                "source": q.source,
-                "user_id": q.user_id,
-                "destination": q.destination,
-                "text": q.text,
-                "attachments": serde_json::from_str::<serde_json::Value>(&q.attachments_json).unwrap_or_default(),
-                "received_ms": q.received_ms,
-            }),
+            ChatTurn {
+                text: q.text.clone(),
+                destination: Some(q.destination.clone()),
+                source: Some(q.source.clone()),
+                user_id: Some(q.user_id.clone()),
+                rest: serde_json::Map::from_iter([
+                    ("role".to_string(), "user".into()),
+                    ("session_id".to_string(), q.session_id.clone().into()),
+                    ("attachments".to_string(), attachments(q)),
+                    ("received_ms".to_string(), q.received_ms.into()),
+                ]),
+            }
+            .to_value(),
         )
         .with_id(id);
         match emit(&self.log, &envelope).await {
@@ -684,5 +688,38 @@ impl InboxDeps {
         if let Err(e) = emit(&self.log, &record).await {
             warn!("the dead letter itself was not recorded on the log: {e}");
         }
+    }
+}
+
+/// The attachments of `q` as JSON. What a sender put there that is not JSON is kept as the
+/// text it sent, never dropped.
+fn attachments(q: &Queued) -> serde_json::Value {
+    serde_json::from_str(&q.attachments_json).unwrap_or_else(|e| {
+        warn!(session = %q.session_id, "attachments that are not JSON ({e}) kept as text");
+        q.attachments_json.clone().into()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attachments_that_are_not_json_are_kept_as_text() {
+        let mut q = Queued {
+            seq: 1,
+            session_id: "s".into(),
+            source: "terminal".into(),
+            user_id: "ana".into(),
+            destination: String::new(),
+            text: "hello".into(),
+            attachments_json: r#"[{"name": "a.txt"}]"#.into(),
+            received_ms: 0,
+            event_id: String::new(),
+            emitted: false,
+        };
+        assert_eq!(attachments(&q), serde_json::json!([{"name": "a.txt"}]));
+        q.attachments_json = "{not json".into();
+        assert_eq!(attachments(&q), serde_json::json!("{not json"));
     }
 }
