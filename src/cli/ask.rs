@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::CliError;
-use super::commands::connect;
+use super::connect::connect;
 use super::inbox::publish_inbox;
 use crate::core::{durable::EventLog, envelope::Envelope, event_kind::EventKind, ids::EventId};
 use crate::protocol::payload::{ChatTurn, ReplyDelivered, TaskDelegated, TaskJudged, TaskRejected};

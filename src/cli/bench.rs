@@ -156,7 +156,7 @@ pub(super) async fn control(iterations: usize, timeout: Duration) -> Result<(), 
             source,
         })?;
 
-    let (_control, node) = super::commands::connect(&endpoint, timeout).await?;
+    let (_control, node) = super::connect::connect(&endpoint, timeout).await?;
     let life = LifecycleClient::watching(&node, "/iron/bench", timeout * 3)?;
     life.activate().await?;
     let actions = ActionClient::<AolTask>::new(&node, "/iron/bench/task")?;

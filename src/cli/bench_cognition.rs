@@ -99,7 +99,7 @@ impl Stage {
         let config = write_state(dir.path())?;
         let router = PrivateRouter::start().await?;
         let endpoint = router.endpoint.clone();
-        let (control, node) = super::commands::connect(&endpoint, timeout).await?;
+        let (control, node) = super::connect::connect(&endpoint, timeout).await?;
         Ok(Stage {
             dir,
             config,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use hiroz::Builder;
 
-use super::commands::connect;
+use super::connect::connect;
 use super::{CliError, InboxCommand};
 use crate::{
     cognition::engine::check_domain,

@@ -10,7 +10,7 @@ use std::{collections::BTreeSet, path::Path, time::Duration};
 
 use futures_util::future::join_all;
 
-use super::{CliError, LifecycleCommand, commands::connect};
+use super::{CliError, LifecycleCommand, connect::connect};
 use crate::{
     launch::{Plan, Running},
     spine::control::{ControlPlane, lifecycle::LifecycleClient},

@@ -9,7 +9,9 @@ mod bench_embed;
 mod bench_newsroom;
 mod bench_stats;
 mod bench_workspace;
+mod catalog;
 mod commands;
+mod connect;
 mod eval;
 mod hunks;
 mod inbox;
@@ -22,7 +24,9 @@ mod msp;
 pub mod node;
 mod operator;
 mod operators;
+mod recall;
 mod sandbox;
+mod task;
 mod tools;
 
 use std::time::Duration;
@@ -148,33 +152,7 @@ pub enum Command {
     Log(LogCommand),
     /// Full-text search over the projected memory (what the projector has written). Facts
     /// replaced by newer ones (or repeating older ones) are left out unless --history.
-    Recall {
-        /// Words to look for (with --as: any of them, as an expert's wake does).
-        query: String,
-        /// Namespace prefix to search in, e.g. facts/newsroom.
-        #[arg(long, conflicts_with = "as_expert")]
-        scope: Option<String>,
-        /// Also superseded facts, and the fact_superseded events that say by what and why.
-        #[arg(long, conflicts_with = "as_expert")]
-        history: bool,
-        /// Hybrid recall: events holding any of the words, fused with the facts whose vectors
-        /// (the semantic index, offline embedding) are nearest to the query.
-        #[arg(long, conflicts_with = "as_expert")]
-        semantic: bool,
-        /// The query is a name (an organisation, place, person): the current facts that name
-        /// it — as their source, their subject or in passing — and the names that come up with
-        /// it (the knowledge graph worker's tables).
-        #[arg(long, conflicts_with_all = ["as_expert", "semantic", "history"])]
-        graph: bool,
-        /// Search the passages of saved documents (`iron memory save`): each with its
-        /// document, page and position.
-        #[arg(long, conflicts_with_all = ["as_expert", "semantic", "history", "graph"])]
-        documents: bool,
-        /// Print exactly the memory block the expert <mesh>/<role> would be given for this
-        /// instruction at wake (its declared mounts and scope, from the built catalog).
-        #[arg(long = "as", value_name = "MESH/ROLE")]
-        as_expert: Option<String>,
-    },
+    Recall(RecallArgs),
     /// The background memory workers.
     #[command(subcommand)]
     Memory(MemoryCommand),
@@ -284,6 +262,36 @@ pub enum Command {
     /// registered with the deployment (see `iron operator add --help`).
     #[command(subcommand)]
     Operator(operators::OperatorCommand),
+}
+
+/// What `iron recall` looks for, and where.
+#[derive(Debug, clap::Args)]
+pub struct RecallArgs {
+    /// Words to look for (with --as: any of them, as an expert's wake does).
+    pub query: String,
+    /// Namespace prefix to search in, e.g. facts/newsroom.
+    #[arg(long, conflicts_with = "as_expert")]
+    pub scope: Option<String>,
+    /// Also superseded facts, and the fact_superseded events that say by what and why.
+    #[arg(long, conflicts_with = "as_expert")]
+    pub history: bool,
+    /// Hybrid recall: events holding any of the words, fused with the facts whose vectors
+    /// (the semantic index: the local model, or the offline embedding) are nearest to the query.
+    #[arg(long, conflicts_with = "as_expert")]
+    pub semantic: bool,
+    /// The query is a name (an organisation, place, person): the current facts that name
+    /// it — as their source, their subject or in passing — and the names that come up with
+    /// it (the knowledge graph worker's tables).
+    #[arg(long, conflicts_with_all = ["as_expert", "semantic", "history"])]
+    pub graph: bool,
+    /// Search the passages of saved documents (`iron memory save`): each with its
+    /// document, page and position.
+    #[arg(long, conflicts_with_all = ["as_expert", "semantic", "history", "graph"])]
+    pub documents: bool,
+    /// Print exactly the memory block the expert <mesh>/<role> would be given for this
+    /// instruction at wake (its declared mounts and scope, from the built catalog).
+    #[arg(long = "as", value_name = "MESH/ROLE")]
+    pub as_expert: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

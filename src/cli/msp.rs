@@ -138,7 +138,7 @@ async fn read(source: &str, router: &str, timeout: Duration) -> Result<(), CliEr
     let (mesh, name) = split_name(source).map_err(|e| CliError::Failed(e.to_string()))?;
     let config = super::load_config()?;
     let kv = AnyLog::open(&config).await?;
-    let (_control, node) = super::commands::connect(router, timeout).await?;
+    let (_control, node) = super::connect::connect(router, timeout).await?;
     let readings = reader::read_all(
         &node,
         &kv,

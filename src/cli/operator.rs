@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{CliError, commands::connect};
+use super::{CliError, connect::connect};
 use crate::{
     cognition::expert::operator::{OperatorVoice, QUESTIONS, questions_qos},
     core::identity::OperatorKey,

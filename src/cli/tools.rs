@@ -1,3 +1,4 @@
+//! `iron tools import` turns a client's MCP configuration into server declarations, and
 //! `iron tools install`: the pinned packages of the tool servers that run confined, installed
 //! once so that they start in the sandbox with no network; and the note `iron up` prints when
 //! some are missing.
@@ -5,7 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::CliError;
+use std::time::Duration;
+
+use super::{CliError, ToolsCommand};
 use crate::aem::{Catalog, MeshStatus, ServerDescriptor};
 use crate::tools::packages::{self, Package, PackageStore};
 
@@ -107,4 +110,51 @@ pub(super) fn missing_note(catalog: &Catalog) -> Option<String> {
             missing.join(", ")
         )
     })
+}
+
+/// Runs one `iron tools` command.
+pub(super) async fn run(command: ToolsCommand, timeout: Duration) -> Result<(), CliError> {
+    match command {
+        ToolsCommand::Import { file, discover } => tools_import(&file, discover, timeout).await,
+        ToolsCommand::Install { aem, dir } => install(&aem, dir.as_deref()).await,
+    }
+}
+
+/// `iron tools import`.
+async fn tools_import(
+    file: &std::path::Path,
+    discover: bool,
+    timeout: Duration,
+) -> Result<(), CliError> {
+    let text = std::fs::read_to_string(file).map_err(|source| CliError::Io {
+        what: format!("reading {}", file.display()),
+        source,
+    })?;
+    let mut imported =
+        crate::tools::import::import(&text).map_err(|e| CliError::Failed(e.to_string()))?;
+    for (name, why) in &imported.skipped {
+        eprintln!("skipped {name}: {why}");
+    }
+    if discover {
+        let env: crate::tools::env::EnvMap = std::env::vars().collect();
+        let workdir = std::env::current_dir().map_err(|source| CliError::Io {
+            what: "the working directory".into(),
+            source,
+        })?;
+        for server in &mut imported.servers {
+            match crate::tools::import::discover_tools(
+                server,
+                &env,
+                &workdir,
+                timeout.max(Duration::from_secs(30)),
+            )
+            .await
+            {
+                Ok(tools) => server.tools = tools,
+                Err(e) => eprintln!("could not list the tools of {}: {e}", server.name),
+            }
+        }
+    }
+    print!("{}", crate::tools::import::render_yaml(&imported.servers));
+    Ok(())
 }

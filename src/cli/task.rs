@@ -1,0 +1,118 @@
+//! `iron task send|answer|interject|questions`: goals to the engine, and the operator's part in
+//! running tasks.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{CliError, TaskCommand, connect::connect, stop_on_signals};
+use crate::{
+    interfaces::{AolTask, AolTaskGoal},
+    spine::control::action::{ActionClient, GoalStatus},
+};
+
+/// Runs one `iron task` command against the router at `router`.
+pub(super) async fn run(
+    command: TaskCommand,
+    router: &str,
+    timeout: Duration,
+) -> Result<(), CliError> {
+    match command {
+        TaskCommand::Send {
+            domain,
+            action,
+            session,
+            context,
+            user,
+            wait,
+            instruction,
+        } => {
+            let mut context = crate::protocol::TaskContext::parse(&context)
+                .map_err(|e| CliError::Failed(format!("--context {context:?}: {e}")))?;
+            // The sender owns the task: they may answer its questions and correct it.
+            context.user_id.get_or_insert(user);
+            let context = context.to_json();
+            let goal = AolTaskGoal {
+                task_id: uuid::Uuid::now_v7().to_string(),
+                session_id: session,
+                domain,
+                instruction,
+                depth: 0,
+                parent_task_id: String::new(),
+                context_json: context,
+            };
+            task_send(
+                router,
+                &action,
+                goal,
+                timeout,
+                Duration::from_secs_f64(wait),
+            )
+            .await
+        }
+        TaskCommand::Answer {
+            task,
+            question,
+            operator,
+            text,
+        } => super::operator::answer(router, task, question, operator, text, timeout).await,
+        TaskCommand::Interject {
+            task,
+            operator,
+            text,
+        } => super::operator::interject(router, task, operator, text, timeout).await,
+        TaskCommand::Questions { follow } => {
+            super::operator::questions(router, follow, timeout).await
+        }
+    }
+}
+
+async fn task_send(
+    router: &str,
+    action: &str,
+    goal: AolTaskGoal,
+    timeout: Duration,
+    wait: Duration,
+) -> Result<(), CliError> {
+    let (_control, node) = connect(router, timeout).await?;
+    // Subscribed before the goal goes out, so a refusal's published reason is caught.
+    let client = ActionClient::<AolTask>::new(&node, action)?.with_rejections(&node)?;
+    let task_id = goal.task_id.clone();
+    let mut sent = client.send(goal, timeout).await?;
+    eprintln!("task {task_id} accepted as goal {}", sent.id);
+    let interrupted = CancellationToken::new();
+    stop_on_signals(interrupted.clone());
+    let result = client.result(sent.id, wait);
+    tokio::pin!(result);
+    let outcome = loop {
+        tokio::select! {
+            Some(fb) = sent.feedback.recv() => {
+                let progress = if fb.progress >= 0.0 { format!(" {:.0}%", fb.progress * 100.0) } else { String::new() };
+                println!("[{}{}] {}", fb.stage, progress, fb.message);
+            }
+            outcome = &mut result => break outcome?,
+            _ = interrupted.cancelled() => {
+                eprintln!("canceling…");
+                client.cancel(Some(sent.id), timeout).await?;
+                break client.result(sent.id, timeout * 2).await?;
+            }
+        }
+    };
+    while let Ok(fb) = sent.feedback.try_recv() {
+        println!("[{}] {}", fb.stage, fb.message);
+    }
+    let r = outcome.result;
+    println!(
+        "{}",
+        serde_json::json!({
+            "goal_status": format!("{:?}", outcome.status).to_lowercase(),
+            "status": r.status,
+            "text": r.text,
+            "result": serde_json::from_str::<serde_json::Value>(&r.result_json).unwrap_or(serde_json::Value::String(r.result_json.clone())),
+        })
+    );
+    match outcome.status {
+        GoalStatus::Succeeded => Ok(()),
+        other => Err(CliError::Failed(format!("the task ended {other:?}"))),
+    }
+}
