@@ -2,9 +2,9 @@
 
 use super::error::{AemError, Sink};
 use super::frontmatter::Document;
-use super::mesh::{name_rule, resolve_tool_ref};
 use super::model::{DeliveryChannel, ServerEntry, SourceEntry, Startup};
 use super::raw::{RawDelivery, RawSource};
+use super::rules::{name_rule, resolve_tool_ref};
 use super::servers::check_env;
 use super::valid_name;
 use std::collections::{BTreeMap, BTreeSet};

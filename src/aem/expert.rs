@@ -5,13 +5,14 @@ use super::error::{AemError, Sink};
 use super::frontmatter::Document;
 use super::limits::{self, Place};
 use super::memory::{namespaces, one_of};
-use super::mesh::{MeshDraft, ToolRef, clearance_words, effect_words};
+use super::mesh::MeshDraft;
 use super::model::{
     DelegationScope, DeliveryChannel, ExpertEntry, ExpertHashes, MemoryMount, MeshStatus, PeerRule,
     ServerDescriptor, ToolGrant,
 };
 use super::raw::RawCapabilities;
 use super::roots;
+use super::rules::{ToolRef, clearance_words, effect_words};
 use super::skill::SkillDraft;
 use crate::core::effect::{Clearance, Effect, resolve_effect};
 use std::collections::{BTreeMap, BTreeSet};

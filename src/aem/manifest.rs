@@ -150,9 +150,7 @@ impl Catalog {
         for (mesh_name, mesh) in &self.meshes {
             for (name, s) in &mesh.servers {
                 let native = match s.descriptor {
-                    ServerDescriptor::Native => {
-                        super::native::native_probe(name, &s.descriptor_hash)
-                    }
+                    ServerDescriptor::Native => native_probe(name, &s.descriptor_hash),
                     _ => None,
                 };
                 servers.insert(
@@ -179,4 +177,30 @@ impl Catalog {
             servers,
         }
     }
+}
+/// What the binary says about native server `name`'s tools, as a probe record made with
+/// `descriptor_hash` (`None` when Iron ships no such server).
+pub(crate) fn native_probe(name: &str, descriptor_hash: &str) -> Option<ProbeRecord> {
+    let tools: std::collections::BTreeMap<String, ProbedTool> = super::native::NATIVE_TOOLS
+        .iter()
+        .filter(|t| t.server == name)
+        .map(|t| {
+            (
+                t.tool.to_string(),
+                ProbedTool {
+                    description: Some(t.description.to_string()),
+                    input_schema: super::native::native_schema(t.server, t.tool),
+                    read_only_hint: None,
+                    destructive_hint: None,
+                    idempotent_hint: None,
+                    open_world_hint: None,
+                    annotation: None,
+                },
+            )
+        })
+        .collect();
+    (!tools.is_empty()).then(|| ProbeRecord {
+        descriptor_hash: descriptor_hash.to_string(),
+        tools,
+    })
 }

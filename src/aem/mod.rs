@@ -20,6 +20,7 @@ mod portable;
 mod positions;
 mod raw;
 pub mod roots;
+mod rules;
 mod servers;
 mod skill;
 pub mod transfer;

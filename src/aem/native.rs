@@ -4,8 +4,6 @@
 //! native server not listed here, or a tool its bridge does not offer, is refused at compile
 //! time: nothing would answer the call.
 
-use super::manifest::{ProbeRecord, ProbedTool};
-
 /// One tool of a native server.
 #[derive(Debug, Clone, Copy)]
 pub struct NativeTool {
@@ -85,36 +83,10 @@ pub fn native_schema(server: &str, tool: &str) -> serde_json::Value {
         .unwrap_or_default()
 }
 
-/// What the binary says about native server `name`'s tools, as a probe record made with
-/// `descriptor_hash` (`None` when Iron ships no such server).
-pub(crate) fn native_probe(name: &str, descriptor_hash: &str) -> Option<ProbeRecord> {
-    let tools: std::collections::BTreeMap<String, ProbedTool> = NATIVE_TOOLS
-        .iter()
-        .filter(|t| t.server == name)
-        .map(|t| {
-            (
-                t.tool.to_string(),
-                ProbedTool {
-                    description: Some(t.description.to_string()),
-                    input_schema: native_schema(t.server, t.tool),
-                    read_only_hint: None,
-                    destructive_hint: None,
-                    idempotent_hint: None,
-                    open_world_hint: None,
-                    annotation: None,
-                },
-            )
-        })
-        .collect();
-    (!tools.is_empty()).then(|| ProbeRecord {
-        descriptor_hash: descriptor_hash.to_string(),
-        tools,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aem::manifest::native_probe;
 
     #[test]
     fn every_schema_is_an_object_schema() {

@@ -4,10 +4,10 @@
 use super::error::{AemError, Sink};
 use super::frontmatter::Document;
 use super::memory::one_of;
-use super::mesh::{effect_words, name_rule};
 use super::model::{DeclaredTool, ServerDescriptor, ServerEntry};
 use super::native::{native_servers, native_tools};
 use super::raw::RawServer;
+use super::rules::{effect_words, name_rule};
 use super::{sha256_hex, valid_name, valid_tool_name};
 use crate::core::effect::{Effect, classify_tool_name, raise_by_annotation};
 use std::collections::BTreeMap;

@@ -5,10 +5,10 @@ use super::frontmatter::Document;
 use super::memory::{
     ACCESSES, MEMORY_MENU, READ_ONLY_KINDS, SCOPES, one_of, parse_access, parse_scope,
 };
-use super::mesh::name_rule;
 use super::model::{Access, FileRecord, Scope};
 use super::portable::{DeploymentNames, scan};
 use super::raw::{RawCapabilities, RawMemory, RawSkill};
+use super::rules::name_rule;
 use super::valid_name;
 use std::collections::BTreeSet;
 use std::path::PathBuf;

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 
 use super::error::{AemError, Sink};
 use super::frontmatter::Document;
-use super::mesh::name_rule;
 use super::model::{ExpertEntry, SourceEntry, TriggerEntry, TriggerOn};
 use super::raw::RawTrigger;
+use super::rules::name_rule;
 use super::valid_name;
 
 /// Quiet time of a source trigger when AEM.md gives none, in seconds.

@@ -13,7 +13,6 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use super::source::record_id;
 use crate::core::ids::EventId;
 
 /// New records per event (a feed record is well under 2 KB, so a part stays under ~200 KB).
@@ -82,6 +81,14 @@ pub fn payloads(mesh: &str, source: &str, change: &Change) -> Vec<(EventId, Valu
             (id, payload)
         })
         .collect()
+}
+
+/// The id of a record, if it has a usable one.
+pub fn record_id(record: &serde_json::Value) -> Option<&str> {
+    record
+        .get("id")
+        .and_then(|v| v.as_str())
+        .filter(|id| !id.is_empty())
 }
 
 #[cfg(test)]

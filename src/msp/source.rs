@@ -93,14 +93,6 @@ struct Line {
     failing: bool,
 }
 
-/// The id of a record, if it has a usable one.
-pub fn record_id(record: &serde_json::Value) -> Option<&str> {
-    record
-        .get("id")
-        .and_then(|v| v.as_str())
-        .filter(|id| !id.is_empty())
-}
-
 impl Shown {
     /// Applies one stdout line of the command; `false` when it is not a protocol line.
     pub fn apply(&mut self, line: &str, now_ms: i64) -> bool {
@@ -116,7 +108,7 @@ impl Shown {
                     records: l
                         .records
                         .into_iter()
-                        .filter(|r| record_id(r).is_some())
+                        .filter(|r| changes::record_id(r).is_some())
                         .collect(),
                     health: l.health,
                     failing: l.failing,
