@@ -6,7 +6,7 @@ use std::sync::Arc;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
-use super::config::ConfigError;
+use super::error::ConfigError;
 use super::error::LlmError;
 use super::http::{self, HttpSettings};
 use super::model::{BoxFuture, ChatModel};

@@ -243,3 +243,61 @@ mod tests {
         assert_eq!(truncate("short"), "short");
     }
 }
+
+/// A configuration that cannot be used, or a backend that cannot be built.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The YAML does not parse or has unknown keys.
+    #[error("models configuration: {0}")]
+    Yaml(String),
+    /// A backend's fields do not fit its kind.
+    #[error("models.backends.{backend}: {message}")]
+    Backend {
+        /// Backend name.
+        backend: String,
+        /// What is wrong and what would be right.
+        message: String,
+    },
+    /// A logical name lists a backend that is not configured.
+    #[error("models.logical.{logical}: unknown backend {backend:?}; configured backends: {known}")]
+    UnknownBackend {
+        /// Logical name.
+        logical: String,
+        /// The unknown backend.
+        backend: String,
+        /// Configured backends, comma-separated.
+        known: String,
+    },
+    /// A logical name that `logical` does not define.
+    #[error("model {name:?} is not defined under models.logical; defined: {known}")]
+    UnknownModel {
+        /// The name asked for.
+        name: String,
+        /// Defined names, comma-separated.
+        known: String,
+    },
+    /// Catalog experts name models the configuration does not define.
+    #[error("the catalog names models that models.logical does not define: {}", missing.join(", "))]
+    CatalogModels {
+        /// `<expert> uses <model>` entries.
+        missing: Vec<String>,
+    },
+    /// A script cannot be read or parsed.
+    #[error("script {script}: {message}")]
+    Script {
+        /// Where it came from.
+        script: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The HTTP client of a backend cannot be built.
+    #[error("models.backends.{backend}: cannot build the HTTP client: {source}")]
+    HttpClient {
+        /// Backend name.
+        backend: String,
+        /// The cause.
+        #[source]
+        source: reqwest::Error,
+    },
+}

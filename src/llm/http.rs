@@ -6,7 +6,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde_json::Value;
 
-use super::config::ConfigError;
+use super::error::ConfigError;
 use super::error::{LlmError, truncate};
 use super::secret::{KeyRef, Secret, SecretSource};
 

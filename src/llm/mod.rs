@@ -20,6 +20,7 @@ pub mod local;
 mod model;
 pub mod offline;
 mod openai;
+mod openai_embeddings;
 pub mod router;
 mod scripted;
 mod secret;

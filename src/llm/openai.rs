@@ -7,7 +7,7 @@ use std::sync::Arc;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Map, Value, json};
 
-use super::config::ConfigError;
+use super::error::ConfigError;
 use super::error::LlmError;
 use super::http::{self, HttpSettings};
 use super::model::{BoxFuture, ChatModel};

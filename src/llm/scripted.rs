@@ -33,7 +33,7 @@ use std::sync::Mutex;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::config::ConfigError;
+use super::error::ConfigError;
 use super::error::LlmError;
 use super::model::{BoxFuture, ChatModel, Prices};
 use super::types::{ChatRequest, ChatResponse, FinishReason, Message, ToolCall, Usage};
