@@ -142,3 +142,143 @@ fn the_checker_catches_upward_and_grouped_uses() {
     assert!(violations("memory", "// use crate::cli::run;").is_empty());
     assert_eq!(violations("nowhere", "").len(), 1);
 }
+
+/// The sibling modules of `siblings` that `source` (code of one of them, inside `folder`) names
+/// through `super::x`, `super::{x, …}` or `crate::<folder>::x`. Tests are left out: a test may
+/// reach anywhere.
+fn sibling_uses(source: &str, folder: &str, siblings: &BTreeSet<String>) -> BTreeSet<String> {
+    let code: String = source
+        .split("#[cfg(test)]")
+        .next()
+        .unwrap_or("")
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut found = BTreeSet::new();
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    for prefix in ["super::".to_string(), format!("crate::{folder}::")] {
+        let mut rest = code.as_str();
+        while let Some(i) = rest.find(&prefix) {
+            let after = &rest[i + prefix.len()..];
+            match after.strip_prefix('{') {
+                Some(group) => {
+                    let body = group.split('}').next().unwrap_or("");
+                    found.extend(
+                        body.split(',')
+                            .map(|p| ident(p.split("::").next().unwrap())),
+                    );
+                }
+                None => {
+                    found.insert(ident(after));
+                }
+            }
+            rest = after;
+        }
+    }
+    found.retain(|name| siblings.contains(name));
+    found
+}
+
+/// Whether the graph `uses` (module → modules it names) has a cycle; the first one found.
+fn a_cycle(uses: &std::collections::BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        at: &str,
+        uses: &std::collections::BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|p| p == at) {
+            return Some(path[start..].to_vec());
+        }
+        if done.contains(at) {
+            return None;
+        }
+        path.push(at.to_string());
+        for next in uses.get(at).into_iter().flatten() {
+            if let Some(cycle) = visit(next, uses, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(at.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    uses.keys()
+        .find_map(|m| visit(m, uses, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_modules_of_each_layer_import_one_another_without_cycles() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut cycles = Vec::new();
+    for layer in LAYERS {
+        let dir = src.join(layer);
+        if !dir.is_dir() {
+            continue;
+        }
+        // Each file or folder directly inside the layer is one module; a folder's text is all
+        // of its files.
+        let mut text: std::collections::BTreeMap<String, String> = Default::default();
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_string_lossy().to_string();
+            if name == "mod" {
+                continue;
+            }
+            let mut files = Vec::new();
+            if path.is_dir() {
+                walk(&path, &mut files);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+            let body = files
+                .iter()
+                .map(|f| fs::read_to_string(f).unwrap())
+                .collect::<Vec<_>>()
+                .join("\n");
+            text.insert(name, body);
+        }
+        let siblings: BTreeSet<String> = text.keys().cloned().collect();
+        let uses = text
+            .iter()
+            .map(|(m, t)| {
+                let mut named = sibling_uses(t, layer, &siblings);
+                named.remove(m);
+                (m.clone(), named)
+            })
+            .collect();
+        if let Some(cycle) = a_cycle(&uses) {
+            cycles.push(format!("{layer}: {}", cycle.join(" -> ")));
+        }
+    }
+    assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn the_cycle_check_sees_a_cycle_through_super_and_crate_paths() {
+    let siblings: BTreeSet<String> = ["a", "b", "c"].map(String::from).into();
+    let uses = [
+        ("a", "use super::{b, x};"),
+        ("b", "use crate::demo::c::Thing;"),
+        (
+            "c",
+            "fn f() { super::a::g() }\n#[cfg(test)]\nmod tests { use super::b; }",
+        ),
+    ]
+    .into_iter()
+    .map(|(m, t)| (m.to_string(), sibling_uses(t, "demo", &siblings)))
+    .collect();
+    assert_eq!(a_cycle(&uses).unwrap(), ["a", "b", "c"]);
+    let broken = [("a", "use super::b;"), ("b", "use super::c;"), ("c", "")]
+        .into_iter()
+        .map(|(m, t)| (m.to_string(), sibling_uses(t, "demo", &siblings)))
+        .collect();
+    assert_eq!(a_cycle(&broken), None);
+}
