@@ -42,6 +42,35 @@ pub(crate) fn validate_triggers(
         .collect()
 }
 
+/// Reports what is wrong with one trigger, at the line of the key it concerns.
+struct Reporter<'a> {
+    doc: &'a Document,
+    name: &'a str,
+    field: String,
+    line: Option<usize>,
+}
+
+impl Reporter<'_> {
+    fn bad(&self, key: &str, why: String, expected: &str, sink: &mut Sink) {
+        sink.push(
+            &self.doc.path,
+            self.doc
+                .line_at(&["triggers", self.name, key])
+                .or(self.line),
+            if key.is_empty() {
+                self.field.clone()
+            } else {
+                format!("{}.{key}", self.field)
+            },
+            AemError::MalformedTrigger(why),
+            Some(expected.to_string()),
+        );
+    }
+}
+
+/// The expert, flow name and flow digest a trigger starts, as the parts of it that check out.
+type Target<'e> = (&'e ExpertEntry, String, String);
+
 fn validate_trigger(
     name: &str,
     raw: &RawTrigger,
@@ -50,27 +79,18 @@ fn validate_trigger(
     doc: &Document,
     sink: &mut Sink,
 ) -> Option<TriggerEntry> {
-    let field = format!("triggers.{name}");
-    let line = doc.line_at(&["triggers", name]);
-    let before = sink.items.len();
-    let bad = |key: &str, why: String, expected: &str, sink: &mut Sink| {
-        sink.push(
-            &doc.path,
-            doc.line_at(&["triggers", name, key]).or(line),
-            if key.is_empty() {
-                field.clone()
-            } else {
-                format!("{field}.{key}")
-            },
-            AemError::MalformedTrigger(why),
-            Some(expected.to_string()),
-        );
+    let report = Reporter {
+        doc,
+        name,
+        field: format!("triggers.{name}"),
+        line: doc.line_at(&["triggers", name]),
     };
+    let before = sink.items.len();
     if !valid_name(name) {
         sink.push(
             &doc.path,
-            line,
-            &field,
+            report.line,
+            &report.field,
             AemError::InvalidName {
                 what: "trigger",
                 value: name.to_string(),
@@ -78,47 +98,81 @@ fn validate_trigger(
             Some(name_rule()),
         );
     }
+    let target = flow_target(raw, experts, &report, sink);
+    let input = input_of(raw, &report, sink);
+    let on = trigger_on(raw, sources, target.as_ref(), &report, sink)?;
+    if raw.settle_secs.is_some() && !matches!(on, TriggerOn::Sources { .. }) {
+        report.bad(
+            "settle_secs",
+            "`settle_secs` applies to source triggers only".into(),
+            "remove it, or trigger on `sources`",
+            sink,
+        );
+    }
+    let (expert, flow, flow_sha256) = target?;
+    (sink.items.len() == before).then(|| TriggerEntry {
+        role: expert.role.clone(),
+        flow,
+        flow_sha256,
+        on,
+        input,
+    })
+}
 
-    // The flow: `<role>/<flow>` of an expert of this mesh, whose folder has the file.
+/// The flow: `<role>/<flow>` of an expert of this mesh, whose folder has the file.
+fn flow_target<'e>(
+    raw: &RawTrigger,
+    experts: &BTreeMap<String, &'e ExpertEntry>,
+    report: &Reporter<'_>,
+    sink: &mut Sink,
+) -> Option<Target<'e>> {
     let flow_ref = raw.flow.as_deref().unwrap_or("").trim();
-    let mut target = None;
-    match flow_ref.split_once('/') {
-        Some((role, flow)) if !role.is_empty() && !flow.is_empty() => match experts.get(role) {
-            None => bad(
-                "flow",
-                format!("no expert `{role}` in this mesh"),
-                &format!(
-                    "a role of this mesh ({})",
-                    experts.keys().cloned().collect::<Vec<_>>().join(", ")
-                ),
-                sink,
-            ),
-            Some(expert) => {
-                let file = format!("flows/{flow}.py");
-                match expert.flows.iter().find(|f| f.path == file) {
-                    Some(record) => target = Some((*expert, flow, record.sha256.clone())),
-                    None => bad(
-                        "flow",
-                        format!("expert `{role}` has no {file}"),
-                        &format!("a flow file of skills/{role}/flows/ ({})", flows_of(expert)),
-                        sink,
-                    ),
-                }
-            }
-        },
-        _ => bad(
+    let Some((role, flow)) = flow_ref
+        .split_once('/')
+        .filter(|(role, flow)| !role.is_empty() && !flow.is_empty())
+    else {
+        report.bad(
             "flow",
             format!("`{flow_ref}` does not name a flow"),
             "`<role>/<flow>`, e.g. monitor/monitor for skills/monitor/flows/monitor.py",
             sink,
-        ),
+        );
+        return None;
+    };
+    let Some(expert) = experts.get(role) else {
+        report.bad(
+            "flow",
+            format!("no expert `{role}` in this mesh"),
+            &format!(
+                "a role of this mesh ({})",
+                experts.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+            sink,
+        );
+        return None;
+    };
+    let file = format!("flows/{flow}.py");
+    match expert.flows.iter().find(|f| f.path == file) {
+        Some(record) => Some((*expert, flow.to_string(), record.sha256.clone())),
+        None => {
+            report.bad(
+                "flow",
+                format!("expert `{role}` has no {file}"),
+                &format!("a flow file of skills/{role}/flows/ ({})", flows_of(expert)),
+                sink,
+            );
+            None
+        }
     }
+}
 
-    let input = match &raw.input {
+/// `input:`, a mapping given to the flow with what fired it (empty without one).
+fn input_of(raw: &RawTrigger, report: &Reporter<'_>, sink: &mut Sink) -> serde_json::Value {
+    match &raw.input {
         None => serde_json::json!({}),
         Some(v @ serde_json::Value::Object(_)) => v.clone(),
         Some(_) => {
-            bad(
+            report.bad(
                 "input",
                 "`input` is not a mapping".into(),
                 "a mapping of keys to values, given to the flow with what fired it",
@@ -126,73 +180,28 @@ fn validate_trigger(
             );
             serde_json::json!({})
         }
-    };
+    }
+}
 
+/// What fires the trigger: exactly one of `sources`, `schedule` or `webhook`.
+fn trigger_on(
+    raw: &RawTrigger,
+    sources: &BTreeMap<String, SourceEntry>,
+    target: Option<&Target<'_>>,
+    report: &Reporter<'_>,
+    sink: &mut Sink,
+) -> Option<TriggerOn> {
     let kinds = [
         raw.sources.is_some(),
         raw.schedule.is_some(),
         raw.webhook.is_some(),
     ];
-    let on = match kinds {
-        [true, false, false] => {
-            let list = raw.sources.clone().unwrap_or_default();
-            if list.is_empty() {
-                bad(
-                    "sources",
-                    "`sources` is empty".into(),
-                    "the perception sources whose new items start the flow",
-                    sink,
-                );
-            }
-            for s in &list {
-                if !sources.contains_key(s) {
-                    bad(
-                        "sources",
-                        format!("`{s}` is not a source of this mesh"),
-                        &format!(
-                            "a source registered under `msp.sources` ({})",
-                            sources.keys().cloned().collect::<Vec<_>>().join(", ")
-                        ),
-                        sink,
-                    );
-                } else if let Some((expert, _, _)) = target
-                    && !expert.sources.contains(s)
-                {
-                    bad(
-                        "sources",
-                        format!(
-                            "expert `{}` is not granted source `{s}`, so its flow may not be given its items",
-                            expert.role
-                        ),
-                        &format!(
-                            "grant it in skills/{}/capabilities.md (`sources: add: [{s}]`)",
-                            expert.role
-                        ),
-                        sink,
-                    );
-                }
-            }
-            let settle_secs = raw.settle_secs.unwrap_or(DEFAULT_SETTLE_SECS);
-            if settle_secs > MAX_SETTLE_SECS {
-                bad(
-                    "settle_secs",
-                    format!("{settle_secs} seconds is too long"),
-                    &format!("0 to {MAX_SETTLE_SECS} seconds"),
-                    sink,
-                );
-            }
-            let mut sources = list;
-            sources.sort();
-            sources.dedup();
-            TriggerOn::Sources {
-                sources,
-                settle_secs,
-            }
-        }
+    Some(match kinds {
+        [true, false, false] => sources_on(raw, sources, target, report, sink),
         [false, true, false] => {
             let cron = raw.schedule.clone().unwrap_or_default();
             if let Err(e) = parse_cron(&cron) {
-                bad(
+                report.bad(
                     "schedule",
                     format!("`{cron}` is not a cron expression: {e}"),
                     "five fields (minute hour day month weekday) or six with seconds first, in UTC, e.g. \"0 7 * * *\"",
@@ -208,7 +217,7 @@ fn validate_trigger(
                 .and_then(|w| w.token.clone())
                 .unwrap_or_default();
             if !is_plain_reference(&token) {
-                bad(
+                report.bad(
                     "webhook",
                     format!("token `{token}` is not a reference to a secret"),
                     "`token: ${VAR}`: the bearer token callers must send, from the environment (no default)",
@@ -218,7 +227,7 @@ fn validate_trigger(
             TriggerOn::Webhook { token }
         }
         _ => {
-            bad(
+            report.bad(
                 "",
                 "give exactly one of `sources`, `schedule` or `webhook`".into(),
                 "sources: [..] | schedule: \"<cron>\" | webhook: {token: ${VAR}}",
@@ -226,23 +235,71 @@ fn validate_trigger(
             );
             return None;
         }
-    };
-    if raw.settle_secs.is_some() && !matches!(on, TriggerOn::Sources { .. }) {
-        bad(
-            "settle_secs",
-            "`settle_secs` applies to source triggers only".into(),
-            "remove it, or trigger on `sources`",
+    })
+}
+
+/// A source trigger: sources of this mesh, granted to the flow's expert, and how long to let
+/// their new items settle.
+fn sources_on(
+    raw: &RawTrigger,
+    sources: &BTreeMap<String, SourceEntry>,
+    target: Option<&Target<'_>>,
+    report: &Reporter<'_>,
+    sink: &mut Sink,
+) -> TriggerOn {
+    let list = raw.sources.clone().unwrap_or_default();
+    if list.is_empty() {
+        report.bad(
+            "sources",
+            "`sources` is empty".into(),
+            "the perception sources whose new items start the flow",
             sink,
         );
     }
-    let (expert, flow, flow_sha256) = target?;
-    (sink.items.len() == before).then(|| TriggerEntry {
-        role: expert.role.clone(),
-        flow: flow.to_string(),
-        flow_sha256,
-        on,
-        input,
-    })
+    for s in &list {
+        if !sources.contains_key(s) {
+            report.bad(
+                "sources",
+                format!("`{s}` is not a source of this mesh"),
+                &format!(
+                    "a source registered under `msp.sources` ({})",
+                    sources.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+                sink,
+            );
+        } else if let Some((expert, _, _)) = target
+            && !expert.sources.contains(s)
+        {
+            report.bad(
+                "sources",
+                format!(
+                    "expert `{}` is not granted source `{s}`, so its flow may not be given its items",
+                    expert.role
+                ),
+                &format!(
+                    "grant it in skills/{}/capabilities.md (`sources: add: [{s}]`)",
+                    expert.role
+                ),
+                sink,
+            );
+        }
+    }
+    let settle_secs = raw.settle_secs.unwrap_or(DEFAULT_SETTLE_SECS);
+    if settle_secs > MAX_SETTLE_SECS {
+        report.bad(
+            "settle_secs",
+            format!("{settle_secs} seconds is too long"),
+            &format!("0 to {MAX_SETTLE_SECS} seconds"),
+            sink,
+        );
+    }
+    let mut sources = list;
+    sources.sort();
+    sources.dedup();
+    TriggerOn::Sources {
+        sources,
+        settle_secs,
+    }
 }
 
 fn flows_of(expert: &ExpertEntry) -> String {
