@@ -124,8 +124,8 @@ async fn without_the_model_the_node_says_why_and_without_the_node_a_caller_is_to
     let e = embedder.embed(&texts).await.unwrap_err().to_string();
     assert!(e.contains("models pull"), "{e}");
 
-    // Another router, no model node: the first call gives up after the discovery window, the
-    // next at once.
+    // Another router, no model node: the first call gives up once the graph shows no server
+    // (within half a second), the next at once.
     let lone = Project::offline().with_router();
     let (_lone_control, lone_node) = caller(&lone, "lonely").await;
     let embedder = ServiceEmbedder::new(&lone_node, T).unwrap();
@@ -138,7 +138,7 @@ async fn without_the_model_the_node_says_why_and_without_the_node_a_caller_is_to
     );
     let again = Instant::now();
     assert!(embedder.embed(&texts).await.is_err());
-    // Not a timing measure: a second call that tried again would wait the whole 2 s window.
+    // Not a timing measure: a second call that looked again would wait on the graph.
     assert!(
         again.elapsed() < Duration::from_millis(1500),
         "the second call waited {:?}",

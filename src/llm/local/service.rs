@@ -38,6 +38,10 @@ pub const MAX_TEXT_CHARS: usize = 4096;
 /// settling in a process that just started; `iron up` brings the model node up before the
 /// engine, so the service is there before any expert).
 const DISCOVERY: Duration = Duration::from_secs(2);
+/// How long a client waits for the service to appear on the ROS graph before taking it for
+/// absent (a launch without the model node): the graph is filled from the router when the
+/// process's session opens, well before an expert's first embedding.
+const ON_GRAPH: Duration = Duration::from_millis(500);
 
 /// The model node (`/iron/models`).
 #[derive(Debug, Default)]
@@ -140,6 +144,7 @@ fn clip(text: &str) -> &str {
 /// costs its caller one discovery window, not one per call.
 pub struct ServiceEmbedder {
     client: ZClient<Embed>,
+    graph: Arc<hiroz::graph::Graph>,
     /// The longest one request may take.
     wait: Duration,
     /// Why the service could not be reached, once it could not.
@@ -155,6 +160,7 @@ impl ServiceEmbedder {
             .map_err(|e| EmbedError(format!("no client of {SERVICE}: {e}")))?;
         Ok(Self {
             client,
+            graph: node.graph().clone(),
             wait,
             unreachable: std::sync::OnceLock::new(),
         })
@@ -164,6 +170,10 @@ impl ServiceEmbedder {
         let unreachable = |why: &str| EmbedError(format!("{SERVICE} is not reachable: {why}"));
         if let Some(why) = self.unreachable.get() {
             return Err(unreachable(why));
+        }
+        if !self.on_graph().await {
+            let why = "no model node on the ROS graph (is model_node in the launch list?)";
+            return Err(unreachable(self.unreachable.get_or_init(|| why.into())));
         }
         let request = EmbedRequest {
             texts: texts.to_vec(),
@@ -177,6 +187,25 @@ impl ServiceEmbedder {
                 CallFailure::Unreachable(why) => unreachable(self.unreachable.get_or_init(|| why)),
             })?;
         vectors_of(response, texts.len())
+    }
+}
+
+impl ServiceEmbedder {
+    /// Whether a server of the service is on the graph, waiting up to [`ON_GRAPH`] for one.
+    async fn on_graph(&self) -> bool {
+        use hiroz::entity::EndpointKind;
+        let deadline = tokio::time::Instant::now() + ON_GRAPH;
+        loop {
+            let changed = self.graph.change_notify.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.graph.count(EndpointKind::Service, SERVICE) > 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return false;
+            }
+        }
     }
 }
 
