@@ -200,14 +200,7 @@ impl Deriver for SemanticIndex {
                 .collect();
             let mut vectors = match facts.is_empty() {
                 true => Ok(Vec::new()),
-                false => self
-                    .embedder
-                    .embed(&facts)
-                    .await
-                    .and_then(|v| match v.len() {
-                        n if n == facts.len() => Ok(v),
-                        n => Err(EmbedError(format!("{n} vectors for {} facts", facts.len()))),
-                    }),
+                false => embed_each(&*self.embedder, &facts).await,
             }
             .map(Vec::into_iter);
             events
@@ -355,6 +348,23 @@ pub struct QueryVector {
 }
 
 /// The vector of one text.
+/// `texts` embedded by `embedder`, refused unless it gave exactly one vector per text (the
+/// port's promise, checked once here for every caller that pairs vectors with their texts).
+pub async fn embed_each(
+    embedder: &dyn Embedder,
+    texts: &[String],
+) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let vectors = embedder.embed(texts).await?;
+    match vectors.len() {
+        n if n == texts.len() => Ok(vectors),
+        n => Err(EmbedError(format!(
+            "{} answered {n} vectors for {} texts",
+            embedder.name(),
+            texts.len()
+        ))),
+    }
+}
+
 async fn embed_one(embedder: &dyn Embedder, text: String) -> Result<Vec<f32>, EmbedError> {
     embedder
         .embed(&[text])

@@ -63,14 +63,7 @@ pub async fn read_meanings(
     reports: &[Report],
 ) -> Result<claims::Meanings, EmbedError> {
     let texts: Vec<String> = reports.iter().map(claims::meaning_text).collect();
-    let vectors = embedder.embed(&texts).await?;
-    if vectors.len() != reports.len() {
-        return Err(EmbedError(format!(
-            "{} vectors for {} reports",
-            vectors.len(),
-            reports.len()
-        )));
-    }
+    let vectors = crate::memory::semantic::embed_each(embedder, &texts).await?;
     Ok(by_report(reports, vectors))
 }
 

@@ -54,14 +54,7 @@ impl RouteMeanings {
             .iter()
             .map(|id| catalog.expert(id).map_or_else(String::new, profile))
             .collect();
-        let profiles = embedder.embed(&texts).await?;
-        if profiles.len() != texts.len() {
-            return Err(EmbedError(format!(
-                "{} vectors for {} expert profiles",
-                profiles.len(),
-                texts.len()
-            )));
-        }
+        let profiles = crate::memory::semantic::embed_each(&*embedder, &texts).await?;
         Ok(Self { embedder, profiles })
     }
 
