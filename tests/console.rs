@@ -2,7 +2,8 @@
 //! without it or with a wrong one), `/metrics` is Prometheus text format as the reference
 //! parser (PyPI prometheus-client) reads it, and its counters move as a task runs; the event
 //! log streams live over SSE, filtered by kind; a state-changing request from another origin
-//! is refused, and the page's API shows the task and takes a lifecycle transition.
+//! is refused, and the page's API shows the task and its timeline and takes a lifecycle
+//! transition.
 
 mod support;
 
@@ -269,6 +270,40 @@ async fn the_console_needs_its_token_and_shows_metrics_and_live_events() {
             .any(|t| t["domain"] == "core/assistant" && t["status"] == "succeeded"),
         "{state:#}"
     );
+    // The task's timeline, as `iron task show --json` has it, by a prefix of its id; an
+    // unknown task is a 404 with why, and the token is needed here too.
+    let id = tasks
+        .iter()
+        .find(|t| t["domain"] == "core/assistant")
+        .and_then(|t| t["id"].as_str())
+        .unwrap();
+    let timeline = |task: String| http.get(format!("{base}/api/timeline/{task}"));
+    let r = timeline(id[..12].to_string())
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let t: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(t["task_id"], id);
+    let kinds: Vec<&str> = t["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"routing_decided"), "{t:#}");
+    for kind in ["model_called", "task_judged", "reply_delivered"] {
+        assert!(kinds.contains(&kind), "no {kind}: {t:#}");
+    }
+    let r = timeline("no-such-task".into())
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert!(r.text().await.unwrap().contains("no task"));
+    assert_eq!(timeline(id.to_string()).send().await.unwrap().status(), 401);
     // The page and /metrics read on from where they were: a job started since is in both.
     let job = p.iron_ok(&["jobs", "start", "newsroom/monitor/monitor"]);
     let job = job.trim();

@@ -2,7 +2,7 @@
 //! playwright-core: `tests/ui/console.mjs`) against a running `iron up`: refused without the
 //! token, loaded with it; a task sent through the inbox while the page is open asks a
 //! question, which is answered from the page, and the task tree then shows its expert and
-//! reply without a reload; a parked job resumes from its button; the Sources tab shows a
+//! reply without a reload, and its timeline (question and answer included) under it; a parked job resumes from its button; the Sources tab shows a
 //! source whose every feed fails, with the feed, where it is listed and why. A screenshot of
 //! every view is written under the target directory (`console-ui/`).
 

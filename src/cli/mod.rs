@@ -69,6 +69,8 @@ pub enum CliError {
     ModelPull(#[from] crate::llm::local::PullError),
     #[error(transparent)]
     ModelLoad(#[from] crate::llm::local::LoadError),
+    #[error(transparent)]
+    Timeline(#[from] crate::view::timeline::TimelineError),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -509,6 +511,27 @@ pub enum TaskCommand {
         operator: Option<String>,
         /// The correction.
         text: String,
+    },
+    /// The tasks on the log, newest first: id, expert, how each ended, when, and what it was
+    /// asked. Parts and delegations are shown under their task by `iron task show`.
+    List {
+        /// Show at most this many.
+        #[arg(long, default_value_t = 20)]
+        last: usize,
+        /// Only the tasks of this expert (`mesh/role`) or mesh (`mesh`).
+        #[arg(long)]
+        domain: Option<String>,
+    },
+    /// A task's history from the log: the routing decision, what the expert was given at
+    /// wake (perception, memory), each model call (prompt size, answer, tokens, cost), each
+    /// tool call and gate decision, questions and answers, deliveries, hunks and effects, how
+    /// it ended, and the tasks it delegated, as a tree. Any unique prefix of the id will do.
+    Show {
+        /// The task (`iron task list` shows them).
+        task: String,
+        /// The timeline as JSON (every event's payload included), for tools.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the open questions: asked by an expert (on the log), not answered, and whose
     /// task has not ended, whatever processes restarted since; with --follow, new ones as

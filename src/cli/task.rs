@@ -1,5 +1,5 @@
 //! `iron task send|answer|interject|questions`: goals to the engine, and the operator's part in
-//! running tasks.
+//! running tasks; `iron task list|show`: what tasks did, read back from the log.
 
 use std::time::Duration;
 
@@ -8,7 +8,11 @@ use tokio_util::sync::CancellationToken;
 use super::{CliError, TaskCommand, connect::connect, stop_on_signals};
 use crate::{
     interfaces::{AolTask, AolTaskGoal},
-    spine::control::action::{ActionClient, GoalStatus},
+    spine::{
+        control::action::{ActionClient, GoalStatus},
+        durable::AnyLog,
+    },
+    view::timeline::{TaskLog, Timeline},
 };
 
 /// Runs one `iron task` command against the router at `router`.
@@ -64,7 +68,61 @@ pub(super) async fn run(
         TaskCommand::Questions { follow } => {
             super::operator::questions(router, follow, timeout).await
         }
+        TaskCommand::List { last, domain } => list(last, domain.as_deref()).await,
+        TaskCommand::Show { task, json } => show(&task, json).await,
     }
+}
+
+/// Every task's events, from the log the configuration names.
+async fn task_log() -> Result<TaskLog, CliError> {
+    let config = super::load_config()?;
+    let log = AnyLog::open(&config).await?;
+    TaskLog::read(&log, &config.tenant)
+        .await
+        .map_err(|e| CliError::Failed(format!("reading the log: {e}")))
+}
+
+/// `iron task list`: one line per task, newest first.
+async fn list(last: usize, domain: Option<&str>) -> Result<(), CliError> {
+    let tasks = task_log().await?;
+    let of_domain = |t: &Timeline| match domain {
+        None => true,
+        Some(d) if d.contains('/') => t.domain == d,
+        Some(mesh) => t.domain.split('/').next() == Some(mesh),
+    };
+    let roots: Vec<Timeline> = tasks.roots().into_iter().filter(of_domain).collect();
+    if roots.is_empty() {
+        eprintln!("no tasks on the log");
+    }
+    for t in roots.iter().take(last) {
+        println!(
+            "{}  {:<22} {:<10} {}  {}",
+            t.task_id,
+            t.domain,
+            t.status,
+            chrono::DateTime::from_timestamp_millis(t.started_ms as i64)
+                .map(|d| d.format("%Y-%m-%d %H:%M:%S").to_string())
+                .unwrap_or_default(),
+            crate::core::text::one_line(&t.instruction, 60),
+        );
+    }
+    if roots.len() > last {
+        eprintln!("({} more; --last N shows more)", roots.len() - last);
+    }
+    Ok(())
+}
+
+/// `iron task show`: the timeline, as text or JSON.
+async fn show(task: &str, json: bool) -> Result<(), CliError> {
+    let timeline = task_log().await?.timeline(task)?;
+    if json {
+        let text = serde_json::to_string_pretty(&timeline)
+            .map_err(|e| CliError::Failed(format!("writing the timeline: {e}")))?;
+        println!("{text}");
+    } else {
+        print!("{}", timeline.to_text());
+    }
+    Ok(())
 }
 
 async fn task_send(

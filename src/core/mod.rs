@@ -13,5 +13,6 @@ pub mod identity;
 pub mod ids;
 pub mod secrets;
 pub mod stats;
+pub mod text;
 pub mod token;
 pub mod trace;

@@ -23,6 +23,7 @@ use crate::aem::Catalog;
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 use crate::core::ids::EventId;
+use crate::core::text::clip;
 
 /// The actor lessons are written as.
 pub const ACTOR: &str = "memory/reviewer";
@@ -95,15 +96,6 @@ pub fn reason_key(reason: &str) -> String {
         digits = false;
     }
     key.chars().take(REASON_CHARS).collect()
-}
-
-fn clip(text: &str, n: usize) -> String {
-    let clipped: String = text.chars().take(n).collect();
-    if clipped.len() < text.len() {
-        format!("{clipped}…")
-    } else {
-        clipped
-    }
 }
 
 impl Deriver for Reviewer {

@@ -1,8 +1,10 @@
 //! The view layer: what people see of a running system. Log shipping ([`ship`]): every
 //! process's output to its terminal and to the log plane, read back by `iron logs`; the
-//! console node ([`console`]): `/metrics` today, behind the deployment's token.
+//! console node ([`console`]): `/metrics` today, behind the deployment's token; one task's
+//! history as a timeline ([`timeline`]), for `iron task show` and the console.
 
 pub mod console;
 pub mod otlp;
 pub mod overview;
 pub mod ship;
+pub mod timeline;

@@ -147,14 +147,7 @@ fn text(v: &Value, key: &str) -> String {
 }
 
 fn clip(s: &str) -> String {
-    if s.len() <= CLIP {
-        return s.to_string();
-    }
-    let mut end = CLIP;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
+    crate::core::text::clip(s, CLIP)
 }
 
 /// Hands every envelope on MEM matching `filter` from sequence `from` on to `absorb` (with

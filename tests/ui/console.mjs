@@ -62,6 +62,14 @@ try {
   const expert = (await task.locator(".expert").first().innerText()).trim();
   if (!expert.includes("/iron/experts/")) throw new Error(`no expert process in the tree: ${expert}`);
   step("task tree: reply and expert " + expert);
+  // Its timeline opens under it: the question, its answer and the reply, as `iron task show`.
+  await task.locator("button.show-timeline").first().click();
+  const timeline = task.locator(".timeline").first();
+  await timeline.locator("tr.step.judged").waitFor({ timeout: LIMIT });
+  const steps = await timeline.innerText();
+  for (const want of ["routed", "asked", "answered", "model", "judged"])
+    if (!steps.includes(want)) throw new Error(`the timeline does not show ${want}: ${steps}`);
+  step("task timeline: " + (await timeline.locator("tr.step").count()) + " steps");
   await shot("tasks");
 
   // The parked job resumes from its button.

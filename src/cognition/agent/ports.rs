@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::budget::Spend;
-use crate::llm::{BoxFuture, FinishReason, ToolCall, ToolSpec, Usage};
+use crate::llm::{BoxFuture, FinishReason, Message, ToolCall, ToolSpec, Usage};
 
 /// Runs tools for the loop (in the expert process: the tool manager behind both gates).
 pub trait ToolExecutor: Send + Sync {
@@ -140,6 +140,8 @@ pub enum LoopEvent {
         backend: String,
         /// Model it used.
         model: String,
+        /// The size of what it was asked.
+        prompt: PromptSize,
         /// Tokens used.
         usage: Usage,
         /// Estimated cost, when priced.
@@ -209,6 +211,39 @@ pub enum LoopEvent {
         /// What the task spent so far.
         spend: Spend,
     },
+}
+
+/// The size of a model request: its messages and their characters (text and tool-call
+/// arguments), so a reader of the log sees what a call cost before any tokens are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PromptSize {
+    /// Messages in the conversation sent.
+    pub messages: usize,
+    /// Characters in them.
+    pub chars: usize,
+}
+
+impl PromptSize {
+    /// The size of `messages`.
+    pub fn of(messages: &[Message]) -> Self {
+        let chars = messages
+            .iter()
+            .map(|m| {
+                let calls = match m {
+                    Message::Assistant { tool_calls, .. } => tool_calls
+                        .iter()
+                        .map(|c| c.name.chars().count() + c.arguments.to_string().chars().count())
+                        .sum(),
+                    _ => 0,
+                };
+                m.text().map_or(0, |t| t.chars().count()) + calls
+            })
+            .sum();
+        Self {
+            messages: messages.len(),
+            chars,
+        }
+    }
 }
 
 fn ser_result<S: serde::Serializer>(

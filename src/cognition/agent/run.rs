@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use super::budget::{BudgetLimit, Limits, Spend};
 use super::ports::{
-    Interjections, LoopEvent, LoopEvents, NoEvents, NoInterjections, RecordError, ToolExecutor,
-    ToolFailure,
+    Interjections, LoopEvent, LoopEvents, NoEvents, NoInterjections, PromptSize, RecordError,
+    ToolExecutor, ToolFailure,
 };
 use super::prompt::{ExpertBrief, system_prompt, wrap_tool_output};
 use crate::llm::{ChatModel, ChatRequest, Message, ToolCall, ToolSpec};
@@ -367,6 +367,7 @@ impl<'a> AgentLoop<'a> {
                 iteration,
                 backend: response.backend.clone(),
                 model: response.model.clone(),
+                prompt: PromptSize::of(&request.messages),
                 usage: response.usage,
                 cost_usd: response.cost_usd,
                 finish: response.finish.clone(),

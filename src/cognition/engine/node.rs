@@ -487,13 +487,14 @@ impl EngineDeps {
         (index, total): (usize, usize),
     ) -> Step {
         let domain = part.domain.clone();
+        let mut decided = serde_json::json!({"task_id": part.task_id, "domain": domain, "instruction": part.instruction, "by": by, "part": index + 1, "of": total, "context": known, "depth": part.depth, "parent_task_id": part.parent_task_id});
+        // A job's step names the job and the signal its answer goes back on.
+        if let Some(job) = &ctx.job {
+            decided["job"] = job.as_str().into();
+            decided["signal"] = ctx.carried.signal.as_deref().unwrap_or_default().into();
+        }
         let routed = self
-            .record(
-                part,
-                EventKind::RoutingDecided,
-                serde_json::json!({"task_id": part.task_id, "domain": domain, "instruction": part.instruction, "by": by, "part": index + 1, "of": total, "context": known, "depth": part.depth, "parent_task_id": part.parent_task_id}),
-                ctx.cause.as_ref(),
-            )
+            .record(part, EventKind::RoutingDecided, decided, ctx.cause.as_ref())
             .await;
         feedback(handle, "spawning", &format!("starting {domain}"), 0.1).await;
         let (fb_tx, mut fb_rx) = tokio::sync::mpsc::unbounded_channel();

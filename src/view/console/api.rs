@@ -18,6 +18,7 @@ use super::Shared;
 use crate::core::identity;
 use crate::jobs::{JobState, ops};
 use crate::spine::control::lifecycle::LifecycleClient;
+use crate::view::timeline::{TaskLog, TimelineError};
 use crate::workspace::display::shown;
 use crate::workspace::land::Reviewer;
 use crate::workspace::review::Decision;
@@ -41,6 +42,22 @@ fn required(what: &str, value: &str) -> Result<(), Failure> {
         return Err(refused(format!("{what} must not be empty")));
     }
     Ok(())
+}
+
+/// `GET /api/timeline/{task}`: the task's history, as `iron task show --json` prints it (any
+/// unique prefix of its id will do). Read from the log at each request.
+pub(super) async fn timeline(
+    State(shared): State<Arc<Shared>>,
+    Path(task): Path<String>,
+) -> Result<Json<Value>, Failure> {
+    let tasks = TaskLog::read(&shared.log, &shared.tenant)
+        .await
+        .map_err(unavailable)?;
+    match tasks.timeline(&task) {
+        Ok(t) => Ok(Json(serde_json::to_value(t).map_err(unavailable)?)),
+        Err(e @ TimelineError::NotFound(_)) => Err((StatusCode::NOT_FOUND, e.to_string())),
+        Err(e) => Err(refused(e)),
+    }
 }
 
 /// `GET /api/state`: sessions, tasks, questions, sources (from MEM), jobs (from their

@@ -274,6 +274,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/api/events", get(events::events))
         .route("/api/state", get(api::state))
         .route("/api/nodes", get(api::nodes))
+        .route("/api/timeline/{task}", get(api::timeline))
         .route("/api/jobs/{job}/{action}", post(api::job))
         .route("/api/tasks/{task}/{action}", post(api::operator))
         .route("/api/hunks/{hunk}/{action}", post(api::hunk))

@@ -1,0 +1,32 @@
+//! Text shortened for a person to read: a log line, a console cell, a recorded excerpt.
+
+/// The first `max` characters of `text`, with `…` when anything was cut.
+pub fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
+/// `text` on one line (every run of whitespace one space), clipped to `max` characters.
+pub fn one_line(text: &str, max: usize) -> String {
+    clip(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clips_on_characters_and_marks_the_cut() {
+        assert_eq!(clip("héllo", 2), "hé…");
+        assert_eq!(clip("héllo", 5), "héllo");
+        assert_eq!(clip("", 3), "");
+    }
+
+    #[test]
+    fn one_line_folds_whitespace_before_clipping() {
+        assert_eq!(one_line("  a\n\n b\tc ", 10), "a b c");
+        assert_eq!(one_line("a\nbcdef", 3), "a b…");
+    }
+}

@@ -1,0 +1,800 @@
+//! One task's history read back from the log: what the engine decided, what the expert was
+//! given at wake, each model call, each tool call and gate decision, questions and answers,
+//! corrections, deliveries, hunks and effects, how it ended, and the tasks it delegated, as a
+//! tree. `iron task show` prints it and the console serves it; both read the same [`TaskLog`].
+//!
+//! An event belongs to the task its payload names (`task_id`, or `task` for tool events), else
+//! to the task whose namespace it is written in (`tasks/<id>`). A part or a delegation names
+//! its parent in its `routing_decided` (`parent_task_id`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::overview::fold_mem;
+use crate::core::durable::{DurableError, EventLog};
+use crate::core::envelope::Envelope;
+use crate::core::event_kind::EventKind;
+use crate::core::text::{clip, one_line};
+use crate::protocol::payload::{ReplyDelivered, TaskDelegated, TaskJudged, TaskRejected};
+use crate::protocol::tool::{ToolOutcome, ToolRecord};
+
+/// Longest excerpt of a text (an answer, an instruction) in a step's one line.
+const EXCERPT: usize = 160;
+/// Deepest delegation tree shown (a guard against a parent loop in a forged log).
+const MAX_DEPTH: usize = 16;
+
+/// Why no timeline could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum TimelineError {
+    /// The log could not be read.
+    #[error("reading the log: {0}")]
+    Read(#[from] DurableError),
+    /// No task has this id or starts with it.
+    #[error("no task {0:?} on the log (iron task list shows the tasks)")]
+    NotFound(String),
+    /// Several tasks start with this prefix.
+    #[error("{prefix:?} names {} tasks ({}): give more of the id", .candidates.len(), .candidates.join(", "))]
+    Ambiguous {
+        /// What was given.
+        prefix: String,
+        /// Up to five of the tasks it matches.
+        candidates: Vec<String>,
+    },
+}
+
+/// One thing that happened in a task.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// When (ms since the epoch).
+    pub ts: u64,
+    /// Who wrote it (`engine`, the expert's `mesh/role`, a memory worker, an operator).
+    pub actor: String,
+    /// The event's kind.
+    pub kind: String,
+    /// What it was, in a word (`routed`, `model`, `tool`, `denied`, `delivered`, …).
+    pub label: &'static str,
+    /// What happened, in one line.
+    pub summary: String,
+    /// The event.
+    pub event_id: String,
+    /// The event that caused it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    /// The event's payload as recorded.
+    pub payload: Value,
+}
+
+/// A task's history: its steps in log order, and the tasks it delegated, each with its own.
+#[derive(Debug, Clone, Serialize)]
+pub struct Timeline {
+    /// The task.
+    pub task_id: String,
+    /// The expert it was routed to (`mesh/role`); empty when it never was.
+    pub domain: String,
+    /// What it was asked.
+    pub instruction: String,
+    /// The task it is a part or a delegation of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// The durable job whose step it is, and the signal its answer went back on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<(String, String)>,
+    /// How it ended (`succeeded`, `aborted`, `rejected`, …), `running` while nothing says.
+    pub status: String,
+    /// Its first event (ms since the epoch).
+    pub started_ms: u64,
+    /// Its last event.
+    pub last_ms: u64,
+    /// Model calls, tokens and cost, as the expert last reported them.
+    pub spend: Spend,
+    /// What happened, in order.
+    pub steps: Vec<Step>,
+    /// The tasks it delegated (parts of a plan, an expert's delegations), oldest first.
+    pub parts: Vec<Timeline>,
+}
+
+/// What a task spent.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Spend {
+    /// Model calls made.
+    pub model_calls: u64,
+    /// Tokens in.
+    pub input_tokens: u64,
+    /// Tokens out.
+    pub output_tokens: u64,
+    /// US dollars, when priced.
+    pub cost_usd: f64,
+}
+
+/// Every task's events, read once from the log.
+#[derive(Debug, Default)]
+pub struct TaskLog {
+    events: BTreeMap<String, Vec<Envelope>>,
+    parent: BTreeMap<String, String>,
+}
+
+/// The task an event belongs to, if any.
+fn task_of(e: &Envelope) -> Option<String> {
+    let named = ["task_id", "task"]
+        .iter()
+        .filter_map(|k| e.payload.get(*k).and_then(Value::as_str))
+        .find(|t| !t.is_empty());
+    match named {
+        Some(t) => Some(t.to_string()),
+        None if e.namespace.first().map(String::as_str) == Some("tasks") => {
+            e.namespace.get(1).cloned()
+        }
+        None => None,
+    }
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A number field, 0 when absent.
+fn number(v: &Value, key: &str) -> f64 {
+    v.get(key).and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+impl Spend {
+    fn add(&mut self, other: &Spend) {
+        self.model_calls += other.model_calls;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost_usd += other.cost_usd;
+    }
+}
+
+impl TaskLog {
+    /// Reads `tenant`'s events from the log.
+    pub async fn read<L: EventLog>(log: &L, tenant: &str) -> Result<Self, DurableError> {
+        let mut tasks = Self::default();
+        fold_mem(log, &format!("mem.{tenant}.>"), 1, |e, _| tasks.absorb(e)).await?;
+        Ok(tasks)
+    }
+
+    /// Adds one event.
+    pub fn absorb(&mut self, e: &Envelope) {
+        let Some(task) = task_of(e) else { return };
+        if e.kind == EventKind::RoutingDecided {
+            let parent = str_of(&e.payload, "parent_task_id");
+            if !parent.is_empty() && parent != task {
+                self.parent.insert(task.clone(), parent.to_string());
+            }
+        }
+        self.events.entry(task).or_default().push(e.clone());
+    }
+
+    /// The task `id`, or the one task whose id starts with it.
+    pub fn resolve(&self, id: &str) -> Result<String, TimelineError> {
+        if id.is_empty() {
+            return Err(TimelineError::NotFound(String::new()));
+        }
+        if self.events.contains_key(id) {
+            return Ok(id.to_string());
+        }
+        let matching: Vec<&String> = self
+            .events
+            .range(id.to_string()..)
+            .map(|(k, _)| k)
+            .take_while(|k| k.starts_with(id))
+            .collect();
+        match matching.as_slice() {
+            [one] => Ok((*one).clone()),
+            [] => Err(TimelineError::NotFound(id.to_string())),
+            many => Err(TimelineError::Ambiguous {
+                prefix: id.to_string(),
+                candidates: many.iter().take(5).map(|k| k.to_string()).collect(),
+            }),
+        }
+    }
+
+    /// The timeline of `id` (or the task it is a unique prefix of), with its delegations.
+    pub fn timeline(&self, id: &str) -> Result<Timeline, TimelineError> {
+        let id = self.resolve(id)?;
+        let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (child, parent) in &self.parent {
+            children.entry(parent).or_default().push(child);
+        }
+        let mut seen = BTreeSet::new();
+        Ok(self.build(&id, &children, &mut seen, 0))
+    }
+
+    fn build<'a>(
+        &'a self,
+        id: &'a str,
+        children: &BTreeMap<&str, Vec<&'a str>>,
+        seen: &mut BTreeSet<&'a str>,
+        depth: usize,
+    ) -> Timeline {
+        seen.insert(id);
+        let mut timeline = self.head(id);
+        if depth < MAX_DEPTH {
+            for child in children.get(id).into_iter().flatten() {
+                if !seen.contains(child) {
+                    timeline
+                        .parts
+                        .push(self.build(child, children, seen, depth + 1));
+                }
+            }
+        }
+        timeline.parts.sort_by_key(|p| p.started_ms);
+        timeline
+    }
+
+    /// The task's own history, without its parts.
+    fn head(&self, id: &str) -> Timeline {
+        let events = self.events.get(id).map(Vec::as_slice).unwrap_or_default();
+        let mut t = Timeline {
+            task_id: id.to_string(),
+            domain: String::new(),
+            instruction: String::new(),
+            parent: self.parent.get(id).cloned(),
+            job: None,
+            status: "running".into(),
+            started_ms: events.iter().map(|e| e.ts).min().unwrap_or(0),
+            last_ms: events.iter().map(|e| e.ts).max().unwrap_or(0),
+            spend: Spend::default(),
+            steps: Vec::with_capacity(events.len()),
+            parts: Vec::new(),
+        };
+        for e in events {
+            let p = &e.payload;
+            match &e.kind {
+                EventKind::RoutingDecided => {
+                    t.domain = str_of(p, "domain").to_string();
+                    t.instruction = str_of(p, "instruction").to_string();
+                    let job = str_of(p, "job");
+                    if !job.is_empty() {
+                        t.job = Some((job.to_string(), str_of(p, "signal").to_string()));
+                    }
+                }
+                EventKind::TaskDelegated => {
+                    if let Ok(d) = e.payload::<TaskDelegated>() {
+                        t.domain = d.domain;
+                        t.status = d.status;
+                    }
+                }
+                EventKind::TaskRejected => t.status = "rejected".into(),
+                // The calls counted as they come; the expert's own total, once it reports
+                // one, wins (it counts what a resumed run spent before).
+                EventKind::ModelCalled if str_of(p, "event") != "model_failed" => {
+                    let usage = p.get("usage").unwrap_or(&Value::Null);
+                    t.spend.add(&Spend {
+                        model_calls: 1,
+                        input_tokens: number(usage, "input_tokens") as u64,
+                        output_tokens: number(usage, "output_tokens") as u64,
+                        cost_usd: number(p, "cost_usd"),
+                    });
+                }
+                EventKind::ExpertFinished => {
+                    let spend = p.get("spend").unwrap_or(&Value::Null);
+                    t.spend = Spend {
+                        model_calls: number(spend, "model_calls") as u64,
+                        input_tokens: number(spend, "input_tokens") as u64,
+                        output_tokens: number(spend, "output_tokens") as u64,
+                        cost_usd: number(spend, "cost_usd"),
+                    };
+                }
+                _ => {}
+            }
+            let (label, summary) = describe(e);
+            t.steps.push(Step {
+                ts: e.ts,
+                actor: e.actor.clone(),
+                kind: e.kind.as_str().to_string(),
+                label,
+                summary,
+                event_id: e.event_id.to_string(),
+                cause: e.cause.as_ref().map(ToString::to_string),
+                payload: e.payload.clone(),
+            });
+        }
+        t
+    }
+
+    /// Every task that is not a part of another, newest first, without their steps.
+    pub fn roots(&self) -> Vec<Timeline> {
+        let mut roots: Vec<Timeline> = self
+            .events
+            .keys()
+            .filter(|id| !self.parent.contains_key(*id))
+            .map(|id| {
+                let mut t = self.head(id);
+                t.steps.clear();
+                t
+            })
+            // Events that name a task no routing ever made (a stray fact) are not tasks.
+            .filter(|t| !t.domain.is_empty() || t.status == "rejected")
+            .collect();
+        roots.sort_by_key(|t| std::cmp::Reverse(t.started_ms));
+        roots
+    }
+}
+
+/// A step's label and one line, read from its payload. A payload that does not have its
+/// kind's shape is shown as such, never skipped.
+fn describe(e: &Envelope) -> (&'static str, String) {
+    let p = &e.payload;
+    let excerpt = |key: &str| one_line(str_of(p, key), EXCERPT);
+    match &e.kind {
+        EventKind::RoutingDecided => {
+            let by = p.get("by").map(|b| str_of(b, "method")).unwrap_or("");
+            let of = p.get("of").and_then(Value::as_u64).unwrap_or(1);
+            let part = match of {
+                0 | 1 => String::new(),
+                _ => format!(
+                    "; part {} of {of}",
+                    p.get("part").and_then(Value::as_u64).unwrap_or(1)
+                ),
+            };
+            let ctx = p.get("context").unwrap_or(&Value::Null);
+            let count = |k: &str| ctx.get(k).and_then(Value::as_u64).unwrap_or(0);
+            (
+                "routed",
+                format!(
+                    "to {} ({by}{part}); memory of the conversation: {} facts, {} turns",
+                    str_of(p, "domain"),
+                    count("facts"),
+                    count("turns"),
+                ),
+            )
+        }
+        EventKind::TaskRejected => match e.payload::<TaskRejected>() {
+            Ok(r) => ("rejected", format!("{}: {}", r.code, r.reason)),
+            Err(why) => ("rejected", format!("(unreadable: {why})")),
+        },
+        EventKind::PerceptionRead => {
+            let sources: Vec<String> = p
+                .get("sources")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|s| {
+                    let items = s.get("items").and_then(Value::as_u64).unwrap_or(0);
+                    match str_of(s, "status") {
+                        "read" => format!("{} ({items} items)", str_of(s, "source")),
+                        other => format!("{} ({other})", str_of(s, "source")),
+                    }
+                })
+                .collect();
+            ("perceived", sources.join(", "))
+        }
+        EventKind::MemoryInjected => {
+            let items = p.get("items").and_then(Value::as_array).map_or(0, Vec::len);
+            let prefixes: Vec<&str> = p
+                .get("prefixes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            (
+                "memory",
+                format!("{items} recalled events from {}", prefixes.join(", ")),
+            )
+        }
+        EventKind::ModelCalled if str_of(p, "event") == "model_failed" => (
+            "model",
+            format!(
+                "call {} failed ({}): {}",
+                p.get("iteration").and_then(Value::as_u64).unwrap_or(0),
+                str_of(p, "code"),
+                excerpt("message")
+            ),
+        ),
+        EventKind::ModelCalled => {
+            let usage = p.get("usage").unwrap_or(&Value::Null);
+            let tokens = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+            let cost = p
+                .get("cost_usd")
+                .and_then(Value::as_f64)
+                .map(|c| format!(", ${c:.4}"))
+                .unwrap_or_default();
+            let prompt = match p.get("prompt") {
+                Some(prompt) => format!(
+                    "; asked {} messages, {} chars",
+                    prompt.get("messages").and_then(Value::as_u64).unwrap_or(0),
+                    prompt.get("chars").and_then(Value::as_u64).unwrap_or(0)
+                ),
+                None => String::new(),
+            };
+            let calls: Vec<&str> = p
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let answer = if calls.is_empty() {
+                format!("answered \"{}\"", excerpt("text"))
+            } else {
+                format!("asked for {}", calls.join(", "))
+            };
+            (
+                "model",
+                format!(
+                    "call {} to {}/{}{prompt}: {answer} ({} ms, {}+{} tokens{cost})",
+                    p.get("iteration").and_then(Value::as_u64).unwrap_or(0),
+                    str_of(p, "backend"),
+                    str_of(p, "model"),
+                    p.get("latency_ms").and_then(Value::as_u64).unwrap_or(0),
+                    tokens("input_tokens"),
+                    tokens("output_tokens"),
+                ),
+            )
+        }
+        EventKind::ToolCall | EventKind::ToolResult | EventKind::GateDenied => {
+            match e.payload::<ToolRecord>() {
+                Ok(r) => tool_line(&r),
+                Err(why) => ("tool", format!("(unreadable: {why})")),
+            }
+        }
+        EventKind::QuestionAsked => (
+            "asked",
+            format!("{}: \"{}\"", str_of(p, "question_id"), excerpt("question")),
+        ),
+        EventKind::AnswerReceived => (
+            "answered",
+            format!(
+                "{} by {}: \"{}\"",
+                str_of(p, "question_id"),
+                str_of(p, "operator_id"),
+                excerpt("answer")
+            ),
+        ),
+        EventKind::InterjectionRead => ("corrected", format!("\"{}\"", excerpt("text"))),
+        EventKind::OperatorRefused => ("refused", excerpt("reason")),
+        EventKind::ReplyDelivered => match e.payload::<ReplyDelivered>() {
+            Ok(r) if r.delivered => (
+                "delivered",
+                format!(
+                    "to {}: \"{}\"",
+                    r.channel.as_deref().unwrap_or("the asker"),
+                    one_line(&r.text, EXCERPT)
+                ),
+            ),
+            Ok(r) => (
+                "delivered",
+                format!(
+                    "NOT delivered to {}: {}",
+                    r.channel.as_deref().unwrap_or("the asker"),
+                    r.reason.as_deref().unwrap_or("no reason given")
+                ),
+            ),
+            Err(why) => ("delivered", format!("(unreadable: {why})")),
+        },
+        EventKind::ExpertFinished => {
+            let spend = p.get("spend").unwrap_or(&Value::Null);
+            let n = |k: &str| spend.get(k).and_then(Value::as_u64).unwrap_or(0);
+            (
+                "finished",
+                format!(
+                    "{}: {} model calls, {}+{} tokens, ${:.4}",
+                    str_of(p, "status"),
+                    n("model_calls"),
+                    n("input_tokens"),
+                    n("output_tokens"),
+                    spend.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0)
+                ),
+            )
+        }
+        EventKind::TaskDelegated => match e.payload::<TaskDelegated>() {
+            Ok(d) => {
+                let secs = d.spent.get("secs").and_then(Value::as_f64).unwrap_or(0.0);
+                let error = if d.error.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", d.error)
+                };
+                (
+                    "ran",
+                    format!("{} {} in {secs:.2} s{error}", d.expert, d.status),
+                )
+            }
+            Err(why) => ("ran", format!("(unreadable: {why})")),
+        },
+        EventKind::TaskJudged => match e.payload::<TaskJudged>() {
+            Ok(j) if j.answered => (
+                "judged",
+                format!(
+                    "answered{}",
+                    j.method.map(|m| format!(" ({m})")).unwrap_or_default()
+                ),
+            ),
+            Ok(j) => (
+                "judged",
+                format!(
+                    "not answered: {}",
+                    j.reason.as_deref().unwrap_or("no reason given")
+                ),
+            ),
+            Err(why) => ("judged", format!("(unreadable: {why})")),
+        },
+        EventKind::HunkProposed => ("hunk", format!("proposed {}", excerpt("hunk"))),
+        EventKind::HunkDecided => (
+            "hunk",
+            format!(
+                "{} {} by {}",
+                str_of(p, "hunk"),
+                str_of(p, "decision"),
+                str_of(p, "operator_id")
+            ),
+        ),
+        EventKind::HunkApplied => ("hunk", format!("{} applied", str_of(p, "hunk"))),
+        EventKind::ChangeUnreviewable => ("hunk", format!("unreviewable: {}", excerpt("reason"))),
+        EventKind::EffectIntent => ("effect", format!("intends to {}", excerpt("what"))),
+        EventKind::EffectConfirmed => ("effect", format!("confirmed {}", excerpt("what"))),
+        EventKind::VerifyFinished => (
+            "verified",
+            format!(
+                "{} {}",
+                str_of(p, "command"),
+                if p.get("ok").and_then(Value::as_bool) == Some(true) {
+                    "passed"
+                } else {
+                    "failed"
+                }
+            ),
+        ),
+        EventKind::FactLearned | EventKind::LessonLearned => ("learned", excerpt("statement")),
+        other => ("event", other.as_str().to_string()),
+    }
+}
+
+/// A tool event's line: the call with its arguments, the result, or the refusal.
+fn tool_line(r: &ToolRecord) -> (&'static str, String) {
+    let arguments = clip(&r.arguments.to_string(), EXCERPT);
+    match &r.outcome {
+        ToolOutcome::Admitted { effect } => (
+            "tool",
+            format!("{} {arguments} (effect {})", r.tool, effect.as_str()),
+        ),
+        ToolOutcome::Answered { is_error, result } => (
+            "result",
+            format!(
+                "{} {}: {}",
+                r.tool,
+                if *is_error {
+                    "reported an error"
+                } else {
+                    "answered"
+                },
+                one_line(&result.to_string(), EXCERPT)
+            ),
+        ),
+        ToolOutcome::Failed {
+            error_kind,
+            message,
+        } => (
+            "result",
+            format!(
+                "{} failed ({error_kind}): {}",
+                r.tool,
+                one_line(message, EXCERPT)
+            ),
+        ),
+        ToolOutcome::Denied { message, .. } => ("denied", format!("{}: {message}", r.tool)),
+    }
+}
+
+/// `ms` since the epoch as UTC, to the second.
+fn utc(ms: u64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms as i64)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_else(|| format!("{ms} ms"))
+}
+
+impl Timeline {
+    /// The timeline as a person reads it: a header, then one line per step (seconds since the
+    /// task's first event, who, what), each part indented under its parent.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        self.write_text(&mut out, "");
+        out
+    }
+
+    fn write_text(&self, out: &mut String, indent: &str) {
+        use std::fmt::Write;
+        let domain = if self.domain.is_empty() {
+            "(not routed)"
+        } else {
+            &self.domain
+        };
+        let _ = writeln!(
+            out,
+            "{indent}task {}  {domain}  {}",
+            self.task_id, self.status
+        );
+        let s = &self.spend;
+        let _ = writeln!(
+            out,
+            "{indent}  started {}, {:.2} s to its last event; {} model calls, {}+{} tokens, ${:.4}",
+            utc(self.started_ms),
+            self.last_ms.saturating_sub(self.started_ms) as f64 / 1000.0,
+            s.model_calls,
+            s.input_tokens,
+            s.output_tokens,
+            s.cost_usd,
+        );
+        if let Some(parent) = &self.parent {
+            let _ = writeln!(out, "{indent}  part of {parent}");
+        }
+        if let Some((job, signal)) = &self.job {
+            let _ = writeln!(
+                out,
+                "{indent}  step {signal} of job {job} (iron jobs show {job})"
+            );
+        }
+        if !self.instruction.is_empty() {
+            let _ = writeln!(
+                out,
+                "{indent}  asked: \"{}\"",
+                one_line(&self.instruction, EXCERPT * 2)
+            );
+        }
+        let actor_width = self.steps.iter().map(|s| s.actor.len()).max().unwrap_or(0);
+        for step in &self.steps {
+            let _ = writeln!(
+                out,
+                "{indent}  {:>+9.3} s  {:actor_width$}  {:9}  {}",
+                step.ts.saturating_sub(self.started_ms) as f64 / 1000.0,
+                step.actor,
+                step.label,
+                step.summary,
+            );
+        }
+        for part in &self.parts {
+            let _ = writeln!(out);
+            part.write_text(out, &format!("{indent}    "));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(task: &str, actor: &str, kind: EventKind, payload: Value) -> Envelope {
+        Envelope::new("t", ["tasks", task], actor, kind, payload)
+    }
+
+    fn routed(task: &str, domain: &str, parent: &str) -> Envelope {
+        event(
+            task,
+            "engine",
+            EventKind::RoutingDecided,
+            json!({"task_id": task, "domain": domain, "instruction": "check\nthe bridge",
+                   "by": {"method": "given"}, "part": 1, "of": 1, "parent_task_id": parent,
+                   "context": {"facts": 2, "turns": 1}}),
+        )
+    }
+
+    /// A task that delegated one part, the part denied a tool, and a stray fact.
+    fn log() -> TaskLog {
+        let mut tasks = TaskLog::default();
+        for e in [
+            routed("abc1", "news/desk", ""),
+            event(
+                "abc1",
+                "news/desk",
+                EventKind::ModelCalled,
+                json!({"event": "model_called", "iteration": 1, "backend": "b", "model": "m",
+                       "prompt": {"messages": 2, "chars": 900}, "tool_calls": ["delegate"],
+                       "usage": {"input_tokens": 10, "output_tokens": 4}, "cost_usd": 0.01,
+                       "latency_ms": 20}),
+            ),
+            routed("abc1-x", "news/checker", "abc1"),
+            Envelope::new(
+                "t",
+                ["tools", "news"],
+                "news/checker",
+                EventKind::GateDenied,
+                json!({"task": "abc1-x", "tool": "files/write", "arguments": {"path": "/etc"},
+                       "outcome": {"status": "denied", "gate": "clearance", "gate_number": 1,
+                                   "message": "outside the roots",
+                                   "denial": {"gate": "clearance", "tool": "files/write",
+                                              "reason": "not_granted"}}}),
+            ),
+            event(
+                "abc1-x",
+                "engine",
+                EventKind::TaskJudged,
+                json!({"task_id": "abc1-x", "domain": "news/checker", "answered": false,
+                       "reason": "no answer"}),
+            ),
+            event(
+                "abc1",
+                "engine",
+                EventKind::TaskDelegated,
+                json!({"task_id": "abc1", "domain": "news/desk", "expert": "/iron/x",
+                       "status": "succeeded", "error": "", "spent": {"secs": 1.5},
+                       "budget": {}}),
+            ),
+            event(
+                "abc1",
+                "engine",
+                EventKind::TaskJudged,
+                json!({"task_id": "abc1"}),
+            ),
+            routed("abd2", "news/desk", ""),
+            Envelope::new(
+                "t",
+                ["facts", "news"],
+                "memory/extractor",
+                EventKind::FactLearned,
+                json!({"task_id": "zzz", "statement": "stray"}),
+            ),
+        ] {
+            tasks.absorb(&e);
+        }
+        tasks
+    }
+
+    #[test]
+    fn a_task_and_what_it_delegated_form_one_tree_in_log_order() {
+        let t = log().timeline("abc1").unwrap();
+        assert_eq!(
+            (t.domain.as_str(), t.status.as_str()),
+            ("news/desk", "succeeded")
+        );
+        let labels: Vec<&str> = t.steps.iter().map(|s| s.label).collect();
+        assert_eq!(labels, ["routed", "model", "ran", "judged"]);
+        assert_eq!(
+            t.steps[1].summary,
+            "call 1 to b/m; asked 2 messages, 900 chars: asked for delegate (20 ms, 10+4 tokens, $0.0100)"
+        );
+        // A payload without its kind's shape is shown as such, not dropped.
+        assert!(
+            t.steps[3].summary.starts_with("(unreadable: "),
+            "{:?}",
+            t.steps[3]
+        );
+        // The part, found by its parent, with the refusal written in another namespace.
+        assert_eq!(t.parts.len(), 1);
+        let part = &t.parts[0];
+        assert_eq!(part.parent.as_deref(), Some("abc1"));
+        assert_eq!(part.steps[1].label, "denied");
+        assert_eq!(part.steps[1].summary, "files/write: outside the roots");
+        assert_eq!(part.steps[2].summary, "not answered: no answer");
+        let text = t.to_text();
+        assert!(text.contains("asked: \"check the bridge\""), "{text}");
+        assert!(
+            text.contains("\n\n    task abc1-x  news/checker  running"),
+            "{text}"
+        );
+        assert!(
+            text.contains("1 model calls, 10+4 tokens, $0.0100"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_prefix_names_one_task_or_says_which_it_could_be() {
+        let tasks = log();
+        assert_eq!(tasks.resolve("abc1-").unwrap(), "abc1-x");
+        assert_eq!(tasks.resolve("abc1").unwrap(), "abc1", "an exact id wins");
+        match tasks.resolve("ab") {
+            Err(TimelineError::Ambiguous { candidates, .. }) => {
+                assert_eq!(candidates, ["abc1", "abc1-x", "abd2"])
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            tasks.resolve("q"),
+            Err(TimelineError::NotFound(_))
+        ));
+        assert!(matches!(tasks.resolve(""), Err(TimelineError::NotFound(_))));
+    }
+
+    #[test]
+    fn the_list_holds_tasks_not_parts_nor_strays_newest_first() {
+        let roots: Vec<String> = log().roots().into_iter().map(|t| t.task_id).collect();
+        assert_eq!(roots.len(), 2);
+        assert!(roots.contains(&"abc1".to_string()) && roots.contains(&"abd2".to_string()));
+    }
+}

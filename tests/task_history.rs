@@ -1,0 +1,101 @@
+//! `iron task list` and `iron task show` on the tasks the README's first command makes: the
+//! newsroom's monitor, analyst, editor and publisher, each read back from the log as a
+//! timeline (text for a person, JSON for tools) while `iron up` runs.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{eventually, project::Project};
+
+const T: Duration = Duration::from_secs(90);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_show_tells_what_each_newsroom_task_did() {
+    let p = Project::offline().sample_feeds();
+    let mut up = p.up(&Project::shipped_launch_list(), &[]);
+    eventually("the four experts judged", T, || async {
+        (p.events("task_judged").await.len() >= 4 && !p.outbox().is_empty()).then_some(())
+    })
+    .await;
+
+    let list = p.iron_ok(&["task", "list"]);
+    let id_of = |role: &str| -> String {
+        let line = list
+            .lines()
+            .find(|l| l.contains(&format!(" newsroom/{role} ")))
+            .unwrap_or_else(|| panic!("no {role} task in:\n{list}"));
+        assert!(line.contains(" succeeded "), "{line}");
+        line.split_whitespace().next().unwrap().to_string()
+    };
+    let only_analyst = p.iron_ok(&["task", "list", "--domain", "newsroom/analyst"]);
+    assert_eq!(only_analyst.lines().count(), 1, "{only_analyst}");
+
+    for role in ["monitor", "analyst", "editor", "publisher"] {
+        let id = id_of(role);
+        // Any unique prefix names the task.
+        let text = p.iron_ok(&["task", "show", &id[..10]]);
+        assert!(
+            text.starts_with(&format!("task {id}  newsroom/{role}  succeeded")),
+            "{text}"
+        );
+        assert!(
+            text.contains("step ") && text.contains(" of job t-"),
+            "{text}"
+        );
+        for label in ["routed", "model", "finished", "ran", "judged"] {
+            assert!(
+                text.lines()
+                    .any(|l| l.split_whitespace().nth(3) == Some(label)),
+                "no {label} step for the {role}:\n{text}"
+            );
+        }
+        let json: Value = serde_json::from_str(&p.iron_ok(&["task", "show", &id, "--json"]))
+            .unwrap_or_else(|e| panic!("--json is JSON: {e}"));
+        assert_eq!(json["task_id"], id.as_str());
+        assert_eq!(json["domain"], format!("newsroom/{role}"));
+        let steps = json["steps"].as_array().unwrap();
+        let kinds: Vec<&str> = steps.iter().map(|s| s["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds.first(), Some(&"routing_decided"), "{kinds:?}");
+        assert_eq!(kinds.last(), Some(&"task_judged"), "{kinds:?}");
+        let ts: Vec<u64> = steps.iter().map(|s| s["ts"].as_u64().unwrap()).collect();
+        assert!(ts.windows(2).all(|w| w[0] <= w[1]), "in order: {ts:?}");
+        // Each model call says how much it was asked.
+        let call = steps.iter().find(|s| s["kind"] == "model_called").unwrap();
+        assert!(
+            call["payload"]["prompt"]["messages"].as_u64().unwrap() >= 2,
+            "{call:#}"
+        );
+        assert!(
+            call["payload"]["prompt"]["chars"].as_u64().unwrap() > 100,
+            "{call:#}"
+        );
+        assert!(
+            json["spend"]["model_calls"].as_u64().unwrap() >= 1,
+            "{json:#}"
+        );
+        match role {
+            "monitor" => assert!(
+                text.contains("perceived") && text.contains("news_wires ("),
+                "the monitor read its sources:\n{text}"
+            ),
+            "publisher" => assert!(
+                text.contains("delivered") && text.contains("to bulletins: \"[b-"),
+                "the publisher's delivery:\n{text}"
+            ),
+            _ => {}
+        }
+    }
+
+    // A person's mistakes are refused with what to do.
+    let unknown = p.iron(&["task", "show", "no-such-task"]);
+    assert!(!unknown.status.success());
+    let why = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        why.contains("no task \"no-such-task\"") && why.contains("iron task list"),
+        "{why}"
+    );
+    up.signal(libc::SIGINT);
+    up.wait_exit(T).expect("iron up stops on SIGINT");
+}
