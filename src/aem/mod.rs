@@ -21,6 +21,7 @@ mod positions;
 mod raw;
 pub mod roots;
 mod rules;
+pub mod scaffold;
 mod servers;
 mod skill;
 pub mod transfer;

@@ -188,6 +188,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         }) => super::memory::save(&source, &scope, &title, kind.as_deref(), &user, timeout).await,
         Command::Memory(MemoryCommand::Status) => super::recall::status().await,
         Command::Catalog(command) => super::catalog::run(command, timeout).await,
+        Command::New(command) => super::new::run(command),
         Command::Tools(command) => super::tools::run(command, timeout).await,
         Command::Node(NodeCommand::List) => {
             let (control, node) = connect(&cli.router, timeout).await?;

@@ -21,6 +21,7 @@ mod logs;
 mod memory;
 mod models;
 mod msp;
+mod new;
 pub mod node;
 mod operator;
 mod operators;
@@ -71,6 +72,8 @@ pub enum CliError {
     ModelLoad(#[from] crate::llm::local::LoadError),
     #[error(transparent)]
     Timeline(#[from] crate::view::timeline::TimelineError),
+    #[error(transparent)]
+    Scaffold(#[from] crate::aem::scaffold::ScaffoldError),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -161,6 +164,9 @@ pub enum Command {
     /// Compile or check the agent folders (aem/) into catalog.json and tool_manifest.json.
     #[command(subcommand)]
     Catalog(CatalogCommand),
+    /// Start a new mesh or expert: folders that compile at once, each field commented.
+    #[command(subcommand)]
+    New(NewCommand),
     /// MCP tool servers.
     #[command(subcommand)]
     Tools(ToolsCommand),
@@ -367,6 +373,29 @@ pub enum ToolsCommand {
         /// ~/.cache/iron/tools]; experts find it the same way.
         #[arg(long, value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NewCommand {
+    /// A new mesh: aem/NAME/AEM.md and its first expert, NAME/assistant (SKILL.md,
+    /// capabilities.md, a sample flow and its test). It compiles as written, and answers
+    /// `iron task send --domain NAME/assistant` on the offline backend.
+    Mesh {
+        /// The mesh's name (lower case: a letter, then letters, digits, `_` or `-`).
+        name: String,
+        /// The agent folders.
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
+    },
+    /// A new expert in an existing mesh: aem/MESH/skills/ROLE/ with SKILL.md, capabilities.md,
+    /// a sample flow (flows/answer.py) and its test (tests/test_answer.py).
+    Expert {
+        /// `<mesh>/<role>`.
+        expert: String,
+        /// The agent folders.
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
     },
 }
 

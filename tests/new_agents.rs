@@ -1,0 +1,111 @@
+//! `iron new mesh` and `iron new expert` as a person uses them in a fresh project: the folders
+//! compile at once, the sample flow's own test passes with plain Python, and under `iron up`
+//! the new expert answers a task on the offline backend and its sample flow runs to the end
+//! through a runner of the new mesh, both read back with `iron task show`.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{eventually, project::Project};
+
+const T: Duration = Duration::from_secs(90);
+
+const LAUNCH: &str = "nodes:
+  - {name: engine, namespace: /iron, executable: engine_node, autostart: true}
+  - {name: gateway, namespace: /iron/jobs, executable: jobs_gateway, autostart: true}
+  - {name: runner, namespace: /iron/jobs/desk, executable: jobs_runner, args: [--mesh, desk], autostart: true}
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_mesh_and_expert_compile_answer_and_run_their_flow() {
+    let p = Project::offline();
+    let made = p.iron_ok_inside(&["new", "mesh", "desk"]);
+    assert!(
+        made.contains("aem/desk/skills/assistant/flows/answer.py"),
+        "{made}"
+    );
+    assert!(
+        made.contains("jobs_runner"),
+        "it says how its flows are run:\n{made}"
+    );
+    p.iron_ok_inside(&["new", "expert", "desk/fact_checker"]);
+    let check = p.iron_ok_inside(&["catalog", "check"]);
+    assert!(check.contains("1 mesh(es), 2 expert(s)"), "{check}");
+    // The fields are explained where they are written.
+    let skill = std::fs::read_to_string(p.path("aem/desk/skills/fact_checker/SKILL.md")).unwrap();
+    for field in ["name:", "memory:", "  - kind:"] {
+        let line = skill.lines().find(|l| l.starts_with(field)).unwrap();
+        assert!(line.contains(" # "), "{line}");
+    }
+    // A second time, or a bad name, is refused and changes nothing.
+    let again = p.iron_inside(&["new", "expert", "desk/fact_checker"]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+    let bad = p.iron_inside(&["new", "mesh", "Desk Two"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not a valid mesh name"));
+
+    let test = std::process::Command::new(support::test_python())
+        .arg(p.path("aem/desk/skills/fact_checker/tests/test_answer.py"))
+        .output()
+        .unwrap();
+    assert!(test.status.success(), "the sample flow's test: {test:?}");
+    assert!(
+        String::from_utf8_lossy(&test.stderr).contains("Ran 2 tests"),
+        "{test:?}"
+    );
+
+    let up = p.up_inside(LAUNCH, &[]);
+    up.wait_for("/iron/jobs/desk/runner: active", T);
+    up.wait_for("/iron/jobs/gateway: active", T);
+    let sent = p.iron_ok_inside(&[
+        "task",
+        "send",
+        "--domain",
+        "desk/fact_checker",
+        "--wait",
+        "60",
+        "what is on the desk today?",
+    ]);
+    let result: Value = serde_json::from_str(sent.lines().last().unwrap()).unwrap();
+    assert_eq!(result["goal_status"], "succeeded", "{sent}");
+    assert!(
+        !result["text"].as_str().unwrap().trim().is_empty(),
+        "{sent}"
+    );
+
+    let job = p.iron_ok_inside(&[
+        "jobs",
+        "start",
+        "desk/fact_checker/answer",
+        "--input",
+        r#"{"question": "what is on the desk today?"}"#,
+    ]);
+    let job = job.trim().to_string();
+    let diary = eventually("the sample flow done", T, || async {
+        let show = p.iron_ok_inside(&["jobs", "show", &job]);
+        show.contains(": done").then_some(show)
+    })
+    .await;
+    assert!(
+        diary.contains("\"answer\""),
+        "the flow returned the answer:\n{diary}"
+    );
+    // The task the flow asked for is on the log as a step of the job.
+    let list = p.iron_ok_inside(&["task", "list", "--domain", "desk"]);
+    assert_eq!(
+        list.lines().count(),
+        2,
+        "the sent task and the flow's:\n{list}"
+    );
+    let id = list
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let show = p.iron_ok_inside(&["task", "show", id]);
+    assert!(show.contains(&format!("of job {job}")), "{show}");
+}
