@@ -1,7 +1,8 @@
 //! `iron new mesh` and `iron new expert` as a person uses them in a fresh project: the folders
 //! compile at once, the sample flow's own test passes with plain Python, and under `iron up`
 //! the new expert answers a task on the offline backend and its sample flow runs to the end
-//! through a runner of the new mesh, both read back with `iron task show`.
+//! through a runner of the new mesh, both read back with `iron task show`; the task replays
+//! against its record, and a changed skill is named as where the replay diverges.
 
 mod support;
 
@@ -74,6 +75,31 @@ async fn a_new_mesh_and_expert_compile_answer_and_run_their_flow() {
         !result["text"].as_str().unwrap().trim().is_empty(),
         "{sent}"
     );
+
+    // The task replays against its record; once the skill's instructions change, the replay
+    // names the first model call and the words that changed, and exits 1.
+    let list = p.iron_ok_inside(&["task", "list"]);
+    let id = list.split_whitespace().next().unwrap().to_string();
+    let same = p.iron_ok_inside(&["task", "replay", &id]);
+    assert!(
+        same.contains("matches the record: 1 model call(s)"),
+        "{same}"
+    );
+    let skill = p.path("aem/desk/skills/fact_checker/SKILL.md");
+    let text = std::fs::read_to_string(&skill).unwrap();
+    std::fs::write(&skill, format!("{text}\nCheck every figure twice.\n")).unwrap();
+    let changed = p.iron_inside(&["task", "replay", &id]);
+    assert_eq!(changed.status.code(), Some(1), "{changed:?}");
+    let report = String::from_utf8_lossy(&changed.stdout);
+    assert!(
+        report.contains("DIVERGES at model call 1: the system prompt"),
+        "{report}"
+    );
+    assert!(
+        report.contains("now:") && report.contains("Check every figure twice."),
+        "{report}"
+    );
+    std::fs::write(&skill, text).unwrap();
 
     let job = p.iron_ok_inside(&[
         "jobs",

@@ -1,6 +1,7 @@
-//! `iron task list` and `iron task show` on the tasks the README's first command makes: the
-//! newsroom's monitor, analyst, editor and publisher, each read back from the log as a
-//! timeline (text for a person, JSON for tools) while `iron up` runs.
+//! `iron task list`, `iron task show` and `iron task replay` on the tasks the README's first
+//! command makes: the newsroom's monitor, analyst, editor and publisher, each read back from
+//! the log as a timeline (text for a person, JSON for tools) and replayed against its record
+//! while `iron up` runs.
 
 mod support;
 
@@ -44,7 +45,7 @@ async fn task_show_tells_what_each_newsroom_task_did() {
             text.contains("step ") && text.contains(" of job t-"),
             "{text}"
         );
-        for label in ["routed", "model", "finished", "ran", "judged"] {
+        for label in ["routed", "woke", "model", "finished", "ran", "judged"] {
             assert!(
                 text.lines()
                     .any(|l| l.split_whitespace().nth(3) == Some(label)),
@@ -75,6 +76,9 @@ async fn task_show_tells_what_each_newsroom_task_did() {
             json["spend"]["model_calls"].as_u64().unwrap() >= 1,
             "{json:#}"
         );
+        // Replayed now against its record, nothing changed: it matches.
+        let replay = p.iron_ok(&["task", "replay", &id[..10]]);
+        assert!(replay.contains("matches the record"), "{replay}");
         match role {
             "monitor" => assert!(
                 text.contains("perceived") && text.contains("news_wires ("),

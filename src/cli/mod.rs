@@ -74,6 +74,8 @@ pub enum CliError {
     Timeline(#[from] crate::view::timeline::TimelineError),
     #[error(transparent)]
     Scaffold(#[from] crate::aem::scaffold::ScaffoldError),
+    #[error(transparent)]
+    Replay(#[from] crate::cognition::replay::ReplayError),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -559,6 +561,20 @@ pub enum TaskCommand {
         /// The task (`iron task list` shows them).
         task: String,
         /// The timeline as JSON (every event's payload included), for tools.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-run a task's expert against its record: the recorded model answers and tool results
+    /// stand in for the model and the tools (nothing is sent, run or written), with the skill,
+    /// catalog and code as they are now. Prints the first step where the run now differs from
+    /// the record (a changed skill, tool grant or code) and exits 1, or says it matches.
+    Replay {
+        /// The task (any unique prefix of its id).
+        task: String,
+        /// The agent folders as they are now.
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
+        /// The report as JSON.
         #[arg(long)]
         json: bool,
     },

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::{CliError, TaskCommand, connect::connect, stop_on_signals};
+use crate::cognition::replay::{self, Record};
 use crate::{
     interfaces::{AolTask, AolTaskGoal},
     spine::{
@@ -70,6 +71,7 @@ pub(super) async fn run(
         }
         TaskCommand::List { last, domain } => list(last, domain.as_deref()).await,
         TaskCommand::Show { task, json } => show(&task, json).await,
+        TaskCommand::Replay { task, aem, json } => replay(&task, &aem, json).await,
     }
 }
 
@@ -108,6 +110,38 @@ async fn list(last: usize, domain: Option<&str>) -> Result<(), CliError> {
     }
     if roots.len() > last {
         eprintln!("({} more; --last N shows more)", roots.len() - last);
+    }
+    Ok(())
+}
+
+/// `iron task replay`: the task's expert run again against its record; exit 1 on a
+/// divergence.
+async fn replay(task: &str, aem: &std::path::Path, json: bool) -> Result<(), CliError> {
+    let tasks = task_log().await?;
+    let id = tasks.resolve(task)?;
+    let record = Record::read(&id, tasks.events(&id))?;
+    let catalog = crate::aem::compile(aem)?;
+    let replayed = replay::replay(&record, &catalog).await;
+    if json {
+        let text = serde_json::to_string_pretty(&replayed)
+            .map_err(|e| CliError::Failed(format!("writing the report: {e}")))?;
+        println!("{text}");
+    } else {
+        println!("replay of task {} ({})", replayed.task_id, replayed.expert);
+        match &replayed.divergence {
+            None => println!(
+                "  matches the record: {} model call(s) and {} tool call(s) as recorded, ended `{}`",
+                replayed.replayed_calls, replayed.tool_calls, replayed.status
+            ),
+            Some(d) => {
+                println!("  DIVERGES at {}: {}", d.step, d.what);
+                println!("    recorded: {}", d.recorded);
+                println!("    now:      {}", d.now);
+            }
+        }
+    }
+    if replayed.divergence.is_some() {
+        return Err(CliError::Exit(1));
     }
     Ok(())
 }

@@ -7,3 +7,4 @@ pub mod delivery;
 pub mod engine;
 pub mod expert;
 pub mod inbox;
+pub mod replay;

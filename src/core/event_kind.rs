@@ -85,6 +85,9 @@ event_kinds! {
     MemoryInjected => "memory_injected",
     /// An expert read its perception sources at wake (what each gave, or why not).
     PerceptionRead => "perception_read",
+    /// An expert began a task: its model, the task as its loop was given it (instruction,
+    /// memory and perception text) and the tools it offered, so the task can be replayed.
+    ExpertWoke => "expert_woke",
     /// A perception source's items changed: the new records and the ids it shows now.
     SourceChanged => "source_changed",
     /// A perception source's inputs changed health: one started failing, was cut at a size

@@ -296,6 +296,11 @@ impl TaskLog {
         t
     }
 
+    /// The events of the task `id` (as [`TaskLog::resolve`] names it), in log order.
+    pub fn events(&self, id: &str) -> &[Envelope] {
+        self.events.get(id).map(Vec::as_slice).unwrap_or_default()
+    }
+
     /// Every task that is not a part of another, newest first, without their steps.
     pub fn roots(&self) -> Vec<Timeline> {
         let mut roots: Vec<Timeline> = self
@@ -375,6 +380,36 @@ fn describe(e: &Envelope) -> (&'static str, String) {
             (
                 "memory",
                 format!("{items} recalled events from {}", prefixes.join(", ")),
+            )
+        }
+        EventKind::ExpertWoke => {
+            let input = p.get("input").unwrap_or(&Value::Null);
+            let chars = |k: &str| {
+                input
+                    .get(k)
+                    .and_then(Value::as_str)
+                    .map_or(0, |t| t.chars().count())
+            };
+            let tools: Vec<&str> = p
+                .get("tools")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t.get("name").and_then(Value::as_str))
+                .collect();
+            (
+                "woke",
+                format!(
+                    "on model {}; given {} chars of memory, {} of perception; offered {}",
+                    str_of(p, "model"),
+                    chars("memory"),
+                    chars("perception"),
+                    if tools.is_empty() {
+                        "no tools".to_string()
+                    } else {
+                        tools.join(", ")
+                    }
+                ),
             )
         }
         EventKind::ModelCalled if str_of(p, "event") == "model_failed" => (

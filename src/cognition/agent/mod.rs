@@ -11,11 +11,12 @@ mod run;
 pub use budget::{Budget, BudgetLimit, DEFAULT_MAX_ITERATIONS, Limits, Spend};
 pub use ports::{
     EventRecorder, InterjectionInbox, InterjectionSender, Interjections, LoopEvent, LoopEvents,
-    NoEvents, NoInterjections, NoTools, RecordError, ToolExecutor, ToolFailure,
-    interjection_channel,
+    MARKER_SHOWN, NoEvents, NoInterjections, NoTools, Prompt, RecordError, ToolExecutor,
+    ToolFailure, interjection_channel,
 };
 pub use prompt::{
-    CONTEXT_TAG, ExpertBrief, TOOL_OUTPUT_TAG, system_prompt, wrap_context, wrap_tool_output,
+    CONTEXT_TAG, ExpertBrief, TOOL_OUTPUT_TAG, system_prompt, unwrap_tool_output, wrap_context,
+    wrap_tool_output,
 };
 pub use run::{
     ASK_OPERATOR, AgentLoop, CORRECTION_PREFIX, PendingQuestion, TaskInput, TaskOutcome, TaskState,

@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -140,8 +140,10 @@ pub enum LoopEvent {
         backend: String,
         /// Model it used.
         model: String,
-        /// The size of what it was asked.
-        prompt: PromptSize,
+        /// What it was asked.
+        prompt: Prompt,
+        /// The tools it asked for, with their ids and arguments (`tool_calls` names them).
+        calls: Vec<ToolCall>,
         /// Tokens used.
         usage: Usage,
         /// Estimated cost, when priced.
@@ -213,19 +215,27 @@ pub enum LoopEvent {
     },
 }
 
-/// The size of a model request: its messages and their characters (text and tool-call
-/// arguments), so a reader of the log sees what a call cost before any tokens are counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct PromptSize {
+/// What one model request held: its size, and the messages it added to the conversation
+/// since the previous request (all of them for the first), so the conversation can be read
+/// back from the log call by call, and a task replayed against it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prompt {
     /// Messages in the conversation sent.
     pub messages: usize,
-    /// Characters in them.
+    /// Characters in them (text and tool-call arguments).
     pub chars: usize,
+    /// The messages that were not in the previous request, with the task's correction marker
+    /// written as [`MARKER_SHOWN`].
+    pub new: Vec<Message>,
 }
 
-impl PromptSize {
-    /// The size of `messages`.
-    pub fn of(messages: &[Message]) -> Self {
+/// How a task's correction marker (a secret of the running task) is written on the log.
+pub const MARKER_SHOWN: &str = "(marker)";
+
+impl Prompt {
+    /// The request `messages`, of which the first `known` were in the previous one; `marker`
+    /// is kept off the record.
+    pub fn of(messages: &[Message], known: usize, marker: &str) -> Self {
         let chars = messages
             .iter()
             .map(|m| {
@@ -239,10 +249,44 @@ impl PromptSize {
                 m.text().map_or(0, |t| t.chars().count()) + calls
             })
             .sum();
+        let new = messages
+            .get(known..)
+            .unwrap_or_default()
+            .iter()
+            .map(|m| hide_marker(m, marker))
+            .collect();
         Self {
             messages: messages.len(),
             chars,
+            new,
         }
+    }
+}
+
+/// `m` with `marker` written as [`MARKER_SHOWN`].
+fn hide_marker(m: &Message, marker: &str) -> Message {
+    let hide = |t: &str| t.replace(marker, MARKER_SHOWN);
+    match m {
+        Message::System { content } => Message::system(hide(content)),
+        Message::User { content } => Message::user(hide(content)),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => Message::Assistant {
+            content: content.as_deref().map(hide),
+            tool_calls: tool_calls.clone(),
+        },
+        Message::Tool {
+            call_id,
+            name,
+            content,
+            is_error,
+        } => Message::Tool {
+            call_id: call_id.clone(),
+            name: name.clone(),
+            content: hide(content),
+            is_error: *is_error,
+        },
     }
 }
 

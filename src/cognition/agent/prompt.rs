@@ -106,6 +106,19 @@ pub fn wrap_tool_output(tool: &str, call_id: &str, result: &Result<Value, ToolFa
     )
 }
 
+/// What [`wrap_tool_output`] wrapped: whether the call succeeded, and the body as the model
+/// read it. `None` when `content` is not such a block.
+pub fn unwrap_tool_output(content: &str) -> Option<(bool, String)> {
+    let (head, rest) = content.split_once('\n')?;
+    let (_notice, body) = rest.split_once('\n')?;
+    let body = body.strip_suffix(&format!("\n</{TOOL_OUTPUT_TAG}>"))?;
+    if !head.starts_with(&format!("<{TOOL_OUTPUT_TAG} ")) {
+        return None;
+    }
+    let ok = head.ends_with(" status=\"ok\">");
+    (ok || head.ends_with(" status=\"error\">")).then(|| (ok, body.to_string()))
+}
+
 /// An attribute value: characters outside `[A-Za-z0-9_.:/-]` become `_`.
 fn attr(s: &str) -> String {
     s.chars()

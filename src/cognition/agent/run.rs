@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::budget::{BudgetLimit, Limits, Spend};
 use super::ports::{
-    Interjections, LoopEvent, LoopEvents, NoEvents, NoInterjections, PromptSize, RecordError,
+    Interjections, LoopEvent, LoopEvents, NoEvents, NoInterjections, Prompt, RecordError,
     ToolExecutor, ToolFailure,
 };
 use super::prompt::{ExpertBrief, system_prompt, wrap_tool_output};
@@ -38,8 +38,8 @@ without a fact, decision or permission only they can give. The task resumes with
     }
 }
 
-/// The task as handed to the expert.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// The task as handed to the expert (recorded with `expert_woke`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct TaskInput {
     /// What to do.
     pub instruction: String,
@@ -76,6 +76,10 @@ pub struct TaskState {
     /// A secret of this task: operator corrections carry it, so that text in the instruction
     /// or in data that calls itself a correction is recognisably not one.
     pub marker: String,
+    /// How many of `messages` a recorded model call already carried (each `model_called`
+    /// records only the messages after these).
+    #[serde(default)]
+    pub recorded: usize,
 }
 
 impl TaskState {
@@ -200,6 +204,12 @@ impl<'a> AgentLoop<'a> {
     /// A fresh task: the system prompt and the instruction.
     pub fn start(brief: &ExpertBrief, input: &TaskInput) -> TaskState {
         let marker = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
+        Self::start_with_marker(brief, input, marker)
+    }
+
+    /// [`AgentLoop::start`] with a given correction marker (a replay uses the one the record
+    /// shows).
+    pub fn start_with_marker(brief: &ExpertBrief, input: &TaskInput, marker: String) -> TaskState {
         TaskState {
             messages: vec![
                 Message::system(system_prompt(
@@ -214,6 +224,7 @@ impl<'a> AgentLoop<'a> {
             spend: Spend::default(),
             pending: None,
             marker,
+            recorded: 0,
         }
     }
 
@@ -302,7 +313,8 @@ impl<'a> AgentLoop<'a> {
 
     /// Tools offered this task: the executor's, then `ask_operator` (which replaces any
     /// executor tool of that name).
-    fn offered(&self) -> Vec<ToolSpec> {
+    /// The tools the model is offered: the executor's, and `ask_operator`.
+    pub fn offered(&self) -> Vec<ToolSpec> {
         let mut tools: Vec<ToolSpec> = self
             .tools
             .tools()
@@ -367,7 +379,8 @@ impl<'a> AgentLoop<'a> {
                 iteration,
                 backend: response.backend.clone(),
                 model: response.model.clone(),
-                prompt: PromptSize::of(&request.messages),
+                prompt: Prompt::of(&request.messages, state.recorded, &state.marker),
+                calls: response.tool_calls.clone(),
                 usage: response.usage,
                 cost_usd: response.cost_usd,
                 finish: response.finish.clone(),
@@ -376,6 +389,7 @@ impl<'a> AgentLoop<'a> {
                 latency_ms,
             })
             .await?;
+            state.recorded = request.messages.len();
             state.messages.push(response.to_message());
             if let Some(limit) = self.limits.budget.exceeded(&state.spend) {
                 return Ok(TaskStatus::BudgetExceeded {

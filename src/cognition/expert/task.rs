@@ -69,6 +69,13 @@ impl ExpertDeps {
         .with_interjections(&desk.interjections);
         let input = self.wake(&goal, &context, &recorder).await;
         let mut state = AgentLoop::start(&self.brief, &input);
+        // What a replay of this task starts from.
+        let woke = serde_json::json!({
+            "model": self.model.name(), "input": input, "tools": agent.offered(),
+        });
+        if let Err(e) = recorder.write(EventKind::ExpertWoke, woke, None).await {
+            warn!(task = %goal.task_id, "could not record the task's start: {e}");
+        }
         let limit = Duration::from_secs(self.entry.timeouts.task_secs.max(1));
         let ran = tokio::time::timeout(
             limit,

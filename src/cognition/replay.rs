@@ -1,0 +1,807 @@
+//! A task replayed: its expert's loop run again, now, with today's skill, catalog and code,
+//! against what the log recorded of it: the task as the expert was given it (`expert_woke`),
+//! each model answer and each tool result (`model_called`, whose `prompt.new` holds the
+//! conversation call by call), the operator's answers and corrections. Nothing is sent to a
+//! model, no tool runs and nothing is written: the recorded answers stand in for all of them.
+//!
+//! The replay reports the first step where the loop now does something else than the record:
+//! a model request that differs (the skill's instructions, the mesh's prose, the tools offered,
+//! the code that writes the prompt), a tool called differently, more or fewer model calls, or
+//! another ending.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::agent::{
+    ASK_OPERATOR, AgentLoop, ExpertBrief, Interjections, Limits, MARKER_SHOWN, TaskInput,
+    TaskStatus, ToolExecutor, ToolFailure, unwrap_tool_output,
+};
+use super::expert::delegate::DELEGATE;
+use crate::aem::Catalog;
+use crate::core::envelope::Envelope;
+use crate::core::event_kind::EventKind;
+use crate::core::text::{clip, one_line};
+use crate::llm::offline::DELIVER_TOOL;
+use crate::llm::{
+    BoxFuture, ChatModel, ChatRequest, ChatResponse, FinishReason, LlmError, Message, ToolCall,
+    ToolSpec, Usage,
+};
+use crate::tools::names::{ToolNames, ToolRef};
+
+/// How much of a differing text is shown on each side of the first difference.
+const AROUND: usize = 60;
+
+/// Why a task cannot be replayed at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// No expert ran it (it was refused, or never routed).
+    #[error("task {0} never reached an expert (nothing to replay)")]
+    NoExpert(String),
+    /// The record predates what a replay needs.
+    #[error("task {task} cannot be replayed: {why}")]
+    NotRecorded {
+        /// The task.
+        task: String,
+        /// What is missing.
+        why: String,
+    },
+}
+
+/// What the log holds of one expert's run of a task.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// The task.
+    pub task_id: String,
+    /// The expert (`mesh/role`).
+    pub expert: String,
+    /// The model it used.
+    pub model: String,
+    input: TaskInput,
+    tools: Vec<ToolSpec>,
+    calls: Vec<Call>,
+    /// Corrections read before each model call (index: the call, 0-based).
+    interjections: Vec<Vec<String>>,
+    answers: Vec<String>,
+    /// The loop's last ending (`done`, `needs_answer`, …).
+    pub status: Option<String>,
+}
+
+/// One recorded model call: the request as sent, and the answer.
+#[derive(Debug, Clone)]
+struct Call {
+    request: Vec<Message>,
+    answer: Result<ChatResponse, String>,
+}
+
+/// The `expert_woke` payload.
+#[derive(Deserialize)]
+struct Woke {
+    model: String,
+    input: TaskInput,
+    tools: Vec<ToolSpec>,
+}
+
+/// The parts of a `model_called` payload a replay reads.
+#[derive(Deserialize)]
+struct Called {
+    #[serde(default)]
+    event: String,
+    prompt: Option<RecordedPrompt>,
+    #[serde(default)]
+    calls: Vec<ToolCall>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    usage: Usage,
+    finish: Option<FinishReason>,
+    #[serde(default)]
+    backend: String,
+    #[serde(default)]
+    model: String,
+    #[serde(default)]
+    cost_usd: Option<f64>,
+    #[serde(default)]
+    message: String,
+}
+
+#[derive(Deserialize)]
+struct RecordedPrompt {
+    new: Vec<Message>,
+}
+
+impl Record {
+    /// Reads the record of task `task_id` from its events, in log order.
+    pub fn read(task_id: &str, events: &[Envelope]) -> Result<Self, ReplayError> {
+        let not_recorded = |why: String| ReplayError::NotRecorded {
+            task: task_id.to_string(),
+            why,
+        };
+        let woke_at = events
+            .iter()
+            .position(|e| e.kind == EventKind::ExpertWoke)
+            .ok_or_else(|| {
+                if events.iter().any(|e| e.kind == EventKind::ModelCalled) {
+                    not_recorded("it ran before tasks recorded their start (expert_woke)".into())
+                } else {
+                    ReplayError::NoExpert(task_id.to_string())
+                }
+            })?;
+        let woke_event = &events[woke_at];
+        let woke: Woke = serde_json::from_value(woke_event.payload.clone())
+            .map_err(|e| not_recorded(format!("its expert_woke is unreadable: {e}")))?;
+        let mut record = Record {
+            task_id: task_id.to_string(),
+            expert: woke_event.actor.clone(),
+            model: woke.model,
+            input: woke.input,
+            tools: woke.tools,
+            calls: Vec::new(),
+            interjections: vec![Vec::new()],
+            answers: Vec::new(),
+            status: None,
+        };
+        let mut conversation: Vec<Message> = Vec::new();
+        for e in &events[woke_at + 1..] {
+            // Only the expert's own records: a delegated part's are under its own task.
+            if e.actor != record.expert {
+                continue;
+            }
+            let p = &e.payload;
+            match &e.kind {
+                EventKind::ModelCalled => {
+                    let c: Called = serde_json::from_value(p.clone()).map_err(|err| {
+                        not_recorded(format!("a model_called is unreadable: {err}"))
+                    })?;
+                    let Some(prompt) = c.prompt else {
+                        return Err(not_recorded(
+                            "a model call was recorded without its prompt".into(),
+                        ));
+                    };
+                    conversation.extend(prompt.new);
+                    let answer = if c.event == "model_failed" {
+                        Err(c.message)
+                    } else {
+                        Ok(ChatResponse {
+                            text: c.text,
+                            tool_calls: c.calls,
+                            usage: c.usage,
+                            finish: c.finish.unwrap_or(FinishReason::Stop),
+                            backend: c.backend,
+                            model: c.model,
+                            cost_usd: c.cost_usd,
+                        })
+                    };
+                    record.calls.push(Call {
+                        request: conversation.clone(),
+                        answer,
+                    });
+                    record.interjections.push(Vec::new());
+                }
+                EventKind::InterjectionRead => {
+                    if let (Some(text), Some(before)) = (
+                        p.get("text").and_then(Value::as_str),
+                        record.interjections.last_mut(),
+                    ) {
+                        before.push(text.to_string());
+                    }
+                }
+                EventKind::ExpertFinished => {
+                    record.status = p.get("status").and_then(Value::as_str).map(str::to_string);
+                }
+                EventKind::AnswerReceived => {
+                    if let Some(answer) = p.get("answer").and_then(Value::as_str) {
+                        record.answers.push(answer.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(record)
+    }
+
+    /// The recorded tool results, in call order: each call the model asked for, with the
+    /// result the loop gave the model (found in a later request), if the record has one.
+    fn tool_results(&self) -> VecDeque<(ToolCall, Option<Message>)> {
+        let answered = |id: &str| {
+            self.calls
+                .iter()
+                .flat_map(|c| &c.request)
+                .find(|m| matches!(m, Message::Tool { call_id, .. } if call_id == id))
+                .cloned()
+        };
+        self.calls
+            .iter()
+            .filter_map(|c| c.answer.as_ref().ok())
+            .flat_map(|r| &r.tool_calls)
+            .map(|call| (call.clone(), answered(&call.id)))
+            .collect()
+    }
+
+    /// Model calls recorded.
+    pub fn model_calls(&self) -> usize {
+        self.calls.len()
+    }
+}
+
+/// Where the replay first did something else than the record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Divergence {
+    /// The step (`model call 2`, `tool call 1 (files/read)`, `the ending`).
+    pub step: String,
+    /// What differs, in words.
+    pub what: String,
+    /// The recorded side, around the first difference.
+    pub recorded: String,
+    /// The replayed side, around the first difference.
+    pub now: String,
+}
+
+/// What a replay found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Replayed {
+    /// The task.
+    pub task_id: String,
+    /// Its expert.
+    pub expert: String,
+    /// Model calls in the record.
+    pub recorded_calls: usize,
+    /// Model calls the replay made before it ended or diverged.
+    pub replayed_calls: usize,
+    /// Tool calls the replay made (none ran: the recorded results stood in).
+    pub tool_calls: usize,
+    /// The recorded ending.
+    pub recorded_status: Option<String>,
+    /// The replay's ending.
+    pub status: String,
+    /// The first difference, if any.
+    pub divergence: Option<Divergence>,
+}
+
+/// The first difference between `recorded` and `now`, shown around where they part.
+fn around(recorded: &str, now: &str) -> (String, String) {
+    let at = recorded
+        .char_indices()
+        .zip(now.chars())
+        .find(|((_, a), b)| a != b)
+        .map(|((i, _), _)| i)
+        .unwrap_or_else(|| recorded.len().min(now.len()));
+    let show = |s: &str| {
+        let start = s[..at.min(s.len())]
+            .char_indices()
+            .rev()
+            .nth(AROUND / 2)
+            .map_or(0, |(i, _)| i);
+        let lead = if start > 0 { "…" } else { "" };
+        format!("{lead}{}", one_line(&s[start..], AROUND * 2))
+    };
+    (show(recorded), show(now))
+}
+
+fn role(m: &Message) -> &'static str {
+    match m {
+        Message::System { .. } => "system",
+        Message::User { .. } => "user",
+        Message::Assistant { .. } => "assistant",
+        Message::Tool { .. } => "tool",
+    }
+}
+
+fn as_text(m: &Message) -> String {
+    serde_json::to_string(m).unwrap_or_default()
+}
+
+/// Why the system message may differ, for a person.
+const SYSTEM_CHANGED: &str = "the system prompt is not what was sent (the skill's identity or \
+instructions, the mesh's prose, or the code that writes the prompt changed)";
+
+/// The model: the recorded answers, each given only for the request that was recorded.
+struct ReplayModel<'a> {
+    record: &'a Record,
+    next: AtomicUsize,
+    divergence: &'a Mutex<Option<Divergence>>,
+}
+
+impl ReplayModel<'_> {
+    fn diverge(&self, d: Divergence) -> LlmError {
+        let message = format!("{}: {}", d.step, d.what);
+        let mut slot = self.divergence.lock().unwrap_or_else(|e| e.into_inner());
+        slot.get_or_insert(d);
+        LlmError::Rejected {
+            backend: "replay".into(),
+            status: 409,
+            message,
+        }
+    }
+
+    fn compare(&self, n: usize, recorded: &[Message], now: &[Message]) -> Option<Divergence> {
+        let step = format!("model call {n}");
+        let first = recorded
+            .iter()
+            .zip(now)
+            .position(|(a, b)| as_text(a) != as_text(b));
+        if let Some(i) = first {
+            let (a, b) = (&recorded[i], &now[i]);
+            let what = if i == 0 && role(a) == "system" {
+                SYSTEM_CHANGED.to_string()
+            } else {
+                format!("message {} ({}) is not what was sent", i + 1, role(a))
+            };
+            let (recorded, now) = around(
+                a.text().map_or_else(|| as_text(a), str::to_string).as_str(),
+                b.text().map_or_else(|| as_text(b), str::to_string).as_str(),
+            );
+            return Some(Divergence {
+                step,
+                what,
+                recorded,
+                now,
+            });
+        }
+        (recorded.len() != now.len()).then(|| Divergence {
+            step,
+            what: format!(
+                "the request has {} messages; the recorded one had {}",
+                now.len(),
+                recorded.len()
+            ),
+            recorded: recorded
+                .last()
+                .map(as_text)
+                .map(|t| clip(&t, AROUND * 2))
+                .unwrap_or_default(),
+            now: now
+                .last()
+                .map(as_text)
+                .map(|t| clip(&t, AROUND * 2))
+                .unwrap_or_default(),
+        })
+    }
+}
+
+impl ChatModel for ReplayModel<'_> {
+    fn name(&self) -> &str {
+        &self.record.model
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+        Box::pin(async move {
+            let i = self.next.fetch_add(1, Ordering::SeqCst);
+            let Some(call) = self.record.calls.get(i) else {
+                return Err(self.diverge(Divergence {
+                    step: format!("model call {}", i + 1),
+                    what: format!(
+                        "the loop asks the model again; the record ends after {} calls",
+                        self.record.calls.len()
+                    ),
+                    recorded: String::new(),
+                    now: request
+                        .messages
+                        .last()
+                        .map(as_text)
+                        .map(|t| clip(&t, AROUND * 2))
+                        .unwrap_or_default(),
+                }));
+            };
+            // The marker of this replay is the one the record shows in its place.
+            if let Some(d) = self.compare(i + 1, &call.request, &request.messages) {
+                return Err(self.diverge(d));
+            }
+            call.answer.clone().map_err(|message| LlmError::Rejected {
+                backend: "replay".into(),
+                status: 502,
+                message: format!("(as recorded) {message}"),
+            })
+        })
+    }
+}
+
+/// The tools: the recorded results, each given only to the call that was recorded.
+struct ReplayTools<'a> {
+    offered: Vec<ToolSpec>,
+    results: Mutex<VecDeque<(ToolCall, Option<Message>)>>,
+    made: AtomicUsize,
+    divergence: &'a Mutex<Option<Divergence>>,
+}
+
+impl ToolExecutor for ReplayTools<'_> {
+    fn tools(&self) -> Vec<ToolSpec> {
+        self.offered.clone()
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
+        Box::pin(async move {
+            let n = self.made.fetch_add(1, Ordering::SeqCst) + 1;
+            let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());
+            // Calls the loop answers itself (a question, a name or arguments it refuses) never
+            // reach the tools: they are skipped here as they were then.
+            while results.front().is_some_and(|(c, _)| {
+                c.name == ASK_OPERATOR
+                    || !c.arguments.is_object()
+                    || !self.offered.iter().any(|t| t.name == c.name)
+            }) {
+                results.pop_front();
+            }
+            let recorded = results.pop_front();
+            let stop = |d: Divergence| {
+                let mut slot = self.divergence.lock().unwrap_or_else(|e| e.into_inner());
+                slot.get_or_insert(d);
+                Err(ToolFailure::NotRun("the replay stopped here".into()))
+            };
+            let now = format!("{name} {arguments}");
+            match recorded {
+                Some((call, result)) if call.name == name && &call.arguments == arguments => {
+                    match result.as_ref().and_then(|m| unwrap_tool_output(m.text()?)) {
+                        Some((true, body)) => Ok(Value::String(body)),
+                        Some((false, body)) => Err(ToolFailure::Reported(body)),
+                        None => Err(ToolFailure::NotRun(
+                            "(the record holds no result for this call)".into(),
+                        )),
+                    }
+                }
+                Some((call, _)) => {
+                    let (recorded, now) =
+                        around(&format!("{} {}", call.name, call.arguments), &now);
+                    stop(Divergence {
+                        step: format!("tool call {n}"),
+                        what: "the loop calls a tool differently than recorded".into(),
+                        recorded,
+                        now,
+                    })
+                }
+                None => stop(Divergence {
+                    step: format!("tool call {n}"),
+                    what: "the loop calls a tool the record does not have".into(),
+                    recorded: String::new(),
+                    now: clip(&now, AROUND * 2),
+                }),
+            }
+        })
+    }
+}
+
+/// The corrections, each read before the model call it was read before then.
+struct ReplayInterjections<'a> {
+    record: &'a Record,
+    model: &'a ReplayModel<'a>,
+    given: AtomicUsize,
+}
+
+impl Interjections for ReplayInterjections<'_> {
+    fn take(&self) -> Vec<String> {
+        let next = self.model.next.load(Ordering::SeqCst);
+        let from = self.given.swap(next + 1, Ordering::SeqCst);
+        (from..=next)
+            .filter_map(|i| self.record.interjections.get(i))
+            .flatten()
+            .cloned()
+            .collect()
+    }
+}
+
+/// Replays `record` with the expert as `catalog` declares it now.
+pub async fn replay(record: &Record, catalog: &Catalog) -> Replayed {
+    let mut replayed = Replayed {
+        task_id: record.task_id.clone(),
+        expert: record.expert.clone(),
+        recorded_calls: record.calls.len(),
+        replayed_calls: 0,
+        tool_calls: 0,
+        recorded_status: record.status.clone(),
+        status: String::new(),
+        divergence: None,
+    };
+    let (Some(brief), Some(entry)) = (
+        ExpertBrief::from_catalog(catalog, &record.expert),
+        catalog.expert(&record.expert),
+    ) else {
+        replayed.divergence = Some(Divergence {
+            step: "the start".into(),
+            what: format!("the expert {} is no longer in the catalog", record.expert),
+            recorded: record.expert.clone(),
+            now: String::new(),
+        });
+        return replayed;
+    };
+    // The tools offered: the catalog's grants now against the record (the built-in ones
+    // follow from the peers and channels, which the prompt shows).
+    let granted: BTreeSet<String> = ToolNames::build(
+        entry
+            .tools
+            .values()
+            .map(|g| ToolRef::new(g.server.clone(), g.tool.clone())),
+    )
+    .iter()
+    .map(|(name, _)| name.to_string())
+    .collect();
+    let offered: BTreeSet<String> = record
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .filter(|n| ![ASK_OPERATOR, DELEGATE, DELIVER_TOOL].contains(&n.as_str()))
+        .collect();
+    if granted != offered {
+        let list = |s: Vec<&String>| s.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ");
+        replayed.divergence = Some(Divergence {
+            step: "model call 1".into(),
+            what: "the tools offered are not those recorded (the expert's grants or its \
+                   mesh's tool servers changed)"
+                .into(),
+            recorded: format!(
+                "only then: {}",
+                list(offered.difference(&granted).collect())
+            ),
+            now: format!("only now: {}", list(granted.difference(&offered).collect())),
+        });
+        return replayed;
+    }
+    let divergence = Mutex::new(None);
+    let model = ReplayModel {
+        record,
+        next: AtomicUsize::new(0),
+        divergence: &divergence,
+    };
+    let tools = ReplayTools {
+        offered: record
+            .tools
+            .iter()
+            .filter(|t| t.name != ASK_OPERATOR)
+            .cloned()
+            .collect(),
+        results: Mutex::new(record.tool_results()),
+        made: AtomicUsize::new(0),
+        divergence: &divergence,
+    };
+    let interjections = ReplayInterjections {
+        record,
+        model: &model,
+        given: AtomicUsize::new(0),
+    };
+    let agent = AgentLoop::new(&model, &tools, Limits::from(&entry.budget))
+        .with_interjections(&interjections);
+    let mut state = AgentLoop::start_with_marker(&brief, &record.input, MARKER_SHOWN.into());
+    let mut outcome = agent.run(&mut state).await;
+    let mut answers = record.answers.iter();
+    while matches!(outcome.status, TaskStatus::NeedsAnswer { .. }) {
+        let Some(answer) = answers.next() else { break };
+        outcome = agent.resume(&mut state, answer).await;
+    }
+    replayed.replayed_calls = model.next.load(Ordering::SeqCst).min(record.calls.len());
+    replayed.tool_calls = tools.made.load(Ordering::SeqCst);
+    replayed.status = outcome.status.code().to_string();
+    replayed.divergence = divergence.into_inner().unwrap_or_else(|e| e.into_inner());
+    if replayed.divergence.is_none() {
+        replayed.divergence = if replayed.replayed_calls < record.calls.len() {
+            Some(Divergence {
+                step: format!("model call {}", replayed.replayed_calls + 1),
+                what: format!(
+                    "the loop ends after {} model calls; the record has {}",
+                    replayed.replayed_calls,
+                    record.calls.len()
+                ),
+                recorded: String::new(),
+                now: replayed.status.clone(),
+            })
+        } else if record
+            .status
+            .as_deref()
+            .is_some_and(|s| s != replayed.status)
+        {
+            Some(Divergence {
+                step: "the ending".into(),
+                what: "the loop ends otherwise than recorded".into(),
+                recorded: record.status.clone().unwrap_or_default(),
+                now: replayed.status.clone(),
+            })
+        } else {
+            None
+        };
+    }
+    replayed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cognition::agent::{EventRecorder, LoopEvent, wrap_tool_output};
+    use crate::llm::{Script, ScriptedBackend};
+    use serde_json::json;
+
+    const MESH: &str = "---
+name: desk
+status: active
+defaults:
+  model: standard
+servers:
+  files:
+    transport: local
+    command: npx
+    args: [\"-y\", \"files-server@1.0.0\"]
+    tools: [read_text_file]
+tools: [files/read_text_file]
+---
+
+The desk.
+";
+
+    /// The agent folders: a mesh whose one expert holds a read tool.
+    fn aem(instructions: &str, granted: bool) -> (tempfile::TempDir, Catalog) {
+        let dir = tempfile::tempdir().unwrap();
+        crate::aem::scaffold::new_mesh(dir.path(), "desk").unwrap();
+        let mesh = if granted {
+            MESH.to_string()
+        } else {
+            MESH.replace("tools: [files/read_text_file]\n", "")
+        };
+        std::fs::write(dir.path().join("desk/AEM.md"), mesh).unwrap();
+        let skill = dir.path().join("desk/skills/assistant/SKILL.md");
+        let text = std::fs::read_to_string(&skill).unwrap();
+        let body = text.rsplit_once("---\n").unwrap().0;
+        std::fs::write(&skill, format!("{body}---\n\n{instructions}\n")).unwrap();
+        let catalog = crate::aem::compile(dir.path()).unwrap();
+        (dir, catalog)
+    }
+
+    /// The read tool: answers with the file's name.
+    struct Files;
+
+    impl ToolExecutor for Files {
+        fn tools(&self) -> Vec<ToolSpec> {
+            vec![ToolSpec {
+                name: "files__read_text_file".into(),
+                description: "Reads a file.".into(),
+                parameters: json!({"type": "object"}),
+            }]
+        }
+
+        fn call<'a>(
+            &'a self,
+            _: &'a str,
+            arguments: &'a Value,
+        ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
+            Box::pin(async move { Ok(json!({"read": arguments["path"]})) })
+        }
+    }
+
+    /// A task run by the real loop on a scripted model, recorded as the expert records it.
+    async fn recorded(catalog: &Catalog) -> Vec<Envelope> {
+        let model = ScriptedBackend::new(
+            "demo",
+            "inline",
+            Script::parse(
+                "turns:\n  - tool_calls: [{id: c1, name: files__read_text_file, arguments: {path: notes.txt}}]\n  - text: the notes say hello\n",
+                "inline",
+            )
+            .unwrap(),
+        );
+        let events = EventRecorder::default();
+        let agent = AgentLoop::new(&model, &Files, Limits::default()).with_events(&events);
+        let brief = ExpertBrief::from_catalog(catalog, "desk/assistant").unwrap();
+        let input = TaskInput {
+            instruction: "What do the notes say?".into(),
+            memory: Some("a remembered fact".into()),
+            perception: None,
+        };
+        let mut state = AgentLoop::start(&brief, &input);
+        let outcome = agent.run(&mut state).await;
+        assert_eq!(outcome.status.code(), "done");
+        let write =
+            |kind, payload| Envelope::new("t", ["tasks", "t1"], "desk/assistant", kind, payload);
+        let mut log = vec![write(
+            EventKind::ExpertWoke,
+            json!({"model": "demo", "input": input, "tools": agent.offered()}),
+        )];
+        for e in events.events() {
+            let kind = match &e {
+                LoopEvent::ModelCalled { .. } | LoopEvent::ModelFailed { .. } => {
+                    EventKind::ModelCalled
+                }
+                LoopEvent::Finished { .. } => EventKind::ExpertFinished,
+                _ => continue,
+            };
+            log.push(write(kind, serde_json::to_value(&e).unwrap()));
+        }
+        log
+    }
+
+    #[tokio::test]
+    async fn a_task_replayed_with_nothing_changed_matches_its_record() {
+        let (_dir, catalog) = aem("Answer from the notes.", true);
+        let record = Record::read("t1", &recorded(&catalog).await).unwrap();
+        assert_eq!(record.model_calls(), 2);
+        let r = replay(&record, &catalog).await;
+        assert_eq!(r.divergence, None);
+        assert_eq!((r.replayed_calls, r.tool_calls), (2, 1));
+        assert_eq!(r.status, "done");
+    }
+
+    #[tokio::test]
+    async fn a_changed_skill_is_named_at_the_first_model_call() {
+        let (_dir, before) = aem("Answer from the notes.", true);
+        let record = Record::read("t1", &recorded(&before).await).unwrap();
+        let (_dir, after) = aem("Answer from the notes, in French.", true);
+        let d = replay(&record, &after).await.divergence.unwrap();
+        assert_eq!(d.step, "model call 1");
+        assert_eq!(d.what, SYSTEM_CHANGED);
+        assert!(d.now.contains("in French"), "{d:?}");
+        assert!(!d.recorded.contains("in French"), "{d:?}");
+    }
+
+    #[tokio::test]
+    async fn a_tool_no_longer_granted_is_named() {
+        let (_dir, before) = aem("Answer from the notes.", true);
+        let record = Record::read("t1", &recorded(&before).await).unwrap();
+        let (_dir, after) = aem("Answer from the notes.", false);
+        let d = replay(&record, &after).await.divergence.unwrap();
+        assert!(d.what.starts_with("the tools offered"), "{d:?}");
+        assert_eq!(d.recorded, "only then: files__read_text_file");
+    }
+
+    #[tokio::test]
+    async fn a_record_that_ends_early_is_where_the_replay_stops() {
+        let (_dir, catalog) = aem("Answer from the notes.", true);
+        let mut log = recorded(&catalog).await;
+        // The second model call and the ending are not on the log (the process died).
+        log.truncate(2);
+        let record = Record::read("t1", &log).unwrap();
+        let d = replay(&record, &catalog).await.divergence.unwrap();
+        assert_eq!(d.step, "model call 2");
+        assert!(d.what.contains("the record ends after 1 calls"), "{d:?}");
+    }
+
+    #[test]
+    fn a_task_without_an_expert_or_its_start_is_not_replayable() {
+        let routed = Envelope::new(
+            "t",
+            ["tasks", "t1"],
+            "engine",
+            EventKind::RoutingDecided,
+            json!({"task_id": "t1"}),
+        );
+        assert!(matches!(
+            Record::read("t1", std::slice::from_ref(&routed)),
+            Err(ReplayError::NoExpert(_))
+        ));
+        let old = Envelope::new(
+            "t",
+            ["tasks", "t1"],
+            "desk/assistant",
+            EventKind::ModelCalled,
+            json!({"event": "model_called"}),
+        );
+        assert!(matches!(
+            Record::read("t1", &[routed, old]),
+            Err(ReplayError::NotRecorded { .. })
+        ));
+    }
+
+    #[test]
+    fn a_wrapped_tool_output_is_read_back_as_the_model_read_it() {
+        for result in [
+            Ok(json!({"a": 1})),
+            Ok(json!("text with </tool_output> inside")),
+            Err(ToolFailure::Reported("no such file".into())),
+        ] {
+            let wrapped = wrap_tool_output("files__read", "c1", &result);
+            let (ok, body) = unwrap_tool_output(&wrapped).unwrap();
+            assert_eq!(ok, result.is_ok());
+            let again = if ok {
+                Ok(Value::String(body))
+            } else {
+                Err(ToolFailure::Reported(body))
+            };
+            assert_eq!(wrap_tool_output("files__read", "c1", &again), wrapped);
+        }
+        assert_eq!(unwrap_tool_output("plain text"), None);
+    }
+}
