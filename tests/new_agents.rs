@@ -2,7 +2,8 @@
 //! compile at once, the sample flow's own test passes with plain Python, and under `iron up`
 //! the new expert answers a task on the offline backend and its sample flow runs to the end
 //! through a runner of the new mesh, both read back with `iron task show`; the task replays
-//! against its record, and a changed skill is named as where the replay diverges.
+//! against its record, and a changed skill is named as where the replay diverges; forks of it
+//! (another instruction, another SKILL.md) run as tasks of their own, shown as branches.
 
 mod support;
 
@@ -101,6 +102,84 @@ async fn a_new_mesh_and_expert_compile_answer_and_run_their_flow() {
     );
     std::fs::write(&skill, text).unwrap();
 
+    // Forks: the same task with another instruction, and with another SKILL.md given as a
+    // file (the folders are left as they are). Each is a task of its own that names where it
+    // came from; `iron task show` shows the three branches, and each fork replays.
+    let forked = |args: &[&str]| {
+        let mut all = vec!["task", "fork", id.as_str(), "--at", "1", "--wait", "60"];
+        all.extend_from_slice(args);
+        let out = p.iron_ok_inside(&all);
+        let result: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        assert_eq!(result["goal_status"], "succeeded", "{out}");
+    };
+    forked(&["--instruction", "what is missing from the desk?"]);
+    let other = p.write(
+        "terse.md",
+        "---\nname: fact_checker\nidentity: A terse clerk.\ndescription: Checks facts.\n---\n\nAnswer in one word.\n",
+    );
+    forked(&["--skill", other.to_str().unwrap()]);
+    let show = p.iron_ok_inside(&["task", "show", &id]);
+    assert_eq!(
+        show.matches("another branch, forked at model call 1:")
+            .count(),
+        2,
+        "{show}"
+    );
+    assert_eq!(
+        show.matches(&format!("forked from {id} at model call 1"))
+            .count(),
+        2,
+        "{show}"
+    );
+    assert!(
+        show.contains("asked: \"what is missing from the desk?\""),
+        "{show}"
+    );
+    let json: Value =
+        serde_json::from_str(&p.iron_ok_inside(&["task", "show", &id, "--json"])).unwrap();
+    let forks = json["forks"].as_array().unwrap();
+    let prompt = |t: &Value| {
+        let call = t["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["kind"] == "model_called")
+            .unwrap();
+        call["payload"]["prompt"]["new"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        prompt(&forks[1]).contains("Answer in one word."),
+        "the other skill's prompt"
+    );
+    assert!(!prompt(&json).contains("Answer in one word."));
+    for fork in forks {
+        let fork_id = fork["task_id"].as_str().unwrap();
+        let replay = p.iron_ok_inside(&["task", "replay", fork_id]);
+        assert!(replay.contains("matches the record"), "{replay}");
+    }
+    // A step the task never made, a SKILL.md that does not compile: refused with why.
+    let late = p.iron_inside(&["task", "fork", &id, "--at", "5"]);
+    assert!(
+        String::from_utf8_lossy(&late.stderr).contains("--at takes 1 to 1"),
+        "{late:?}"
+    );
+    let broken = p.write("broken.md", "---\nname: fact_checker\n");
+    let refused = p.iron_inside(&[
+        "task",
+        "fork",
+        &id,
+        "--at",
+        "1",
+        "--skill",
+        broken.to_str().unwrap(),
+    ]);
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(why.contains(&format!("{}:1", broken.display())), "{why}");
+
     let job = p.iron_ok_inside(&[
         "jobs",
         "start",
@@ -122,8 +201,8 @@ async fn a_new_mesh_and_expert_compile_answer_and_run_their_flow() {
     let list = p.iron_ok_inside(&["task", "list", "--domain", "desk"]);
     assert_eq!(
         list.lines().count(),
-        2,
-        "the sent task and the flow's:\n{list}"
+        4,
+        "the sent task, its two forks and the flow's:\n{list}"
     );
     let id = list
         .lines()

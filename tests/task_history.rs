@@ -1,7 +1,7 @@
-//! `iron task list`, `iron task show` and `iron task replay` on the tasks the README's first
-//! command makes: the newsroom's monitor, analyst, editor and publisher, each read back from
+//! `iron task list`, `iron task show`, `iron task replay` and `iron task fork` on the tasks the
+//! README's first command makes: the newsroom's monitor, analyst, editor and publisher, each read back from
 //! the log as a timeline (text for a person, JSON for tools) and replayed against its record
-//! while `iron up` runs.
+//! while `iron up` runs; the analyst's task forked from its start.
 
 mod support;
 
@@ -91,6 +91,20 @@ async fn task_show_tells_what_each_newsroom_task_did() {
             _ => {}
         }
     }
+
+    // A fork of the analyst's task runs from its recorded start as a task of its own (no
+    // job's: it performs no structured task, and signals no job), and the analyst's task
+    // shows it as another branch.
+    let analyst = id_of("analyst");
+    let forked = p.iron_ok(&["task", "fork", &analyst, "--at", "1", "--wait", "60"]);
+    let result: Value = serde_json::from_str(forked.lines().last().unwrap()).unwrap();
+    assert_eq!(result["goal_status"], "succeeded", "{forked}");
+    let show = p.iron_ok(&["task", "show", &analyst]);
+    assert!(
+        show.contains("another branch, forked at model call 1:"),
+        "{show}"
+    );
+    assert!(show.contains("to newsroom/analyst (a fork)"), "{show}");
 
     // A person's mistakes are refused with what to do.
     let unknown = p.iron(&["task", "show", "no-such-task"]);

@@ -49,6 +49,9 @@ pub enum TransferError {
     /// The mesh to import into does not exist.
     #[error("no mesh folder {} (with an AEM.md) to import into", .0.display())]
     UnknownMesh(PathBuf),
+    /// Another SKILL.md that does not compile in this tree (what is wrong, file:line).
+    #[error("{0}")]
+    SkillRefused(String),
     /// Reading or writing failed.
     #[error("{what}: {source}")]
     Io {
@@ -147,6 +150,57 @@ fn skill_folder(
         }
     }
     Ok(None)
+}
+
+/// The catalog `aem_dir` would compile to with the expert `id`'s SKILL.md replaced by the file
+/// `skill` (to try another skill without touching the folders: `iron task fork --skill`). The
+/// tree is compiled from a copy, so the other SKILL.md is checked like any.
+pub fn compile_with_skill(
+    aem_dir: &Path,
+    id: &str,
+    skill: &Path,
+) -> Result<super::Catalog, TransferError> {
+    let catalog = super::compile(aem_dir)?;
+    let entry = catalog
+        .experts
+        .get(id)
+        .ok_or_else(|| TransferError::UnknownExpert(id.to_string()))?;
+    let folder = skill_folder(aem_dir, &entry.mesh, &entry.hashes.skill)?
+        .ok_or_else(|| TransferError::UnknownExpert(id.to_string()))?;
+    let text = fs::read(skill).map_err(io_err(format!("reading {}", skill.display())))?;
+    let copy = tempfile::tempdir().map_err(io_err("creating a folder to compile in"))?;
+    copy_tree(aem_dir, copy.path())?;
+    let relative = folder.strip_prefix(aem_dir).unwrap_or(&folder);
+    let target = copy.path().join(relative).join("SKILL.md");
+    fs::write(&target, text).map_err(io_err(format!("writing {}", target.display())))?;
+    // Its errors name the file as given, not the copy.
+    super::compile(copy.path()).map_err(|errors| {
+        let copied = target.display().to_string();
+        TransferError::SkillRefused(
+            errors
+                .to_string()
+                .replace(&copied, &skill.display().to_string()),
+        )
+    })
+}
+
+/// Copies the directory tree `from` into `to` (files and folders; a link is not followed).
+fn copy_tree(from: &Path, to: &Path) -> Result<(), TransferError> {
+    fs::create_dir_all(to).map_err(io_err(format!("creating {}", to.display())))?;
+    let read = fs::read_dir(from).map_err(io_err(format!("reading {}", from.display())))?;
+    for item in read {
+        let item = item.map_err(io_err(format!("reading {}", from.display())))?;
+        let kind = item
+            .file_type()
+            .map_err(io_err(format!("reading {}", item.path().display())))?;
+        let dest = to.join(item.file_name());
+        if kind.is_dir() {
+            copy_tree(&item.path(), &dest)?;
+        } else if kind.is_file() {
+            fs::copy(item.path(), &dest).map_err(io_err(format!("writing {}", dest.display())))?;
+        }
+    }
+    Ok(())
 }
 
 /// Copies the skill folder `from` into `aem_dir/<mesh>/skills/<folder name>` and compiles the

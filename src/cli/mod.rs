@@ -578,6 +578,38 @@ pub enum TaskCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Branch a recorded task: a new task whose conversation is the record's as it stood
+    /// before model call --at, run live from there by the same expert with the change asked
+    /// for. Its effects go through the usual gates and approvals (a fork is no durable job's:
+    /// it performs no structured task); its events name the task it was forked from, and
+    /// `iron task show` shows both branches. Prints feedback and the result like `task send`.
+    Fork {
+        /// The task (any unique prefix of its id).
+        task: String,
+        /// The model call the fork makes first (1: the whole task again).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        at: u32,
+        /// At --at 1, the task's instruction instead of the recorded one; later, a turn of
+        /// the person's added to the conversation before the fork's first model call.
+        #[arg(long)]
+        instruction: Option<String>,
+        /// Another model (a name of the configuration's `models:`) for the live part.
+        #[arg(long)]
+        model: Option<String>,
+        /// Another SKILL.md for the expert (its identity and instructions), checked as the
+        /// catalog checks any; the folders are not changed.
+        #[arg(long, value_name = "PATH")]
+        skill: Option<std::path::PathBuf>,
+        /// The agent folders (read with --skill).
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
+        /// Who forks it: the fork's owner.
+        #[arg(long, env = "USER", default_value = "operator")]
+        user: String,
+        /// How long to wait for the result, in seconds.
+        #[arg(long, default_value_t = 600.0)]
+        wait: f64,
+    },
     /// Print the open questions: asked by an expert (on the log), not answered, and whose
     /// task has not ended, whatever processes restarted since; with --follow, new ones as
     /// experts ask them.

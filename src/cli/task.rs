@@ -6,7 +6,11 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::{CliError, TaskCommand, connect::connect, stop_on_signals};
+use crate::cognition::agent::{ExpertBrief, MARKER_SHOWN, system_message};
+use crate::cognition::expert::delegate::ENGINE_ACTION;
 use crate::cognition::replay::{self, Record};
+use crate::llm::Message;
+use crate::protocol::{Fork, TaskContext};
 use crate::{
     interfaces::{AolTask, AolTaskGoal},
     spine::{
@@ -32,7 +36,7 @@ pub(super) async fn run(
             wait,
             instruction,
         } => {
-            let mut context = crate::protocol::TaskContext::parse(&context)
+            let mut context = TaskContext::parse(&context)
                 .map_err(|e| CliError::Failed(format!("--context {context:?}: {e}")))?;
             // The sender owns the task: they may answer its questions and correct it.
             context.user_id.get_or_insert(user);
@@ -72,6 +76,25 @@ pub(super) async fn run(
         TaskCommand::List { last, domain } => list(last, domain.as_deref()).await,
         TaskCommand::Show { task, json } => show(&task, json).await,
         TaskCommand::Replay { task, aem, json } => replay(&task, &aem, json).await,
+        TaskCommand::Fork {
+            task,
+            at,
+            instruction,
+            model,
+            skill,
+            aem,
+            user,
+            wait,
+        } => {
+            let change = Change {
+                instruction,
+                model,
+                skill,
+            };
+            let goal = fork(&task, at, change, &aem, user).await?;
+            let wait = Duration::from_secs_f64(wait);
+            task_send(router, ENGINE_ACTION, goal, timeout, wait).await
+        }
     }
 }
 
@@ -144,6 +167,78 @@ async fn replay(task: &str, aem: &std::path::Path, json: bool) -> Result<(), Cli
         return Err(CliError::Exit(1));
     }
     Ok(())
+}
+
+/// What a fork changes.
+struct Change {
+    instruction: Option<String>,
+    model: Option<String>,
+    skill: Option<std::path::PathBuf>,
+}
+
+/// The goal of `iron task fork`: the recorded conversation before model call `at`, changed.
+async fn fork(
+    task: &str,
+    at: u32,
+    change: Change,
+    aem: &std::path::Path,
+    user: String,
+) -> Result<AolTaskGoal, CliError> {
+    let tasks = task_log().await?;
+    let id = tasks.resolve(task)?;
+    let record = Record::read(&id, tasks.events(&id))?;
+    let calls = record.model_calls();
+    let mut prefix = record
+        .conversation_before(at)
+        .ok_or_else(|| {
+            CliError::Failed(format!(
+                "task {id} made {calls} model call(s): --at takes 1 to {calls}"
+            ))
+        })?
+        .to_vec();
+    if let Some(skill) = &change.skill {
+        let input = record.input().ok_or_else(|| {
+            CliError::Failed(format!(
+                "task {id} is itself a fork: --skill needs the task it was forked from"
+            ))
+        })?;
+        let catalog = crate::aem::transfer::compile_with_skill(aem, &record.expert, skill)?;
+        let brief = ExpertBrief::from_catalog(&catalog, &record.expert)
+            .ok_or_else(|| CliError::Failed(format!("no expert {}", record.expert)))?;
+        prefix[0] = system_message(&brief, input, MARKER_SHOWN);
+    }
+    if let Some(text) = &change.instruction {
+        match at {
+            1 => prefix[1] = Message::user(text.trim()),
+            _ => prefix.push(Message::user(text.trim())),
+        }
+    }
+    let instruction = match &change.instruction {
+        Some(text) => text.clone(),
+        None => tasks.timeline(&id)?.instruction,
+    };
+    let context = TaskContext {
+        user_id: Some(user),
+        fork: Some(Fork {
+            from: id,
+            at,
+            prefix: prefix
+                .iter()
+                .map(|m| serde_json::to_value(m).expect("a message serialises"))
+                .collect(),
+            model: change.model,
+        }),
+        ..TaskContext::default()
+    };
+    Ok(AolTaskGoal {
+        task_id: uuid::Uuid::now_v7().to_string(),
+        session_id: String::new(),
+        domain: record.expert,
+        instruction,
+        depth: 0,
+        parent_task_id: String::new(),
+        context_json: context.to_json(),
+    })
 }
 
 /// `iron task show`: the timeline, as text or JSON.

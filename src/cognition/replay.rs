@@ -62,6 +62,7 @@ pub struct Record {
     pub model: String,
     input: TaskInput,
     tools: Vec<ToolSpec>,
+    fork: Option<ForkedAt>,
     calls: Vec<Call>,
     /// Corrections read before each model call (index: the call, 0-based).
     interjections: Vec<Vec<String>>,
@@ -83,6 +84,15 @@ struct Woke {
     model: String,
     input: TaskInput,
     tools: Vec<ToolSpec>,
+    #[serde(default)]
+    fork: Option<ForkedAt>,
+}
+
+/// Where a fork began: its first model call's number (the record's conversation before it was
+/// given, not made).
+#[derive(Debug, Clone, Copy, Deserialize)]
+struct ForkedAt {
+    at: u32,
 }
 
 /// The parts of a `model_called` payload a replay reads.
@@ -139,6 +149,7 @@ impl Record {
             model: woke.model,
             input: woke.input,
             tools: woke.tools,
+            fork: woke.fork,
             calls: Vec::new(),
             interjections: vec![Vec::new()],
             answers: Vec::new(),
@@ -224,6 +235,19 @@ impl Record {
     /// Model calls recorded.
     pub fn model_calls(&self) -> usize {
         self.calls.len()
+    }
+
+    /// The conversation as it was sent to model call `at` (1-based), the correction marker
+    /// written as the record writes it.
+    pub fn conversation_before(&self, at: u32) -> Option<&[Message]> {
+        let i = usize::try_from(at).ok()?.checked_sub(1)?;
+        self.calls.get(i).map(|c| c.request.as_slice())
+    }
+
+    /// The task as the expert was given it at wake; `None` for a fork, which was given a
+    /// conversation instead.
+    pub fn input(&self) -> Option<&TaskInput> {
+        self.fork.is_none().then_some(&self.input)
     }
 }
 
@@ -569,7 +593,16 @@ pub async fn replay(record: &Record, catalog: &Catalog) -> Replayed {
     };
     let agent = AgentLoop::new(&model, &tools, Limits::from(&entry.budget))
         .with_interjections(&interjections);
-    let mut state = AgentLoop::start_with_marker(&brief, &record.input, MARKER_SHOWN.into());
+    // A fork was given its start (the conversation of the task it branched from): its
+    // replay is given the same, and checks what the fork did from there.
+    let mut state = match (record.fork, record.calls.first()) {
+        (Some(fork), Some(first)) => AgentLoop::resume_from(
+            first.request.clone(),
+            fork.at.saturating_sub(1),
+            MARKER_SHOWN.into(),
+        ),
+        _ => AgentLoop::start_with_marker(&brief, &record.input, MARKER_SHOWN.into()),
+    };
     let mut outcome = agent.run(&mut state).await;
     let mut answers = record.answers.iter();
     while matches!(outcome.status, TaskStatus::NeedsAnswer { .. }) {

@@ -39,8 +39,27 @@ pub struct TaskContext {
     pub mesh: Option<String>,
     /// The job's signal the answer is sent back on.
     pub signal: Option<String>,
+    /// This task is a fork of a recorded one (`iron task fork`): it starts from that task's
+    /// conversation instead of a wake.
+    pub fork: Option<Fork>,
     /// Anything else the sender put (`iron task send --context`), carried along unread.
     pub extra: Map<String, Value>,
+}
+
+/// Where a forked task starts: the conversation of a recorded task as it stood before one of
+/// its model calls, and what the fork changes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Fork {
+    /// The task it is forked from.
+    pub from: String,
+    /// The model call (1-based) the fork makes first, live; the ones before it are the record's.
+    pub at: u32,
+    /// The conversation sent to that call (as the models layer's messages, the task's
+    /// correction marker written as the record writes it), with the fork's change applied.
+    pub prefix: Vec<Value>,
+    /// Another model than the expert's, for the live part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// The keys [`TaskContext`] knows; everything else is [`TaskContext::extra`].
@@ -56,6 +75,7 @@ const KNOWN: &[&str] = &[
     "job",
     "mesh",
     "signal",
+    "fork",
 ];
 
 impl TaskContext {
@@ -106,6 +126,13 @@ impl TaskContext {
             job: text("job")?,
             mesh: text("mesh")?,
             signal: text("signal")?,
+            fork: match map.get("fork") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(
+                    serde_json::from_value(v.clone())
+                        .map_err(|e| bad(format!("`fork` is not a fork: {e}")))?,
+                ),
+            },
             extra: map
                 .iter()
                 .filter(|(k, _)| !KNOWN.contains(&k.as_str()))
@@ -133,6 +160,12 @@ impl TaskContext {
         put("signal", &self.signal);
         if let Some(cause) = &self.cause {
             map.insert("cause".into(), Value::String(cause.to_string()));
+        }
+        if let Some(fork) = &self.fork {
+            map.insert(
+                "fork".into(),
+                serde_json::to_value(fork).expect("a fork serialises"),
+            );
         }
         if !self.turns.is_empty() {
             map.insert(
@@ -168,6 +201,22 @@ mod tests {
     }
 
     #[test]
+    fn a_fork_is_carried_whole() {
+        let context = TaskContext {
+            fork: Some(Fork {
+                from: "t-1".into(),
+                at: 2,
+                prefix: vec![serde_json::json!({"role": "user", "content": "hi"})],
+                model: Some("strong".into()),
+            }),
+            ..TaskContext::default()
+        };
+        let json = context.to_json();
+        assert!(json.starts_with(r#"{"fork":{"at":2,"from":"t-1","model":"strong","#), "{json}");
+        assert_eq!(TaskContext::parse(&json).unwrap(), context);
+    }
+
+    #[test]
     fn a_malformed_context_is_refused_with_its_reason() {
         for (json, says) in [
             ("[1]", "not a JSON object"),
@@ -176,6 +225,7 @@ mod tests {
             (r#"{"user_id":7}"#, "`user_id` is 7, not text"),
             (r#"{"turns":"a"}"#, "`turns` is \"a\", not a list"),
             (r#"{"turns":[1]}"#, "`turns` holds 1"),
+            (r#"{"fork":{"from":"t"}}"#, "`fork` is not a fork"),
         ] {
             let e = TaskContext::parse(json).unwrap_err().to_string();
             assert!(e.contains(says), "{json}: {e}");

@@ -17,7 +17,7 @@ pub mod outcome;
 pub mod payload;
 pub mod tool;
 
-pub use context::TaskContext;
+pub use context::{Fork, TaskContext};
 pub use error::ProtocolError;
 pub use outcome::TaskOutcome;
 pub use payload::Payload;

@@ -81,6 +81,9 @@ pub struct Timeline {
     /// The durable job whose step it is, and the signal its answer went back on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job: Option<(String, String)>,
+    /// The task this one is a fork of, and the model call it branched at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<(String, u64)>,
     /// How it ended (`succeeded`, `aborted`, `rejected`, …), `running` while nothing says.
     pub status: String,
     /// Its first event (ms since the epoch).
@@ -93,6 +96,8 @@ pub struct Timeline {
     pub steps: Vec<Step>,
     /// The tasks it delegated (parts of a plan, an expert's delegations), oldest first.
     pub parts: Vec<Timeline>,
+    /// The forks made of it (`iron task fork`), oldest first: the other branches.
+    pub forks: Vec<Timeline>,
 }
 
 /// What a task spent.
@@ -108,11 +113,19 @@ pub struct Spend {
     pub cost_usd: f64,
 }
 
+/// Which tasks hang under which: parts under their parent, forks under their origin.
+struct Tree {
+    parts: BTreeMap<String, Vec<String>>,
+    forks: BTreeMap<String, Vec<String>>,
+}
+
 /// Every task's events, read once from the log.
 #[derive(Debug, Default)]
 pub struct TaskLog {
     events: BTreeMap<String, Vec<Envelope>>,
     parent: BTreeMap<String, String>,
+    /// Forks and the task each was forked from.
+    forked_from: BTreeMap<String, String>,
 }
 
 /// The task an event belongs to, if any.
@@ -164,6 +177,10 @@ impl TaskLog {
             if !parent.is_empty() && parent != task {
                 self.parent.insert(task.clone(), parent.to_string());
             }
+            let from = str_of(&e.payload, "forked_from");
+            if !from.is_empty() && from != task {
+                self.forked_from.insert(task.clone(), from.to_string());
+            }
         }
         self.events.entry(task).or_default().push(e.clone());
     }
@@ -195,33 +212,36 @@ impl TaskLog {
     /// The timeline of `id` (or the task it is a unique prefix of), with its delegations.
     pub fn timeline(&self, id: &str) -> Result<Timeline, TimelineError> {
         let id = self.resolve(id)?;
-        let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        for (child, parent) in &self.parent {
-            children.entry(parent).or_default().push(child);
-        }
+        let invert = |of: &BTreeMap<String, String>| {
+            let mut under: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for (child, parent) in of {
+                under.entry(parent.clone()).or_default().push(child.clone());
+            }
+            under
+        };
+        let tree = Tree {
+            parts: invert(&self.parent),
+            forks: invert(&self.forked_from),
+        };
         let mut seen = BTreeSet::new();
-        Ok(self.build(&id, &children, &mut seen, 0))
+        Ok(self.build(&id, &tree, &mut seen, 0))
     }
 
-    fn build<'a>(
-        &'a self,
-        id: &'a str,
-        children: &BTreeMap<&str, Vec<&'a str>>,
-        seen: &mut BTreeSet<&'a str>,
-        depth: usize,
-    ) -> Timeline {
-        seen.insert(id);
+    fn build(&self, id: &str, tree: &Tree, seen: &mut BTreeSet<String>, depth: usize) -> Timeline {
+        seen.insert(id.to_string());
         let mut timeline = self.head(id);
-        if depth < MAX_DEPTH {
-            for child in children.get(id).into_iter().flatten() {
-                if !seen.contains(child) {
-                    timeline
-                        .parts
-                        .push(self.build(child, children, seen, depth + 1));
+        let mut below = |of: &BTreeMap<String, Vec<String>>| {
+            let mut found = Vec::new();
+            for child in of.get(id).into_iter().flatten() {
+                if depth < MAX_DEPTH && !seen.contains(child) {
+                    found.push(self.build(child, tree, seen, depth + 1));
                 }
             }
-        }
-        timeline.parts.sort_by_key(|p| p.started_ms);
+            found.sort_by_key(|p: &Timeline| p.started_ms);
+            found
+        };
+        timeline.parts = below(&tree.parts);
+        timeline.forks = below(&tree.forks);
         timeline
     }
 
@@ -234,12 +254,14 @@ impl TaskLog {
             instruction: String::new(),
             parent: self.parent.get(id).cloned(),
             job: None,
+            forked_from: None,
             status: "running".into(),
             started_ms: events.iter().map(|e| e.ts).min().unwrap_or(0),
             last_ms: events.iter().map(|e| e.ts).max().unwrap_or(0),
             spend: Spend::default(),
             steps: Vec::with_capacity(events.len()),
             parts: Vec::new(),
+            forks: Vec::new(),
         };
         for e in events {
             let p = &e.payload;
@@ -247,6 +269,11 @@ impl TaskLog {
                 EventKind::RoutingDecided => {
                     t.domain = str_of(p, "domain").to_string();
                     t.instruction = str_of(p, "instruction").to_string();
+                    let from = str_of(p, "forked_from");
+                    if !from.is_empty() {
+                        let at = p.get("fork_at").and_then(Value::as_u64).unwrap_or(0);
+                        t.forked_from = Some((from.to_string(), at));
+                    }
                     let job = str_of(p, "job");
                     if !job.is_empty() {
                         t.job = Some((job.to_string(), str_of(p, "signal").to_string()));
@@ -327,7 +354,10 @@ fn describe(e: &Envelope) -> (&'static str, String) {
     let excerpt = |key: &str| one_line(str_of(p, key), EXCERPT);
     match &e.kind {
         EventKind::RoutingDecided => {
-            let by = p.get("by").map(|b| str_of(b, "method")).unwrap_or("");
+            let by = match str_of(p, "forked_from") {
+                "" => p.get("by").map(|b| str_of(b, "method")).unwrap_or(""),
+                _ => "a fork",
+            };
             let of = p.get("of").and_then(Value::as_u64).unwrap_or(1);
             let part = match of {
                 0 | 1 => String::new(),
@@ -658,6 +688,12 @@ impl Timeline {
         if let Some(parent) = &self.parent {
             let _ = writeln!(out, "{indent}  part of {parent}");
         }
+        if let Some((from, at)) = &self.forked_from {
+            let _ = writeln!(
+                out,
+                "{indent}  forked from {from} at model call {at} (the conversation before it given)"
+            );
+        }
         if let Some((job, signal)) = &self.job {
             let _ = writeln!(
                 out,
@@ -685,6 +721,14 @@ impl Timeline {
         for part in &self.parts {
             let _ = writeln!(out);
             part.write_text(out, &format!("{indent}    "));
+        }
+        for fork in &self.forks {
+            let at = fork.forked_from.as_ref().map_or(0, |(_, at)| *at);
+            let _ = writeln!(
+                out,
+                "\n{indent}  another branch, forked at model call {at}:"
+            );
+            fork.write_text(out, &format!("{indent}    "));
         }
     }
 }

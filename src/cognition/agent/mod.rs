@@ -12,7 +12,7 @@ pub use budget::{Budget, BudgetLimit, DEFAULT_MAX_ITERATIONS, Limits, Spend};
 pub use ports::{
     EventRecorder, InterjectionInbox, InterjectionSender, Interjections, LoopEvent, LoopEvents,
     MARKER_SHOWN, NoEvents, NoInterjections, NoTools, Prompt, RecordError, ToolExecutor,
-    ToolFailure, interjection_channel,
+    ToolFailure, interjection_channel, swap_marker,
 };
 pub use prompt::{
     CONTEXT_TAG, ExpertBrief, TOOL_OUTPUT_TAG, system_prompt, unwrap_tool_output, wrap_context,
@@ -20,5 +20,5 @@ pub use prompt::{
 };
 pub use run::{
     ASK_OPERATOR, AgentLoop, CORRECTION_PREFIX, PendingQuestion, TaskInput, TaskOutcome, TaskState,
-    TaskStatus, ask_operator_spec,
+    TaskStatus, ask_operator_spec, system_message,
 };

@@ -253,7 +253,7 @@ impl Prompt {
             .get(known..)
             .unwrap_or_default()
             .iter()
-            .map(|m| hide_marker(m, marker))
+            .map(|m| swap_marker(m, marker, MARKER_SHOWN))
             .collect();
         Self {
             messages: messages.len(),
@@ -263,9 +263,9 @@ impl Prompt {
     }
 }
 
-/// `m` with `marker` written as [`MARKER_SHOWN`].
-fn hide_marker(m: &Message, marker: &str) -> Message {
-    let hide = |t: &str| t.replace(marker, MARKER_SHOWN);
+/// `m` with every `from` written as `to` (a task's marker as the record shows it, and back).
+pub fn swap_marker(m: &Message, from: &str, to: &str) -> Message {
+    let hide = |t: &str| t.replace(from, to);
     match m {
         Message::System { content } => Message::system(hide(content)),
         Message::User { content } => Message::user(hide(content)),

@@ -89,6 +89,17 @@ impl TaskState {
     }
 }
 
+/// The system message of an expert's task: its brief, what it was given, and how its
+/// operator's corrections begin.
+pub fn system_message(brief: &ExpertBrief, input: &TaskInput, marker: &str) -> Message {
+    Message::system(system_prompt(
+        brief,
+        &correction(marker),
+        input.memory.as_deref(),
+        input.perception.as_deref(),
+    ))
+}
+
 fn correction(marker: &str) -> String {
     format!("{CORRECTION_PREFIX} [{marker}]:")
 }
@@ -203,24 +214,33 @@ impl<'a> AgentLoop<'a> {
 
     /// A fresh task: the system prompt and the instruction.
     pub fn start(brief: &ExpertBrief, input: &TaskInput) -> TaskState {
-        let marker = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
-        Self::start_with_marker(brief, input, marker)
+        Self::start_with_marker(brief, input, Self::fresh_marker())
+    }
+
+    /// A new task's correction marker.
+    pub fn fresh_marker() -> String {
+        uuid::Uuid::new_v4().simple().to_string()[..12].to_string()
     }
 
     /// [`AgentLoop::start`] with a given correction marker (a replay uses the one the record
     /// shows).
     pub fn start_with_marker(brief: &ExpertBrief, input: &TaskInput, marker: String) -> TaskState {
-        TaskState {
-            messages: vec![
-                Message::system(system_prompt(
-                    brief,
-                    &correction(&marker),
-                    input.memory.as_deref(),
-                    input.perception.as_deref(),
-                )),
+        Self::resume_from(
+            vec![
+                system_message(brief, input, &marker),
                 Message::user(input.instruction.trim()),
             ],
-            iterations: 0,
+            0,
+            marker,
+        )
+    }
+
+    /// A task whose conversation so far is `messages`, after `iterations` model calls (a fork
+    /// of a recorded task starts so).
+    pub fn resume_from(messages: Vec<Message>, iterations: u32, marker: String) -> TaskState {
+        TaskState {
+            messages,
+            iterations,
             spend: Spend::default(),
             pending: None,
             marker,

@@ -488,6 +488,11 @@ impl EngineDeps {
     ) -> Step {
         let domain = part.domain.clone();
         let mut decided = serde_json::json!({"task_id": part.task_id, "domain": domain, "instruction": part.instruction, "by": by, "part": index + 1, "of": total, "context": known, "depth": part.depth, "parent_task_id": part.parent_task_id});
+        // A fork names the task and the model call it branches from.
+        if let Some(fork) = &ctx.carried.fork {
+            decided["forked_from"] = fork.from.as_str().into();
+            decided["fork_at"] = fork.at.into();
+        }
         // A job's step names the job and the signal its answer goes back on.
         if let Some(job) = &ctx.job {
             decided["job"] = job.as_str().into();

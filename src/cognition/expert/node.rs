@@ -1,6 +1,7 @@
 //! The expert as a managed node: what it opens when configured (its catalog entry, model,
 //! tools, scratch, desk) and how it takes goals; each goal's work is in `task.rs`.
 
+use crate::memory::semantic::Embedder;
 use crate::spine::control::lifecycle::RunError;
 use crate::tools::CallerKey;
 use crate::tools::packages::PackageStore;
@@ -43,6 +44,8 @@ pub struct ExpertDeps {
     pub(super) entry: ExpertEntry,
     pub(super) brief: ExpertBrief,
     pub(super) model: Arc<dyn ChatModel>,
+    /// What the offline backend reads meanings with (for a fork's other model).
+    pub(super) embedder: Arc<dyn Embedder>,
     pub(super) tools: Arc<ToolManager>,
     server: ActionServer<AolTask>,
     goals: Mutex<tokio::sync::mpsc::Receiver<GoalRequest<AolTask>>>,
@@ -61,6 +64,32 @@ pub struct ExpertDeps {
     /// Its scratch, when its mesh declares a workspace its servers work in.
     pub(super) scratch: Option<ExpertScratch>,
     pub(super) ctx: NodeContext,
+}
+
+/// The model `name` as the configuration resolves it. No `models:` block: the offline
+/// backend, whatever the name. With one, the offline backend still answers when every
+/// configured backend fails.
+pub(super) fn model_named(
+    config: &Config,
+    embedder: &Arc<dyn Embedder>,
+    base: &Path,
+    name: &str,
+) -> Result<Arc<dyn ChatModel>, String> {
+    Ok(match config.models.clone() {
+        // Its claim judgment reads meanings with the local model when one was pulled.
+        None if embedder.name() == crate::llm::local::MINILM_L6_V2.embedder_name => {
+            Arc::new(OfflineBackend::with_meanings(embedder.clone()))
+        }
+        None => Arc::new(OfflineBackend::lexical()),
+        Some(models) => {
+            let models: ModelsConfig =
+                serde_norway::from_value(models).map_err(|e| format!("models: {e}"))?;
+            let model = ModelRegistry::new(models, base)
+                .model(name)
+                .map_err(|e| format!("model {name:?}: {e}"))?;
+            Arc::new(OrOffline::new(model))
+        }
+    })
 }
 
 /// How long an on-demand source may take to start and show its first state.
@@ -89,26 +118,9 @@ impl ManagedNode for ExpertNode {
         let embedder =
             crate::llm::embeddings::from_config_or_service(&config, &ctx.node).map_err(refuse)?;
         let mounts = Mounts::new(&entry, &catalog, &config).with_embedder(embedder.clone());
-        // No `models:` block: the offline backend. With one, the offline backend still
-        // answers when every configured backend fails.
         let base = std::env::current_dir().map_err(refuse)?;
-        let model: Arc<dyn ChatModel> = match config.models.clone() {
-            // Its claim judgment reads meanings with the local model when one was pulled.
-            None if embedder.name() == crate::llm::local::MINILM_L6_V2.embedder_name => {
-                Arc::new(OfflineBackend::with_meanings(embedder))
-            }
-            None => Arc::new(OfflineBackend::lexical()),
-            Some(models) => {
-                let models: ModelsConfig =
-                    serde_norway::from_value(models).map_err(|e| refuse(format!("models: {e}")))?;
-                let model = ModelRegistry::new(models, &base)
-                    .model(&entry.model)
-                    .map_err(|e| {
-                        refuse(format!("model {:?} of {}: {e}", entry.model, self.expert))
-                    })?;
-                Arc::new(OrOffline::new(model))
-            }
-        };
+        let model = model_named(&config, &embedder, &base, &entry.model)
+            .map_err(|e| refuse(format!("{e} (the model of {})", self.expert)))?;
 
         let recorder = Recorder {
             log: log.clone(),
@@ -240,6 +252,7 @@ impl ManagedNode for ExpertNode {
             entry,
             brief,
             model,
+            embedder,
             tools: Arc::new(tools),
             server,
             goals: Mutex::new(goals),

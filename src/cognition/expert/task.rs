@@ -22,7 +22,8 @@ use crate::{
         trace::{Span, SpanContext, SpanKind},
     },
     interfaces::{AolTask, AolTaskFeedback, AolTaskGoal, AolTaskResult},
-    protocol::{TaskContext, TaskOutcome},
+    llm::Message,
+    protocol::{Fork, TaskContext, TaskOutcome},
     spine::control::action::{GoalHandle, GoalRequest},
 };
 
@@ -60,19 +61,55 @@ impl ExpertDeps {
         let tools = self.tools_for(&goal, &context, &recorder, &span);
         let desk = self.open_desk(&goal, context.user_id.clone(), &recorder);
         let started = Instant::now();
-        let agent = AgentLoop::new(
-            self.model.as_ref(),
-            &tools,
-            Limits::from(&self.entry.budget),
-        )
-        .with_events(&recorder)
-        .with_interjections(&desk.interjections);
-        let input = self.wake(&goal, &context, &recorder).await;
-        let mut state = AgentLoop::start(&self.brief, &input);
-        // What a replay of this task starts from.
-        let woke = serde_json::json!({
-            "model": self.model.name(), "input": input, "tools": agent.offered(),
+        let model = match context.fork.as_ref().and_then(|f| f.model.as_deref()) {
+            None => Ok(self.model.clone()),
+            Some(name) => {
+                let base = std::env::current_dir().unwrap_or_default();
+                super::node::model_named(&self.config, &self.embedder, &base, name)
+            }
+        };
+        let prepared = model.and_then(|model| {
+            let forked = context
+                .fork
+                .as_ref()
+                .map(|f| fork_state(f, context.job.is_some()))
+                .transpose()?;
+            Ok((model, forked))
         });
+        let (model, forked) = match prepared {
+            Ok(prepared) => prepared,
+            Err(why) => {
+                warn!(task = %goal.task_id, "refused the fork: {why}");
+                handle
+                    .abort(AolTaskResult {
+                        status: TaskOutcome::Failed.to_string(),
+                        text: format!("cannot fork: {why}"),
+                        result_json: "{}".into(),
+                    })
+                    .await;
+                return;
+            }
+        };
+        let agent = AgentLoop::new(model.as_ref(), &tools, Limits::from(&self.entry.budget))
+            .with_events(&recorder)
+            .with_interjections(&desk.interjections);
+        // A fork starts from the recorded conversation (which holds what that task's wake
+        // gave); any other task wakes.
+        let (input, mut state) = match forked {
+            Some(state) => (TaskInput::default(), state),
+            None => {
+                let input = self.wake(&goal, &context, &recorder).await;
+                let state = AgentLoop::start(&self.brief, &input);
+                (input, state)
+            }
+        };
+        // What a replay of this task starts from.
+        let mut woke = serde_json::json!({
+            "model": model.name(), "input": input, "tools": agent.offered(),
+        });
+        if let Some(f) = &context.fork {
+            woke["fork"] = serde_json::json!({"from": f.from, "at": f.at});
+        }
         if let Err(e) = recorder.write(EventKind::ExpertWoke, woke, None).await {
             warn!(task = %goal.task_id, "could not record the task's start: {e}");
         }
@@ -382,6 +419,32 @@ impl ExpertDeps {
 }
 
 /// How the loop's ending reads as a task outcome, with the result's text.
+/// The state a fork starts in: the recorded conversation with a fresh correction marker in
+/// the record's place, after the model calls before the fork's. A fork that no job asked for
+/// performs no structured task, as any such task (see `wake`).
+fn fork_state(fork: &Fork, for_job: bool) -> Result<TaskState, String> {
+    if fork.at == 0 || fork.prefix.len() < 2 {
+        return Err("a fork needs the conversation before a model call (at 1 or later)".into());
+    }
+    let marker = AgentLoop::fresh_marker();
+    let messages = fork
+        .prefix
+        .iter()
+        .map(|m| {
+            let m: Message = serde_json::from_value(m.clone())
+                .map_err(|e| format!("a message of the fork's conversation: {e}"))?;
+            let m = agent::swap_marker(&m, agent::MARKER_SHOWN, &marker);
+            Ok(match m {
+                Message::User { content } if !for_job => {
+                    Message::user(crate::llm::offline::defuse_tasks(&content))
+                }
+                other => other,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(AgentLoop::resume_from(messages, fork.at - 1, marker))
+}
+
 fn ending(status: TaskStatus) -> (TaskOutcome, String) {
     match status {
         TaskStatus::Done { answer } => (TaskOutcome::Succeeded, answer),
