@@ -1,7 +1,8 @@
 //! `iron task list`, `iron task show`, `iron task replay` and `iron task fork` on the tasks the
 //! README's first command makes: the newsroom's monitor, analyst, editor and publisher, each read back from
 //! the log as a timeline (text for a person, JSON for tools) and replayed against its record
-//! while `iron up` runs; the analyst's task forked from its start.
+//! while `iron up` runs; the analyst's task forked from its start, and the newsroom's job
+//! forked at the editor's step with the earlier results reused (`iron jobs fork`).
 
 mod support;
 
@@ -105,6 +106,39 @@ async fn task_show_tells_what_each_newsroom_task_did() {
         "{show}"
     );
     assert!(show.contains("to newsroom/analyst (a fork)"), "{show}");
+
+    // The job forked at the editor's step: the grouping and the cross-check are reused from
+    // its journal (no monitor or analyst is asked again), the editor is asked live, and the
+    // publish, already in the outbox, is observed there and not sent twice.
+    let jobs = p.iron_ok(&["jobs", "list"]);
+    let job = jobs.split_whitespace().next().unwrap().to_string();
+    let fork = p.iron_ok(&["jobs", "fork", &job, "--at", "write#0"]);
+    let fork = fork.trim().to_string();
+    let diary = eventually("the forked job done", T, || async {
+        let show = p.iron_ok(&["jobs", "show", &fork]);
+        show.contains(": done").then_some(show)
+    })
+    .await;
+    assert!(diary.contains(&format!("[fork/{job}]")), "{diary}");
+    let asked: Vec<String> = p
+        .events("routing_decided")
+        .await
+        .iter()
+        .filter(|e| e.payload["job"] == fork.as_str())
+        .map(|e| e.payload["domain"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        !asked.iter().any(|d| d == "newsroom/monitor"),
+        "the grouping was reused: {asked:?}"
+    );
+    assert!(asked.iter().any(|d| d == "newsroom/editor"), "{asked:?}");
+    assert_eq!(p.outbox().len(), 1, "never published twice");
+    let nowhere = p.iron(&["jobs", "fork", &job, "--at", "no-such-step"]);
+    let why = String::from_utf8_lossy(&nowhere.stderr);
+    assert!(
+        why.contains("its steps, in order: group#0, cross_check#0"),
+        "{why}"
+    );
 
     // A person's mistakes are refused with what to do.
     let unknown = p.iron(&["task", "show", "no-such-task"]);

@@ -28,6 +28,21 @@ pub enum JobsCommand {
         #[arg(long, default_value = "aem")]
         aem: std::path::PathBuf,
     },
+    /// Start a new job of a job's flow and input that reuses the original's recorded results
+    /// before STEP (step results, effects done, experts' answers, timers) and runs live from
+    /// STEP on, with the flow as it is now. A person's approvals are not carried over: the
+    /// fork asks again. Prints the new job's id.
+    Fork {
+        /// The job to fork.
+        job: String,
+        /// The step to run again and everything after it (a name `iron jobs show` prints,
+        /// e.g. cross_check#0).
+        #[arg(long)]
+        at: String,
+        /// Where Python flows are (for the flow file's hash).
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
+    },
     /// List jobs with their state (runnable, waiting, parked, cancelled, done).
     List {
         /// Only this mesh.
@@ -112,6 +127,14 @@ pub async fn run(command: JobsCommand) -> Result<(), CliError> {
             let hash = flow_hash(&aem, &flow);
             let (_, job) = ops::start(&log, &flow, input, hash).await?;
             println!("{job}");
+        }
+        JobsCommand::Fork { job, at, aem } => {
+            let forked = ops::fork(&log, &job, &at, |flow| flow_hash(&aem, flow)).await?;
+            eprintln!(
+                "forked {job} at {at}: {} recorded result(s) reused; the mesh's runner runs the rest",
+                forked.reused
+            );
+            println!("{}", forked.job);
         }
         JobsCommand::List { mesh } => {
             for s in ops::list(&log, &mesh).await? {

@@ -87,6 +87,17 @@ impl Start<'_> {
         input: Value,
         flow_hash: Option<String>,
     ) -> Result<(), JobError> {
+        self.record(log, input, flow_hash).await?;
+        wake(log, self.mesh, self.job, "started").await
+    }
+
+    /// Writes the `job_started` event, without waking a runner.
+    async fn record<L: EventLog>(
+        self,
+        log: &L,
+        input: Value,
+        flow_hash: Option<String>,
+    ) -> Result<(), JobError> {
         check_token("mesh", self.mesh)?;
         check_token("role", self.role)?;
         check_token("flow", self.flow)?;
@@ -105,8 +116,108 @@ impl Start<'_> {
             },
         )
         .await?;
-        wake(log, self.mesh, self.job, "started").await
+        Ok(())
     }
+}
+
+/// The step an entry belongs to: a step's result, an effect, an expert's request and its
+/// answer, a timer, an approval (the names `iron jobs show` prints).
+fn step_of(event: &JobEvent) -> Option<&str> {
+    match event {
+        JobEvent::StepDone { step, .. }
+        | JobEvent::EffectIntent { step, .. }
+        | JobEvent::EffectConfirmed { step, .. } => Some(step),
+        JobEvent::ExpertRequested { request, .. } => Some(request),
+        // `expert:<step>`, `effect:<step>`: the answer a step waited for.
+        JobEvent::Signal { name, .. } => {
+            Some(name.split_once(':').map_or(name.as_str(), |(_, s)| s))
+        }
+        JobEvent::TimerSet { timer, .. } | JobEvent::TimerDue { timer, .. } => Some(timer),
+        JobEvent::ApprovalRequested { name, .. } | JobEvent::ApprovalGiven { name, .. } => {
+            Some(name)
+        }
+        _ => None,
+    }
+}
+
+/// A forked job: where it lives, and how much of the original it took.
+#[derive(Debug, Clone)]
+pub struct Forked {
+    /// Mesh.
+    pub mesh: String,
+    /// The new job.
+    pub job: String,
+    /// Entries of the original reused.
+    pub reused: usize,
+}
+
+/// `iron jobs fork JOB --at STEP`: a new job of the same flow and input whose journal holds
+/// the original's recorded results before `at` (step results, effects, experts' answers,
+/// timers), so its replay reuses them and runs live from `at` on, with the flow as it is now
+/// (`flow_hash`). A person's decisions are never carried over: an approval was given for its
+/// own job, and the fork asks again. The copied entries are written by `fork/<job>`.
+pub async fn fork<L: EventLog>(
+    log: &L,
+    job: &str,
+    at: &str,
+    flow_hash: impl FnOnce(&str) -> Option<String>,
+) -> Result<Forked, JobError> {
+    let (mesh, diary) = find(log, job).await?;
+    let Some((_, role, flow, input, _)) = super::journal::started_of(&diary) else {
+        return Err(JobError::Invalid(format!("job {job} has no start")));
+    };
+    let at = at.split_once(':').map_or(at, |(_, step)| step);
+    let Some(stop) = diary
+        .iter()
+        .position(|s| step_of(&s.entry.event) == Some(at))
+    else {
+        let mut steps: Vec<&str> = diary
+            .iter()
+            .filter_map(|s| step_of(&s.entry.event))
+            .collect();
+        steps.dedup();
+        return Err(JobError::Invalid(format!(
+            "job {job} has no step {at:?}; its steps, in order: {}",
+            steps.join(", ")
+        )));
+    };
+    let new = format!("j-{}", uuid::Uuid::now_v7().simple());
+    let by = format!("fork/{job}");
+    let start = Start {
+        mesh: &mesh,
+        role: &role,
+        flow: &flow,
+        job: &new,
+        by: &by,
+    };
+    start
+        .record(log, input, flow_hash(&format!("{mesh}/{role}/{flow}")))
+        .await?;
+    let mut reused = 0;
+    for (n, stored) in diary[..stop].iter().enumerate() {
+        let event = &stored.entry.event;
+        let carried = matches!(
+            event,
+            JobEvent::StepDone { .. }
+                | JobEvent::EffectIntent { .. }
+                | JobEvent::EffectConfirmed { .. }
+                | JobEvent::ExpertRequested { .. }
+                | JobEvent::Signal { .. }
+                | JobEvent::TimerSet { .. }
+                | JobEvent::TimerDue { .. }
+        );
+        if carried {
+            let id = event_id(&new, &["forked", &n.to_string()]);
+            append_unfenced(log, &mesh, &new, id, &by, event.clone()).await?;
+            reused += 1;
+        }
+    }
+    wake(log, &mesh, &new, "forked").await?;
+    Ok(Forked {
+        mesh,
+        job: new,
+        reused,
+    })
 }
 
 /// Finds a job by id in any mesh: its mesh and diary.
@@ -328,4 +439,65 @@ pub fn summaries(diaries: &BTreeMap<(String, String), Vec<Stored>>) -> Vec<Summa
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spine::durable::embedded::{Embedded, EmbeddedOptions};
+    use crate::spine::durable::streams::StreamSpec;
+
+    #[tokio::test]
+    async fn a_fork_reuses_results_before_its_step_and_never_a_persons_decision() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Embedded::open(
+            dir.path().join("log.db"),
+            &[StreamSpec::jobs()],
+            EmbeddedOptions::default(),
+        )
+        .await
+        .unwrap();
+        let (mesh, job) = start(&log, "desk/clerk/file", serde_json::json!({"n": 1}), None)
+            .await
+            .unwrap();
+        let step = |name: &str| JobEvent::StepDone {
+            step: name.into(),
+            fingerprint: None,
+            result: serde_json::json!(name),
+        };
+        for (n, event) in [
+            step("fetch#0"),
+            JobEvent::ApprovalRequested {
+                name: "file#0".into(),
+                prompt: "file it?".into(),
+            },
+            JobEvent::ApprovalGiven {
+                name: "file#0".into(),
+                approved: true,
+                note: None,
+                statement: None,
+            },
+            step("file#0"),
+            step("report#0"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let id = event_id(&job, &["test", &n.to_string()]);
+            append_unfenced(&log, &mesh, &job, id, "runner", event)
+                .await
+                .unwrap();
+        }
+        let forked = fork(&log, &job, "report#0", |_| None).await.unwrap();
+        assert_eq!(forked.reused, 2, "fetch#0 and file#0, not the approval");
+        let diary = read_diary(&log, &mesh, &forked.job).await.unwrap();
+        let kinds: Vec<&str> = diary.iter().map(|s| s.entry.event.kind()).collect();
+        assert_eq!(kinds, ["job_started", "step_done", "step_done"]);
+        assert!(diary.iter().all(|s| s.entry.by == format!("fork/{job}")));
+        let refused = fork(&log, &job, "nothing#0", |_| None).await.unwrap_err();
+        assert!(
+            refused.to_string().contains("fetch#0, file#0, report#0"),
+            "{refused}"
+        );
+    }
 }

@@ -212,7 +212,10 @@ mod tests {
             ..TaskContext::default()
         };
         let json = context.to_json();
-        assert!(json.starts_with(r#"{"fork":{"at":2,"from":"t-1","model":"strong","#), "{json}");
+        assert!(
+            json.starts_with(r#"{"fork":{"at":2,"from":"t-1","model":"strong","#),
+            "{json}"
+        );
         assert_eq!(TaskContext::parse(&json).unwrap(), context);
     }
 
