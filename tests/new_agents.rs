@@ -160,7 +160,16 @@ async fn a_new_mesh_and_expert_compile_answer_and_run_their_flow() {
         let replay = p.iron_ok_inside(&["task", "replay", fork_id]);
         assert!(replay.contains("matches the record"), "{replay}");
     }
-    // A step the task never made, a SKILL.md that does not compile: refused with why.
+    // A step the task never made, a model this deployment does not have, a SKILL.md that
+    // does not compile: refused with why.
+    let model = p.iron_inside(&[
+        "task", "fork", &id, "--at", "1", "--model", "strong", "--wait", "60",
+    ]);
+    assert!(!model.status.success());
+    assert!(
+        String::from_utf8_lossy(&model.stdout).contains("cannot fork: no models are configured"),
+        "{model:?}"
+    );
     let late = p.iron_inside(&["task", "fork", &id, "--at", "5"]);
     assert!(
         String::from_utf8_lossy(&late.stderr).contains("--at takes 1 to 1"),
@@ -201,8 +210,8 @@ async fn a_new_mesh_and_expert_compile_answer_and_run_their_flow() {
     let list = p.iron_ok_inside(&["task", "list", "--domain", "desk"]);
     assert_eq!(
         list.lines().count(),
-        4,
-        "the sent task, its two forks and the flow's:\n{list}"
+        5,
+        "the sent task, its two forks, the refused one and the flow's:\n{list}"
     );
     let id = list
         .lines()

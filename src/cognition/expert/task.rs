@@ -63,6 +63,12 @@ impl ExpertDeps {
         let started = Instant::now();
         let model = match context.fork.as_ref().and_then(|f| f.model.as_deref()) {
             None => Ok(self.model.clone()),
+            // Without a `models:` block every name is the offline backend: a name asked for
+            // would be silently ignored.
+            Some(name) if self.config.models.is_none() => Err(format!(
+                "no models are configured (no `models:` block), so there is no model {name:?}: \
+                 every task runs on the offline backend"
+            )),
             Some(name) => {
                 let base = std::env::current_dir().unwrap_or_default();
                 super::node::model_named(&self.config, &self.embedder, &base, name)
