@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{CliError, TaskCommand, connect::connect, stop_on_signals};
+use clap::Subcommand;
+
+use super::{CliError, connect::connect, stop_on_signals};
 use crate::cognition::agent::{ExpertBrief, MARKER_SHOWN, system_message};
 use crate::cognition::expert::delegate::ENGINE_ACTION;
 use crate::cognition::replay::{self, Record};
@@ -19,6 +21,143 @@ use crate::{
     },
     view::timeline::{TaskLog, Timeline},
 };
+
+/// `iron task …`.
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Send an AolTask goal, print feedback as it comes and then the result. Ctrl-C cancels.
+    /// A rejected goal fails with the reason the server published on `<action>/rejections`;
+    /// a server that goes away while the goal runs fails the wait within seconds.
+    Send {
+        /// "<mesh>/<role>" to skip routing; empty lets the engine route.
+        #[arg(long, default_value = "")]
+        domain: String,
+        /// The action to send to.
+        #[arg(long, default_value = "/iron/engine/task")]
+        action: String,
+        /// Session the task belongs to.
+        #[arg(long, default_value = "")]
+        session: String,
+        /// Extra context, as a JSON object.
+        #[arg(long, default_value = "{}")]
+        context: String,
+        /// Who sends it (the context's `user_id`, unless it has one): the task's owner, who
+        /// may answer its questions and correct it besides the configured `operators`.
+        #[arg(long, env = "USER", default_value = "operator")]
+        user: String,
+        /// How long to wait for the result, in seconds.
+        #[arg(long, default_value_t = 600.0)]
+        wait: f64,
+        /// What to do.
+        instruction: String,
+    },
+    /// Answer the question a running task asked (shown by `task send` as a `[question]`
+    /// feedback line, and by `task questions`). Publishes iron/msg/Answer on /iron/answers.
+    Answer {
+        /// The task that asked.
+        #[arg(long)]
+        task: String,
+        /// The question's id; empty answers whatever the task asks.
+        #[arg(long, default_value = "")]
+        question: String,
+        /// Who answers, signing with their key (`iron operator add`): the task's owner or one
+        /// of the configured `operators`, else the expert refuses the answer (and records the
+        /// refusal). Default: IRON_OPERATOR, else the only key on this machine.
+        #[arg(long)]
+        operator: Option<String>,
+        /// The answer.
+        text: String,
+    },
+    /// Send a correction into a running task; the expert reads it before its next model call.
+    /// Publishes iron/msg/Interjection on /iron/interjections.
+    Interject {
+        /// The running task.
+        #[arg(long)]
+        task: String,
+        /// Who interjects, signing with their key (`iron operator add`): the task's owner or
+        /// one of the configured `operators`, else the expert refuses the correction (and
+        /// records the refusal). Default: IRON_OPERATOR, else the only key on this machine.
+        #[arg(long)]
+        operator: Option<String>,
+        /// The correction.
+        text: String,
+    },
+    /// The tasks on the log, newest first: id, expert, how each ended, when, and what it was
+    /// asked. Parts and delegations are shown under their task by `iron task show`.
+    List {
+        /// Show at most this many.
+        #[arg(long, default_value_t = 20)]
+        last: usize,
+        /// Only the tasks of this expert (`mesh/role`) or mesh (`mesh`).
+        #[arg(long)]
+        domain: Option<String>,
+    },
+    /// A task's history from the log: the routing decision, what the expert was given at
+    /// wake (perception, memory), each model call (prompt size, answer, tokens, cost), each
+    /// tool call and gate decision, questions and answers, deliveries, hunks and effects, how
+    /// it ended, and the tasks it delegated, as a tree. Any unique prefix of the id will do.
+    Show {
+        /// The task (`iron task list` shows them).
+        task: String,
+        /// The timeline as JSON (every event's payload included), for tools.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-run a task's expert against its record: the recorded model answers and tool results
+    /// stand in for the model and the tools (nothing is sent, run or written), with the skill,
+    /// catalog and code as they are now. Prints the first step where the run now differs from
+    /// the record (a changed skill, tool grant or code) and exits 1, or says it matches.
+    Replay {
+        /// The task (any unique prefix of its id).
+        task: String,
+        /// The agent folders as they are now.
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
+        /// The report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Branch a recorded task: a new task whose conversation is the record's as it stood
+    /// before model call --at, run live from there by the same expert with the change asked
+    /// for. Its effects go through the usual gates and approvals (a fork is no durable job's:
+    /// it performs no structured task); its events name the task it was forked from, and
+    /// `iron task show` shows both branches. Prints feedback and the result like `task send`.
+    Fork {
+        /// The task (any unique prefix of its id).
+        task: String,
+        /// The model call the fork makes first (1: the whole task again).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        at: u32,
+        /// At --at 1, the task's instruction instead of the recorded one; later, a turn of
+        /// the person's added to the conversation before the fork's first model call.
+        #[arg(long)]
+        instruction: Option<String>,
+        /// Another model (a name of the configuration's `models:`) for the live part.
+        #[arg(long)]
+        model: Option<String>,
+        /// Another SKILL.md for the expert (its identity and instructions), checked as the
+        /// catalog checks any; the folders are not changed.
+        #[arg(long, value_name = "PATH")]
+        skill: Option<std::path::PathBuf>,
+        /// The agent folders (read with --skill).
+        #[arg(long, default_value = "aem")]
+        aem: std::path::PathBuf,
+        /// Who forks it: the fork's owner.
+        #[arg(long, env = "USER", default_value = "operator")]
+        user: String,
+        /// How long to wait for the result, in seconds.
+        #[arg(long, default_value_t = 600.0)]
+        wait: f64,
+    },
+    /// Print the open questions: asked by an expert (on the log), not answered, and whose
+    /// task has not ended, whatever processes restarted since; with --follow, new ones as
+    /// experts ask them.
+    Questions {
+        /// Keep listening until Ctrl-C.
+        #[arg(long)]
+        follow: bool,
+    },
+}
 
 /// Runs one `iron task` command against the router at `router`.
 pub(super) async fn run(
