@@ -416,7 +416,8 @@ mod tests {
     use super::stand_ins::SYSTEM_CHANGED;
     use super::*;
     use crate::cognition::agent::{
-        EventRecorder, LoopEvent, ToolExecutor, ToolFailure, unwrap_tool_output, wrap_tool_output,
+        EventRecorder, LoopEvent, ToolExecutor, ToolFailure, interjection_channel,
+        unwrap_tool_output, wrap_tool_output,
     };
     use crate::llm::BoxFuture;
     use crate::llm::{Script, ScriptedBackend};
@@ -480,6 +481,11 @@ The desk.
 
     /// A task run by the real loop on a scripted model, recorded as the expert records it.
     async fn recorded(catalog: &Catalog) -> Vec<Envelope> {
+        recorded_with(catalog, None).await
+    }
+
+    /// [`recorded`], with an operator's correction waiting before the first model call.
+    async fn recorded_with(catalog: &Catalog, correction: Option<&str>) -> Vec<Envelope> {
         let model = ScriptedBackend::new(
             "demo",
             "inline",
@@ -490,7 +496,13 @@ The desk.
             .unwrap(),
         );
         let events = EventRecorder::default();
-        let agent = AgentLoop::new(&model, &Files, Limits::default()).with_events(&events);
+        let (sender, inbox) = interjection_channel();
+        if let Some(text) = correction {
+            sender.send(text);
+        }
+        let agent = AgentLoop::new(&model, &Files, Limits::default())
+            .with_events(&events)
+            .with_interjections(&inbox);
         let brief = ExpertBrief::from_catalog(catalog, "desk/assistant").unwrap();
         let input = TaskInput {
             instruction: "What do the notes say?".into(),
@@ -512,6 +524,7 @@ The desk.
                     EventKind::ModelCalled
                 }
                 LoopEvent::Finished { .. } => EventKind::ExpertFinished,
+                LoopEvent::InterjectionRead { .. } => EventKind::InterjectionRead,
                 _ => continue,
             };
             log.push(write(kind, serde_json::to_value(&e).unwrap()));
@@ -528,6 +541,23 @@ The desk.
         assert_eq!(r.divergence, None);
         assert_eq!((r.replayed_calls, r.tool_calls), (2, 1));
         assert_eq!(r.status, "done");
+    }
+
+    #[tokio::test]
+    async fn a_correction_is_read_again_before_the_call_it_preceded() {
+        let (_dir, catalog) = aem("Answer from the notes.", true);
+        let log = recorded_with(&catalog, Some("only the first page")).await;
+        let record = Record::read("t1", &log).unwrap();
+        assert_eq!(replay(&record, &catalog).await.divergence, None);
+        // Without the correction on the record, the replayed request lacks it.
+        let without: Vec<Envelope> = log
+            .into_iter()
+            .filter(|e| e.kind != EventKind::InterjectionRead)
+            .collect();
+        let record = Record::read("t1", &without).unwrap();
+        let d = replay(&record, &catalog).await.divergence.unwrap();
+        assert_eq!(d.step, "model call 1");
+        assert!(d.recorded.contains("only the first page"), "{d:?}");
     }
 
     #[tokio::test]
