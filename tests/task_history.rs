@@ -2,7 +2,9 @@
 //! README's first command makes: the newsroom's monitor, analyst, editor and publisher, each read back from
 //! the log as a timeline (text for a person, JSON for tools) and replayed against its record
 //! while `iron up` runs; the analyst's task forked from its start, and the newsroom's job
-//! forked at the editor's step with the earlier results reused (`iron jobs fork`).
+//! forked at the editor's step with the earlier results reused (`iron jobs fork`); and the
+//! desk, `iron desk list` and the console's Desk in a real browser, showing the bulletin with
+//! why each claim has its status and its evidence by owner.
 
 mod support;
 
@@ -140,6 +142,29 @@ async fn task_show_tells_what_each_newsroom_task_did() {
         "{why}"
     );
 
+    // The desk: the bulletin on the command line, and in the console's Desk in a real
+    // browser, with why each claim has its status and its evidence drawn by owner.
+    let desk = p.iron_ok(&["desk", "list"]);
+    assert!(
+        desk.starts_with("b-") && desk.contains(" on bulletins"),
+        "{desk}"
+    );
+    for want in [
+        "confirmed     Harbour bridge closed",
+        "3 independent owners: coastal-media, harbour-authority, portside-media",
+        "disputed by harbour-authority; supported by 1 independent owner: coastal-media",
+        "one source: coastal-media (2 outlets)",
+    ] {
+        assert!(desk.contains(want), "no {want:?} in:\n{desk}");
+    }
+    let only = p.iron_ok(&["desk", "list", "--status", "contradicted"]);
+    assert_eq!(
+        only.lines().count(),
+        3,
+        "the bulletin, its one claim and why:\n{only}"
+    );
+    browse_the_desk(&p);
+
     // A person's mistakes are refused with what to do.
     let unknown = p.iron(&["task", "show", "no-such-task"]);
     assert!(!unknown.status.success());
@@ -150,4 +175,40 @@ async fn task_show_tells_what_each_newsroom_task_did() {
     );
     up.signal(libc::SIGINT);
     up.wait_exit(T).expect("iron up stops on SIGINT");
+}
+
+/// The console's Desk in headless Chromium (`tests/ui/desk.mjs`).
+fn browse_the_desk(p: &Project) {
+    let node = std::env::var("IRON_TEST_NODE").unwrap_or_else(|_| "node".into());
+    let chromium = std::env::var("IRON_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        std::path::Path::new(&chromium).exists(),
+        "no Chromium at {chromium}: `apt-get install chromium` (scripts/test.sh does)"
+    );
+    let listen = p
+        .envs()
+        .into_iter()
+        .find(|(k, _)| *k == "IRON_CONSOLE_LISTEN")
+        .map(|(_, v)| v.to_string())
+        .unwrap();
+    let token = std::fs::read_to_string(p.path("console.token")).unwrap();
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-ui");
+    std::fs::create_dir_all(&shots).unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/desk.mjs");
+    let mut browser = p.spawn(
+        "browser",
+        &node,
+        &[
+            script,
+            &format!("http://{listen}"),
+            token.trim(),
+            &shots.display().to_string(),
+        ],
+    );
+    let status = browser.wait_exit(Duration::from_secs(120));
+    assert!(
+        status.is_some_and(|s| s.success()) && browser.output().iter().any(|l| l == "PASS"),
+        "the Desk in the browser ({status:?}):\n{}",
+        browser.output().join("\n")
+    );
 }

@@ -189,6 +189,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Memory(MemoryCommand::Status) => super::recall::status().await,
         Command::Catalog(command) => super::catalog::run(command, timeout).await,
         Command::New(command) => super::new::run(command),
+        Command::Desk(command) => super::desk::run(command).await,
         Command::Tools(command) => super::tools::run(command, timeout).await,
         Command::Node(NodeCommand::List) => {
             let (control, node) = connect(&cli.router, timeout).await?;

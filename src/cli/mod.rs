@@ -12,6 +12,7 @@ mod bench_workspace;
 mod catalog;
 mod commands;
 mod connect;
+mod desk;
 mod eval;
 mod hunks;
 mod inbox;
@@ -166,6 +167,9 @@ pub enum Command {
     /// Compile or check the agent folders (aem/) into catalog.json and tool_manifest.json.
     #[command(subcommand)]
     Catalog(CatalogCommand),
+    /// The newsroom's bulletins, with their claims and evidence, from the log.
+    #[command(subcommand)]
+    Desk(desk::DeskCommand),
     /// Start a new mesh or expert: folders that compile at once, each field commented.
     #[command(subcommand)]
     New(NewCommand),

@@ -60,14 +60,20 @@ pub(super) async fn timeline(
     }
 }
 
-/// `GET /api/state`: sessions, tasks, questions, sources (from MEM), jobs (from their
-/// diaries) and hunks (from the review on the log), and who the console acts as.
+/// `GET /api/state`: the desk's bulletins, sessions, tasks, questions, sources (from MEM),
+/// jobs (from their diaries) and hunks (from the review on the log), and who the console acts
+/// as.
 pub(super) async fn state(State(shared): State<Arc<Shared>>) -> Result<Json<Value>, Failure> {
     let mut v = {
         let mut overview = shared.overview.lock().await;
         overview.refresh(&shared.log).await.map_err(unavailable)?;
         overview.to_json()
     };
+    {
+        let mut desk = shared.desk.lock().await;
+        desk.refresh(&shared.log).await.map_err(unavailable)?;
+        v["desk"] = serde_json::to_value(desk.bulletins()).map_err(unavailable)?;
+    }
     let jobs = shared.jobs().await.map_err(unavailable)?;
     v["jobs"] = jobs
         .iter()

@@ -40,6 +40,7 @@ use crate::jobs::journal::Diaries;
 use crate::spine::control::ControlPlane;
 use crate::spine::control::lifecycle::{CallbackError, ManagedNode, NodeContext, RunError};
 use crate::spine::durable::AnyLog;
+use crate::view::desk::Desk;
 use crate::view::overview::Overview;
 use crate::workspace::land::{ReviewReader, record_refused};
 use metrics::Metrics;
@@ -118,6 +119,8 @@ struct Shared {
     people: Authority,
     metrics: Mutex<Metrics>,
     overview: Mutex<Overview>,
+    /// The bulletins published, read on as the page looks again.
+    desk: Mutex<Desk>,
     /// Every job's diary, read on as the page and `/metrics` look again.
     jobs: Mutex<Diaries>,
     /// The hunks' review, read on likewise.
@@ -227,6 +230,7 @@ impl ManagedNode for ConsoleNode {
                 review: Mutex::new(ReviewReader::new(people.clone())),
                 people,
                 overview: Mutex::new(Overview::of_tenant(&config.tenant)),
+                desk: Mutex::new(Desk::of_tenant(&config.tenant)),
                 jobs: Mutex::new(Diaries::of("*")),
                 tenant: config.tenant.clone(),
                 metrics: Mutex::new(Metrics::with_stores(
