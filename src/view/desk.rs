@@ -16,27 +16,8 @@ use super::overview::fold_mem;
 use crate::core::durable::{DurableError, EventLog};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
+use crate::llm::offline::bulletin::Cited as Report;
 use crate::protocol::payload::ReplyDelivered;
-
-/// One report behind a claim.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Report {
-    /// The outlet that published it.
-    #[serde(default)]
-    pub outlet: String,
-    /// Who owns the outlet (one owner is one source).
-    #[serde(default)]
-    pub owner: String,
-    /// Where it is.
-    #[serde(default)]
-    pub url: String,
-    /// When it was published (as the feed gave it).
-    #[serde(default)]
-    pub published: String,
-    /// `supports` or `denies`.
-    #[serde(default)]
-    pub stance: String,
-}
 
 /// The reports of one owner behind a claim.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -107,7 +88,7 @@ struct Sent {
 fn evidence(sources: &[Report]) -> Vec<Owner> {
     let mut owners: Vec<Owner> = Vec::new();
     for r in sources {
-        let supports = r.stance != "denies";
+        let supports = r.stance.as_deref() != Some("denies");
         match owners
             .iter_mut()
             .find(|o| o.owner == r.owner && o.supports == supports)
@@ -200,20 +181,31 @@ impl Desk {
         if self.bulletins.contains_key(id) {
             return;
         }
+        // A claim of another shape is shown as such, never left out of what was published.
         let claims: Vec<Claim> = claims
             .iter()
-            .filter_map(|c| serde_json::from_value::<Sent>(c.clone()).ok())
-            .map(|c| {
-                let evidence = evidence(&c.sources);
-                Claim {
-                    why: why(&c.status, &evidence),
-                    claim: c.claim,
-                    text: c.text,
-                    status: c.status,
-                    wording: c.wording,
-                    corrects: c.corrects,
-                    evidence,
+            .map(|c| match serde_json::from_value::<Sent>(c.clone()) {
+                Ok(c) => {
+                    let evidence = evidence(&c.sources);
+                    Claim {
+                        why: why(&c.status, &evidence),
+                        claim: c.claim,
+                        text: c.text,
+                        status: c.status,
+                        wording: c.wording,
+                        corrects: c.corrects,
+                        evidence,
+                    }
                 }
+                Err(e) => Claim {
+                    claim: c.get("claim").and_then(Value::as_str).unwrap_or("").into(),
+                    text: c.get("text").and_then(Value::as_str).unwrap_or("").into(),
+                    status: "unreadable".into(),
+                    wording: String::new(),
+                    corrects: None,
+                    why: format!("(unreadable: {e})"),
+                    evidence: Vec::new(),
+                },
             })
             .collect();
         let mut corrects: Vec<String> = claims.iter().filter_map(|c| c.corrects.clone()).collect();
@@ -316,9 +308,18 @@ mod tests {
         desk.absorb(&delivered("b-2", true, json!([])));
         assert_eq!(desk.bulletins().len(), 1);
         assert_eq!(
-            desk.bulletins()[0].claims.len(),
+            desk.bulletins.get("b-2").unwrap().claims.len(),
             1,
             "the first delivery is kept"
         );
+        // A claim whose source has no outlet is shown as unreadable, not dropped.
+        desk.absorb(&delivered(
+            "b-3",
+            true,
+            json!([{"claim": "c", "sources": [{"owner": "x"}]}]),
+        ));
+        let odd = &desk.bulletins.get("b-3").unwrap().claims[0];
+        assert_eq!(odd.status, "unreadable");
+        assert!(odd.why.contains("outlet"), "{odd:?}");
     }
 }
