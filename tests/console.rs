@@ -14,14 +14,6 @@ use support::project::Project;
 
 const T: Duration = Duration::from_secs(90);
 
-fn listen(p: &Project) -> String {
-    p.envs()
-        .into_iter()
-        .find(|(k, _)| *k == "IRON_CONSOLE_LISTEN")
-        .map(|(_, v)| v.to_string())
-        .expect("a project gives its console a port")
-}
-
 /// The samples of `text` as the reference parser reads them: `name{labels} value` lines.
 fn parsed(text: &str) -> Vec<String> {
     let script = "import sys\nfrom prometheus_client.parser import text_string_to_metric_families as f\n\
@@ -88,7 +80,7 @@ async fn the_console_needs_its_token_and_shows_metrics_and_live_events() {
         .mode();
     assert_eq!(mode & 0o777, 0o600);
 
-    let base = format!("http://{}", listen(&p));
+    let base = format!("http://{}", p.console_listen());
     let http = reqwest::Client::new();
     for (what, request) in [
         ("no token", http.get(format!("{base}/metrics"))),
@@ -200,7 +192,7 @@ async fn the_console_needs_its_token_and_shows_metrics_and_live_events() {
     // A state-changing request must come from the page itself (or carry the token in its
     // header, as no browser does on its own): another site's page is refused even with the
     // token, before anything is done.
-    let host = listen(&p);
+    let host = p.console_listen();
     let resume = format!("{base}/api/jobs/j-nope/resume");
     let cases = [
         (

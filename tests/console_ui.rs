@@ -34,17 +34,7 @@ async fn job_state(log: &impl EventLog, job: &str) -> JobState {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_answers_a_question_shows_the_task_and_resumes_a_parked_job() {
-    let node = std::env::var("IRON_TEST_NODE").unwrap_or_else(|_| "node".into());
-    let chromium = std::env::var("IRON_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    assert!(
-        std::path::Path::new(&chromium).exists(),
-        "no Chromium at {chromium}: `apt-get install chromium` (scripts/test.sh does)"
-    );
-    let driver = concat!(env!("CARGO_MANIFEST_DIR"), "/node_modules/playwright-core");
-    assert!(
-        std::path::Path::new(driver).exists(),
-        "no playwright-core: `npm ci` in the repository (scripts/test.sh does)"
-    );
+    let node = support::browser_driver();
 
     let p = Project::scripted_with(
         r#"turns:
@@ -109,8 +99,7 @@ async fn the_page_answers_a_question_shows_the_task_and_resumes_a_parked_job() {
     );
     iron::memory::emit(&log, &health).await.unwrap();
 
-    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-ui");
-    std::fs::create_dir_all(&shots).unwrap();
+    let shots = support::screenshots();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/console.mjs");
     let mut browser = p.spawn(
         "browser",

@@ -240,18 +240,12 @@ async fn every_feed_that_fails_is_named_with_why_once_and_the_bulletin_uses_the_
     );
 
     // So does the console's API (the Sources tab).
-    let listen = p
-        .envs()
-        .into_iter()
-        .find(|(k, _)| *k == "IRON_CONSOLE_LISTEN")
-        .map(|(_, v)| v.to_string())
-        .unwrap();
-    let token = std::fs::read_to_string(p.path("console.token")).unwrap();
+    let (listen, token) = (p.console_listen(), p.console_token());
     let http = reqwest::Client::new();
     let source = eventually("the wires' health in the console", T, || async {
         let state: Value = http
             .get(format!("http://{listen}/api/state"))
-            .bearer_auth(token.trim())
+            .bearer_auth(&token)
             .timeout(Duration::from_secs(5))
             .send()
             .await

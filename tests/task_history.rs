@@ -179,21 +179,9 @@ async fn task_show_tells_what_each_newsroom_task_did() {
 
 /// The console's Desk in headless Chromium (`tests/ui/desk.mjs`).
 fn browse_the_desk(p: &Project) {
-    let node = std::env::var("IRON_TEST_NODE").unwrap_or_else(|_| "node".into());
-    let chromium = std::env::var("IRON_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    assert!(
-        std::path::Path::new(&chromium).exists(),
-        "no Chromium at {chromium}: `apt-get install chromium` (scripts/test.sh does)"
-    );
-    let listen = p
-        .envs()
-        .into_iter()
-        .find(|(k, _)| *k == "IRON_CONSOLE_LISTEN")
-        .map(|(_, v)| v.to_string())
-        .unwrap();
-    let token = std::fs::read_to_string(p.path("console.token")).unwrap();
-    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-ui");
-    std::fs::create_dir_all(&shots).unwrap();
+    let node = support::browser_driver();
+    let (listen, token) = (p.console_listen(), p.console_token());
+    let shots = support::screenshots();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/desk.mjs");
     let mut browser = p.spawn(
         "browser",
@@ -201,7 +189,7 @@ fn browse_the_desk(p: &Project) {
         &[
             script,
             &format!("http://{listen}"),
-            token.trim(),
+            &token,
             &shots.display().to_string(),
         ],
     );

@@ -42,9 +42,7 @@ pub(super) async fn run(command: DeskCommand) -> Result<(), CliError> {
         eprintln!("no bulletin on the log yet");
     }
     for b in bulletins {
-        let when = chrono::DateTime::from_timestamp_millis(b.published_ms as i64)
-            .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
-            .unwrap_or_default();
+        let when = crate::core::text::utc(b.published_ms);
         let corrects = match b.corrects.as_slice() {
             [] => String::new(),
             ids => format!(", corrects {}", ids.join(", ")),

@@ -264,9 +264,7 @@ async fn list(last: usize, domain: Option<&str>) -> Result<(), CliError> {
             t.task_id,
             t.domain,
             t.status,
-            chrono::DateTime::from_timestamp_millis(t.started_ms as i64)
-                .map(|d| d.format("%Y-%m-%d %H:%M:%S").to_string())
-                .unwrap_or_default(),
+            crate::core::text::utc(t.started_ms),
             crate::core::text::one_line(&t.instruction, 60),
         );
     }

@@ -1,4 +1,5 @@
-//! Text shortened for a person to read: a log line, a console cell, a recorded excerpt.
+//! Text for a person to read: shortened (a log line, a console cell, a recorded excerpt), and
+//! times as UTC.
 
 /// The first `max` characters of `text`, with `…` when anything was cut.
 pub fn clip(text: &str, max: usize) -> String {
@@ -13,6 +14,15 @@ pub fn one_line(text: &str, max: usize) -> String {
     clip(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
 }
 
+/// `ms` since the epoch as UTC, to the second (`2026-12-06 05:22:27 UTC`).
+pub fn utc(ms: u64) -> String {
+    i64::try_from(ms)
+        .ok()
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_else(|| format!("{ms} ms"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -22,6 +32,11 @@ mod tests {
         assert_eq!(clip("héllo", 2), "hé…");
         assert_eq!(clip("héllo", 5), "héllo");
         assert_eq!(clip("", 3), "");
+    }
+
+    #[test]
+    fn a_time_is_written_in_utc() {
+        assert_eq!(utc(1_796_534_547_931), "2026-12-06 05:22:27 UTC");
     }
 
     #[test]

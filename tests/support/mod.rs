@@ -534,6 +534,30 @@ pub fn test_python() -> String {
     }
 }
 
+/// The Node that drives headless Chromium (playwright-core) for the console's page tests,
+/// after checking that Chromium and the driver are installed; a failure says how to install
+/// them (never a skip).
+pub fn browser_driver() -> String {
+    let chromium = std::env::var("IRON_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        std::path::Path::new(&chromium).exists(),
+        "no Chromium at {chromium}: `apt-get install chromium` (scripts/test.sh does)"
+    );
+    let driver = concat!(env!("CARGO_MANIFEST_DIR"), "/node_modules/playwright-core");
+    assert!(
+        std::path::Path::new(driver).exists(),
+        "no playwright-core: `npm ci` in the repository (scripts/test.sh does)"
+    );
+    std::env::var("IRON_TEST_NODE").unwrap_or_else(|_| "node".into())
+}
+
+/// Where the page tests write their screenshots (`<target tmp>/console-ui/`), made.
+pub fn screenshots() -> std::path::PathBuf {
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-ui");
+    std::fs::create_dir_all(&shots).unwrap();
+    shots
+}
+
 /// Runs git in `dir` as a test user; its output. Fails the test when git fails.
 pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")

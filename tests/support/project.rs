@@ -220,6 +220,24 @@ impl Project {
             .collect()
     }
 
+    /// Where the project's console listens (`host:port`).
+    pub fn console_listen(&self) -> String {
+        self.envs()
+            .into_iter()
+            .find(|(k, _)| *k == "IRON_CONSOLE_LISTEN")
+            .map(|(_, v)| v.to_string())
+            .expect("a project gives its console a port")
+    }
+
+    /// The console's token, as the running console wrote it.
+    pub fn console_token(&self) -> String {
+        let path = self.path("console.token");
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .trim()
+            .to_string()
+    }
+
     /// Starts `iron up` on the launch list `list` (YAML text) with `extra` arguments.
     pub fn up(&self, list: &str, extra: &[&str]) -> Proc {
         self.up_from(None, list, extra)

@@ -18,7 +18,7 @@ use super::overview::fold_mem;
 use crate::core::durable::{DurableError, EventLog};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
-use crate::core::text::one_line;
+use crate::core::text::{one_line, utc};
 use crate::protocol::payload::TaskDelegated;
 use steps::describe;
 
@@ -360,13 +360,6 @@ impl TaskLog {
         roots.sort_by_key(|t| std::cmp::Reverse(t.started_ms));
         roots
     }
-}
-
-/// `ms` since the epoch as UTC, to the second.
-fn utc(ms: u64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms as i64)
-        .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
-        .unwrap_or_else(|| format!("{ms} ms"))
 }
 
 impl Timeline {
