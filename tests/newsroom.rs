@@ -563,3 +563,53 @@ fn jobs_start_refuses_a_flow_no_runner_would_run() {
     ]);
     assert!(job.trim().starts_with("j-"), "{job}");
 }
+
+/// The editor's hold the flow reads from its trigger (`_review`) and which bulletins it holds
+/// (`_held`), run in the flow's own Python: a hold it does not understand parks the job
+/// rather than publish unreviewed, and `{editor: [confirmed], owners_at_most: 2}` holds a
+/// confirmation on two owners, not one on three.
+#[test]
+fn the_editors_hold_is_read_strictly_and_holds_what_it_names() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let script = r#"
+import monitor
+from iron_flow import Parked
+
+def line(status, *owners):
+    return {"status": status, "text": status + " claim",
+            "sources": [{"owner": o, "stance": "supports"} for o in owners]
+                       + [{"owner": "d", "stance": "denies"}]}
+
+assert monitor._review(None) is None and monitor._review("none") is None
+assert monitor._held(monitor._review("editor"), [line("single_source", "a")]) == \
+    ["single_source on 1 independent owner: single_source claim"]
+two = monitor._review({"editor": ["confirmed"], "owners_at_most": 2})
+held = monitor._held(two, [line("confirmed", "a", "B "), line("confirmed", "a", "b", "c"),
+                           line("single_source", "a")])
+assert held == ["confirmed on 2 independent owners: confirmed claim"], held
+for bad in ["editr", "Editor", {"editor": []}, {"editor": ["confirmd"]},
+            {"editor": ["confirmed"], "owners_at_most": 0}, {"editor": ["confirmed"], "owner": 2},
+            {"editor": ["confirmed"], "owners_at_most": True}, ["editor"], 1]:
+    try:
+        monitor._review(bad)
+    except Parked as e:
+        assert "write `editor`" in e.reason, e.reason
+    else:
+        raise AssertionError(f"{bad!r} was taken")
+print("ok")
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .env(
+            "PYTHONPATH",
+            format!("{root}/python:{root}/aem/newsroom/skills/monitor/flows"),
+        )
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success() && out.stdout == b"ok\n",
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

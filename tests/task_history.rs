@@ -4,7 +4,9 @@
 //! while `iron up` runs; the analyst's task forked from its start, and the newsroom's job
 //! forked at the editor's step with the earlier results reused (`iron jobs fork`); and the
 //! desk, `iron desk list` and the console's Desk in a real browser, showing the bulletin with
-//! why each claim has its status and its evidence by owner.
+//! why each claim has its status and its evidence by owner. Then the editor's hold: with the
+//! trigger's `review: editor`, each bulletin waits on the Desk until an operator releases it
+//! (from the page, or with `iron desk release --wording`) or drops it (`iron desk drop`).
 
 mod support;
 
@@ -197,6 +199,170 @@ fn browse_the_desk(p: &Project) {
     assert!(
         status.is_some_and(|s| s.success()) && browser.output().iter().any(|l| l == "PASS"),
         "the Desk in the browser ({status:?}):\n{}",
+        browser.output().join("\n")
+    );
+}
+
+/// The shipped `aem/` copied into the project with the newsroom's trigger input given
+/// `review`, for `iron up --aem`.
+fn newsroom_with_review(p: &Project, review: &str) -> String {
+    let aem = p.path("aem");
+    support::copy_dir(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("aem"),
+        &aem,
+    );
+    let mesh = aem.join("newsroom/AEM.md");
+    let text = std::fs::read_to_string(&mesh).unwrap();
+    let anchor = "      channel: bulletins\n      dest: terminal\n";
+    assert!(text.contains(anchor), "the newsroom's trigger input moved");
+    let text = text.replace(anchor, &format!("{anchor}      review: {review}\n"));
+    std::fs::write(&mesh, text).unwrap();
+    aem.display().to_string()
+}
+
+/// Adds an item to the sample feed `feed` (an RSS file under `feeds/samples/`).
+fn add_item(p: &Project, feed: &str, title: &str, guid: &str) {
+    let path = p.path(&format!("feeds/samples/{feed}"));
+    let xml = std::fs::read_to_string(&path).unwrap().replace(
+        "  </channel>",
+        &format!(
+            "    <item>\n      <title>{title}</title>\n      <link>https://{guid}.example/</link>\n      <guid>{guid}</guid>\n      <pubDate>Mon, 30 Nov 2026 11:00:00 +0000</pubDate>\n    </item>\n  </channel>"
+        ),
+    );
+    std::fs::write(&path, xml).unwrap();
+}
+
+/// The first held bulletin `iron desk list --json` shows.
+fn held(p: &Project) -> Option<Value> {
+    let list: Value = serde_json::from_str(&p.iron_ok(&["desk", "list", "--json"])).unwrap();
+    list["held"].as_array().and_then(|h| h.first().cloned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_releases_edits_or_drops_each_held_bulletin() {
+    let p = Project::offline().sample_feeds();
+    p.operator("ed");
+    let aem = newsroom_with_review(&p, "editor");
+    let mut up = p.up(&Project::shipped_launch_list(), &["--aem", &aem]);
+    let first = eventually("the first bulletin held", T, || async { held(&p) }).await;
+    let id = first["id"].as_str().unwrap().to_string();
+    assert_eq!(first["claims"].as_array().unwrap().len(), 4, "{first:#}");
+    assert_eq!(
+        first["why"].as_array().unwrap().len(),
+        4,
+        "every claim is held: {first:#}"
+    );
+    let text = p.iron_ok(&["desk", "list"]);
+    assert!(
+        text.starts_with(&format!("{id}  HELD since "))
+            && text.contains("  held: confirmed on 3 independent owners: "),
+        "{text}"
+    );
+    assert!(p.outbox().is_empty(), "nothing goes out while held");
+    let jobs = p.iron_ok(&["jobs", "list"]);
+    assert!(jobs.contains("waiting on approval:release#0"), "{jobs}");
+
+    // Released from the page (a missing or forged token refused first).
+    release_from_the_desk(&p, &id);
+    let sent = eventually("the released bulletin sent", T, || async {
+        p.outbox().into_iter().next()
+    })
+    .await;
+    assert_eq!(sent["bulletin"]["id"], id.as_str());
+    assert!(held(&p).is_none());
+
+    // A correction, released with the editor's wording from the command line.
+    add_item(
+        &p,
+        "portside.xml",
+        "Water main burst floods Quay Street basements, council says",
+        "portside-2203",
+    );
+    let second = eventually("the correction held", T, || async { held(&p) }).await;
+    let second = second["id"].as_str().unwrap().to_string();
+    assert_ne!(second, id);
+    let mistaken = p.iron(&["desk", "release", "b-nope"]);
+    let why = String::from_utf8_lossy(&mistaken.stderr);
+    assert!(
+        !mistaken.status.success() && why.contains(&format!("held now: {second}")),
+        "{why}"
+    );
+    let done = p.iron_ok(&[
+        "desk",
+        "release",
+        &second[..8],
+        "--wording",
+        "CORRECTION: Quay Street flooding now confirmed by two owners.",
+    ]);
+    assert!(
+        done.starts_with(&format!("{second}: released (job ")),
+        "{done}"
+    );
+    let edited = eventually("the edited bulletin sent", T, || async {
+        p.outbox().into_iter().nth(1)
+    })
+    .await;
+    assert_eq!(
+        edited["text"],
+        format!("[{second}] CORRECTION: Quay Street flooding now confirmed by two owners.")
+    );
+    assert_eq!(edited["bulletin"]["edited"], true);
+
+    // A new story, dropped: nothing is sent, and the job ends saying so.
+    add_item(
+        &p,
+        "portside.xml",
+        "Council opens new library on Mill Lane",
+        "portside-2301",
+    );
+    let third = eventually("the new story held", T, || async { held(&p) }).await;
+    let third = third["id"].as_str().unwrap().to_string();
+    let done = p.iron_ok(&["desk", "drop", &third, "--note", "not news"]);
+    assert!(done.starts_with(&format!("{third}: dropped")), "{done}");
+    let jobs = eventually("the dropping job done", T, || async {
+        let jobs = p.iron_ok(&["jobs", "list"]);
+        (!jobs.contains("waiting") && !jobs.contains("runnable")).then_some(jobs)
+    })
+    .await;
+    assert!(!jobs.contains("parked"), "{jobs}");
+    let list = p.iron_ok(&["desk", "list"]);
+    assert!(!list.contains("HELD") && !list.contains(&third), "{list}");
+    assert!(
+        list.contains(&format!("{second}  ")) && list.contains("worded by an editor"),
+        "{list}"
+    );
+    let again = p.iron(&["desk", "drop", &id]);
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("none is held now"),
+        "a released bulletin is no longer held: {again:?}"
+    );
+    assert_eq!(p.outbox().len(), 2, "{:#?}", p.outbox());
+    up.signal(libc::SIGINT);
+    up.wait_exit(T).expect("iron up stops on SIGINT");
+}
+
+/// The console's Desk releasing the held bulletin `id` in headless Chromium
+/// (`tests/ui/hold.mjs`).
+fn release_from_the_desk(p: &Project, id: &str) {
+    let node = support::browser_driver();
+    let (listen, token) = (p.console_listen(), p.console_token());
+    let shots = support::screenshots();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/hold.mjs");
+    let mut browser = p.spawn(
+        "browser",
+        &node,
+        &[
+            script,
+            &format!("http://{listen}"),
+            &token,
+            &shots.display().to_string(),
+            id,
+        ],
+    );
+    let status = browser.wait_exit(Duration::from_secs(120));
+    assert!(
+        status.is_some_and(|s| s.success()) && browser.output().iter().any(|l| l == "PASS"),
+        "releasing from the Desk ({status:?}):\n{}",
         browser.output().join("\n")
     );
 }

@@ -77,6 +77,8 @@ pub enum CliError {
     Scaffold(#[from] crate::aem::scaffold::ScaffoldError),
     #[error(transparent)]
     Replay(#[from] crate::cognition::replay::ReplayError),
+    #[error(transparent)]
+    Desk(#[from] crate::view::desk::DeskError),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -167,7 +169,8 @@ pub enum Command {
     /// Compile or check the agent folders (aem/) into catalog.json and tool_manifest.json.
     #[command(subcommand)]
     Catalog(CatalogCommand),
-    /// The newsroom's bulletins, with their claims and evidence, from the log.
+    /// The newsroom's bulletins, with their claims and evidence, from the log; the ones held
+    /// for an editor, released or dropped.
     #[command(subcommand)]
     Desk(desk::DeskCommand),
     /// Start a new mesh or expert: folders that compile at once, each field commented.

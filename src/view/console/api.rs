@@ -18,6 +18,7 @@ use super::Shared;
 use crate::core::identity;
 use crate::jobs::{JobState, ops};
 use crate::spine::control::lifecycle::LifecycleClient;
+use crate::view::desk;
 use crate::view::timeline::{TaskLog, TimelineError};
 use crate::workspace::display::shown;
 use crate::workspace::land::Reviewer;
@@ -74,6 +75,8 @@ pub(super) async fn state(State(shared): State<Arc<Shared>>) -> Result<Json<Valu
         desk.refresh(&shared.log).await.map_err(unavailable)?;
         v["desk"] = serde_json::to_value(desk.bulletins()).map_err(unavailable)?;
     }
+    v["held"] =
+        serde_json::to_value(shared.held().await.map_err(unavailable)?).map_err(unavailable)?;
     let jobs = shared.jobs().await.map_err(unavailable)?;
     v["jobs"] = jobs
         .iter()
@@ -206,6 +209,53 @@ pub(super) async fn job(
     };
     done.map_err(refused)?;
     Ok(Json(json!({"job": job, "done": action})))
+}
+
+/// `POST /api/desk/{bulletin}/{release|drop}`: the editor's decision on a held bulletin (any
+/// unique prefix of its id), given to every job holding it as that job's `release` approval,
+/// signed as the page's operator. The note is the wording to publish instead (release) or why
+/// (drop).
+pub(super) async fn desk(
+    State(shared): State<Arc<Shared>>,
+    Path((bulletin, action)): Path<(String, String)>,
+    Json(body): Json<JobAction>,
+) -> Result<Json<Value>, Failure> {
+    let release = match action.as_str() {
+        "release" => true,
+        "drop" => false,
+        other => {
+            return Err((
+                StatusCode::NOT_FOUND,
+                format!("no desk action {other:?} (release, drop)"),
+            ));
+        }
+    };
+    let held = shared.held().await.map_err(unavailable)?;
+    let holders =
+        desk::holding(&held, &bulletin).map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
+    let note = body.note.filter(|n| !n.trim().is_empty());
+    let decision = identity::decision(release);
+    for h in &holders {
+        let subject = format!("{}/{}", h.job, desk::RELEASE);
+        let statement = shared
+            .sign(identity::action::JOB_APPROVE, &subject, decision)
+            .await?;
+        ops::approve(
+            &shared.log,
+            &h.job,
+            desk::RELEASE,
+            release,
+            note.clone(),
+            statement,
+            &shared.people,
+        )
+        .await
+        .map_err(refused)?;
+    }
+    let jobs: Vec<&str> = holders.iter().map(|h| h.job.as_str()).collect();
+    Ok(Json(
+        json!({"bulletin": holders[0].id, "done": action, "jobs": jobs}),
+    ))
 }
 
 /// The body of an answer or a correction.

@@ -139,6 +139,15 @@ impl Shared {
         ))
     }
 
+    /// The bulletins held for an editor, from the jobs' diaries read on from the last look.
+    async fn held(&self) -> Result<Vec<crate::view::desk::Held>, crate::jobs::JobError> {
+        let mut diaries = self.jobs.lock().await;
+        Ok(crate::view::desk::held(
+            diaries.refresh(&self.log).await?,
+            &self.people,
+        ))
+    }
+
     /// The page's operator's key, or why there is none.
     fn key(&self) -> Result<OperatorKey, String> {
         operator_key(&self.operators)
@@ -280,6 +289,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/api/nodes", get(api::nodes))
         .route("/api/timeline/{task}", get(api::timeline))
         .route("/api/jobs/{job}/{action}", post(api::job))
+        .route("/api/desk/{bulletin}/{action}", post(api::desk))
         .route("/api/tasks/{task}/{action}", post(api::operator))
         .route("/api/hunks/{hunk}/{action}", post(api::hunk))
         .route("/api/lifecycle", post(api::lifecycle))

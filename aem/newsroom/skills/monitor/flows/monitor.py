@@ -14,10 +14,16 @@ report, which may have left the sources' window), so a story re-read later, or o
 report is gone, is never published as news again; a changed status is a correction of the
 bulletin that carried it.
 
+A mesh may make bulletins wait for an editor (the trigger's `review`, see `_review`): the job
+then waits for the approval `release`, whose prompt carries the bulletin, until a person
+releases it (as worded, or with the wording they give) or drops it, from the console's Desk or
+with `iron desk release|drop`. A dropped bulletin is not published; its claims come back to the
+editor when a new report about them arrives.
+
 Input (from the trigger): `items` (every current item of the watched sources: id, title,
 summary, url, published, outlet, owner, feed, source), `new` (`<source>:<id>` of the items
 that fired it; only claims holding one are checked again), `channel` and `dest` (where
-bulletins go).
+bulletins go), and `review` (the editor's hold; none when absent).
 """
 
 import hashlib
@@ -30,6 +36,7 @@ STATUSES = ("confirmed", "single_source", "contradicted")
 
 
 def run(ctx, input):
+    review = _review(input.get("review"))
     reports = [_report(i) for i in input.get("items", []) if i.get("id")]
     if not reports:
         return {"published": None, "reason": "no items"}
@@ -58,6 +65,17 @@ def run(ctx, input):
 
     channel = input.get("channel", "bulletins")
     dest = input.get("dest", "terminal")
+    held = _held(review, lines)
+    if held:
+        answer = ctx.wait_approval("release", json.dumps(
+            {"bulletin": bulletin, "text": text, "channel": channel, "held": held},
+            sort_keys=True))
+        if not answer.get("approved"):
+            return {"published": None, "dropped": bulletin["id"],
+                    "reason": answer.get("note") or "dropped by the editor"}
+        if (answer.get("note") or "").strip():
+            text = f"[{bulletin['id']}] {answer['note'].strip()}"
+            bulletin["edited"] = True
     publish = _instruction(PUBLISH, {
         "iron_task": "publish", "channel": channel, "dest": dest,
         "delivery_id": bulletin["id"], "text": text, "bulletin": bulletin})
@@ -91,6 +109,51 @@ bulletin and says so. Answer with one JSON object: {"headline": "<at most twelve
 PUBLISH = """Publish this bulletin: check it against the house rules, then send it once with \
 the deliver tool, exactly as given (channel, dest, text, delivery_id, and the bulletin as \
 data). Answer with one JSON object: {"published": true | false, "detail": "<what happened>"}."""
+
+
+def _review(raw):
+    """The editor's hold the trigger declares, as (statuses, owners_at_most), or None:
+
+    - absent or `none`: nothing waits;
+    - `editor`: every bulletin waits;
+    - `{editor: [statuses], owners_at_most: N}`: a bulletin waits when one of its claims has
+      one of the statuses and, when N is given, rests on at most N independent owners
+      (`{editor: [confirmed], owners_at_most: 2}` holds every confirmation on exactly two).
+
+    Anything else parks the job: a misspelt hold must never publish unreviewed."""
+    if raw is None or raw == "none":
+        return None
+    if raw == "editor":
+        return (set(STATUSES), None)
+    if isinstance(raw, dict) and "editor" in raw and set(raw) <= {"editor", "owners_at_most"}:
+        statuses, most = raw["editor"], raw.get("owners_at_most")
+        if isinstance(statuses, list) and statuses and all(s in STATUSES for s in statuses) \
+                and (most is None or (type(most) is int and most >= 1)):
+            return (set(statuses), most)
+    raise Parked(f"the trigger's review is {json.dumps(raw)}: write `editor` (every bulletin "
+                 f"waits for an editor), or {{editor: [statuses], owners_at_most: N}} with "
+                 f"statuses among {', '.join(STATUSES)}")
+
+
+def _owners(line):
+    """The independent owners a bulletin line rests on (as `_guard` counts them)."""
+    return {o for o in (str(s.get("owner") or "").strip().lower()
+                        for s in line["sources"] if s["stance"] == "supports") if o}
+
+
+def _held(review, lines):
+    """Why the bulletin of `lines` waits for an editor, one line per claim held (empty: it
+    does not wait)."""
+    if review is None:
+        return []
+    statuses, most = review
+    why = []
+    for l in lines:
+        owners = len(_owners(l))
+        if l["status"] in statuses and (most is None or owners <= most):
+            why.append(f"{l['status']} on {owners} independent owner"
+                       f"{'' if owners == 1 else 's'}: {l['text']}")
+    return why
 
 
 def _instruction(prose, task):

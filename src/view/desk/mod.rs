@@ -5,7 +5,12 @@
 //!
 //! A fold of the log: a bulletin is a delivered `reply_delivered` whose `data` carries an `id`
 //! and `claims` (what the newsroom's publisher sends), so the desk needs no file of its own
-//! and shows what was really sent, once per bulletin id.
+//! and shows what was really sent, once per bulletin id. The bulletins still waiting for an
+//! editor are read from the jobs' diaries ([`held`]).
+
+mod held;
+
+pub use held::{DeskError, Held, RELEASE, held, holding};
 
 use std::collections::BTreeMap;
 
@@ -61,6 +66,10 @@ pub struct Bulletin {
     pub task_id: String,
     /// The channel it went out on.
     pub channel: String,
+    /// What was sent.
+    pub text: String,
+    /// Whether an editor gave its wording.
+    pub edited: bool,
     /// The bulletins it corrects.
     pub corrects: Vec<String>,
     /// Its claims.
@@ -137,6 +146,45 @@ fn why(status: &str, evidence: &[Owner]) -> String {
     }
 }
 
+/// A bulletin's claims as the desk shows them. A claim of another shape is shown as such,
+/// never left out of what was published.
+fn claims_of(claims: &[Value]) -> Vec<Claim> {
+    claims
+        .iter()
+        .map(|c| match serde_json::from_value::<Sent>(c.clone()) {
+            Ok(c) => {
+                let evidence = evidence(&c.sources);
+                Claim {
+                    why: why(&c.status, &evidence),
+                    claim: c.claim,
+                    text: c.text,
+                    status: c.status,
+                    wording: c.wording,
+                    corrects: c.corrects,
+                    evidence,
+                }
+            }
+            Err(e) => Claim {
+                claim: c.get("claim").and_then(Value::as_str).unwrap_or("").into(),
+                text: c.get("text").and_then(Value::as_str).unwrap_or("").into(),
+                status: "unreadable".into(),
+                wording: String::new(),
+                corrects: None,
+                why: format!("(unreadable: {e})"),
+                evidence: Vec::new(),
+            },
+        })
+        .collect()
+}
+
+/// The bulletins `claims` correct, each once.
+fn corrects_of(claims: &[Claim]) -> Vec<String> {
+    let mut corrects: Vec<String> = claims.iter().filter_map(|c| c.corrects.clone()).collect();
+    corrects.sort();
+    corrects.dedup();
+    corrects
+}
+
 /// The fold. See the module documentation.
 #[derive(Debug, Default)]
 pub struct Desk {
@@ -181,36 +229,7 @@ impl Desk {
         if self.bulletins.contains_key(id) {
             return;
         }
-        // A claim of another shape is shown as such, never left out of what was published.
-        let claims: Vec<Claim> = claims
-            .iter()
-            .map(|c| match serde_json::from_value::<Sent>(c.clone()) {
-                Ok(c) => {
-                    let evidence = evidence(&c.sources);
-                    Claim {
-                        why: why(&c.status, &evidence),
-                        claim: c.claim,
-                        text: c.text,
-                        status: c.status,
-                        wording: c.wording,
-                        corrects: c.corrects,
-                        evidence,
-                    }
-                }
-                Err(e) => Claim {
-                    claim: c.get("claim").and_then(Value::as_str).unwrap_or("").into(),
-                    text: c.get("text").and_then(Value::as_str).unwrap_or("").into(),
-                    status: "unreadable".into(),
-                    wording: String::new(),
-                    corrects: None,
-                    why: format!("(unreadable: {e})"),
-                    evidence: Vec::new(),
-                },
-            })
-            .collect();
-        let mut corrects: Vec<String> = claims.iter().filter_map(|c| c.corrects.clone()).collect();
-        corrects.sort();
-        corrects.dedup();
+        let claims = claims_of(claims);
         self.bulletins.insert(
             id.to_string(),
             Bulletin {
@@ -218,7 +237,9 @@ impl Desk {
                 published_ms: e.ts,
                 task_id: sent.task_id.clone(),
                 channel: sent.channel.clone().unwrap_or_default(),
-                corrects,
+                text: sent.text.clone(),
+                edited: data.get("edited") == Some(&Value::Bool(true)),
+                corrects: corrects_of(&claims),
                 claims,
             },
         );
