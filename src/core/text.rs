@@ -23,6 +23,26 @@ pub fn utc(ms: u64) -> String {
         .unwrap_or_else(|| format!("{ms} ms"))
 }
 
+/// An error and its causes on one line, each cause once: a cause whose text the line already
+/// holds is not repeated (a transport error's own text is only "error sending request"; its
+/// cause says DNS, refused, TLS, timeout).
+pub fn chain(error: &dyn std::error::Error) -> String {
+    with_causes(error.to_string(), error.source())
+}
+
+/// `text` followed by `cause` and its causes, each whose text `text` does not already hold.
+pub fn with_causes(mut text: String, mut cause: Option<&dyn std::error::Error>) -> String {
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

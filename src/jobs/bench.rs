@@ -65,7 +65,7 @@ struct Timed {
 }
 
 impl Timed {
-    async fn raw_publish_ack(&self) -> Result<(), String> {
+    async fn raw_publish_ack(&self) -> Result<(), StepError> {
         let publish = PublishMessage::build()
             .payload(vec![b'x'; 260].into())
             .message_id(format!("bench-raw-{}", uuid::Uuid::now_v7().simple()));
@@ -73,8 +73,8 @@ impl Timed {
             .context
             .send_publish("jobs.bench.raw.x", publish)
             .await
-            .map_err(|e| format!("publish: {e}"))?;
-        ack.await.map_err(|e| format!("ack: {e}"))?;
+            .map_err(|e| StepError::new(format!("publish: {e}")))?;
+        ack.await.map_err(|e| StepError::new(format!("ack: {e}")))?;
         Ok(())
     }
 }

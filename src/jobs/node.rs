@@ -23,14 +23,12 @@ use crate::{
     },
 };
 
-fn refuse(why: impl std::fmt::Display) -> CallbackError {
-    CallbackError::Failure(why.to_string())
-}
-
 /// The configuration and the durable plane it names.
 async fn open() -> Result<(Config, AnyLog), CallbackError> {
-    let config = Config::load().map_err(refuse)?;
-    let log = AnyLog::open(&config).await.map_err(refuse)?;
+    let config = Config::load().map_err(CallbackError::refused_by)?;
+    let log = AnyLog::open(&config)
+        .await
+        .map_err(CallbackError::refused_by)?;
     Ok((config, log))
 }
 
@@ -58,7 +56,7 @@ impl ManagedNode for RunnerNode {
         let python = match &self.python {
             Some((aem, python)) => Some(
                 PythonFlows::new(aem, python)
-                    .map_err(refuse)?
+                    .map_err(CallbackError::refused_by)?
                     .with_state_dir(&config.state_dir),
             ),
             None => None,
@@ -111,7 +109,7 @@ impl ManagedNode for ClockNode {
         let triggers = match crate::aem::read_state_catalog(&config) {
             Ok(catalog) => Trigger::all(&catalog),
             Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(refuse(e)),
+            Err(e) => return Err(CallbackError::refused_by(e)),
         };
         Ok(ClockDeps {
             log,
@@ -160,7 +158,7 @@ impl ManagedNode for GatewayNode {
     async fn configure(&self, ctx: &NodeContext) -> Result<Self::Deps, CallbackError> {
         let (_, log) = open().await?;
         let client = crate::spine::control::action::ActionClient::new(&ctx.node, &self.action)
-            .map_err(|e| CallbackError::Failure(e.to_string()))?;
+            .map_err(CallbackError::refused_by)?;
         Ok(super::gateway::GatewayDeps {
             log,
             client: Arc::new(client),

@@ -294,20 +294,21 @@ impl ManagedNode for MemoryToolsNode {
     type Deps = BridgeDeps;
 
     async fn configure(&self, ctx: &NodeContext) -> Result<BridgeDeps, CallbackError> {
-        let fail = |e: &dyn std::fmt::Display| CallbackError::Failure(e.to_string());
-        let config = Config::load().map_err(|e| fail(&e))?;
-        let catalog = crate::aem::read_state_catalog(&config).map_err(|e| fail(&e))?;
-        let log = AnyLog::open(&config).await.map_err(|e| fail(&e))?;
+        let config = Config::load().map_err(CallbackError::refused_by)?;
+        let catalog = crate::aem::read_state_catalog(&config).map_err(CallbackError::refused_by)?;
+        let log = AnyLog::open(&config)
+            .await
+            .map_err(CallbackError::refused_by)?;
         let urls = AllowList::parse(&std::env::var(URLS_ENV).unwrap_or_default())
-            .map_err(|e| fail(&format!("{URLS_ENV}: {e}")))?;
-        let project = std::env::current_dir().map_err(|e| fail(&e))?;
+            .map_err(|e| CallbackError::refused_while(URLS_ENV, e))?;
+        let project = std::env::current_dir().map_err(CallbackError::refused_by)?;
         info!(
             "saving documents for the experts granted memory/{SAVE_DOCUMENT}; {} URL prefix(es) allowed",
             urls.len()
         );
-        let key = CallerKey::open(&config.state_dir).map_err(|e| fail(&e))?;
-        let bridge =
-            MemoryTools::new(log, catalog, &config, project, urls).map_err(|e| fail(&e))?;
+        let key = CallerKey::open(&config.state_dir).map_err(CallbackError::refused_by)?;
+        let bridge = MemoryTools::new(log, catalog, &config, project, urls)
+            .map_err(CallbackError::refused_by)?;
         Ok(BridgeDeps {
             bridge: Arc::new(bridge),
             key,

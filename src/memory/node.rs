@@ -43,18 +43,18 @@ impl ManagedNode for ProjectorNode {
     type Deps = ProjectorRuntime;
 
     async fn configure(&self, _ctx: &NodeContext) -> Result<ProjectorRuntime, CallbackError> {
-        let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
+        let config = Config::load().map_err(CallbackError::refused_by)?;
         let log = AnyLog::open(&config)
             .await
-            .map_err(|e| CallbackError::Failure(e.to_string()))?;
+            .map_err(CallbackError::refused_by)?;
         let db = config.state_path(&config.memory.projection);
         // Created here, not in `run`, so that a reader started once the node is active
         // (`iron recall` right after `iron up` says so) finds the database and its tables.
         let path = db.clone();
         tokio::task::spawn_blocking(move || projector::open_writer(&path).map(drop))
             .await
-            .map_err(|e| CallbackError::Failure(e.to_string()))?
-            .map_err(|e| CallbackError::Failure(e.to_string()))?;
+            .map_err(CallbackError::refused_by)?
+            .map_err(CallbackError::refused_by)?;
         info!("projecting the MEM stream into {}", db.display());
         Ok(ProjectorRuntime { log, db })
     }
@@ -212,13 +212,15 @@ impl ManagedNode for WorkerNode {
     type Deps = WorkerRuntime;
 
     async fn configure(&self, _ctx: &NodeContext) -> Result<WorkerRuntime, CallbackError> {
-        let fail = |e: &dyn std::fmt::Display| CallbackError::Failure(e.to_string());
-        let config = Config::load().map_err(|e| fail(&e))?;
-        let log = AnyLog::open(&config).await.map_err(|e| fail(&e))?;
+        let config = Config::load().map_err(CallbackError::refused_by)?;
+        let log = AnyLog::open(&config)
+            .await
+            .map_err(CallbackError::refused_by)?;
         let job = match self.worker {
             // The extractor scopes facts by the experts' declarations: no catalog, no start.
             Worker::Extractor => {
-                let catalog = crate::aem::read_state_catalog(&config).map_err(|e| fail(&e))?;
+                let catalog =
+                    crate::aem::read_state_catalog(&config).map_err(CallbackError::refused_by)?;
                 let mut extractor = Extractor::new(&catalog);
                 match self
                     .reader
@@ -230,7 +232,7 @@ impl ManagedNode for WorkerNode {
                         extractor = extractor.with_reader(reader);
                     }
                     Ok(_) => info!("no model configured: facts from structured records only"),
-                    Err(e) => return Err(fail(&e)),
+                    Err(e) => return Err(CallbackError::refused_by(e)),
                 }
                 Job::Extractor(extractor)
             }
@@ -242,8 +244,8 @@ impl ManagedNode for WorkerNode {
                         let config = config.clone();
                         tokio::task::spawn_blocking(move || build(&config))
                             .await
-                            .map_err(|e| fail(&e))?
-                            .map_err(|e| fail(&e))?
+                            .map_err(CallbackError::refused_by)?
+                            .map_err(CallbackError::refused_by)?
                     }
                     None => Arc::new(HashingEmbedder),
                 };
@@ -254,7 +256,8 @@ impl ManagedNode for WorkerNode {
             Worker::Documents => Job::Documents(DocumentIndex::new(log.clone())),
             // Only roles that declare procedural memory are reviewed.
             Worker::Reviewer => {
-                let catalog = crate::aem::read_state_catalog(&config).map_err(|e| fail(&e))?;
+                let catalog =
+                    crate::aem::read_state_catalog(&config).map_err(CallbackError::refused_by)?;
                 Job::Reviewer(Reviewer::new(&catalog))
             }
         };
@@ -263,8 +266,8 @@ impl ManagedNode for WorkerNode {
         let (path, schema) = (state.clone(), job.schema());
         tokio::task::spawn_blocking(move || worker::open_state(&path, schema).map(drop))
             .await
-            .map_err(|e| fail(&e))?
-            .map_err(|e| fail(&e))?;
+            .map_err(CallbackError::refused_by)?
+            .map_err(CallbackError::refused_by)?;
         info!(
             "deriving memory from the MEM stream (state in {})",
             state.display()

@@ -245,35 +245,35 @@ pub fn resolve(
     Ok((entry.clone(), expanded))
 }
 
-fn refuse(why: impl std::fmt::Display) -> CallbackError {
-    CallbackError::Failure(why.to_string())
-}
-
 impl ManagedNode for SourceNode {
     type Deps = SourceDeps;
 
     async fn configure(&self, ctx: &NodeContext) -> Result<SourceDeps, CallbackError> {
-        let config = Config::load().map_err(refuse)?;
+        let config = Config::load().map_err(CallbackError::refused_by)?;
         let catalog = crate::aem::read_state_catalog(&config)
-            .map_err(|e| refuse(MspError::Catalog(e.to_string())))?;
-        let (entry, env) =
-            resolve(&catalog, &self.source, &std::env::vars().collect()).map_err(refuse)?;
+            .map_err(|e| CallbackError::refused_by(MspError::Catalog(e.to_string())))?;
+        let (entry, env) = resolve(&catalog, &self.source, &std::env::vars().collect())
+            .map_err(CallbackError::refused_by)?;
         if entry.command.is_empty() {
-            return Err(refuse(format!(
+            return Err(CallbackError::refused(format!(
                 "source {} declares no command",
                 self.source
             )));
         }
-        let base = std::env::current_dir().map_err(refuse)?;
+        let base = std::env::current_dir().map_err(CallbackError::refused_by)?;
         // An `iron msp feeds` source whose list has a line that is not a feed does not start:
         // the reason names the list's file and line.
         if let Some(list) = feeds::list_of_command(&entry.command, &env, &base) {
-            let list = list.map_err(|e| refuse(format!("source {}: {e}", self.source)))?;
-            feeds::read_list(&list).map_err(|e| refuse(format!("source {}: {e}", self.source)))?;
+            let list =
+                list.map_err(|e| CallbackError::refused(format!("source {}: {e}", self.source)))?;
+            feeds::read_list(&list)
+                .map_err(|e| CallbackError::refused(format!("source {}: {e}", self.source)))?;
         }
-        let (mesh, name) = split_name(&self.source).map_err(refuse)?;
-        let kv = AnyLog::open(&config).await.map_err(refuse)?;
-        let rosout = Rosout::new(&ctx.node, &ctx.fqn()).map_err(refuse)?;
+        let (mesh, name) = split_name(&self.source).map_err(CallbackError::refused_by)?;
+        let kv = AnyLog::open(&config)
+            .await
+            .map_err(CallbackError::refused_by)?;
+        let rosout = Rosout::new(&ctx.node, &ctx.fqn()).map_err(CallbackError::refused_by)?;
         Ok(SourceDeps {
             kv,
             tenant: config.tenant.clone(),

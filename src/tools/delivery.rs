@@ -308,19 +308,18 @@ impl ManagedNode for DeliveryNode {
     type Deps = BridgeDeps;
 
     async fn configure(&self, ctx: &NodeContext) -> Result<BridgeDeps, CallbackError> {
-        let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
+        let config = Config::load().map_err(CallbackError::refused_by)?;
         let outbox = config.state_path(std::path::Path::new("outbox.jsonl"));
         let webhooks = AllowList::parse(&std::env::var(WEBHOOKS_ENV).unwrap_or_default())
-            .map_err(|e| CallbackError::Failure(format!("{WEBHOOKS_ENV}: {e}")))?;
+            .map_err(|e| CallbackError::refused(format!("{WEBHOOKS_ENV}: {e}")))?;
         info!(
             "delivering to the terminal and {} webhook prefix(es); outbox {}",
             webhooks.len(),
             outbox.display()
         );
         let bridge = Delivery::new(outbox, webhooks, Duration::from_secs(10))
-            .map_err(|e| CallbackError::Failure(e.to_string()))?;
-        let key = CallerKey::open(&config.state_dir)
-            .map_err(|e| CallbackError::Failure(e.to_string()))?;
+            .map_err(CallbackError::refused_by)?;
+        let key = CallerKey::open(&config.state_dir).map_err(CallbackError::refused_by)?;
         Ok(BridgeDeps {
             bridge: Arc::new(bridge),
             key,

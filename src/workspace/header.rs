@@ -14,6 +14,23 @@ pub const SYMLINK: &str = "120000";
 /// The mode of a submodule (a gitlink).
 pub const GITLINK: &str = "160000";
 
+/// Why a header is refused: what in it is not understood, in a line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HeaderError(String);
+
+impl From<&str> for HeaderError {
+    fn from(why: &str) -> Self {
+        Self(why.into())
+    }
+}
+
+impl From<String> for HeaderError {
+    fn from(why: String) -> Self {
+        Self(why)
+    }
+}
+
 /// A file header's meaning.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FileHeader {
@@ -35,7 +52,7 @@ pub struct FileHeader {
 
 /// Reads a C-quoted string at the start of `text` (which starts with `"`): its bytes, and the
 /// rest of `text` after the closing quote.
-fn unquote(text: &str) -> Result<(String, &str), String> {
+fn unquote(text: &str) -> Result<(String, &str), HeaderError> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 1;
@@ -81,7 +98,7 @@ fn unquote(text: &str) -> Result<(String, &str), String> {
 
 /// A path as git writes it (quoted or not) without its `prefix` (`a/`, `b/`); `None` for
 /// `/dev/null`.
-fn name(text: &str, prefix: &str) -> Result<Option<String>, String> {
+fn name(text: &str, prefix: &str) -> Result<Option<String>, HeaderError> {
     let raw = if text.starts_with('"') {
         let (name, rest) = unquote(text)?;
         if !rest.trim_end_matches('\t').is_empty() {
@@ -98,13 +115,13 @@ fn name(text: &str, prefix: &str) -> Result<Option<String>, String> {
     };
     raw.strip_prefix(prefix)
         .map(|p| Some(p.to_string()))
-        .ok_or_else(|| format!("a path without its `{prefix}` prefix"))
+        .ok_or_else(|| format!("a path without its `{prefix}` prefix").into())
 }
 
 /// The two paths of a `diff --git` line (after `diff --git `). Unquoted, both are the same
 /// path (`a/P b/P`, P may hold spaces); quoted, each is read as one string. `None` when the
 /// line alone cannot say (an unquoted rename with spaces): the other header lines name them.
-fn git_names(rest: &str) -> Result<Option<(String, String)>, String> {
+fn git_names(rest: &str) -> Result<Option<(String, String)>, HeaderError> {
     if rest.starts_with('"') {
         let (a, tail) = unquote(rest)?;
         let tail = tail
@@ -145,17 +162,17 @@ fn git_names(rest: &str) -> Result<Option<(String, String)>, String> {
     }
 }
 
-fn mode(text: &str) -> Result<String, String> {
+fn mode(text: &str) -> Result<String, HeaderError> {
     if text.len() == 6 && text.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
         Ok(text.to_string())
     } else {
-        Err(format!("{text:?} is not a file mode"))
+        Err(format!("{text:?} is not a file mode").into())
     }
 }
 
 impl FileHeader {
     /// Reads the header `lines` of one file (the first is its `diff --git` line).
-    pub fn read(lines: &[String]) -> Result<FileHeader, String> {
+    pub fn read(lines: &[String]) -> Result<FileHeader, HeaderError> {
         let first = lines.first().ok_or("a file without a header")?;
         let rest = first
             .strip_prefix("diff --git ")
@@ -212,7 +229,7 @@ impl FileHeader {
             {
                 h.binary = true;
             } else {
-                return Err(format!("a header line git does not write: {line:?}"));
+                return Err(format!("a header line git does not write: {line:?}").into());
             }
         }
         if added && deleted {
@@ -349,7 +366,7 @@ impl FileHeader {
 mod tests {
     use super::*;
 
-    fn read(text: &str) -> Result<FileHeader, String> {
+    fn read(text: &str) -> Result<FileHeader, HeaderError> {
         FileHeader::read(&text.lines().map(str::to_string).collect::<Vec<_>>())
     }
 

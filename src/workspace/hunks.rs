@@ -188,7 +188,8 @@ pub fn parse(diff: &str) -> Result<Vec<FileChange>, HunkError> {
     }
     let mut out = Vec::with_capacity(files.len());
     for (n, mut file) in files {
-        let meaning = FileHeader::read(&file.header).map_err(|why| malformed(n, &why))?;
+        let meaning =
+            FileHeader::read(&file.header).map_err(|why| malformed(n, &why.to_string()))?;
         file.path = meaning.path().to_string();
         file.unreadable = if meaning.binary {
             Some("a binary file".to_string())

@@ -186,6 +186,20 @@ pub fn proposals(
     out
 }
 
+/// Why a `hunk_decided` event is not taken.
+#[derive(Debug, thiserror::Error)]
+enum NotTaken {
+    /// It carries no statement.
+    #[error("not signed by an operator")]
+    Unsigned,
+    /// Its statement is about something else.
+    #[error("its statement ({0}) does not decide it so")]
+    OtherDecision(String),
+    /// Its statement does not verify.
+    #[error(transparent)]
+    Unverified(#[from] identity::IdentityError),
+}
+
 /// Who decided `p` as `decision` by the `hunk_decided` event `e`: the operator whose signed
 /// statement (the event's `statement`) decides that hunk, or answers its approval in the
 /// task's review job, and verifies with `people`.
@@ -195,25 +209,23 @@ fn decided_by(
     decision: &str,
     people: &Authority,
     registry: &Registry,
-) -> Result<String, String> {
+) -> Result<String, NotTaken> {
     let statement: Statement = e
         .payload
         .get("statement")
         .cloned()
         .and_then(|s| serde_json::from_value(s).ok())
-        .ok_or("not signed by an operator")?;
+        .ok_or(NotTaken::Unsigned)?;
     let approval = format!("{}/{}", review_job(&p.task), approval_of(&p.hunk.id));
     if !statement.decides_hunk(&p.hunk.id, decision)
         && !statement.says(identity::action::JOB_APPROVE, &approval, decision)
     {
-        return Err(format!(
-            "its statement ({} {} {}) does not decide it so",
+        return Err(NotTaken::OtherDecision(format!(
+            "{} {} {}",
             statement.action, statement.subject, statement.decision
-        ));
+        )));
     }
-    people
-        .check(registry, &statement, None, None)
-        .map_err(|e| e.to_string())?;
+    people.check(registry, &statement, None, None)?;
     Ok(statement.operator)
 }
 

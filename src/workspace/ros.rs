@@ -43,9 +43,10 @@ impl ManagedNode for DecideService {
     type Deps = DecideDeps;
 
     async fn configure(&self, ctx: &NodeContext) -> Result<DecideDeps, CallbackError> {
-        let refuse = |e: &dyn std::fmt::Display| CallbackError::Failure(e.to_string());
-        let config = Config::load().map_err(|e| refuse(&e))?;
-        let log = AnyLog::open(&config).await.map_err(|e| refuse(&e))?;
+        let config = Config::load().map_err(CallbackError::refused_by)?;
+        let log = AnyLog::open(&config)
+            .await
+            .map_err(CallbackError::refused_by)?;
         Ok(DecideDeps {
             log,
             people: Authority::new(&config.state_dir, &config.operators),

@@ -46,7 +46,7 @@ use crate::{
 /// answer is unusable), or offline scoring alone when no router model is configured.
 /// Unrouted work that matches nobody goes to `core/assistant` when the catalog has it.
 fn routing(config: &Config, catalog: &Catalog) -> Result<Box<dyn Router>, CallbackError> {
-    let refuse = |why: String| CallbackError::Failure(format!("router: {why}"));
+    let refuse = |why: String| CallbackError::refused(format!("router: {why}"));
     let mut offline = OfflineRouter::new(catalog);
     if catalog.expert(FALLBACK_EXPERT).is_some_and(|e| e.spawnable) {
         offline = offline
@@ -171,20 +171,19 @@ impl ManagedNode for EngineNode {
     type Deps = EngineDeps;
 
     async fn configure(&self, ctx: &NodeContext) -> Result<EngineDeps, CallbackError> {
-        let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
+        let config = Config::load().map_err(CallbackError::refused_by)?;
         let log = AnyLog::open(&config)
             .await
-            .map_err(|e| CallbackError::Failure(e.to_string()))?;
-        let catalog = crate::aem::read_state_catalog(&config)
-            .map_err(|e| CallbackError::Failure(e.to_string()))?;
+            .map_err(CallbackError::refused_by)?;
+        let catalog = crate::aem::read_state_catalog(&config).map_err(CallbackError::refused_by)?;
         let (server, goals) =
             ActionServer::<AolTask>::new(&ctx.node, "/iron/engine/task", ActionOptions::default())
-                .map_err(|e| CallbackError::Error(e.to_string()))?;
+                .map_err(CallbackError::broken_by)?;
         // A goal response carries no reason: each refusal goes out on
         // /iron/engine/task/rejections as well, for `iron task send` and `ros2 topic echo`.
         server
             .publish_rejections(&ctx.node, |goal: &AolTaskGoal| goal.task_id.clone())
-            .map_err(|e| CallbackError::Error(e.to_string()))?;
+            .map_err(CallbackError::broken_by)?;
         let executable = self.options.expert_executable.clone().unwrap_or_else(|| {
             std::env::current_exe()
                 .ok()
@@ -202,8 +201,7 @@ impl ManagedNode for EngineNode {
             },
         );
         let router = routing(&config, &catalog)?;
-        let key = CallerKey::open(&config.state_dir)
-            .map_err(|e| CallbackError::Failure(e.to_string()))?;
+        let key = CallerKey::open(&config.state_dir).map_err(CallbackError::refused_by)?;
         Ok(EngineDeps {
             config,
             log,

@@ -8,10 +8,12 @@ mod adapters;
 mod confined;
 pub mod delegate;
 mod deliver;
+mod error;
 mod node;
 pub mod operator;
 pub(crate) mod scratch;
 mod task;
 pub mod wake;
 
+pub use error::StartError;
 pub use node::{ExpertDeps, ExpertNode};

@@ -12,7 +12,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use super::{
-    adapters::Recorder, confined, operator::OperatorDesk, scratch::ExpertScratch, wake::Mounts,
+    StartError, adapters::Recorder, confined, operator::OperatorDesk, scratch::ExpertScratch,
+    wake::Mounts,
 };
 use crate::{
     aem::{Catalog, ExpertEntry, roots::SCRATCH_VAR},
@@ -74,7 +75,7 @@ pub(super) fn model_named(
     embedder: &Arc<dyn Embedder>,
     base: &Path,
     name: &str,
-) -> Result<Arc<dyn ChatModel>, String> {
+) -> Result<Arc<dyn ChatModel>, StartError> {
     Ok(match config.models.clone() {
         // Its claim judgment reads meanings with the local model when one was pulled.
         None if embedder.name() == crate::llm::local::MINILM_L6_V2.embedder_name => {
@@ -83,10 +84,13 @@ pub(super) fn model_named(
         None => Arc::new(OfflineBackend::lexical()),
         Some(models) => {
             let models: ModelsConfig =
-                serde_norway::from_value(models).map_err(|e| format!("models: {e}"))?;
+                serde_norway::from_value(models).map_err(StartError::Models)?;
             let model = ModelRegistry::new(models, base)
                 .model(name)
-                .map_err(|e| format!("model {name:?}: {e}"))?;
+                .map_err(|source| StartError::Model {
+                    name: name.into(),
+                    source,
+                })?;
             Arc::new(OrOffline::new(model))
         }
     })
@@ -95,32 +99,34 @@ pub(super) fn model_named(
 /// How long an on-demand source may take to start and show its first state.
 const SOURCE_START: Duration = Duration::from_secs(5);
 
-fn refuse(why: impl std::fmt::Display) -> CallbackError {
-    CallbackError::Failure(why.to_string())
-}
-
 impl ManagedNode for ExpertNode {
     type Deps = ExpertDeps;
 
     async fn configure(&self, ctx: &NodeContext) -> Result<ExpertDeps, CallbackError> {
-        let config = Config::load().map_err(refuse)?;
-        let log = AnyLog::open(&config).await.map_err(refuse)?;
-        let catalog: Catalog = crate::aem::read_state_catalog(&config).map_err(refuse)?;
-        let entry = catalog
-            .expert(&self.expert)
-            .cloned()
-            .ok_or_else(|| refuse(format!("no expert {} in the catalog", self.expert)))?;
+        let config = Config::load().map_err(CallbackError::refused_by)?;
+        let log = AnyLog::open(&config)
+            .await
+            .map_err(CallbackError::refused_by)?;
+        let catalog: Catalog =
+            crate::aem::read_state_catalog(&config).map_err(CallbackError::refused_by)?;
+        let entry = catalog.expert(&self.expert).cloned().ok_or_else(|| {
+            CallbackError::refused(format!("no expert {} in the catalog", self.expert))
+        })?;
         if !entry.spawnable {
-            return Err(refuse(format!("{} belongs to a parked mesh", self.expert)));
+            return Err(CallbackError::refused(format!(
+                "{} belongs to a parked mesh",
+                self.expert
+            )));
         }
         let brief = ExpertBrief::from_catalog(&catalog, &self.expert).expect("the entry exists");
         // Meanings come from the model service (one copy of the weights for every expert).
-        let embedder =
-            crate::llm::embeddings::from_config_or_service(&config, &ctx.node).map_err(refuse)?;
+        let embedder = crate::llm::embeddings::from_config_or_service(&config, &ctx.node)
+            .map_err(CallbackError::refused_by)?;
         let mounts = Mounts::new(&entry, &catalog, &config).with_embedder(embedder.clone());
-        let base = std::env::current_dir().map_err(refuse)?;
-        let model = model_named(&config, &embedder, &base, &entry.model)
-            .map_err(|e| refuse(format!("{e} (the model of {})", self.expert)))?;
+        let base = std::env::current_dir().map_err(CallbackError::refused_by)?;
+        let model = model_named(&config, &embedder, &base, &entry.model).map_err(|e| {
+            CallbackError::refused_while(format!("the model of {}", self.expert), e)
+        })?;
 
         let recorder = Recorder {
             log: log.clone(),
@@ -140,7 +146,7 @@ impl ManagedNode for ExpertNode {
         let scratch =
             ExpertScratch::open(&entry, &catalog, &config.state_dir, &base, ctx.node.name())
                 .await
-                .map_err(refuse)?;
+                .map_err(CallbackError::refused_by)?;
         if let Some(s) = &scratch {
             env.insert(SCRATCH_VAR.to_string(), s.dir().display().to_string());
         }
@@ -148,9 +154,11 @@ impl ManagedNode for ExpertNode {
         // and in its scratch, which is also the root of the confined commands it runs.
         let (mut policy, mut granted) =
             roots::expert_policy(&entry, &catalog, &base, &config.state_dir, &env)
-                .map_err(refuse)?;
+                .map_err(CallbackError::refused_by)?;
         if let Some(s) = &scratch {
-            policy = policy.grant_root(s.dir()).map_err(refuse)?;
+            policy = policy
+                .grant_root(s.dir())
+                .map_err(CallbackError::refused_by)?;
             granted.push(roots::GrantedRoot {
                 server: confined::SERVER.to_string(),
                 dir: s.dir().to_path_buf(),
@@ -158,8 +166,7 @@ impl ManagedNode for ExpertNode {
         }
         // `native`/`remote` servers are reached over ROS; the manager bounds each call with the
         // expert's own tool timeout, so the bridge's is only a backstop.
-        let key = CallerKey::open(&config.state_dir)
-            .map_err(|e| CallbackError::Failure(e.to_string()))?;
+        let key = CallerKey::open(&config.state_dir).map_err(CallbackError::refused_by)?;
         let bridge = RosTools::new(ctx.node.clone(), Duration::from_secs(600), key.clone());
         let run_policy = mesh_workspace(&catalog, &entry)
             .map(|w| crate::workspace::sandbox::RunPolicy::of(w, &config.state_dir))
@@ -184,7 +191,8 @@ impl ManagedNode for ExpertNode {
         if let Some(servers) = servers {
             setup = setup.with_confinement(servers);
         }
-        let tools = ToolManager::new(&catalog, &manifest, &self.expert, setup).map_err(refuse)?;
+        let tools = ToolManager::new(&catalog, &manifest, &self.expert, setup)
+            .map_err(CallbackError::refused_by)?;
 
         // On-demand sources it holds and nobody serves yet are started now, and stop with it.
         let granted: Vec<(String, crate::aem::SourceEntry)> = catalog
@@ -218,12 +226,9 @@ impl ManagedNode for ExpertNode {
                 (p.clone(), what)
             })
             .collect();
-        let mesh = Arc::new(
-            catalog
-                .mesh(&entry.mesh)
-                .cloned()
-                .ok_or_else(|| refuse(format!("no mesh {} in the catalog", entry.mesh)))?,
-        );
+        let mesh = Arc::new(catalog.mesh(&entry.mesh).cloned().ok_or_else(|| {
+            CallbackError::refused(format!("no mesh {} in the catalog", entry.mesh))
+        })?);
         let channels: Vec<String> = entry
             .delivery
             .iter()
@@ -233,7 +238,7 @@ impl ManagedNode for ExpertNode {
         let action = format!("{}/task", ctx.fqn());
         let (server, goals) =
             ActionServer::<AolTask>::new(&ctx.node, &action, ActionOptions::default())
-                .map_err(|e| CallbackError::Error(e.to_string()))?;
+                .map_err(CallbackError::broken_by)?;
         info!(
             "expert {} ready: model {}, {} tool(s), memory {:?}, lessons {:?}, sources {:?}",
             self.expert,
@@ -244,8 +249,7 @@ impl ManagedNode for ExpertNode {
             entry.sources,
         );
         let authority = Authority::new(&config.state_dir, &config.operators);
-        let desk = OperatorDesk::new(&ctx.node, authority)
-            .map_err(|e| CallbackError::Error(e.to_string()))?;
+        let desk = OperatorDesk::new(&ctx.node, authority).map_err(CallbackError::broken_by)?;
         Ok(ExpertDeps {
             config,
             log,

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing::{info, warn};
 
+use super::StartError;
 use super::adapters::Recorder;
 use crate::aem::workspace::works_in_scratch;
 use crate::aem::{Catalog, ExpertEntry};
@@ -93,19 +94,17 @@ impl ExpertScratch {
         state_dir: &Path,
         project: &Path,
         name: &str,
-    ) -> Result<Option<ExpertScratch>, String> {
+    ) -> Result<Option<ExpertScratch>, StartError> {
         let Some(ws) = catalog.mesh(&entry.mesh).and_then(|m| m.workspace.as_ref()) else {
             return Ok(None);
         };
         if !uses_scratch(entry, catalog) {
             return Ok(None);
         }
-        let target = project.join(&ws.target).canonicalize().map_err(|e| {
-            format!(
-                "workspace target {}: {e}",
-                project.join(&ws.target).display()
-            )
-        })?;
+        let path = project.join(&ws.target);
+        let target = path
+            .canonicalize()
+            .map_err(|source| StartError::Target { path, source })?;
         let root = state_dir.join("scratch");
         // Scratches of experts that were killed outright, with nothing proposed: gone now.
         for dir in sweep(&target, &root).await {
@@ -116,8 +115,11 @@ impl ExpertScratch {
         let scratch = provider
             .create(&id)
             .await
-            .map_err(|e| format!("making the scratch of {}: {e}", entry.id))?;
-        claim(&scratch).map_err(|e| format!("recording the owner of the scratch: {e}"))?;
+            .map_err(|source| StartError::Scratch {
+                expert: entry.id.clone(),
+                source,
+            })?;
+        claim(&scratch).map_err(StartError::Owner)?;
         info!(scratch = %scratch.dir.display(), "working in a scratch of {}", target.display());
         Ok(Some(ExpertScratch {
             scratch,

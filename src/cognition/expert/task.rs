@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
 use super::{
+    StartError,
     adapters::{ManagedTools, Recorder, TaskTrace},
     delegate::{Delegation, ExpertTools},
     deliver::Deliveries,
@@ -65,10 +66,7 @@ impl ExpertDeps {
             None => Ok(self.model.clone()),
             // Without a `models:` block every name is the offline backend: a name asked for
             // would be silently ignored.
-            Some(name) if self.config.models.is_none() => Err(format!(
-                "no models are configured (no `models:` block), so there is no model {name:?}: \
-                 every task runs on the offline backend"
-            )),
+            Some(name) if self.config.models.is_none() => Err(StartError::NoModels(name.into())),
             Some(name) => {
                 let base = std::env::current_dir().unwrap_or_default();
                 super::node::model_named(&self.config, &self.embedder, &base, name)
@@ -428,17 +426,16 @@ impl ExpertDeps {
 /// The state a fork starts in: the recorded conversation with a fresh correction marker in
 /// the record's place, after the model calls before the fork's. A fork that no job asked for
 /// performs no structured task, as any such task (see `wake`).
-fn fork_state(fork: &Fork, for_job: bool) -> Result<TaskState, String> {
+fn fork_state(fork: &Fork, for_job: bool) -> Result<TaskState, StartError> {
     if fork.at == 0 || fork.prefix.len() < 2 {
-        return Err("a fork needs the conversation before a model call (at 1 or later)".into());
+        return Err(StartError::ForkTooEarly);
     }
     let marker = AgentLoop::fresh_marker();
     let messages = fork
         .prefix
         .iter()
         .map(|m| {
-            let m: Message = serde_json::from_value(m.clone())
-                .map_err(|e| format!("a message of the fork's conversation: {e}"))?;
+            let m: Message = serde_json::from_value(m.clone()).map_err(StartError::ForkMessage)?;
             let m = agent::swap_marker(&m, agent::MARKER_SHOWN, &marker);
             Ok(match m {
                 Message::User { content } if !for_job => {
@@ -447,7 +444,7 @@ fn fork_state(fork: &Fork, for_job: bool) -> Result<TaskState, String> {
                 other => other,
             })
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, StartError>>()?;
     Ok(AgentLoop::resume_from(messages, fork.at - 1, marker))
 }
 

@@ -111,16 +111,16 @@ impl ManagedNode for InboxNode {
     type Deps = InboxDeps;
 
     async fn configure(&self, ctx: &NodeContext) -> Result<InboxDeps, CallbackError> {
-        let config = Config::load().map_err(|e| CallbackError::Failure(e.to_string()))?;
+        let config = Config::load().map_err(CallbackError::refused_by)?;
         let log = AnyLog::open(&config)
             .await
-            .map_err(|e| CallbackError::Failure(e.to_string()))?;
+            .map_err(CallbackError::refused_by)?;
         let path = config.state_path(std::path::Path::new(super::store::STORE_FILE));
         let store = Store::open(&path)
-            .map_err(|e| CallbackError::Failure(format!("{}: {e}", path.display())))?;
+            .map_err(|e| CallbackError::refused(format!("{}: {e}", path.display())))?;
         let engine = ActionClient::<AolTask>::new(&ctx.node, &self.options.engine_action)
             .and_then(|c| c.with_rejections(&ctx.node))
-            .map_err(|e| CallbackError::Error(e.to_string()))?;
+            .map_err(CallbackError::broken_by)?;
         let pending = store.pending().unwrap_or(0);
         info!(
             "inbox store {} ({pending} message(s) waiting)",

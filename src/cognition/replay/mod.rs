@@ -71,7 +71,16 @@ pub struct Record {
 #[derive(Debug, Clone)]
 struct Call {
     request: Vec<Message>,
-    answer: Result<ChatResponse, String>,
+    answer: Answer,
+}
+
+/// What a recorded model call came to.
+#[derive(Debug, Clone)]
+enum Answer {
+    /// The model answered.
+    Gave(ChatResponse),
+    /// The call failed, with the recorded message.
+    Failed(String),
 }
 
 /// The `expert_woke` payload.
@@ -170,9 +179,9 @@ impl Record {
                     };
                     conversation.extend(prompt.new);
                     let answer = if c.event == "model_failed" {
-                        Err(c.message)
+                        Answer::Failed(c.message)
                     } else {
-                        Ok(ChatResponse {
+                        Answer::Gave(ChatResponse {
                             text: c.text,
                             tool_calls: c.calls,
                             usage: c.usage,
@@ -222,7 +231,10 @@ impl Record {
         };
         self.calls
             .iter()
-            .filter_map(|c| c.answer.as_ref().ok())
+            .filter_map(|c| match &c.answer {
+                Answer::Gave(response) => Some(response),
+                Answer::Failed(_) => None,
+            })
             .flat_map(|r| &r.tool_calls)
             .map(|call| (call.clone(), answered(&call.id)))
             .collect()

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
-use super::{Divergence, Record};
+use super::{Answer, Divergence, Record};
 use crate::cognition::agent::{
     ASK_OPERATOR, Interjections, ToolExecutor, ToolFailure, unwrap_tool_output,
 };
@@ -152,11 +152,14 @@ impl ChatModel for ReplayModel<'_> {
             if let Some(d) = self.compare(i + 1, &call.request, &request.messages) {
                 return Err(self.diverge(d));
             }
-            call.answer.clone().map_err(|message| LlmError::Rejected {
-                backend: "replay".into(),
-                status: 502,
-                message: format!("(as recorded) {message}"),
-            })
+            match &call.answer {
+                Answer::Gave(response) => Ok(response.clone()),
+                Answer::Failed(message) => Err(LlmError::Rejected {
+                    backend: "replay".into(),
+                    status: 502,
+                    message: format!("(as recorded) {message}"),
+                }),
+            }
         })
     }
 }

@@ -58,17 +58,15 @@ struct Webhooks {
     bound: tokio::sync::Mutex<Option<tokio::net::TcpListener>>,
 }
 
-fn refuse(why: impl std::fmt::Display) -> CallbackError {
-    CallbackError::Failure(why.to_string())
-}
-
 impl ManagedNode for TriggerNode {
     type Deps = TriggerDeps;
 
     async fn configure(&self, _ctx: &NodeContext) -> Result<TriggerDeps, CallbackError> {
-        let config = Config::load().map_err(refuse)?;
-        let catalog = crate::aem::read_state_catalog(&config).map_err(refuse)?;
-        let log = AnyLog::open(&config).await.map_err(refuse)?;
+        let config = Config::load().map_err(CallbackError::refused_by)?;
+        let catalog = crate::aem::read_state_catalog(&config).map_err(CallbackError::refused_by)?;
+        let log = AnyLog::open(&config)
+            .await
+            .map_err(CallbackError::refused_by)?;
         let env: crate::tools::env::EnvMap = std::env::vars().collect();
         let mut watched = Vec::new();
         let mut hooks = BTreeMap::new();
@@ -84,7 +82,7 @@ impl ManagedNode for TriggerNode {
                         .ok()
                         .filter(|s| !s.is_empty())
                         .ok_or_else(|| {
-                            refuse(format!(
+                            CallbackError::refused(format!(
                                 "webhook trigger {}: its token {token} is not set in the environment",
                                 t.label()
                             ))
@@ -102,9 +100,9 @@ impl ManagedNode for TriggerNode {
                 None => std::env::var(LISTEN_ENV)
                     .unwrap_or_else(|_| DEFAULT_LISTEN.into())
                     .parse()
-                    .map_err(|e| refuse(format!("{LISTEN_ENV}: {e}")))?,
+                    .map_err(|e| CallbackError::refused(format!("{LISTEN_ENV}: {e}")))?,
             };
-            let listener = bind(addr).await.map_err(refuse)?;
+            let listener = bind(addr).await.map_err(CallbackError::refused_by)?;
             Some(Webhooks {
                 hooks: Arc::new(Hooks {
                     hooks,

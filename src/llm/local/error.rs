@@ -90,7 +90,7 @@ pub enum EmbeddingError {
 #[non_exhaustive]
 pub enum SourceError {
     /// The request did not get an answer (name resolution, connection, TLS, a stall).
-    #[error("{url}: {}", chain(source).replace(&format!(" for url ({url})"), ""))]
+    #[error("{url}: {}", crate::core::text::chain(source).replace(&format!(" for url ({url})"), ""))]
     Transport {
         url: String,
         #[source]
@@ -169,20 +169,4 @@ pub enum PullError {
         #[source]
         source: reqwest::Error,
     },
-}
-
-/// An error and its causes on one line (a transport error's own text is only "error sending
-/// request"; the cause says DNS, refused, TLS, timeout).
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(c) = cause {
-        let more = c.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        cause = c.source();
-    }
-    text
 }

@@ -260,7 +260,7 @@ async fn from_registry(
     let project: Project = response.json().await.map_err(|source| {
         registry_error(format!(
             "not a project description: {}",
-            super::error::chain(&source)
+            crate::core::text::chain(&source)
         ))
     })?;
     let wheel = project

@@ -61,7 +61,7 @@ impl ManagedNode for ModelNode {
             models_dir_from_env(None).and_then(|dir| LocalEmbedder::load(&dir))
         })
         .await
-        .map_err(|e| CallbackError::Failure(format!("loading the model stopped: {e}")))?;
+        .map_err(|e| CallbackError::refused_while("loading the model stopped", e))?;
         let model = match loaded {
             Ok(model) => {
                 info!("serving {} at {SERVICE}", MINILM_L6_V2.embedder_name);

@@ -54,10 +54,10 @@ impl DemoNode {
     fn outcome(&self, callback: &str) -> Result<(), CallbackError> {
         info!("callback {callback}");
         if self.error_on.iter().any(|c| c == callback) {
-            return Err(CallbackError::Error(format!("{callback} told to error")));
+            return Err(CallbackError::broken(format!("{callback} told to error")));
         }
         if self.fail_on.iter().any(|c| c == callback) {
-            return Err(CallbackError::Failure(format!("{callback} told to fail")));
+            return Err(CallbackError::refused(format!("{callback} told to fail")));
         }
         Ok(())
     }
@@ -71,11 +71,11 @@ impl ManagedNode for DemoNode {
         let name = format!("{}/task", ctx.fqn());
         let (server, goals) =
             ActionServer::<AolTask>::new(&ctx.node, &name, ActionOptions::default())
-                .map_err(|e| CallbackError::Error(e.to_string()))?;
+                .map_err(CallbackError::broken_by)?;
         // Like the engine it stands in for: every refusal goes out with its code.
         server
             .publish_rejections(&ctx.node, |goal| goal.task_id.clone())
-            .map_err(|e| CallbackError::Error(e.to_string()))?;
+            .map_err(CallbackError::broken_by)?;
         let echo = ctx
             .node
             .session()
@@ -88,7 +88,7 @@ impl ManagedNode for DemoNode {
                 }
             })
             .await
-            .map_err(|e| CallbackError::Error(format!("declaring the echo queryable: {e}")))?;
+            .map_err(|e| CallbackError::broken(format!("declaring the echo queryable: {e}")))?;
         Ok(DemoDeps {
             server,
             goals: Mutex::new(goals),

@@ -277,7 +277,9 @@ pub(super) async fn operator(
 ) -> Result<Json<Value>, Failure> {
     required("the text", &body.text)?;
     let voice = &shared.voice;
-    let key = shared.key().map_err(|why| (StatusCode::FORBIDDEN, why))?;
+    let key = shared
+        .key()
+        .map_err(|why| (StatusCode::FORBIDDEN, why.to_string()))?;
     let who = key.name().to_string();
     let sent = match action.as_str() {
         "answer" => {

@@ -60,13 +60,13 @@ pub const OPERATOR_ENV: &str = "IRON_CONSOLE_OPERATOR";
 /// The key the console signs with, or why it has none (then every action is refused and the
 /// page is read-only). Read again for each action, so a key made after the console started
 /// (`iron operator add`, as `iron up` suggests) is used at once.
-fn operator_key(operators: &[String]) -> Result<OperatorKey, String> {
+fn operator_key(operators: &[String]) -> Result<OperatorKey, Refused> {
     let named = std::env::var(OPERATOR_ENV)
         .ok()
         .filter(|v| !v.trim().is_empty())
         .or_else(|| std::env::var(identity::OPERATOR_ENV).ok())
         .filter(|v| !v.trim().is_empty());
-    let dir = identity::key_dir().map_err(|e| e.to_string())?;
+    let dir = identity::key_dir().map_err(Refused::NoOperator)?;
     let key = match named {
         Some(name) => OperatorKey::load(&dir, &name),
         None => operators
@@ -74,7 +74,35 @@ fn operator_key(operators: &[String]) -> Result<OperatorKey, String> {
             .find_map(|name| OperatorKey::load(&dir, name).ok())
             .map_or_else(|| OperatorKey::for_cli(None), Ok),
     };
-    key.map_err(|e| format!("the console acts as no operator ({e}); it is read-only"))
+    key.map_err(Refused::NoOperator)
+}
+
+/// Why the console does not do what a request asks.
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    /// No operator key: the page is read-only.
+    #[error("the console acts as no operator ({0}); it is read-only")]
+    NoOperator(#[source] identity::IdentityError),
+    /// The operator's statement is not one this deployment takes.
+    #[error(transparent)]
+    NotAdmitted(identity::IdentityError),
+    /// A browser sent it from another site.
+    #[error("a request from another site may not change anything")]
+    CrossSite,
+    /// A browser sent it from another origin.
+    #[error("a request from origin {origin} may not change anything (only {own})")]
+    Origin {
+        /// Where it came from.
+        origin: String,
+        /// The console's own origin.
+        own: String,
+    },
+    /// Neither a page's origin nor the token in the header.
+    #[error(
+        "a state-changing request needs the page's Origin, or the token in the Authorization \
+         header"
+    )]
+    NoOrigin,
 }
 
 /// The console token of the deployment whose state directory is `state_dir` (made on first
@@ -149,7 +177,7 @@ impl Shared {
     }
 
     /// The page's operator's key, or why there is none.
-    fn key(&self) -> Result<OperatorKey, String> {
+    fn key(&self) -> Result<OperatorKey, Refused> {
         operator_key(&self.operators)
     }
 
@@ -173,7 +201,7 @@ impl Shared {
                 self.people
                     .admit(&statement, None, Some(identity::FRESH_FOR))
                     .map(|()| statement)
-                    .map_err(|e| e.to_string())
+                    .map_err(Refused::NotAdmitted)
             }
             Err(why) => Err(why),
         };
@@ -185,14 +213,14 @@ impl Shared {
                 "node/iron/console",
                 &what,
                 &self.operator(),
-                why,
+                &why.to_string(),
             )
             .await;
             if let Err(e) = recorded {
                 tracing::warn!("recording the refusal: {e}");
             }
         }
-        signed.map_err(|why| (axum::http::StatusCode::FORBIDDEN, why))
+        signed.map_err(|why| (axum::http::StatusCode::FORBIDDEN, why.to_string()))
     }
 
     /// The hunks' review, read on from the last look.
@@ -207,25 +235,22 @@ impl ManagedNode for ConsoleNode {
     type Deps = ConsoleDeps;
 
     async fn configure(&self, ctx: &NodeContext) -> Result<ConsoleDeps, CallbackError> {
-        let refuse = |e: String| CallbackError::Failure(e);
-        let config = Config::load().map_err(|e| refuse(e.to_string()))?;
+        let config = Config::load().map_err(CallbackError::refused_by)?;
         let log = AnyLog::open(&config)
             .await
-            .map_err(|e| refuse(e.to_string()))?;
+            .map_err(CallbackError::refused_by)?;
         let token = console_token(&config.state_dir).map_err(|e| {
-            refuse(format!(
-                "the console token {}: {e}",
-                token_path(&config.state_dir).display()
-            ))
+            let path = token_path(&config.state_dir);
+            CallbackError::refused_while(format!("the console token {}", path.display()), e)
         })?;
         let addr = listen_address(self.listen.as_deref());
-        let parsed: SocketAddr = addr
-            .parse()
-            .map_err(|e| refuse(format!("`{addr}` is not host:port ({e}); set {LISTEN_ENV}")))?;
-        let listener = tokio::net::TcpListener::bind(parsed)
-            .await
-            .map_err(|e| refuse(format!("cannot listen on {addr}: {e} (set {LISTEN_ENV})")))?;
-        let voice = OperatorVoice::new(&ctx.node).map_err(|e| refuse(e.to_string()))?;
+        let parsed: SocketAddr = addr.parse().map_err(|e| {
+            CallbackError::refused(format!("`{addr}` is not host:port ({e}); set {LISTEN_ENV}"))
+        })?;
+        let listener = tokio::net::TcpListener::bind(parsed).await.map_err(|e| {
+            CallbackError::refused_while(format!("cannot listen on {addr} (set {LISTEN_ENV})"), e)
+        })?;
+        let voice = OperatorVoice::new(&ctx.node).map_err(CallbackError::refused_by)?;
         if let Err(why) = operator_key(&config.operators) {
             tracing::warn!("{why}");
         }
@@ -328,32 +353,29 @@ async fn authorize(State(shared): State<Arc<Shared>>, request: Request, next: Ne
 
 /// Whether a state-changing `request` comes from the console's own page (or from a client
 /// that is no browser and sent the token in its header). Reads pass.
-fn same_origin(request: &Request, bearer: bool) -> Result<(), String> {
+fn same_origin(request: &Request, bearer: bool) -> Result<(), Refused> {
     if matches!(request.method().as_str(), "GET" | "HEAD") {
         return Ok(());
     }
     let headers = request.headers();
     let value = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if value("sec-fetch-site").is_some_and(|s| s == "cross-site") {
-        return Err("a request from another site may not change anything".into());
+        return Err(Refused::CrossSite);
     }
     match value("origin") {
         Some(origin) => {
             let host = value("host").unwrap_or("");
             let own = format!("http://{host}");
             if host.is_empty() || origin != own {
-                return Err(format!(
-                    "a request from origin {origin} may not change anything (only {own})"
-                ));
+                return Err(Refused::Origin {
+                    origin: origin.into(),
+                    own,
+                });
             }
             Ok(())
         }
         None if bearer => Ok(()),
-        None => Err(
-            "a state-changing request needs the page's Origin, or the token in the \
-             Authorization header"
-                .into(),
-        ),
+        None => Err(Refused::NoOrigin),
     }
 }
 

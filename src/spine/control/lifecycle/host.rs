@@ -31,15 +31,88 @@ use crate::spine::control::{
     serve::{answer, spawn_server},
 };
 
-/// Why a transition callback did not succeed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// The error under a [`CallbackError`].
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a transition callback did not succeed: what, and the error underneath when there is
+/// one, so `/rosout` and `iron lifecycle set` show the whole chain ([`CallbackError::reason`]).
+#[derive(Debug, thiserror::Error)]
 pub enum CallbackError {
     /// The transition is refused; the node returns to the state it started from.
-    #[error("refused: {0}")]
-    Failure(String),
+    #[error("refused: {what}")]
+    Failure {
+        /// What was refused and why, in a line.
+        what: String,
+        /// The error underneath.
+        #[source]
+        cause: Option<Cause>,
+    },
     /// Something broke; the node goes through error processing.
-    #[error("error: {0}")]
-    Error(String),
+    #[error("error: {what}")]
+    Error {
+        /// What broke, in a line.
+        what: String,
+        /// The error underneath.
+        #[source]
+        cause: Option<Cause>,
+    },
+}
+
+impl CallbackError {
+    /// The transition is refused for `why`.
+    pub fn refused(why: impl std::fmt::Display) -> Self {
+        Self::Failure {
+            what: why.to_string(),
+            cause: None,
+        }
+    }
+
+    /// The transition is refused because of `error` (kept as the cause).
+    pub fn refused_by(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Failure {
+            what: error.to_string(),
+            cause: Some(Box::new(error)),
+        }
+    }
+
+    /// The transition is refused while `doing`, because of `error`.
+    pub fn refused_while(
+        doing: impl std::fmt::Display,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Failure {
+            what: format!("{doing}: {error}"),
+            cause: Some(Box::new(error)),
+        }
+    }
+
+    /// Something broke: `why`.
+    pub fn broken(why: impl std::fmt::Display) -> Self {
+        Self::Error {
+            what: why.to_string(),
+            cause: None,
+        }
+    }
+
+    /// Something broke: `error` (kept as the cause).
+    pub fn broken_by(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Error {
+            what: error.to_string(),
+            cause: Some(Box::new(error)),
+        }
+    }
+
+    /// Whether the node goes through error processing (not a plain refusal).
+    pub fn is_error(&self) -> bool {
+        matches!(self, Self::Error { .. })
+    }
+
+    /// What happened and every cause under it, each once, on one line.
+    pub fn reason(&self) -> String {
+        let (Self::Failure { what, cause } | Self::Error { what, cause }) = self;
+        let cause = cause.as_deref().map(|c| c as &dyn std::error::Error);
+        crate::core::text::with_causes(what.clone(), cause)
+    }
 }
 
 /// Why a node's `run` stopped working: what it was doing, and the error underneath.
@@ -509,10 +582,10 @@ impl<N: ManagedNode> Host<N> {
         let abort = task.abort_handle();
         let result = match tokio::time::timeout(self.opts.callback_timeout, task).await {
             Ok(Ok(r)) => r,
-            Ok(Err(join)) => Err(CallbackError::Error(format!("{name} panicked: {join}"))),
+            Ok(Err(join)) => Err(CallbackError::broken(format!("{name} panicked: {join}"))),
             Err(_) => {
                 abort.abort();
-                Err(CallbackError::Error(format!(
+                Err(CallbackError::broken(format!(
                     "{name} did not return within {:?}",
                     self.opts.callback_timeout
                 )))
@@ -520,19 +593,18 @@ impl<N: ManagedNode> Host<N> {
         };
         match result {
             Ok(v) => (Outcome::Success, Some(v)),
-            Err(CallbackError::Failure(why)) => {
-                warn!(node = %self.ctx.fqn(), "{name} failed: {why}");
+            Err(e) => {
+                let (word, outcome) = if e.is_error() {
+                    ("errored", Outcome::Error)
+                } else {
+                    ("failed", Outcome::Failure)
+                };
+                let why = e.reason();
+                warn!(node = %self.ctx.fqn(), "{name} {word}: {why}");
                 self.rosout
-                    .error(name, &format!("{name} failed: {why}"))
+                    .error(name, &format!("{name} {word}: {why}"))
                     .await;
-                (Outcome::Failure, None)
-            }
-            Err(CallbackError::Error(why)) => {
-                warn!(node = %self.ctx.fqn(), "{name} errored: {why}");
-                self.rosout
-                    .error(name, &format!("{name} errored: {why}"))
-                    .await;
-                (Outcome::Error, None)
+                (outcome, None)
             }
         }
     }
@@ -658,4 +730,34 @@ fn spawn_services(
         }
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CallbackError;
+
+    /// An error whose text leaves its cause out, as many wrapping errors do.
+    #[derive(Debug, thiserror::Error)]
+    #[error("opening the log")]
+    struct Opening(#[source] std::io::Error);
+
+    #[test]
+    fn a_refusal_carries_its_cause_to_the_reason_once() {
+        let denied = || std::io::Error::new(std::io::ErrorKind::PermissionDenied, "log.db: denied");
+        let e = CallbackError::refused_by(Opening(denied()));
+        assert!(!e.is_error());
+        assert_eq!(e.reason(), "opening the log: log.db: denied");
+        assert!(std::error::Error::source(&e).is_some(), "the cause is kept");
+        let e = CallbackError::refused_while("configure", Opening(denied()));
+        assert_eq!(e.reason(), "configure: opening the log: log.db: denied");
+        // A cause already in the text is not repeated.
+        let e = CallbackError::refused_while("reading", denied());
+        assert_eq!(e.reason(), "reading: log.db: denied");
+        let e = CallbackError::broken("it stopped");
+        assert!(e.is_error());
+        assert_eq!(
+            (e.reason(), e.to_string()),
+            ("it stopped".into(), "error: it stopped".into())
+        );
+    }
 }
