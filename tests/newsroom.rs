@@ -525,7 +525,9 @@ async fn a_task_whose_expert_cannot_start_says_why() {
     );
     assert!(!out.status.success(), "{said}");
     assert!(
-        said.contains("did not become active: configure failed: model"),
+        said.contains(
+            "did not become active: configure failed: the model of newsroom/analyst: model"
+        ),
         "{said}"
     );
     assert!(said.contains("no-such-script.yaml"), "{said}");

@@ -34,6 +34,10 @@ pub enum EvalCommand {
         /// embedding model is used when it is: `iron models pull`).
         #[arg(long)]
         lexical: bool,
+        /// Also list every pair of reports grouped as one claim that state different claims
+        /// (for tuning: read it on a tuning set, never on the set you report).
+        #[arg(long)]
+        wrong_pairs: bool,
         #[command(flatten)]
         dir: super::models::DirArg,
     },
@@ -116,8 +120,9 @@ pub(super) async fn run(command: EvalCommand) -> Result<(), CliError> {
             corpus,
             json,
             lexical,
+            wrong_pairs,
             dir,
-        } => newsroom(corpus, json, lexical, &dir),
+        } => newsroom(corpus, json, lexical, wrong_pairs, &dir),
         EvalCommand::Memory {
             queries,
             facts,
@@ -138,6 +143,7 @@ fn newsroom(
     corpus: Vec<PathBuf>,
     json: bool,
     lexical: bool,
+    wrong_pairs: bool,
     dir: &super::models::DirArg,
 ) -> Result<(), CliError> {
     let paths = match corpus.is_empty() {
@@ -170,6 +176,11 @@ fn newsroom(
                 "{}",
                 evaluation.table(&format!("{} (judge: {judge})", path.display()))
             );
+            if wrong_pairs {
+                for pair in &evaluation.wrong_pairs {
+                    println!("wrong pair: {pair}");
+                }
+            }
         }
     }
     Ok(())

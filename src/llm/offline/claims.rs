@@ -407,6 +407,12 @@ impl Features {
                 &other.title_stems,
                 &other.name_list,
             )
+            || frame::noun_role_swap(
+                &self.title_stems,
+                &self.name_list,
+                &other.title_stems,
+                &other.name_list,
+            )
         {
             Some(Conflict::Roles)
         } else {

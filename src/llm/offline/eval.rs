@@ -151,6 +151,9 @@ pub struct Evaluation {
     pub by_kind: BTreeMap<String, Counts>,
     /// One line per false confirmation: its reason and the claims its supporters state.
     pub false_confirmations: Vec<String>,
+    /// One line per pair of reports grouped as one claim that state different claims: what
+    /// to read when tuning the grouping (on a tuning set only).
+    pub wrong_pairs: Vec<String>,
 }
 
 fn owner(r: &Report) -> String {
@@ -243,6 +246,12 @@ pub fn score(corpus: &[Labelled], claims: &[claims::Claim], verdicts: &[Verdict]
                 (Some(x), Some(y)) => x.0 == y.0,
                 _ => false,
             };
+            if together && !truly {
+                eval.wrong_pairs.push(format!(
+                    "{} [{}] + {} [{}]",
+                    a.report.title, a.claim, b.report.title, b.claim
+                ));
+            }
             if truly || together {
                 count(&[a, b], &|c: &mut Counts| {
                     c.pairs_true += usize::from(truly);

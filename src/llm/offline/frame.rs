@@ -699,6 +699,80 @@ pub fn role_swap(
     false
 }
 
+/// Whether the titles put two things named by common nouns in opposite roles, each headline
+/// opening with one of them and joining it to the other by its own short verb phrase: "Tanker
+/// strikes ferry" and "Ferry rams tanker". A noun is a content word each title uses once that
+/// the batch does not write as a name (names are [`role_swap`]'s). Only different verbs count, and never a passive
+/// `by`: one verb read backwards ("Bridge closed after crash", "Crash closes bridge") is as
+/// often the same report in another voice as a swap.
+pub fn noun_role_swap(
+    words_a: &[String],
+    names_a: &[Name],
+    words_b: &[String],
+    names_b: &[Name],
+) -> bool {
+    let nouns = |words: &[String], names: &[Name]| -> BTreeMap<String, usize> {
+        let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        for (i, w) in words.iter().enumerate() {
+            // A headline's unknown first word is a weak name; "Tanker" opening one is still
+            // the noun another writes in lower case.
+            let named = names.iter().any(|n| &n.stem == w && n.strong);
+            if w.chars().count() >= 3 && !text::is_plain(w) && !named {
+                seen.entry(w.clone()).or_insert((i, 0)).1 += 1;
+            }
+        }
+        seen.into_iter()
+            .filter(|(_, (_, n))| *n == 1)
+            .map(|(w, (i, _))| (w, i))
+            .collect()
+    };
+    let (in_a, in_b) = (nouns(words_a, names_a), nouns(words_b, names_b));
+    let shared: Vec<(&String, usize, usize)> = in_a
+        .iter()
+        .filter_map(|(w, i)| in_b.get(w).map(|j| (w, *i, *j)))
+        .collect();
+    // The title opens with the first noun of the pair (only function words before it, no
+    // name: "Corriemore coast braces for…" is about Corriemore), and between the two comes a
+    // short verb phrase.
+    let verbs = |words: &[String], names: &[Name], from: usize, to: usize, pair: [&String; 2]| {
+        let content = |w: &String| !text::is_plain(w) && !names.iter().any(|n| &n.stem == w);
+        let opens = words[..from].iter().all(|w| text::is_plain(w));
+        if !opens || words[from + 1..to].iter().any(|w| w == "by") {
+            return None;
+        }
+        let between: Vec<String> = words[from + 1..to]
+            .iter()
+            .filter(|w| content(w) && !pair.contains(w))
+            .cloned()
+            .collect();
+        (!between.is_empty() && between.len() <= MAX_VERB_WORDS).then_some(between)
+    };
+    for (k, (x, xa, xb)) in shared.iter().enumerate() {
+        for (y, ya, yb) in &shared[k + 1..] {
+            let (fa, ta) = (xa.min(ya), xa.max(ya));
+            let (fb, tb) = (xb.min(yb), xb.max(yb));
+            if (xa < ya) == (xb < yb) {
+                continue;
+            }
+            let (Some(va), Some(vb)) = (
+                verbs(words_a, names_a, *fa, *ta, [x, y]),
+                verbs(words_b, names_b, *fb, *tb, [x, y]),
+            ) else {
+                continue;
+            };
+            let same = |a: &String, b: &String| {
+                a == b
+                    || (a.len().min(b.len()) >= 4
+                        && (a.starts_with(b.as_str()) || b.starts_with(a.as_str())))
+            };
+            if !va.iter().any(|a| vb.iter().any(|b| same(a, b))) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 /// Who won and who lost in a headline, read from a small set of general English verbs of
 /// contest ([`contest`]): stems of the names before and after the verb.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -1039,6 +1113,35 @@ mod tests {
         assert!(!swap(
             "Marlin Biotech's Corvudine cleared for migraine",
             "Corvudine tablet approved for migraine, says Marlin Biotech"
+        ));
+    }
+
+    #[test]
+    fn common_nouns_in_swapped_roles_are_found_around_different_verbs_only() {
+        let lex = lexicon(&["A collision off Kelby was reported at dawn."]);
+        let swap = |a: &str, b: &str| {
+            let (wa, wb) = (title_stems(a), title_stems(b));
+            noun_role_swap(&wa, &lex.names(a), &wb, &lex.names(b))
+        };
+        assert!(swap(
+            "Tanker strikes ferry off Kelby",
+            "Ferry rams tanker in fog off Kelby"
+        ));
+        assert!(swap(
+            "Coach clips lorry on bypass",
+            "Lorry crashes into coach on bypass"
+        ));
+        // The same verb either way, a passive, or the same order: not read as a swap.
+        assert!(!swap("Crash closes bridge", "Bridge closed after crash"));
+        assert!(!swap(
+            "Tanker strikes ferry",
+            "Ferry holed after being hit by tanker"
+        ));
+        assert!(!swap("Tanker strikes ferry", "Tanker collides with ferry"));
+        // A noun that opens neither headline is no actor of it.
+        assert!(!swap(
+            "Fog delays ferry and tanker",
+            "Tanker and ferry delayed by fog"
         ));
     }
 
