@@ -21,6 +21,7 @@ use crate::core::durable::{DurableError, EventLog};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 use crate::spine::durable::bootstrap::BootstrapError;
+use crate::spine::durable::embedded::Stages;
 use crate::spine::durable::{Embedded, EmbeddedOptions, JetStream, StreamSpec};
 
 /// Stream the benchmark creates (and deletes) on the server: `MEM`'s configuration under its
@@ -113,6 +114,49 @@ fn print_ratios(
         "bench log.{name}_p50_ratio {:.3} x",
         ours.p50_us / raw.p50_us.max(1e-9)
     )
+}
+
+/// The p50 of `d` in microseconds.
+fn p50_us(d: &[Duration]) -> f64 {
+    let mut d = d.to_vec();
+    d.sort();
+    crate::core::stats::percentile(&d, 50.0).as_secs_f64() * 1e6
+}
+
+/// Where a single writer's append spends its time, stage by stage (medians of the same run as
+/// `series`): the hand-over to the writer thread, the transaction's begin, its statements, its
+/// commit with the fsync, and what the caller spends beyond the answer being sent (encoding the
+/// envelope, and the answer waking its task).
+fn print_stages(out: &mut impl Write, s: &Stages, series: &Series) -> std::io::Result<()> {
+    let in_log = p50_us(&s.in_log);
+    for (name, value) in [
+        ("hand_over", p50_us(&s.wake)),
+        ("begin", p50_us(&s.begin)),
+        ("rows", p50_us(&s.rows)),
+        ("commit_fsync", p50_us(&s.commit)),
+        ("in_log", in_log),
+        ("caller_rest", series.p50_us - in_log),
+    ] {
+        writeln!(out, "bench log.append_stage_{name}_p50 {value:.1} us")?;
+    }
+    Ok(())
+}
+
+/// How `writers` concurrent writers' appends were batched: batches, their mean and largest
+/// size, and the commit's median.
+fn print_batches(out: &mut impl Write, writers: usize, s: &Stages) -> std::io::Result<()> {
+    let batches = s.batch_sizes.len();
+    let appends: usize = s.batch_sizes.iter().sum();
+    let largest = s.batch_sizes.iter().max().copied().unwrap_or(0);
+    let name = format!("bench log.embedded_{writers}_writers");
+    writeln!(out, "{name}_batches {batches}")?;
+    writeln!(
+        out,
+        "{name}_batch_mean {:.2} appends",
+        appends as f64 / batches.max(1) as f64
+    )?;
+    writeln!(out, "{name}_batch_max {largest} appends")?;
+    writeln!(out, "{name}_commit_fsync_p50 {:.1} us", p50_us(&s.commit))
 }
 
 fn envelopes(n: usize, payload_bytes: usize) -> Vec<Envelope> {
@@ -261,7 +305,10 @@ pub async fn log(
     let embedded = Embedded::open(
         dir.join("bench-embedded.db"),
         std::slice::from_ref(&spec),
-        EmbeddedOptions::default(),
+        EmbeddedOptions {
+            time_stages: true,
+            ..EmbeddedOptions::default()
+        },
     )
     .await?;
     let emitter = Emitter::new(embedded.clone()).with_root(BENCH_ROOT);
@@ -312,6 +359,9 @@ pub async fn log(
         &embedded_series,
         &off_runtime_series,
     )?;
+    if let Some(stages) = embedded.take_stages() {
+        print_stages(out, &stages, &embedded_series)?;
+    }
     tracing::info!("bench log: {n} appends from eight writers");
     // Eight writers at once on the same handle, each its own task as concurrent callers in a
     // process are: appends waiting together share a commit.
@@ -345,6 +395,9 @@ pub async fn log(
         "bench log.embedded_{WRITERS}_writers_vs_one_ratio {:.3} x",
         concurrent / embedded_series.per_second
     )?;
+    if let Some(stages) = embedded.take_stages() {
+        print_batches(out, WRITERS, &stages)?;
+    }
 
     tracing::info!(
         "bench log: the projector over those events, then its lag behind {} more",

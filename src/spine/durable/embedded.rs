@@ -28,6 +28,7 @@ use crate::core::envelope::now_ms;
 
 #[path = "embedded_append.rs"]
 mod append;
+pub use append::Stages;
 use append::{Pending, writer};
 
 /// Settings of the embedded log.
@@ -37,6 +38,9 @@ pub struct EmbeddedOptions {
     pub max_message_size: usize,
     /// Upper bound of every database operation (lock waits included).
     pub timeout: Duration,
+    /// Time where each append's time goes ([`Stages`], read with [`Embedded::take_stages`]):
+    /// the instrument of `iron bench log`, off by default.
+    pub time_stages: bool,
 }
 
 impl Default for EmbeddedOptions {
@@ -44,6 +48,7 @@ impl Default for EmbeddedOptions {
         Self {
             max_message_size: 1024 * 1024,
             timeout: Duration::from_secs(10),
+            time_stages: false,
         }
     }
 }
@@ -55,6 +60,8 @@ struct Inner {
     writes: std::sync::mpsc::Sender<Pending>,
     /// Transactions that wrote appends (fewer than the appends when writers overlap).
     commits: std::sync::atomic::AtomicU64,
+    /// Where the appends' time went, when the options ask for it.
+    stages: Option<Mutex<Stages>>,
     appended: Notify,
     streams: Vec<StreamSpec>,
     options: EmbeddedOptions,
@@ -169,6 +176,15 @@ fn check_name(what: &'static str, name: &str, allow_dot: bool) -> Result<(), Dur
 }
 
 impl Embedded {
+    /// Where the appends' time went since the last call, when the log was opened with
+    /// [`EmbeddedOptions::time_stages`] (otherwise `None`).
+    pub fn take_stages(&self) -> Option<Stages> {
+        let stages = self.inner.stages.as_ref()?;
+        Some(std::mem::take(
+            &mut *stages.lock().unwrap_or_else(PoisonError::into_inner),
+        ))
+    }
+
     /// Opens (or creates) the log at `path`, creating each declared stream that is missing and
     /// verifying each existing one field by field, like the JetStream bootstrap.
     pub async fn open(
@@ -217,6 +233,7 @@ impl Embedded {
             conn: Mutex::new(conn),
             writes,
             commits: Default::default(),
+            stages: options.time_stages.then(Default::default),
             appended: Notify::new(),
             streams,
             options,
@@ -405,6 +422,7 @@ impl EventLog for Embedded {
             stream,
             request,
             answer,
+            queued_at: std::time::Instant::now(),
         });
         if queued.is_err() {
             return Err(DurableError::Backend {

@@ -27,6 +27,41 @@ pub(super) struct Pending {
     pub stream: usize,
     pub request: AppendRequest,
     pub answer: oneshot::Sender<Result<AppendAck, DurableError>>,
+    /// When the caller handed it over.
+    pub queued_at: Instant,
+}
+
+/// Where appends spent their time, stage by stage (the instrument of `iron bench log`; see
+/// [`super::EmbeddedOptions::time_stages`]). Per append: `wake` (first of its batch only: from
+/// the hand-over to the writer thread holding it), `queued` (from the hand-over to its batch
+/// closing: the wake and the gathering), `in_log` (from the hand-over to its answer being
+/// sent). Per batch: `begin` (the transaction begun and other writers' rows read), `rows` (the
+/// appends' statements), `commit` (the commit and its fsync), and its size. What a caller
+/// measures beyond `in_log` is the way back: the answer waking its task.
+#[derive(Debug, Clone, Default)]
+pub struct Stages {
+    /// Per batch's first append: hand-over to the writer holding it.
+    pub wake: Vec<Duration>,
+    /// Per append: hand-over to its batch closing.
+    pub queued: Vec<Duration>,
+    /// Per batch: `BEGIN IMMEDIATE` and catching up with other writers.
+    pub begin: Vec<Duration>,
+    /// Per batch: the appends' statements.
+    pub rows: Vec<Duration>,
+    /// Per batch: `COMMIT` with its fsync.
+    pub commit: Vec<Duration>,
+    /// Per append: hand-over to its answer sent.
+    pub in_log: Vec<Duration>,
+    /// Appends per batch.
+    pub batch_sizes: Vec<usize>,
+}
+
+/// One batch's stages, as [`write_batch`] times them.
+#[derive(Default)]
+struct BatchTimes {
+    begin: Duration,
+    rows: Duration,
+    commit: Duration,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -45,14 +80,33 @@ pub(super) fn writer(inner: Weak<Inner>, queued: Receiver<Pending>) {
     let mut tails = Tails::default();
     let (mut last_batch, mut last_write) = (1, Duration::ZERO);
     while let Ok(first) = queued.recv() {
+        let woke = first.queued_at.elapsed();
         let batch = gather(first, &queued, last_batch, last_write.min(GATHER_WAIT_MAX));
         last_batch = batch.len();
         let Some(inner) = inner.upgrade() else {
             return;
         };
+        let queued_for: Vec<Duration> = match inner.stages {
+            Some(_) => batch.iter().map(|p| p.queued_at.elapsed()).collect(),
+            None => Vec::new(),
+        };
+        let queued_at: Vec<Instant> = batch.iter().map(|p| p.queued_at).collect();
+        let timed = |times: &BatchTimes| {
+            let Some(stages) = &inner.stages else {
+                return;
+            };
+            let mut s = lock(stages);
+            s.wake.push(woke);
+            s.queued.extend(queued_for);
+            s.in_log.extend(queued_at.iter().map(|t| t.elapsed()));
+            s.begin.push(times.begin);
+            s.rows.push(times.rows);
+            s.commit.push(times.commit);
+            s.batch_sizes.push(queued_at.len());
+        };
         let mut conn = lock(&inner.conn);
         let started = Instant::now();
-        write_batch(&mut conn, &inner, &mut tails, batch);
+        write_batch(&mut conn, &inner, &mut tails, batch, timed);
         last_write = started.elapsed();
     }
 }
@@ -96,18 +150,33 @@ fn gather(
 /// acknowledgement once the commit is durable, or why it was refused. When the transaction
 /// fails nothing of the batch was written, every append in it gets the error, and the tails
 /// (which took the batch's rows in) are read from the database again.
-fn write_batch(conn: &mut Connection, inner: &Inner, tails: &mut Tails, batch: Vec<Pending>) {
+fn write_batch(
+    conn: &mut Connection,
+    inner: &Inner,
+    tails: &mut Tails,
+    batch: Vec<Pending>,
+    timed: impl FnOnce(&BatchTimes),
+) {
+    let mut times = BatchTimes::default();
     let written = (|| {
+        let t = Instant::now();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tails.catch_up(&tx)?;
+        times.begin = t.elapsed();
+        let t = Instant::now();
         let now = now_ms();
         let results = batch
             .iter()
             .map(|p| append_one(&tx, tails, &inner.streams[p.stream], &p.request, now))
             .collect::<rusqlite::Result<Vec<_>>>()?;
+        times.rows = t.elapsed();
+        let t = Instant::now();
         tx.commit()?;
+        times.commit = t.elapsed();
         Ok::<_, rusqlite::Error>(results)
     })();
+    // Before anyone is answered, so a caller that reads the stages finds its own.
+    timed(&times);
     match written {
         Ok(results) => {
             inner

@@ -207,6 +207,42 @@ async fn concurrent_appends_share_commits_and_each_is_durable_when_acknowledged(
 }
 
 #[tokio::test]
+async fn stages_are_timed_only_when_asked_and_account_for_every_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let streams = [StreamSpec::mem()];
+    let plain = Embedded::open(
+        dir.path().join("a.db"),
+        &streams,
+        EmbeddedOptions::default(),
+    )
+    .await
+    .unwrap();
+    ack(&plain, "x").await;
+    assert!(plain.take_stages().is_none(), "off by default");
+    let timed = Embedded::open(
+        dir.path().join("b.db"),
+        &streams,
+        EmbeddedOptions {
+            time_stages: true,
+            ..EmbeddedOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    for id in ["a", "b", "c"] {
+        ack(&timed, id).await;
+    }
+    let s = timed.take_stages().unwrap();
+    assert_eq!((s.in_log.len(), s.queued.len()), (3, 3));
+    assert_eq!(s.batch_sizes, [1, 1, 1], "one at a time: a batch each");
+    assert_eq!((s.wake.len(), s.begin.len(), s.commit.len()), (3, 3, 3));
+    for (stage, inside) in s.commit.iter().zip(&s.in_log) {
+        assert!(stage <= inside, "a commit is inside its append's time");
+    }
+    assert!(timed.take_stages().unwrap().in_log.is_empty(), "taken");
+}
+
+#[tokio::test]
 async fn a_batch_sees_its_own_rows_for_duplicates_and_fencing() {
     let dir = tempfile::tempdir().unwrap();
     let mut fenced = StreamSpec::mem();
