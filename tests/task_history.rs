@@ -165,7 +165,8 @@ async fn task_show_tells_what_each_newsroom_task_did() {
         3,
         "the bulletin, its one claim and why:\n{only}"
     );
-    browse_the_desk(&p);
+    // The console's Desk in headless Chromium.
+    p.browse("desk.mjs", &[]);
 
     // A person's mistakes are refused with what to do.
     let unknown = p.iron(&["task", "show", "no-such-task"]);
@@ -177,30 +178,6 @@ async fn task_show_tells_what_each_newsroom_task_did() {
     );
     up.signal(libc::SIGINT);
     up.wait_exit(T).expect("iron up stops on SIGINT");
-}
-
-/// The console's Desk in headless Chromium (`tests/ui/desk.mjs`).
-fn browse_the_desk(p: &Project) {
-    let node = support::browser_driver();
-    let (listen, token) = (p.console_listen(), p.console_token());
-    let shots = support::screenshots();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/desk.mjs");
-    let mut browser = p.spawn(
-        "browser",
-        &node,
-        &[
-            script,
-            &format!("http://{listen}"),
-            &token,
-            &shots.display().to_string(),
-        ],
-    );
-    let status = browser.wait_exit(Duration::from_secs(120));
-    assert!(
-        status.is_some_and(|s| s.success()) && browser.output().iter().any(|l| l == "PASS"),
-        "the Desk in the browser ({status:?}):\n{}",
-        browser.output().join("\n")
-    );
 }
 
 /// The shipped `aem/` copied into the project with the newsroom's trigger input given
@@ -263,7 +240,7 @@ async fn an_editor_releases_edits_or_drops_each_held_bulletin() {
     assert!(jobs.contains("waiting on approval:release#0"), "{jobs}");
 
     // Released from the page (a missing or forged token refused first).
-    release_from_the_desk(&p, &id);
+    p.browse("hold.mjs", &[&id]);
     let sent = eventually("the released bulletin sent", T, || async {
         p.outbox().into_iter().next()
     })
@@ -339,30 +316,4 @@ async fn an_editor_releases_edits_or_drops_each_held_bulletin() {
     assert_eq!(p.outbox().len(), 2, "{:#?}", p.outbox());
     up.signal(libc::SIGINT);
     up.wait_exit(T).expect("iron up stops on SIGINT");
-}
-
-/// The console's Desk releasing the held bulletin `id` in headless Chromium
-/// (`tests/ui/hold.mjs`).
-fn release_from_the_desk(p: &Project, id: &str) {
-    let node = support::browser_driver();
-    let (listen, token) = (p.console_listen(), p.console_token());
-    let shots = support::screenshots();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/hold.mjs");
-    let mut browser = p.spawn(
-        "browser",
-        &node,
-        &[
-            script,
-            &format!("http://{listen}"),
-            &token,
-            &shots.display().to_string(),
-            id,
-        ],
-    );
-    let status = browser.wait_exit(Duration::from_secs(120));
-    assert!(
-        status.is_some_and(|s| s.success()) && browser.output().iter().any(|l| l == "PASS"),
-        "releasing from the Desk ({status:?}):\n{}",
-        browser.output().join("\n")
-    );
 }

@@ -238,6 +238,29 @@ impl Project {
             .to_string()
     }
 
+    /// Runs the page test `tests/ui/<script>` in headless Chromium against the project's
+    /// running console (its arguments: the console's URL, its token, the screenshot directory,
+    /// then `extra`), failing the test unless it prints PASS and exits 0.
+    pub fn browse(&self, script: &str, extra: &[&str]) {
+        let node = super::browser_driver();
+        let url = format!("http://{}", self.console_listen());
+        let (token, shots) = (self.console_token(), super::screenshots());
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/ui")
+            .join(script);
+        let shots = shots.display().to_string();
+        let mut args = vec![script.to_str().unwrap(), &url, &token, &shots];
+        args.extend_from_slice(extra);
+        let mut browser = self.spawn("browser", &node, &args);
+        let status = browser.wait_exit(std::time::Duration::from_secs(120));
+        assert!(
+            status.is_some_and(|s| s.success()) && browser.output().iter().any(|l| l == "PASS"),
+            "{} in the browser ({status:?}):\n{}",
+            script.display(),
+            browser.output().join("\n")
+        );
+    }
+
     /// Starts `iron up` on the launch list `list` (YAML text) with `extra` arguments.
     pub fn up(&self, list: &str, extra: &[&str]) -> Proc {
         self.up_from(None, list, extra)
