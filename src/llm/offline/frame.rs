@@ -626,6 +626,11 @@ pub fn exclusive_qualifiers(
     })
 }
 
+/// Whether two stems are one verb, inflected alike or not ("beat", "beaten").
+fn same_verb(a: &str, b: &str) -> bool {
+    a == b || (a.len().min(b.len()) >= 4 && (a.starts_with(b) || b.starts_with(a)))
+}
+
 /// Whether the titles (their [`title_stems`]) put two shared names in opposite roles around the same verb (see the
 /// module docs). `names_*` are [`Lexicon::names`] of the titles.
 pub fn role_swap(
@@ -648,10 +653,6 @@ pub fn role_swap(
                 continue;
             };
             let (in_a, in_b) = (between(words_a, *ia, *ja), between(words_b, ib, jb));
-            // One verb, inflected alike or not ("beat", "beaten").
-            let same = |a: &str, b: &str| {
-                a == b || (a.len().min(b.len()) >= 4 && (a.starts_with(b) || b.starts_with(a)))
-            };
             // The words between that are neither function words nor names: the verb, if any.
             let content = |ws: &[String], names: &[Name]| -> Vec<String> {
                 let name = |w: &String| names.iter().any(|n| &n.stem == w);
@@ -664,7 +665,9 @@ pub fn role_swap(
             if verbs_a.is_empty() || verbs_b.is_empty() {
                 continue;
             }
-            let shared_verb = verbs_a.iter().any(|a| verbs_b.iter().any(|b| same(a, b)));
+            let shared_verb = verbs_a
+                .iter()
+                .any(|a| verbs_b.iter().any(|b| same_verb(a, b)));
             let passive = |ws: &[String]| ws.iter().any(|w| w == "by");
             let (reversed, one_passive) =
                 ((ib > jb) != (ia > ja), passive(&in_a) != passive(&in_b));
@@ -760,12 +763,7 @@ pub fn noun_role_swap(
             ) else {
                 continue;
             };
-            let same = |a: &String, b: &String| {
-                a == b
-                    || (a.len().min(b.len()) >= 4
-                        && (a.starts_with(b.as_str()) || b.starts_with(a.as_str())))
-            };
-            if !va.iter().any(|a| vb.iter().any(|b| same(a, b))) {
+            if !va.iter().any(|a| vb.iter().any(|b| same_verb(a, b))) {
                 return true;
             }
         }
