@@ -75,9 +75,12 @@ pub(super) async fn state(State(shared): State<Arc<Shared>>) -> Result<Json<Valu
         desk.refresh(&shared.log).await.map_err(unavailable)?;
         v["desk"] = serde_json::to_value(desk.bulletins()).map_err(unavailable)?;
     }
-    v["held"] =
-        serde_json::to_value(shared.held().await.map_err(unavailable)?).map_err(unavailable)?;
-    let jobs = shared.jobs().await.map_err(unavailable)?;
+    // The jobs and the bulletins they hold, from one read of the diaries.
+    let (jobs, held) = shared
+        .diaries(|d| (ops::summaries(d), desk::held(d, &shared.people)))
+        .await
+        .map_err(unavailable)?;
+    v["held"] = serde_json::to_value(held).map_err(unavailable)?;
     v["jobs"] = jobs
         .iter()
         .map(|s| {

@@ -15,6 +15,7 @@ mod api;
 pub mod events;
 pub mod metrics;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -36,6 +37,7 @@ use crate::cognition::inbox::store::STORE_FILE;
 use crate::core::config::Config;
 use crate::core::identity::{self, Authority, OperatorKey, Statement};
 use crate::core::token;
+use crate::jobs::Stored;
 use crate::jobs::journal::Diaries;
 use crate::spine::control::ControlPlane;
 use crate::spine::control::lifecycle::{CallbackError, ManagedNode, NodeContext, RunError};
@@ -159,21 +161,24 @@ struct Shared {
 }
 
 impl Shared {
-    /// Every job, its diary read on from the last look.
-    async fn jobs(&self) -> Result<Vec<crate::jobs::ops::Summary>, crate::jobs::JobError> {
+    /// What `read` makes of every job's diary, read on from the last look.
+    async fn diaries<T>(
+        &self,
+        read: impl FnOnce(&BTreeMap<(String, String), Vec<Stored>>) -> T,
+    ) -> Result<T, crate::jobs::JobError> {
         let mut diaries = self.jobs.lock().await;
-        Ok(crate::jobs::ops::summaries(
-            diaries.refresh(&self.log).await?,
-        ))
+        Ok(read(diaries.refresh(&self.log).await?))
     }
 
-    /// The bulletins held for an editor, from the jobs' diaries read on from the last look.
+    /// Every job.
+    async fn jobs(&self) -> Result<Vec<crate::jobs::ops::Summary>, crate::jobs::JobError> {
+        self.diaries(crate::jobs::ops::summaries).await
+    }
+
+    /// The bulletins held for an editor.
     async fn held(&self) -> Result<Vec<crate::view::desk::Held>, crate::jobs::JobError> {
-        let mut diaries = self.jobs.lock().await;
-        Ok(crate::view::desk::held(
-            diaries.refresh(&self.log).await?,
-            &self.people,
-        ))
+        self.diaries(|d| crate::view::desk::held(d, &self.people))
+            .await
     }
 
     /// The page's operator's key, or why there is none.

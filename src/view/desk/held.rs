@@ -98,6 +98,14 @@ pub fn held(diaries: &BTreeMap<(String, String), Vec<Stored>>, people: &Authorit
     let mut all: Vec<Held> = diaries
         .iter()
         .filter_map(|((mesh, job), diary)| {
+            // Most jobs never ask for a release: only those are folded as the runner would.
+            let asks = diary.iter().any(|s| {
+                matches!(&s.entry.event, JobEvent::ApprovalRequested { name, .. }
+                    if name.split('#').next() == Some(RELEASE))
+            });
+            if !asks {
+                return None;
+            }
             let taken: Vec<Stored> = diary
                 .iter()
                 .filter(|s| people::refusal(job, &s.entry.event, people, &registry).is_none())
