@@ -143,7 +143,7 @@ fn print_stages(out: &mut impl Write, s: &Stages, series: &Series) -> std::io::R
 }
 
 /// How `writers` concurrent writers' appends were batched: batches, their mean and largest
-/// size, and the commit's median.
+/// size, how long an append waited for its batch to close, and the commit's median.
 fn print_batches(out: &mut impl Write, writers: usize, s: &Stages) -> std::io::Result<()> {
     let batches = s.batch_sizes.len();
     let appends: usize = s.batch_sizes.iter().sum();
@@ -156,6 +156,7 @@ fn print_batches(out: &mut impl Write, writers: usize, s: &Stages) -> std::io::R
         appends as f64 / batches.max(1) as f64
     )?;
     writeln!(out, "{name}_batch_max {largest} appends")?;
+    writeln!(out, "{name}_queued_p50 {:.1} us", p50_us(&s.queued))?;
     writeln!(out, "{name}_commit_fsync_p50 {:.1} us", p50_us(&s.commit))
 }
 

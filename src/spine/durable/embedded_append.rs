@@ -86,13 +86,15 @@ pub(super) fn writer(inner: Weak<Inner>, queued: Receiver<Pending>) {
         let Some(inner) = inner.upgrade() else {
             return;
         };
-        let queued_for: Vec<Duration> = match inner.stages {
-            Some(_) => batch.iter().map(|p| p.queued_at.elapsed()).collect(),
-            None => Vec::new(),
-        };
-        let queued_at: Vec<Instant> = batch.iter().map(|p| p.queued_at).collect();
+        // Only a timed log pays for the timing: when each append was handed over, and how long
+        // it had waited when its batch closed.
+        let timing = inner.stages.as_ref().map(|stages| {
+            let handed: Vec<Instant> = batch.iter().map(|p| p.queued_at).collect();
+            let queued: Vec<Duration> = handed.iter().map(|t| t.elapsed()).collect();
+            (stages, handed, queued)
+        });
         let timed = |times: &BatchTimes| {
-            let Some(stages) = &inner.stages else {
+            let Some((stages, queued_at, queued_for)) = timing else {
                 return;
             };
             let mut s = lock(stages);
