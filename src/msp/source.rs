@@ -264,10 +264,10 @@ impl ManagedNode for SourceNode {
         // An `iron msp feeds` source whose list has a line that is not a feed does not start:
         // the reason names the list's file and line.
         if let Some(list) = feeds::list_of_command(&entry.command, &env, &base) {
-            let list =
-                list.map_err(|e| CallbackError::refused(format!("source {}: {e}", self.source)))?;
+            let list = list
+                .map_err(|e| CallbackError::refused_while(format!("source {}", self.source), e))?;
             feeds::read_list(&list)
-                .map_err(|e| CallbackError::refused(format!("source {}: {e}", self.source)))?;
+                .map_err(|e| CallbackError::refused_while(format!("source {}", self.source), e))?;
         }
         let (mesh, name) = split_name(&self.source).map_err(CallbackError::refused_by)?;
         let kv = AnyLog::open(&config)

@@ -311,7 +311,7 @@ impl ManagedNode for DeliveryNode {
         let config = Config::load().map_err(CallbackError::refused_by)?;
         let outbox = config.state_path(std::path::Path::new("outbox.jsonl"));
         let webhooks = AllowList::parse(&std::env::var(WEBHOOKS_ENV).unwrap_or_default())
-            .map_err(|e| CallbackError::refused(format!("{WEBHOOKS_ENV}: {e}")))?;
+            .map_err(|e| CallbackError::refused_while(WEBHOOKS_ENV, e))?;
         info!(
             "delivering to the terminal and {} webhook prefix(es); outbox {}",
             webhooks.len(),

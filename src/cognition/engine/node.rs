@@ -46,16 +46,16 @@ use crate::{
 /// answer is unusable), or offline scoring alone when no router model is configured.
 /// Unrouted work that matches nobody goes to `core/assistant` when the catalog has it.
 fn routing(config: &Config, catalog: &Catalog) -> Result<Box<dyn Router>, CallbackError> {
-    let refuse = |why: String| CallbackError::refused(format!("router: {why}"));
     let mut offline = OfflineRouter::new(catalog);
     if catalog.expert(FALLBACK_EXPERT).is_some_and(|e| e.spawnable) {
         offline = offline
             .with_fallback(FALLBACK_EXPERT)
-            .map_err(|e| refuse(e.to_string()))?;
+            .map_err(|e| CallbackError::refused_while("router", e))?;
     }
     let models: Option<ModelsConfig> = match &config.models {
         Some(raw) => Some(
-            serde_norway::from_value(raw.clone()).map_err(|e| refuse(format!("models: {e}")))?,
+            serde_norway::from_value(raw.clone())
+                .map_err(|e| CallbackError::refused_while("router: models", e))?,
         ),
         None => None,
     };
@@ -66,10 +66,10 @@ fn routing(config: &Config, catalog: &Catalog) -> Result<Box<dyn Router>, Callba
         );
         return Ok(Box::new(offline));
     };
-    let base = std::env::current_dir().map_err(|e| refuse(e.to_string()))?;
+    let base = std::env::current_dir().map_err(|e| CallbackError::refused_while("router", e))?;
     let model = ModelRegistry::new(models, &base)
         .model(&name)
-        .map_err(|e| refuse(format!("model {name:?}: {e}")))?;
+        .map_err(|e| CallbackError::refused_while(format!("router: model {name:?}"), e))?;
     info!(
         "engine: {} expert(s) in the catalog; routing with model {name}",
         catalog.experts.len()

@@ -116,8 +116,8 @@ impl ManagedNode for InboxNode {
             .await
             .map_err(CallbackError::refused_by)?;
         let path = config.state_path(std::path::Path::new(super::store::STORE_FILE));
-        let store = Store::open(&path)
-            .map_err(|e| CallbackError::refused(format!("{}: {e}", path.display())))?;
+        let store =
+            Store::open(&path).map_err(|e| CallbackError::refused_while(path.display(), e))?;
         let engine = ActionClient::<AolTask>::new(&ctx.node, &self.options.engine_action)
             .and_then(|c| c.with_rejections(&ctx.node))
             .map_err(CallbackError::broken_by)?;

@@ -100,7 +100,7 @@ impl ManagedNode for TriggerNode {
                 None => std::env::var(LISTEN_ENV)
                     .unwrap_or_else(|_| DEFAULT_LISTEN.into())
                     .parse()
-                    .map_err(|e| CallbackError::refused(format!("{LISTEN_ENV}: {e}")))?,
+                    .map_err(|e| CallbackError::refused_while(LISTEN_ENV, e))?,
             };
             let listener = bind(addr).await.map_err(CallbackError::refused_by)?;
             Some(Webhooks {
