@@ -31,12 +31,31 @@ pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     }
 }
 
-/// A free TCP port on loopback (bound, then released).
+/// A free TCP port on loopback (bound, then released) for a server a test starts later.
+///
+/// It is drawn at random below Linux's ephemeral range (32768 and up), never from it: every
+/// Zenoh peer listens on a port the kernel picks from that range, and a port chosen there
+/// could be taken by one of the many peers of the tests running alongside before the test's
+/// own server binds it (a browser then reached a Zenoh peer instead of the console). A port
+/// is never handed out twice by one test binary.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
+    use std::hash::{BuildHasher, RandomState};
+    const FIRST: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    let random = RandomState::new();
+    for attempt in 0u32..1_000 {
+        let port = (FIRST + (random.hash_one(attempt) as u32) % SPAN) as u16;
+        if !given.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.push(port);
+            return port;
+        }
+    }
+    panic!(
+        "no free port on 127.0.0.1 between {FIRST} and {}",
+        FIRST + SPAN
+    )
 }
 
 /// Path of one of this package's binaries.

@@ -6,8 +6,9 @@
 //! The binary is `$IRON_NATS_SERVER` if set, else `nats-server` on `PATH`. If neither exists the
 //! test fails (never skips) with the install command.
 
+use super::free_port;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,13 +24,6 @@ pub struct NatsServer {
     port: u16,
     monitor_port: u16,
     dir: tempfile::TempDir,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("no free local port")
 }
 
 /// Finds the nats-server binary or panics with the install command.
