@@ -34,8 +34,9 @@ pub enum EvalCommand {
         /// embedding model is used when it is: `iron models pull`).
         #[arg(long)]
         lexical: bool,
-        /// Also list every pair of reports grouped as one claim that state different claims
-        /// (for tuning: read it on a tuning set, never on the set you report).
+        /// Also list every pair of reports grouped as one claim that state different claims,
+        /// and every pair of one claim left apart (for tuning: read them on a tuning set, never
+        /// on the set you report).
         #[arg(long)]
         wrong_pairs: bool,
         #[command(flatten)]
@@ -179,6 +180,9 @@ fn newsroom(
             if wrong_pairs {
                 for pair in &evaluation.wrong_pairs {
                     println!("wrong pair: {pair}");
+                }
+                for pair in &evaluation.missed_pairs {
+                    println!("missed pair: {pair}");
                 }
             }
         }

@@ -326,7 +326,7 @@ impl Features {
             .map(|n| n.stem)
             .collect();
         let figure_values = all_figures.iter().filter(|(kind, _)| *kind != "year");
-        anchors.extend(figure_values.flat_map(|(_, vs)| vs.iter().map(|v| format!("#{v}"))));
+        anchors.extend(figure_values.flat_map(|(kind, vs)| vs.iter().map(|v| anchor(kind, v))));
         let mut mentions: BTreeSet<String> =
             title_terms.iter().chain(&summary_terms).cloned().collect();
         // Names compare as stems; terms may have mapped a word elsewhere ("port" -> "harbour").
@@ -630,6 +630,21 @@ fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
     (0..n).map(|i| (0..n).map(|j| at(i, j)).collect()).collect()
 }
 
+/// A figure as an anchor: its value, with its kind where the kind is read for certain (a share,
+/// a sum of money, a span of time, a score), so that three nurseries and a 3 % rate are two
+/// figures. Counts and measures compare by value alone: what they count or measure is read
+/// loosely ("12 dead" and "twelve people", "50m" and "50 metres" are each one figure).
+fn anchor(kind: &str, value: &str) -> String {
+    let certain = kind == "percent"
+        || kind == "score"
+        || kind.starts_with("money:")
+        || kind.starts_with("duration:");
+    match certain {
+        true => format!("#{kind}:{value}"),
+        false => format!("#{value}"),
+    }
+}
+
 /// How much two reports share of what pins an event down — names the batch confirms and figures,
 /// anywhere in them — as a share of the fewer: paraphrases that share few words still name the
 /// same people and places with the same numbers. Needs [`MIN_ANCHORS`] in common, and nothing
@@ -641,10 +656,8 @@ fn anchor_overlap(a: &Features, b: &Features) -> f64 {
     let shared = x.intersection(y).count();
     let fewer = x.len().min(y.len());
     let unmatched = |f: &Features, other: &BTreeSet<String>| {
-        let headline = f.title_figures.iter().filter(|(kind, _)| *kind != "year");
-        headline
-            .flat_map(|(_, values)| values)
-            .any(|v| !other.contains(&format!("#{v}")))
+        let mut headline = f.title_figures.iter().filter(|(kind, _)| *kind != "year");
+        headline.any(|(kind, values)| values.iter().any(|v| !other.contains(&anchor(kind, v))))
     };
     if shared < MIN_ANCHORS || fewer == 0 || unmatched(a, y) || unmatched(b, x) {
         return 0.0;

@@ -607,3 +607,32 @@ fn a_model_never_merges_what_the_frames_split() {
         );
     }
 }
+
+#[test]
+fn a_count_and_a_share_of_one_value_do_not_pin_one_event() {
+    // One outlet, one day, one place: a storm that hit four farms and a rate cut to 4 %.
+    // The value 4 is in both, but four farms and 4 % are two figures.
+    let r = |id: &str, title: &str, summary: &str| Report {
+        id: id.into(),
+        title: title.into(),
+        summary: summary.into(),
+        url: String::new(),
+        published: Some("2026-11-05T12:45:00Z".into()),
+        outlet: "Merrow Dale Gazette".into(),
+        owner: "Merrow Dale Media".into(),
+        source: String::new(),
+    };
+    let reports = [
+        r(
+            "storm",
+            "Gale flattens barns across Merrow Dale",
+            "Roofs were torn from four farms on the western slopes, owners said.",
+        ),
+        r(
+            "rate",
+            "Lenders ease terms as central bank lowers rate to 4%",
+            "The Merrow Dale Gazette said the quarter-point cut would help farm borrowers.",
+        ),
+    ];
+    assert_eq!(group(&reports).len(), 2, "{:?}", group(&reports));
+}

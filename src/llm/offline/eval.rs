@@ -154,6 +154,8 @@ pub struct Evaluation {
     /// One line per pair of reports grouped as one claim that state different claims: what
     /// to read when tuning the grouping (on a tuning set only).
     pub wrong_pairs: Vec<String>,
+    /// One line per pair of reports of one claim that were not grouped together.
+    pub missed_pairs: Vec<String>,
 }
 
 fn owner(r: &Report) -> String {
@@ -246,8 +248,12 @@ pub fn score(corpus: &[Labelled], claims: &[claims::Claim], verdicts: &[Verdict]
                 (Some(x), Some(y)) => x.0 == y.0,
                 _ => false,
             };
-            if together && !truly {
-                eval.wrong_pairs.push(format!(
+            if together != truly {
+                let pairs = match together {
+                    true => &mut eval.wrong_pairs,
+                    false => &mut eval.missed_pairs,
+                };
+                pairs.push(format!(
                     "{} [{}] + {} [{}]",
                     a.report.title, a.claim, b.report.title, b.claim
                 ));
