@@ -5,7 +5,7 @@ use super::*;
 use Stance::{Denies, Supports};
 use Status::{Confirmed, Contradicted, SingleSource};
 
-const FIXTURE: &str = include_str!("../../../tests/fixtures/newsroom/planted.json");
+const FIXTURE: &str = include_str!("../../../../tests/fixtures/newsroom/planted.json");
 
 #[derive(Deserialize)]
 struct Fixture {

@@ -1,0 +1,334 @@
+//! Cross-checking claims across independent owners: each claim's stances read again, rivals
+//! held against each other, and the safety rule ([`enforce`]) over every verdict.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::super::frame;
+use super::{
+    Batch, Claim, MERGE_THRESHOLD, Meanings, RIVAL_THRESHOLD, Report, Stance, Status, Verdict,
+    features_of, make_claim, sorted_unique,
+};
+
+/// Report id → normalised owner; `None` for a blank owner or an id given with several owners.
+pub(super) fn owners_by_id(reports: &[Report]) -> BTreeMap<&str, Option<String>> {
+    let mut owners: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for r in reports {
+        owners
+            .entry(&r.id)
+            .or_default()
+            .insert(r.owner.trim().to_lowercase());
+    }
+    let single = |set: BTreeSet<String>| match Vec::from_iter(set).as_slice() {
+        [owner] if !owner.is_empty() => Some(owner.clone()),
+        _ => None,
+    };
+    owners
+        .into_iter()
+        .map(|(id, set)| (id, single(set)))
+        .collect()
+}
+
+/// Distinct named owners of report ids; unknown and ambiguous ids count for none.
+fn owners_of(ids: &[String], index: &BTreeMap<&str, Option<String>>) -> BTreeSet<String> {
+    ids.iter()
+        .filter_map(|id| index.get(id.as_str()).cloned().flatten())
+        .collect()
+}
+
+fn names(owners: &BTreeSet<String>) -> String {
+    let list = Vec::from_iter(owners.iter().map(String::as_str)).join(", ");
+    if list.is_empty() {
+        "an unknown owner".to_string()
+    } else {
+        list
+    }
+}
+
+/// `singular` or `plural`, by count.
+fn by_count<'a>(n: usize, singular: &'a str, plural: &'a str) -> &'a str {
+    if n == 1 { singular } else { plural }
+}
+
+/// Cross-check one claim against the reports it came from. Each report's stance is read again
+/// from its text, and a report denies if either the claim or this reading says so (the claim may
+/// come from a model). Ids not in `reports` are left out; the result has passed [`enforce`].
+pub fn cross_check(claim: &Claim, reports: &[Report]) -> Verdict {
+    cross_check_with(claim, reports, &owners_by_id(reports))
+}
+
+/// [`cross_check`] with the owners of `reports` ([`owners_by_id`]) already known.
+fn cross_check_with(
+    claim: &Claim,
+    reports: &[Report],
+    index: &BTreeMap<&str, Option<String>>,
+) -> Verdict {
+    let listed: BTreeSet<&str> = claim.reports.iter().map(|r| r.id.as_str()).collect();
+    let sorted = sorted_unique(reports.iter().filter(|r| listed.contains(r.id.as_str())));
+    let features = features_of(&sorted);
+    let all = Vec::from_iter(0..sorted.len());
+    let reread = (!all.is_empty()).then(|| make_claim(&all, &sorted, &features).1.reports);
+    let stances = claim.reports.iter().chain(reread.iter().flatten());
+    let denied: BTreeSet<&str> = stances
+        .filter(|r| r.stance == Stance::Denies)
+        .map(|r| r.id.as_str())
+        .collect();
+    let mut seen = BTreeSet::new();
+    let known = claim.reports.iter().map(|r| r.id.as_str());
+    let known = known.filter(|id| index.contains_key(id) && seen.insert(*id));
+    let (denying, supporting): (Vec<&str>, Vec<&str>) = known.partition(|id| denied.contains(id));
+    let to_strings = |ids: Vec<&str>| Vec::from_iter(ids.into_iter().map(String::from));
+    let (supporting, denying) = (to_strings(supporting), to_strings(denying));
+    let supporters = owners_of(&supporting, index);
+    let (status, reason) = if !denying.is_empty() {
+        let deniers = owners_of(&denying, index);
+        let deny = by_count(deniers.len().max(1), "denies", "deny");
+        let what = match supporting.is_empty() {
+            true => "the claim".to_string(),
+            false => {
+                let verb = by_count(supporters.len().max(1), "reports", "report");
+                format!("what {} {verb}", names(&supporters))
+            }
+        };
+        let reason = format!("contradicted: {} {deny} {what}", names(&deniers));
+        (Status::Contradicted, reason)
+    } else if supporters.len() >= 2 {
+        let (n, who) = (supporters.len(), names(&supporters));
+        let reason = format!("confirmed: reported by {n} independent owners ({who})");
+        (Status::Confirmed, reason)
+    } else {
+        let owner = names(&supporters);
+        let reason = match supporting.len() {
+            0 => "single source: none of its reports is known".to_string(),
+            1 => format!("single source: 1 report, owned by {owner}"),
+            2 => format!("single source: 2 reports, both owned by {owner}"),
+            n => format!("single source: {n} reports, all owned by {owner}"),
+        };
+        (Status::SingleSource, reason)
+    };
+    let (claim, text) = (claim.id.clone(), claim.text.clone());
+    let verdict = Verdict {
+        claim,
+        text,
+        status,
+        supporting,
+        denying,
+        reason,
+    };
+    enforce_with(verdict, index)
+}
+
+/// The safety rule for any verdict, including a model's: `confirmed` stands only if its
+/// supporting ids resolve to at least two distinct named owners and nothing denies it. Unknown
+/// ids count for no owner; any denying entry, known or not, blocks confirmation (stricter than
+/// ignoring it: enforce only ever downgrades). Other statuses pass through unchanged.
+pub fn enforce(verdict: Verdict, reports: &[Report]) -> Verdict {
+    enforce_with(verdict, &owners_by_id(reports))
+}
+
+/// [`enforce`] with the owners of the reports ([`owners_by_id`]) already known.
+fn enforce_with(verdict: Verdict, index: &BTreeMap<&str, Option<String>>) -> Verdict {
+    if verdict.status != Status::Confirmed {
+        return verdict;
+    }
+    let owners = owners_of(&verdict.supporting, index);
+    let (status, reason) = if !verdict.denying.is_empty() {
+        let (n, ids) = (verdict.denying.len(), verdict.denying.join(", "));
+        let reports = by_count(n, "report", "reports");
+        let verb = by_count(n, "denies", "deny");
+        let reason =
+            format!("contradicted: downgraded from confirmed, {n} {reports} ({ids}) {verb} it");
+        (Status::Contradicted, reason)
+    } else if owners.len() < 2 {
+        let (n, who) = (owners.len(), names(&owners));
+        let owner = by_count(n, "owner", "owners");
+        let reason =
+            format!("single source: downgraded from confirmed, supported by {n} {owner} ({who})");
+        (Status::SingleSource, reason)
+    } else {
+        return verdict;
+    };
+    Verdict {
+        status,
+        reason,
+        ..verdict
+    }
+}
+
+/// Cross-check every claim ([`cross_check`]), then hold each against its rivals: a claim about
+/// the same subject as another (a shared name, close in time, most words alike) whose frame
+/// says otherwise — another winner, another figure, swapped roles. A confirmed or single-source
+/// claim with a rival is contradicted, the rival's reports listed as denying it, unless every
+/// rival report comes from an owner that also supports the claim (an owner's own update is no
+/// second account).
+///
+/// Then, when unclear, not confirmed: a confirmed claim stays confirmed only when no report of
+/// another owner about the same subject (a shared name the batch confirms, close in time, alike
+/// in words: [`super::UNCLEAR_THRESHOLD`]; and plainly apart from none of the claim's reports: another
+/// place, object, kind of happening or template) was left out of it. Such a report is either the same
+/// account worded past what the judge can match, or another account it cannot read (a denial
+/// without cue words, another name in a role): the judge cannot tell which, so the claim is
+/// single-source, its reason naming the report.
+pub fn cross_check_all(claims: &[Claim], reports: &[Report]) -> Vec<Verdict> {
+    cross_check_all_with(claims, reports, None)
+}
+
+/// [`cross_check_all`], with the model's [`Meanings`] of the reports when there are some.
+pub fn cross_check_all_with(
+    claims: &[Claim],
+    reports: &[Report],
+    meanings: Option<&Meanings>,
+) -> Vec<Verdict> {
+    cross_check_batch(claims, reports, &Batch::new(reports, meanings))
+}
+
+pub(super) fn cross_check_batch(
+    claims: &[Claim],
+    reports: &[Report],
+    batch: &Batch,
+) -> Vec<Verdict> {
+    let owners = owners_by_id(reports);
+    let verdicts = claims.iter().map(|c| cross_check_with(c, reports, &owners));
+    let (sorted, features) = (&batch.sorted, &batch.features);
+    let index: BTreeMap<&str, usize> = sorted
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.as_str(), i))
+        .collect();
+    let supporters = |c: &Claim| -> Vec<usize> {
+        let ids = c.reports.iter().filter(|r| r.stance == Stance::Supports);
+        ids.filter_map(|r| index.get(r.id.as_str()).copied())
+            .collect()
+    };
+    let members: Vec<Vec<usize>> = claims.iter().map(supporters).collect();
+    let rivals = |i: usize, j: usize| {
+        members[i].iter().any(|&a| {
+            members[j].iter().any(|&b| {
+                let (fa, fb) = (&features[a], &features[b]);
+                batch.subject_similarity(a, b) >= RIVAL_THRESHOLD
+                    && batch.conflicts[a][b].is_some_and(|how| fa.rivals(fb, how))
+            })
+        })
+    };
+    let ids = |idx: &[usize]| Vec::from_iter(idx.iter().map(|&k| sorted[k].id.clone()));
+    let with_rivals = verdicts.enumerate().map(|(i, verdict)| {
+        if verdict.status == Status::Contradicted {
+            return verdict;
+        }
+        let rival_reports: Vec<usize> = (0..claims.len())
+            .filter(|&j| j != i && rivals(i, j))
+            .flat_map(|j| members[j].clone())
+            .collect();
+        let supporters = owners_of(&ids(&members[i]), &owners);
+        let denying = ids(&rival_reports);
+        let deniers = owners_of(&denying, &owners);
+        if deniers.is_subset(&supporters) {
+            return verdict;
+        }
+        let verb = by_count(deniers.len().max(1), "reports", "report");
+        let reason = format!(
+            "contradicted: {} {verb} it otherwise (another winner, figure or role)",
+            names(&deniers)
+        );
+        Verdict {
+            status: Status::Contradicted,
+            denying,
+            reason,
+            ..verdict
+        }
+    });
+    let with_rivals: Vec<Verdict> = with_rivals.collect();
+    with_rivals
+        .into_iter()
+        .enumerate()
+        .map(|(i, verdict)| {
+            if verdict.status != Status::Confirmed {
+                return verdict;
+            }
+            let inside: BTreeSet<&str> = claims[i].reports.iter().map(|r| r.id.as_str()).collect();
+            let support: Vec<usize> = verdict
+                .supporting
+                .iter()
+                .filter_map(|id| index.get(id.as_str()).copied())
+                .collect();
+            let supporters = owners_of(&verdict.supporting, &owners);
+            // Two owners must state it in so many words, not only through a third report that
+            // each resembles.
+            let owner_of = |k: usize| owners.get(sorted[k].id.as_str()).cloned().flatten();
+            let direct = support.iter().enumerate().any(|(x, &s)| {
+                support[x + 1..]
+                    .iter()
+                    .any(|&t| owner_of(s) != owner_of(t) && batch.sims[s][t] >= MERGE_THRESHOLD)
+            });
+            if !direct {
+                let reason = format!(
+                    "single source: not confirmed, no two of its owners ({}) report it in words \
+                     alike enough",
+                    names(&supporters)
+                );
+                return Verdict {
+                    status: Status::SingleSource,
+                    reason,
+                    ..verdict
+                };
+            }
+            let outside = (0..sorted.len()).find(|&k| {
+                let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();
+                !inside.contains(sorted[k].id.as_str())
+                    && owner.is_some_and(|o| !supporters.contains(&o))
+                    && support.iter().any(|&s| batch.near(s, k))
+                    && !support.iter().any(|&s| batch.apart(s, k))
+            });
+            let Some(k) = outside else { return verdict };
+            let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();
+            let reason = format!(
+                "single source: not confirmed, {} also reports on this subject ({}) in words the \
+                 judge cannot match to it",
+                owner.unwrap_or_default(),
+                sorted[k].id
+            );
+            Verdict {
+                status: Status::SingleSource,
+                reason,
+                ..verdict
+            }
+        })
+        .collect()
+}
+
+/// Why two of `claim`'s supporting reports from different owners cannot state one event (their
+/// frames conflict: another actor or name, another figure of one kind, swapped roles, one
+/// template about another thing), for a grouping the judge did not make, a model's. `None` when
+/// nothing in the frames says so.
+pub fn frame_conflict(claim: &Claim, reports: &[Report]) -> Option<String> {
+    let batch = Batch::new(reports, None);
+    let index: BTreeMap<&str, usize> = batch
+        .sorted
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.as_str(), i))
+        .collect();
+    let supporting: Vec<usize> = claim
+        .reports
+        .iter()
+        .filter(|r| r.stance == Stance::Supports)
+        .filter_map(|r| index.get(r.id.as_str()).copied())
+        .collect();
+    let owner = |i: usize| batch.sorted[i].owner.trim().to_lowercase();
+    for (n, &i) in supporting.iter().enumerate() {
+        for &j in &supporting[n + 1..] {
+            let (a, b) = (&batch.features[i], &batch.features[j]);
+            let elsewhere =
+                frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions);
+            let how = batch.conflicts[i][j].map(|c| format!("{c:?}").to_lowercase());
+            if owner(i) == owner(j) || !(elsewhere || how.is_some()) {
+                continue;
+            }
+            let why = how.unwrap_or_else(|| "names".into());
+            let (x, y) = (&batch.sorted[i].id, &batch.sorted[j].id);
+            return Some(format!(
+                "{x} and {y} do not state one event (their {why} differ)"
+            ));
+        }
+    }
+    None
+}

@@ -1,0 +1,283 @@
+//! What the judge reads of one report ([`Features`]), and how two reports' frames differ
+//! ([`Conflict`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::super::frame::{self, Figures, Lexicon};
+use super::super::text;
+use super::{Report, SAME_EVENT_WINDOW_SECS, SUMMARY_WEIGHT};
+use crate::msp::date::parse_rfc3339;
+
+pub(super) type Bag = BTreeMap<String, f64>;
+pub(super) type States = BTreeMap<&'static str, BTreeSet<String>>;
+
+/// What grouping and stance need to know about one report.
+pub(super) struct Features {
+    pub(super) time: Option<i64>,
+    pub(super) has_summary: bool,
+    pub(super) title: Bag,
+    pub(super) full: Bag,
+    pub(super) objects: BTreeSet<String>,
+    /// Event terms of the title, axes folded; `incidents` are those not on an axis.
+    pub(super) events: BTreeSet<String>,
+    pub(super) incidents: BTreeSet<String>,
+    /// Names of the title ([`Lexicon::names`]); `strong_names`, those the batch confirms.
+    pub(super) name_list: Vec<frame::Name>,
+    pub(super) strong_names: BTreeSet<String>,
+    pub(super) mentions: BTreeSet<String>,
+    pub(super) title_stems: Vec<String>,
+    /// Which words of the title are written as names ([`frame::capitalised`]).
+    pub(super) title_capitals: Vec<bool>,
+    pub(super) title_figures: Figures,
+    pub(super) all_figures: Figures,
+    /// Names the batch confirms and figure values, of title and summary: see [`anchor_overlap`].
+    pub(super) anchors: BTreeSet<String>,
+    /// The names among the anchors.
+    pub(super) anchor_names: BTreeSet<String>,
+    /// Who won and who lost, by the headline ([`frame::contest`]).
+    pub(super) contest: frame::Contest,
+    pub(super) state: Option<frame::State>,
+    pub(super) cues: text::Cues,
+    pub(super) title_cues: text::Cues,
+    pub(super) states: States,
+    pub(super) title_states: States,
+}
+
+pub(super) fn disjoint(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
+    !a.is_empty() && !b.is_empty() && a.is_disjoint(b)
+}
+
+pub(super) fn states_conflict(a: &States, b: &States) -> bool {
+    a.iter()
+        .any(|(axis, poles)| b.get(axis).is_some_and(|other| other != poles))
+}
+
+impl Features {
+    pub(super) fn new(report: &Report, lexicon: &Lexicon) -> Self {
+        let title_terms = text::terms(&report.title);
+        let summary_terms = text::terms(&report.summary);
+        // What happened, read without the names ("Kiln Close" closes nothing).
+        let happened = text::terms(&frame::without_names(&report.title));
+        let title_states = text::states(&happened);
+        let mut states = text::states(&summary_terms);
+        states.extend(title_states.clone()); // on its axes, the headline's state wins
+        let fold = |t: &String| text::axis(t).map_or_else(|| t.clone(), str::to_string);
+        let title: Bag = title_terms.iter().map(|t| (fold(t), 1.0)).collect();
+        let mut full: Bag = summary_terms
+            .iter()
+            .map(|t| (fold(t), SUMMARY_WEIGHT))
+            .collect();
+        full.extend(title.clone());
+        let title_cues = text::cues(&report.title);
+        let events = happened.iter().filter(|t| text::is_event(t));
+        let incidents = events
+            .clone()
+            .filter(|t| text::axis(t).is_none())
+            .cloned()
+            .collect();
+        let mut events: BTreeSet<String> = events.map(fold).collect();
+        if title_cues.status_quo {
+            events.insert("(status quo)".to_string());
+        }
+        let objects = happened
+            .iter()
+            .filter(|t| text::is_object(t))
+            .cloned()
+            .collect();
+        let name_list = lexicon.names(&report.title);
+        let title_stems = frame::title_stems(&report.title);
+        let contest = frame::contest(&title_stems, &name_list);
+        let all_figures = frame::figures(&format!("{}\n{}", report.title, report.summary));
+        let mut anchors: BTreeSet<String> = lexicon
+            .names(&report.summary)
+            .into_iter()
+            .chain(name_list.iter().cloned())
+            .filter(|n| n.strong)
+            .map(|n| n.stem)
+            .collect();
+        let figure_values = all_figures.iter().filter(|(kind, _)| *kind != "year");
+        anchors.extend(figure_values.flat_map(|(kind, vs)| vs.iter().map(|v| anchor(kind, v))));
+        let mut mentions: BTreeSet<String> =
+            title_terms.iter().chain(&summary_terms).cloned().collect();
+        // Names compare as stems; terms may have mapped a word elsewhere ("port" -> "harbour").
+        let stems = text::tokenize(&format!("{}\n{}", report.title, report.summary));
+        mentions.extend(stems.iter().map(|w| text::stem(w)));
+        Self {
+            time: report.published.as_deref().and_then(parse_rfc3339),
+            has_summary: !report.summary.trim().is_empty(),
+            title,
+            full,
+            objects,
+            events,
+            incidents,
+            strong_names: name_list
+                .iter()
+                .filter(|n| n.strong)
+                .map(|n| n.stem.clone())
+                .collect(),
+            name_list,
+            mentions,
+            title_stems,
+            title_capitals: frame::capitalised(&report.title),
+            contest,
+            title_figures: frame::figures(&report.title),
+            all_figures,
+            anchor_names: anchors
+                .iter()
+                .filter(|a| !a.starts_with('#'))
+                .cloned()
+                .collect(),
+            anchors,
+            state: frame::state(&report.title),
+            cues: text::cues(&format!("{}\n{}", report.title, report.summary)),
+            title_cues,
+            states,
+            title_states,
+        }
+    }
+
+    /// Whether the headlines oppose: one denies or negates, or they state opposite states.
+    pub(super) fn opposes(&self, other: &Features) -> bool {
+        let (a, b) = (self.title_cues, other.title_cues);
+        (a.denial, a.negation) != (b.denial, b.negation)
+            || states_conflict(&self.title_states, &other.title_states)
+            || matches!((&self.state, &other.state), (Some(x), Some(y)) if frame::states_oppose(x, y))
+    }
+
+    /// How the frames say different things, if they do: each title names someone or somewhere
+    /// the other report never mentions, different figures of one kind, or swapped roles.
+    pub(super) fn conflict(&self, other: &Features) -> Option<Conflict> {
+        if frame::names_conflict(
+            &self.name_list,
+            &self.mentions,
+            &other.name_list,
+            &other.mentions,
+        ) {
+            Some(Conflict::Names)
+        } else if frame::figures_conflict(
+            &self.title_figures,
+            &self.all_figures,
+            &other.title_figures,
+            &other.all_figures,
+        ) {
+            Some(Conflict::Figures)
+        } else if self.substitutes(other)
+            || frame::exclusive_qualifiers(
+                &self.title_stems,
+                &self.mentions,
+                &other.title_stems,
+                &other.mentions,
+            )
+        {
+            Some(Conflict::Substitution)
+        } else if frame::contests_conflict(&self.contest, &other.contest)
+            || frame::role_swap(
+                &self.title_stems,
+                &self.name_list,
+                &other.title_stems,
+                &other.name_list,
+            )
+            || frame::noun_role_swap(
+                &self.title_stems,
+                &self.name_list,
+                &other.title_stems,
+                &other.name_list,
+            )
+        {
+            Some(Conflict::Roles)
+        } else {
+            None
+        }
+    }
+
+    /// Whether the titles are one template with one content word swapped for another that the
+    /// other report never uses: word for word the same but at one place (see
+    /// [`Conflict::Substitution`]). A reworded headline is never one: it differs in more.
+    pub(super) fn substitutes(&self, other: &Features) -> bool {
+        let (a, b) = (&self.title_stems, &other.title_stems);
+        if a.len() != b.len() {
+            return self.extends_a_name(other) || other.extends_a_name(self);
+        }
+        let mut differ = a.iter().zip(b).filter(|(x, y)| x != y);
+        let (Some((x, y)), None) = (differ.next(), differ.next()) else {
+            return false;
+        };
+        let (cx, cy) = (text::canonical(x), text::canonical(y));
+        let unused = |w: &String, canon: &String, by: &Features| {
+            !text::is_plain(w) && !by.mentions.contains(w) && !by.mentions.contains(canon)
+        };
+        cx != cy && unused(x, &cx, other) && unused(y, &cy, self)
+    }
+
+    /// Whether this title is `other`'s word for word, with at most two words inserted into its
+    /// names that the other report never mentions: one template about another team or body
+    /// ("Sedgecombe RFC Women beat Otterham Saracens Women" / "Sedgecombe RFC beat Otterham
+    /// Saracens"). Inserted words are written capitalised next to another capitalised word.
+    pub(super) fn extends_a_name(&self, other: &Features) -> bool {
+        let (long, short) = (&self.title_stems, &other.title_stems);
+        let extra = long.len().saturating_sub(short.len());
+        if !(1..=2).contains(&extra) {
+            return false;
+        }
+        let capital = |i: usize| self.title_capitals.get(i).copied().unwrap_or(false);
+        let (mut inserted, mut j) = (Vec::new(), 0);
+        for (i, w) in long.iter().enumerate() {
+            if short.get(j) == Some(w) {
+                j += 1;
+            } else {
+                inserted.push(i);
+            }
+        }
+        let in_a_name = |i: usize| {
+            let w = &long[i];
+            capital(i)
+                && (i.checked_sub(1).is_some_and(capital) || capital(i + 1))
+                && !text::is_plain(w)
+                && !other.mentions.contains(w)
+        };
+        j == short.len() && inserted.len() == extra && inserted.iter().all(|&i| in_a_name(i))
+    }
+
+    /// Whether two reports whose frames conflict (`how`) are rival accounts of one subject:
+    /// close in time and sharing a name the batch confirms; without names on either side, only
+    /// another figure or swapped roles make them rivals ("Bus drivers strike" and "Train
+    /// drivers strike" are two strikes).
+    pub(super) fn rivals(&self, other: &Features, how: Conflict) -> bool {
+        let (a, b) = (&self.strong_names, &other.strong_names);
+        let named = how == Conflict::Names;
+        let subject = !a.is_disjoint(b) || (a.is_empty() && b.is_empty() && !named);
+        let subject = subject && how != Conflict::Substitution;
+        subject && !self.too_far(other)
+    }
+
+    pub(super) fn too_far(&self, other: &Features) -> bool {
+        matches!((self.time, other.time),
+            (Some(a), Some(b)) if (a - b).abs() > SAME_EVENT_WINDOW_SECS)
+    }
+}
+
+/// How two reports' frames differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Conflict {
+    /// One word of a title swapped for another that the other report never uses: the same
+    /// template about another thing ("Mill Lane school closed" / "Mill Lane depot closed").
+    Substitution,
+    Names,
+    Figures,
+    Roles,
+}
+
+/// A figure as an anchor: its value, with its kind where the kind is read for certain (a share,
+/// a sum of money, a span of time, a score), so that three nurseries and a 3 % rate are two
+/// figures. Counts and measures compare by value alone: what they count or measure is read
+/// loosely ("12 dead" and "twelve people", "50m" and "50 metres" are each one figure).
+pub(super) fn anchor(kind: &str, value: &str) -> String {
+    let certain = kind == "percent"
+        || kind == "score"
+        || kind.starts_with("money:")
+        || kind.starts_with("duration:");
+    match certain {
+        true => format!("#{kind}:{value}"),
+        false => format!("#{value}"),
+    }
+}

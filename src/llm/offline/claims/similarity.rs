@@ -1,0 +1,201 @@
+//! How alike two reports are, vetoes aside ([`similarities`]), and the clustering of a batch
+//! into claims by those similarities ([`cluster`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::features::{Bag, Features, anchor};
+use super::{
+    ANCHOR_WEIGHT, MERGE_THRESHOLD, MIN_ANCHORS, MIN_PAIR_SIMILARITY, OPPOSED_MERGE_THRESHOLD,
+    TITLE_SHARE,
+};
+
+/// A weighted bag of terms as (term number, weight), sorted by term number, with its squared
+/// norm: what [`similarities`] compares, without comparing strings.
+struct Vector {
+    terms: Vec<(usize, f64)>,
+    norm2: f64,
+}
+
+impl Vector {
+    fn new(bag: &Bag, numbers: &BTreeMap<&str, usize>, idf: &[f64]) -> Self {
+        let mut terms: Vec<(usize, f64)> = bag
+            .iter()
+            .map(|(t, w)| {
+                let k = numbers[t.as_str()];
+                (k, w * idf[k])
+            })
+            .collect();
+        terms.sort_unstable_by_key(|&(k, _)| k);
+        let norm2 = terms.iter().map(|(_, w)| w * w).sum();
+        Self { terms, norm2 }
+    }
+
+    /// The weights of the terms both have, in term order.
+    fn shared<'a>(&'a self, other: &'a Vector) -> impl Iterator<Item = (f64, f64)> + 'a {
+        let (mut x, mut y) = (self.terms.iter().peekable(), other.terms.iter().peekable());
+        std::iter::from_fn(move || {
+            loop {
+                let (&&(i, wi), &&(j, wj)) = (x.peek()?, y.peek()?);
+                match i.cmp(&j) {
+                    std::cmp::Ordering::Less => _ = x.next(),
+                    std::cmp::Ordering::Greater => _ = y.next(),
+                    std::cmp::Ordering::Equal => {
+                        x.next();
+                        y.next();
+                        return Some((wi, wj));
+                    }
+                }
+            }
+        })
+    }
+
+    fn cosine(&self, other: &Vector) -> f64 {
+        let dot: f64 = self.shared(other).map(|(a, b)| a * b).sum();
+        let norms = (self.norm2 * other.norm2).sqrt();
+        if norms > 0.0 { dot / norms } else { 0.0 }
+    }
+
+    /// How much of the smaller-weighted bag the other covers (the weighted overlap coefficient).
+    fn containment(&self, other: &Vector) -> f64 {
+        let smaller = self.norm2.min(other.norm2);
+        let covered: f64 = self.shared(other).map(|(a, _)| a * a).sum();
+        if smaller > 0.0 {
+            covered / smaller
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Pairwise similarity of all reports, vetoes aside (symmetric).
+pub(super) fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
+    let mut numbers: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut df: Vec<f64> = Vec::new();
+    for term in features.iter().flat_map(|f| f.full.keys()) {
+        let next = numbers.len();
+        let k = *numbers.entry(term).or_insert(next);
+        if k == df.len() {
+            df.push(0.0);
+        }
+        df[k] += 1.0;
+    }
+    // Title terms are all in the full bag, so every term has a number.
+    let n = features.len();
+    let idf: Vec<f64> = df.iter().map(|d| (1.0 + n as f64 / d).ln()).collect();
+    let vectors: Vec<(Vector, Vector)> = features
+        .iter()
+        .map(|f| {
+            let title = Vector::new(&f.title, &numbers, &idf);
+            (title, Vector::new(&f.full, &numbers, &idf))
+        })
+        .collect();
+    let pair = |i: usize, j: usize| {
+        let (a, b, (title_a, full_a), (title_b, full_b)) =
+            (&features[i], &features[j], &vectors[i], &vectors[j]);
+        let title = title_a.cosine(title_b);
+        let sim = match a.has_summary && b.has_summary {
+            true => TITLE_SHARE * title + (1.0 - TITLE_SHARE) * full_a.cosine(full_b),
+            false => title,
+        };
+        // A denial is often a fragment of what it denies: judge it by how much of it is covered.
+        let sim = if a.opposes(b) {
+            sim.max(title_a.containment(title_b))
+        } else {
+            sim
+        };
+        sim.max(anchor_overlap(a, b))
+    };
+    // Each pair once (`upper[i][j - i]` for `j >= i`), then mirrored.
+    let upper: Vec<Vec<f64>> = (0..n)
+        .map(|i| (i..n).map(|j| pair(i, j)).collect())
+        .collect();
+    let at = |i: usize, j: usize| match j >= i {
+        true => upper[i][j - i],
+        false => upper[j][i - j],
+    };
+    (0..n).map(|i| (0..n).map(|j| at(i, j)).collect()).collect()
+}
+
+/// How much two reports share of what pins an event down — names the batch confirms and figures,
+/// anywhere in them — as a share of the fewer: paraphrases that share few words still name the
+/// same people and places with the same numbers. Needs [`MIN_ANCHORS`] in common, and nothing
+/// when a headline gives a figure that the other report does not: names alone are a place or a
+/// club, not an event (a match report with its score and a ground's sale both name the club
+/// and its ground).
+pub(super) fn anchor_overlap(a: &Features, b: &Features) -> f64 {
+    let (x, y) = (&a.anchors, &b.anchors);
+    let shared = x.intersection(y).count();
+    let fewer = x.len().min(y.len());
+    let unmatched = |f: &Features, other: &BTreeSet<String>| {
+        let mut headline = f.title_figures.iter().filter(|(kind, _)| *kind != "year");
+        headline.any(|(kind, values)| values.iter().any(|v| !other.contains(&anchor(kind, v))))
+    };
+    if shared < MIN_ANCHORS || fewer == 0 || unmatched(a, y) || unmatched(b, x) {
+        return 0.0;
+    }
+    ANCHOR_WEIGHT * shared as f64 / fewer as f64
+}
+
+/// Average-linkage clustering over `sim` (`None`: cannot link), where `opposed[i][j]` marks the
+/// pairs whose titles oppose (see [`Features::opposes`]). A pair of clusters merges when none of
+/// its pairs is below [`MIN_PAIR_SIMILARITY`], its agreeing pairs average [`MERGE_THRESHOLD`]
+/// and its opposed pairs [`OPPOSED_MERGE_THRESHOLD`]: a denial in a cluster lowers the bar for
+/// itself only, never for the reports that agree with each other (else a denial of a stadium
+/// sale would carry a match report at the same ground into its claim). Ties go to the earliest
+/// pair, so the result depends only on the order of the input. Returns clusters of indices,
+/// each sorted.
+pub(super) fn cluster(sim: &[Vec<Option<f64>>], opposed: &[Vec<bool>]) -> Vec<Vec<usize>> {
+    let n = sim.len();
+    let mut members: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
+    // Per linkable pair of clusters (`i < j`): (sum, count) of agreeing pairs, (sum, count) of
+    // opposed pairs, the lowest pair. A pair that cannot link is absent, and stays absent: a
+    // merged cluster links to `k` only when both of its parts did. Kept sparse, since vetoes
+    // leave most pairs of a batch unlinkable.
+    type Link = (f64, usize, f64, usize, f64);
+    let mut links: BTreeMap<(usize, usize), Link> = BTreeMap::new();
+    for (i, row) in sim.iter().enumerate() {
+        for (j, s) in row.iter().enumerate().skip(i + 1) {
+            if let Some(s) = *s {
+                let link = match opposed[i][j] {
+                    true => (0.0, 0, s, 1, s),
+                    false => (s, 1, 0.0, 0, s),
+                };
+                links.insert((i, j), link);
+            }
+        }
+    }
+    let key = |a: usize, b: usize| (a.min(b), a.max(b));
+    let mean = |sum: f64, count: usize| (count > 0).then(|| sum / count as f64);
+    loop {
+        let mut best: Option<(f64, usize, usize)> = None;
+        for (&(i, j), &(agree, n_agree, opp, n_opp, min)) in &links {
+            let eligible = min >= MIN_PAIR_SIMILARITY
+                && mean(agree, n_agree).is_none_or(|m| m >= MERGE_THRESHOLD)
+                && mean(opp, n_opp).is_none_or(|m| m >= OPPOSED_MERGE_THRESHOLD);
+            let overall = (agree + opp) / (n_agree + n_opp) as f64;
+            if eligible && best.is_none_or(|(b, _, _)| overall > b) {
+                best = Some((overall, i, j));
+            }
+        }
+        let Some((_, i, j)) = best else { break };
+        let moved = std::mem::take(&mut members[j]);
+        members[i].extend(moved);
+        links.remove(&(i, j));
+        let of = |c: usize, links: &BTreeMap<(usize, usize), Link>| -> BTreeMap<usize, Link> {
+            let at = links.iter().filter(|((a, b), _)| *a == c || *b == c);
+            at.map(|(&(a, b), &l)| (if a == c { b } else { a }, l))
+                .collect()
+        };
+        let (from_i, from_j) = (of(i, &links), of(j, &links));
+        links.retain(|&(a, b), _| a != i && b != i && a != j && b != j);
+        for (k, a) in from_i {
+            if let Some(b) = from_j.get(&k) {
+                let merged = (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3, a.4.min(b.4));
+                links.insert(key(i, k), merged);
+            }
+        }
+    }
+    members.retain(|m| !m.is_empty());
+    members.iter_mut().for_each(|m| m.sort_unstable());
+    members
+}
