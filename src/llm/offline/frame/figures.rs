@@ -1,0 +1,361 @@
+//! Figures: numbers with what they count, in one canonical form (see the module docs of
+//! [`super`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::super::text::{self, stem};
+
+/// What a figure counts: `percent`, `money:$`, `duration:hour`, `score`, `year`, `count:<the
+/// noun after it>`, or `number`.
+pub type FigureKind = String;
+/// Figures by kind, values as canonical decimal strings.
+pub type Figures = BTreeMap<FigureKind, BTreeSet<String>>;
+
+const TENS: &str = "twenty thirty forty fifty sixty seventy eighty ninety";
+const SCALES: &[(&str, f64)] = &[
+    ("hundred", 1e2),
+    ("thousand", 1e3),
+    ("k", 1e3),
+    ("million", 1e6),
+    ("m", 1e6),
+    ("mn", 1e6),
+    ("billion", 1e9),
+    ("bn", 1e9),
+    ("trillion", 1e12),
+    ("tn", 1e12),
+];
+const CURRENCY_SIGNS: &[(char, &str)] = &[('$', "$"), ('£', "£"), ('€', "€"), ('¥', "¥")];
+const CURRENCY_WORDS: &[(&str, &str)] =
+    &[("dollar", "$"), ("pound", "£"), ("euro", "€"), ("yen", "¥")];
+const DURATIONS: &str = "second minute hour day week month year";
+
+/// One lexical unit for figure reading: a number, or a word (lowercase), or a sign.
+#[derive(Debug, Clone, PartialEq)]
+enum Unit {
+    Number {
+        value: f64,
+        currency: Option<&'static str>,
+        percent: bool,
+        scale: f64,
+        /// Written as a word ("twelve").
+        spelled: bool,
+    },
+    Score(u32, u32),
+    Measure {
+        value: f64,
+        unit: String,
+    },
+    Clock,
+    Word(String),
+}
+
+fn canonical_number(v: f64) -> String {
+    let s = format!("{v:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn small_number_word(word: &str) -> Option<f64> {
+    if let Some(n) = text::number_word(word) {
+        return Some(n as f64);
+    }
+    TENS.split_whitespace()
+        .position(|t| t == word)
+        .map(|i| ((i + 2) * 10) as f64)
+}
+
+/// Nouns that a contest's tally counts in ("24 points to 17", "by 31 votes to 18"), compared
+/// by [`stem`]: the same score as "24-17".
+const TALLIES: &str = "point vote goal run try wicket set game frame seat";
+
+/// A tally from the number `value` at `units[at]` (read up to `next`): `<number> <tally noun>
+/// to <number>`, preceded by "by" or with the greater number first (so that "up 50 points to
+/// 7,500" stays a rise). Returns the greater and the smaller number and the index after it.
+fn tally(units: &[Unit], at: usize, value: f64, next: usize) -> Option<(u64, u64, usize)> {
+    let word = |i: usize| match units.get(i) {
+        Some(Unit::Word(w)) => Some(w.as_str()),
+        _ => None,
+    };
+    let noun = stem(word(next)?);
+    if !TALLIES.split_whitespace().any(|t| stem(t) == noun) || word(next + 1) != Some("to") {
+        return None;
+    }
+    let (other, end) = spelled_number(units, next + 2).or_else(|| match units.get(next + 2) {
+        Some(Unit::Number {
+            value,
+            currency: None,
+            percent: false,
+            scale,
+            ..
+        }) if *scale == 1.0 => Some((*value, next + 3)),
+        _ => None,
+    })?;
+    let by = at.checked_sub(1).and_then(word) == Some("by");
+    let whole = |v: f64| v >= 0.0 && v.fract() == 0.0;
+    (whole(value) && whole(other) && (by || value >= other))
+        .then(|| ((value.max(other)) as u64, (value.min(other)) as u64, end))
+}
+
+/// Splits `text` into figure units: numbers keep their currency sign, `%` and a glued scale
+/// (`2.1bn`); `2-1` is a score; `06:00`, `6am`, `8pm` are clock times.
+fn units(text: &str) -> Vec<Unit> {
+    let mut out = Vec::new();
+    for raw in text.split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | '"' | '“' | '”'))
+    {
+        let token = raw.trim_matches(|c: char| matches!(c, ',' | '.' | ';' | ':' | '!' | '?'));
+        if token.is_empty() {
+            continue;
+        }
+        let lower = token.to_lowercase();
+        if let Some((a, b)) = lower.split_once(['-', '–'])
+            && let (Ok(x), Ok(y)) = (a.parse::<u32>(), b.parse::<u32>())
+            && a.len() <= 2
+            && b.len() <= 2
+        {
+            out.push(Unit::Score(x.max(y), x.min(y)));
+            continue;
+        }
+        // "48-hour", "10-year": the number, then its unit.
+        let parts: Vec<&str> = lower.split(['-', '–']).filter(|p| !p.is_empty()).collect();
+        for part in parts {
+            out.push(number_unit(part).unwrap_or_else(|| Unit::Word(part.to_string())));
+        }
+    }
+    out
+}
+
+fn number_unit(token: &str) -> Option<Unit> {
+    let starts_with_digit = token.as_bytes().first().is_some_and(u8::is_ascii_digit);
+    if starts_with_digit && (token.contains(':') || token.ends_with("am") || token.ends_with("pm"))
+    {
+        return Some(Unit::Clock);
+    }
+    let mut rest = token;
+    let mut currency = None;
+    for &(sign, name) in CURRENCY_SIGNS {
+        if let Some(r) = rest.strip_prefix(sign) {
+            (rest, currency) = (r, Some(name));
+        }
+    }
+    let percent = rest.ends_with('%');
+    rest = rest.trim_end_matches('%');
+    let digits_end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == ',' || c == '.'))
+        .unwrap_or(rest.len());
+    let (number, suffix) = rest.split_at(digits_end);
+    let value = if number.is_empty() {
+        if currency.is_some() || percent {
+            return None;
+        }
+        return small_number_word(rest).map(|value| Unit::Number {
+            value,
+            currency: None,
+            percent: false,
+            scale: 1.0,
+            spelled: true,
+        });
+    } else {
+        number.replace(',', "").parse::<f64>().ok()?
+    };
+    let (scale, unit) = match suffix {
+        "" | "st" | "nd" | "rd" | "th" | "s" => (1.0, None),
+        // "£6m" is six million, "50m" fifty metres.
+        "m" if currency.is_none() => (1.0, Some("m")),
+        s => match SCALES.iter().find(|(w, _)| *w == s) {
+            Some(&(_, scale)) => (scale, None),
+            // A unit glued on: "1.8c", "20km", "90mph".
+            None if s.chars().all(|c| c.is_alphabetic() || c == '°') => (1.0, Some(s)),
+            None => return None,
+        },
+    };
+    if let Some(unit) = unit {
+        return Some(Unit::Measure {
+            value,
+            unit: unit.trim_start_matches('°').to_string(),
+        });
+    }
+    Some(Unit::Number {
+        value,
+        currency,
+        percent,
+        scale,
+        spelled: false,
+    })
+}
+
+/// A number spelled out in words from `units[start]`: its value and the index after it. `None`
+/// when `units[start]` is not a number word.
+fn spelled_number(units: &[Unit], start: usize) -> Option<(f64, usize)> {
+    let small = |i: usize| match units.get(i) {
+        Some(Unit::Number {
+            value,
+            spelled: true,
+            ..
+        }) => Some(*value),
+        _ => None,
+    };
+    small(start)?;
+    let (mut total, mut current, mut i) = (0.0, 0.0, start);
+    loop {
+        if let Some(v) = small(i) {
+            current += v;
+        } else {
+            match units.get(i) {
+                Some(Unit::Word(w)) if w == "hundred" => current *= 100.0,
+                Some(Unit::Word(w)) if w == "and" && small(i + 1).is_some() => {}
+                Some(Unit::Word(w)) => match SCALES.iter().find(|(n, _)| n == w && n.len() > 2) {
+                    Some(&(_, scale)) => {
+                        total += current * scale;
+                        current = 0.0;
+                    }
+                    None => break,
+                },
+                _ => break,
+            }
+        }
+        i += 1;
+    }
+    Some((total + current, i))
+}
+
+/// The figures of `text` by kind (see [`FigureKind`]).
+pub fn figures(text: &str) -> Figures {
+    let units = units(text);
+    let mut out = Figures::new();
+    let word = |i: usize| match units.get(i) {
+        Some(Unit::Word(w)) => Some(w.as_str()),
+        _ => None,
+    };
+    let mut i = 0;
+    while i < units.len() {
+        let (mut value, currency, mut percent, mut scale) = match &units[i] {
+            Unit::Score(a, b) => {
+                out.entry("score".into())
+                    .or_default()
+                    .insert(format!("{a}-{b}"));
+                i += 1;
+                continue;
+            }
+            Unit::Number {
+                value,
+                currency,
+                percent,
+                scale,
+                ..
+            } => (*value, *currency, *percent, *scale),
+            Unit::Measure { value, unit } => {
+                let kind = format!("unit:{unit}");
+                out.entry(kind)
+                    .or_default()
+                    .insert(canonical_number(*value));
+                i += 1;
+                continue;
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let mut currency = currency;
+        let mut next = i + 1;
+        if let Some((spelled, end)) = spelled_number(&units, i) {
+            // "one thousand two hundred and forty", "forty-eight thousand".
+            (value, next) = (spelled, end);
+        } else {
+            // Scales after digits: "2.1 billion".
+            while let Some(&(_, s)) = word(next)
+                .and_then(|w| SCALES.iter().find(|(name, _)| *name == w && name.len() > 2))
+            {
+                scale *= s;
+                next += 1;
+            }
+        }
+        match (word(next), word(next + 1)) {
+            (Some("percent" | "pc"), _) => (percent, next) = (true, next + 1),
+            (Some("per"), Some("cent")) => (percent, next) = (true, next + 2),
+            (Some(w), _) if CURRENCY_WORDS.iter().any(|(c, _)| *c == stem(w)) => {
+                currency = CURRENCY_WORDS
+                    .iter()
+                    .find(|(c, _)| *c == stem(w))
+                    .map(|(_, s)| *s);
+                next += 1;
+            }
+            _ => {}
+        }
+        // A tally written out: "by twenty-four points to seventeen", "31 votes to 18".
+        if let Some((winner, loser, end)) = tally(&units, i, value, next)
+            && currency.is_none()
+            && !percent
+            && scale == 1.0
+        {
+            out.entry("score".into())
+                .or_default()
+                .insert(format!("{winner}-{loser}"));
+            i = end;
+            continue;
+        }
+        let amount = canonical_number(value * scale);
+        let kind = if percent {
+            "percent".to_string()
+        } else if let Some(c) = currency {
+            format!("money:{c}")
+        } else if let Some(unit) = word(next)
+            .map(stem)
+            .filter(|w| DURATIONS.split_whitespace().any(|d| d == w))
+        {
+            format!("duration:{unit}")
+        } else if scale == 1.0 && value.fract() == 0.0 && (1900.0..=2100.0).contains(&value) {
+            "year".to_string()
+        } else if let Some(noun) = (next..units.len())
+            .map_while(word)
+            .map(stem)
+            .find(|w| !text::is_plain(w))
+        {
+            format!("count:{noun}")
+        } else {
+            "number".to_string()
+        };
+        // What a bare figure measures may stand before it: "magnitude 6.1", "lane 4".
+        let before = i.checked_sub(1).and_then(word).map(stem);
+        let counted = kind.starts_with("count:") || kind == "number";
+        if let Some(noun) = before.filter(|w| counted && !text::is_plain(w)) {
+            out.entry(format!("count:{noun}"))
+                .or_default()
+                .insert(amount.clone());
+        }
+        out.entry(kind).or_default().insert(amount);
+        i = next;
+    }
+    out
+}
+
+/// Whether two reports state different figures: a kind in both titles whose values in one title
+/// appear nowhere in the other report, or titles that both give figures (years aside) none of
+/// which the other report gives in any kind ("toll rises to 15" against "twelve dead"). `all_*`
+/// are title and summary.
+pub fn figures_conflict(
+    title_a: &Figures,
+    all_a: &Figures,
+    title_b: &Figures,
+    all_b: &Figures,
+) -> bool {
+    let seen_in = |kind: &str, vs: &BTreeSet<String>, all: &Figures| {
+        all.get(kind).is_some_and(|a| !a.is_disjoint(vs))
+    };
+    let typed = title_a.iter().any(|(kind, values)| {
+        title_b
+            .get(kind)
+            .is_some_and(|other| !seen_in(kind, values, all_b) && !seen_in(kind, other, all_a))
+    });
+    let values = |f: &Figures| -> BTreeSet<String> {
+        f.iter()
+            .filter(|(kind, _)| *kind != "year")
+            .flat_map(|(_, vs)| vs.iter().cloned())
+            .collect()
+    };
+    let (va, vb) = (values(title_a), values(title_b));
+    let untyped = !va.is_empty()
+        && !vb.is_empty()
+        && va.is_disjoint(&values(all_b))
+        && vb.is_disjoint(&values(all_a));
+    typed || untyped
+}

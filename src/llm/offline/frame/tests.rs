@@ -1,0 +1,224 @@
+use super::*;
+
+fn lexicon(texts: &[&str]) -> Lexicon {
+    Lexicon::new(texts.iter().copied())
+}
+
+/// Whether `a` and `b` swap roles, their names read with `lex`.
+fn swapped(lex: &Lexicon, a: &str, b: &str) -> bool {
+    role_swap(
+        &title_stems(a),
+        &lex.names(a),
+        &title_stems(b),
+        &lex.names(b),
+    )
+}
+
+fn names(lex: &Lexicon, title: &str) -> Vec<String> {
+    lex.names(title).into_iter().map(|n| n.stem).collect()
+}
+
+#[test]
+fn names_come_from_the_batch_and_include_an_opening_name() {
+    let lex = lexicon(&[
+        "Kelco recalls vans over airbag fault",
+        "The recall follows complaints to Kelco and Marden dealers.",
+        "Fire at Eastside school",
+        "Crews fought the fire for hours.",
+    ]);
+    assert_eq!(
+        names(&lex, "Kelco recalls vans over airbag fault"),
+        ["kelco"]
+    );
+    assert_eq!(names(&lex, "Marden recalls vans"), ["marden"]);
+    assert_eq!(names(&lex, "Fire at Eastside school"), ["eastsid"]);
+    assert!(names(&lex, "Fire At Eastside School").contains(&"eastsid".to_string()));
+}
+
+#[test]
+fn figures_normalise_units_and_formats() {
+    let same = [
+        (
+            "1,240 pairs counted",
+            "one thousand two hundred and forty pairs counted",
+        ),
+        ("48,000 SUVs recalled", "Forty-eight thousand SUVs recalled"),
+        ("Visibility under 50 metres", "visibility below 50m"),
+        ("Rates raised to 4.5%", "rates raised to 4.5 percent"),
+        ("Rates raised to 4.5%", "rates raised to 4.5 per cent"),
+        ("twelve dead", "12 dead"),
+        ("48-hour strike", "strike of 48 hours"),
+        ("$2.1bn deal", "$2.1 billion deal"),
+        ("Deal worth 2.1 billion dollars", "$2.1bn deal"),
+        ("1,200 jobs cut", "1200 jobs cut"),
+        ("Rovers win 2-1", "Rovers lose 1-2"),
+        (
+            "Bill passes 31-18",
+            "Bill passes by thirty-one votes to eighteen",
+        ),
+        ("Vale win 24-17", "Vale win by 24 points to 17"),
+    ];
+    for (a, b) in same {
+        let (fa, fb) = (figures(a), figures(b));
+        assert!(
+            !figures_conflict(&fa, &fa, &fb, &fb),
+            "{a} / {b}: {fa:?} {fb:?}"
+        );
+        assert!(!fa.is_empty(), "{a}");
+    }
+    let different = [
+        ("Rates raised to 4.5%", "Rates raised to 4.75%"),
+        ("12 dead in flood", "20 dead in flood"),
+        ("Rovers win 2-1", "Rovers win 3-1"),
+        ("Lane 2 of the bridge closed", "Lane 4 of the bridge closed"),
+        ("Bill passes 31-18", "Bill passes by 31 votes to 19"),
+    ];
+    for (a, b) in different {
+        let (fa, fb) = (figures(a), figures(b));
+        assert!(
+            figures_conflict(&fa, &fa, &fb, &fb),
+            "{a} / {b}: {fa:?} {fb:?}"
+        );
+    }
+    assert!(figures("Trains from 06:00 to 6pm").is_empty());
+    assert!(!figures("Index up 50 points to 7,500").contains_key("score"));
+    assert_eq!(
+        figures("Election in 2026")["year"].iter().next().unwrap(),
+        "2026"
+    );
+}
+
+#[test]
+fn swapped_roles_are_found_and_the_passive_is_read() {
+    let lex = lexicon(&["The derby between Rovers and United drew a crowd."]);
+    let swap = |a: &str, b: &str| swapped(&lex, a, b);
+    assert!(swap("Rovers beat United 2-1", "United beat Rovers 2-1"));
+    assert!(swap("Rovers to acquire United", "United to acquire Rovers"));
+    assert!(!swap(
+        "Rovers beat United 2-1",
+        "Rovers beat United 2-1 at home"
+    ));
+    assert!(!swap(
+        "Rovers to acquire United",
+        "United to be acquired by Rovers"
+    ));
+    assert!(swap("Rovers beaten by United", "Rovers beat United"));
+    assert!(swap("Rovers to buy United", "United to acquire Rovers"));
+    // A name run, or function words, may open a headline.
+    let lex = lexicon(&["The tour pairs Ivy Marsh with the Lantern Coats."]);
+    let swap = |a: &str, b: &str| swapped(&lex, a, b);
+    assert!(swap(
+        "Ivy Marsh to support The Lantern Coats on tour",
+        "The Lantern Coats to warm up for Ivy Marsh"
+    ));
+    assert!(!swap(
+        "Ivy Marsh to support The Lantern Coats on tour",
+        "Ivy Marsh confirmed as opening act for Lantern Coats"
+    ));
+    let lex = lexicon(&["The derby between Rovers and United drew a crowd."]);
+    let swap = |a: &str, b: &str| swapped(&lex, a, b);
+    // Converse verbs read as a swap: a split, never a false merge.
+    assert!(swap("Rovers beat United", "United lose to Rovers"));
+    assert!(!swap("Rovers beat United", "Rovers edge United"));
+    assert!(!swap(
+        "Marlin Biotech's Corvudine cleared for migraine",
+        "Corvudine tablet approved for migraine, says Marlin Biotech"
+    ));
+}
+
+#[test]
+fn common_nouns_in_swapped_roles_are_found_around_different_verbs_only() {
+    let lex = lexicon(&["A collision off Kelby was reported at dawn."]);
+    let swap = |a: &str, b: &str| {
+        let (wa, wb) = (title_stems(a), title_stems(b));
+        noun_role_swap(&wa, &lex.names(a), &wb, &lex.names(b))
+    };
+    assert!(swap(
+        "Tanker strikes ferry off Kelby",
+        "Ferry rams tanker in fog off Kelby"
+    ));
+    assert!(swap(
+        "Coach clips lorry on bypass",
+        "Lorry crashes into coach on bypass"
+    ));
+    // The same verb either way, a passive, or the same order: not read as a swap.
+    assert!(!swap("Crash closes bridge", "Bridge closed after crash"));
+    assert!(!swap(
+        "Tanker strikes ferry",
+        "Ferry holed after being hit by tanker"
+    ));
+    assert!(!swap("Tanker strikes ferry", "Tanker collides with ferry"));
+    // A noun that opens neither headline is no actor of it.
+    assert!(!swap(
+        "Fog delays ferry and tanker",
+        "Tanker and ferry delayed by fog"
+    ));
+}
+
+#[test]
+fn contests_read_winners_and_losers() {
+    let lex = lexicon(&[
+        "The count in Pellow put Dana Ruiz and Omar Best level until the recount.",
+        "The derby between Rovers and United drew a crowd.",
+    ]);
+    let read = |t: &str| contest(&title_stems(t), &lex.names(t));
+    let set = |names: &[&str]| names.iter().map(|n| stem(n)).collect::<BTreeSet<_>>();
+    let elected = read("Pellow elects Dana Ruiz after a recount");
+    assert_eq!(elected.winners, set(&["dana", "ruiz"]));
+    let defeated = read("Omar Best defeats Ruiz in Pellow race");
+    assert_eq!(defeated.winners, set(&["omar", "best"]));
+    assert_eq!(defeated.losers, set(&["ruiz"]));
+    assert!(contests_conflict(&elected, &defeated));
+    // The passive and "lose to" turn the sides round; a figure may stand between.
+    let passive = read("Rovers beaten 3-1 by United");
+    assert_eq!(
+        (passive.winners, passive.losers),
+        (set(&["united"]), set(&["rovers"]))
+    );
+    let lost = read("Rovers lose to United");
+    assert!(!contests_conflict(&lost, &read("United beat Rovers 3-1")));
+    assert!(contests_conflict(&lost, &read("Rovers beat United 3-1")));
+    let over = read("Late goal gives Rovers derby win over United");
+    assert!(contests_conflict(
+        &over,
+        &read("United win derby at Rovers")
+    ));
+    // A verb with no name beside it states nothing.
+    assert_eq!(
+        read("Derby ends in a win for the visitors"),
+        Contest::default()
+    );
+}
+
+#[test]
+fn states_oppose_on_one_subject_without_cue_words() {
+    let st = |t: &str| state(t).unwrap_or_else(|| panic!("no state in {t}"));
+    let oppose = |a: &str, b: &str| states_oppose(&st(a), &st(b));
+    assert!(oppose(
+        "Ferry services suspended",
+        "Ferries are operating as usual, harbour operator says"
+    ));
+    assert!(oppose(
+        "Minister to resign",
+        "Minister will serve her full term"
+    ));
+    assert!(oppose(
+        "Stadium closed",
+        "Stadium open as normal for Saturday fixture"
+    ));
+    assert!(oppose("Unemployment rises to 5%", "Unemployment falls"));
+    assert!(!oppose(
+        "Ferry timetable unchanged during bridge inspection",
+        "Harbour bridge closed"
+    ));
+    assert!(!oppose("Bridge closed", "Bridge remains closed"));
+    assert_eq!(st("Bridge remains closed").axis, "running|disrupted");
+    assert!(
+        state("Gas leak at depot on Kiln Close").is_none(),
+        "a street is no closure"
+    );
+    assert_eq!(
+        without_names("Gas leak on Kiln Close, police say"),
+        "Gas leak on  , police say"
+    );
+}
