@@ -12,8 +12,13 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
+
+mod schema;
+
+pub(in crate::memory) use schema::open_wal;
+pub(crate) use schema::{fts_row, scope_token};
+pub use schema::{open_writer, projected_to};
 
 use super::emit::Emitter;
 use crate::core::durable::{
@@ -23,26 +28,6 @@ use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 use crate::core::ids::EventId;
 use crate::protocol::payload::FactSuperseded;
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS events(
-    event_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, subject TEXT NOT NULL, ts INTEGER NOT NULL,
-    tenant TEXT NOT NULL, namespace TEXT NOT NULL, actor TEXT NOT NULL, kind TEXT NOT NULL,
-    payload TEXT NOT NULL, result TEXT, cause TEXT);
-CREATE INDEX IF NOT EXISTS events_seq ON events(seq);
-CREATE INDEX IF NOT EXISTS events_namespace ON events(namespace, seq);
--- Lessons are few among many events; a role's are read at every wake.
-CREATE INDEX IF NOT EXISTS events_lessons ON events(namespace, seq) WHERE kind = 'lesson_learned';
-CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(event_id UNINDEXED, ns, body);
--- How many events hold each word (no storage of its own: read from the index), so that an
--- any-word recall can leave out words most events hold.
-CREATE VIRTUAL TABLE IF NOT EXISTS events_vocab USING fts5vocab(events_fts, 'row');
-CREATE TABLE IF NOT EXISTS applied(seq INTEGER PRIMARY KEY, msg_id TEXT, event_id TEXT);
-CREATE TABLE IF NOT EXISTS skipped(seq INTEGER PRIMARY KEY, subject TEXT NOT NULL, reason TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS cursor(stream TEXT PRIMARY KEY, last_seq INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS superseded(
-    fact_id TEXT PRIMARY KEY, by_id TEXT NOT NULL, reason TEXT NOT NULL, seq INTEGER NOT NULL);
-";
 
 /// What the projector needs. Build with [`ProjectorDeps::new`] and adjust fields.
 #[derive(Debug, Clone)]
@@ -165,131 +150,6 @@ fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> ProjectorError + '_ {
     }
 }
 
-/// Opens (creating if needed) the projection database as its writer: WAL, full sync.
-pub fn open_writer(path: &Path) -> Result<Connection, ProjectorError> {
-    if !path.exists() {
-        create_projection(path)?;
-    }
-    prepare(path)
-}
-
-/// How far the projection at `path` has read `stream` (its cursor), read without writing;
-/// `None` when no projection is there yet. What a view reports as the projector's lag.
-pub fn projected_to(path: &Path, stream: &str) -> Result<Option<u64>, ProjectorError> {
-    if !path.exists() {
-        return Ok(None);
-    }
-    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(db_err(path))?;
-    conn.busy_timeout(Duration::from_secs(2))
-        .map_err(db_err(path))?;
-    conn.query_row(
-        "SELECT last_seq FROM cursor WHERE stream = ?1",
-        [stream],
-        |row| row.get::<_, i64>(0),
-    )
-    .optional()
-    .map(|seq| Some(seq.unwrap_or(0) as u64))
-    .map_err(db_err(path))
-}
-
-/// Opens the SQLite database at `path` as its one writer: WAL (readers never wait for it),
-/// every commit synced, a 10 s wait on a lock. The projector's and the workers' databases.
-pub(super) fn open_wal(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open(path)?;
-    conn.busy_timeout(Duration::from_secs(10))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    Ok(conn)
-}
-
-/// Opens `path` for writing, WAL and full sync, with the schema.
-fn prepare(path: &Path) -> Result<Connection, ProjectorError> {
-    let conn = open_wal(path).map_err(db_err(path))?;
-    reindex_namespaces(&conn).map_err(db_err(path))?;
-    conn.execute_batch(SCHEMA).map_err(db_err(path))?;
-    Ok(conn)
-}
-
-/// The layout of the full-text index (`PRAGMA user_version`): 2 since its `ns` column holds
-/// one token per namespace prefix (see [`scope_tokens`]).
-const FTS_LAYOUT: i64 = 2;
-
-/// The token that stands for the namespace prefix `prefix` in the full-text index: a scoped
-/// search asks the index for this one token instead of a phrase of the namespace's words, so
-/// the index narrows to the scope before it reads any word's matches. Letters and digits only
-/// (one token to the tokenizer).
-pub(crate) fn scope_token(prefix: &str) -> String {
-    let digest = Sha256::digest(prefix.trim_end_matches('/').as_bytes());
-    format!("ns{}", hex::encode(&digest[..8]))
-}
-
-/// The `ns` column of an event in `namespace`: the token of every prefix of it
-/// (`facts`, `facts/newsroom`, `facts/newsroom/editor`).
-fn scope_tokens(namespace: &str) -> String {
-    let parts: Vec<&str> = namespace.split('/').collect();
-    (1..=parts.len())
-        .map(|n| scope_token(&parts[..n].join("/")))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// A projection whose full-text index is of an earlier layout (no namespace column, or the
-/// namespace as words): rebuilds that index from the events, once.
-fn reindex_namespaces(conn: &Connection) -> rusqlite::Result<()> {
-    let layout: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if layout >= FTS_LAYOUT {
-        return Ok(());
-    }
-    let old: bool = conn.query_row(
-        "SELECT count(*) = 1 FROM sqlite_master WHERE name = 'events_fts'",
-        [],
-        |r| r.get(0),
-    )?;
-    if !old {
-        return conn.pragma_update(None, "user_version", FTS_LAYOUT);
-    }
-    tracing::info!("projection: rebuilding the full-text index with scope tokens");
-    let tx = conn.unchecked_transaction()?;
-    tx.execute_batch(
-        "DROP TABLE events_fts;
-         CREATE VIRTUAL TABLE events_fts USING fts5(event_id UNINDEXED, ns, body);",
-    )?;
-    {
-        let mut read = tx.prepare("SELECT event_id, namespace, payload, result FROM events")?;
-        let mut write =
-            tx.prepare("INSERT INTO events_fts(event_id, ns, body) VALUES (?1, ?2, ?3)")?;
-        let mut rows = read.query([])?;
-        while let Some(row) = rows.next()? {
-            let mut body = String::new();
-            for column in [2, 3] {
-                if let Some(text) = row.get::<_, Option<String>>(column)?
-                    && let Ok(value) = serde_json::from_str::<Value>(&text)
-                {
-                    index_text(&value, &mut body);
-                }
-            }
-            write.execute(params![
-                row.get::<_, String>(0)?,
-                scope_tokens(&row.get::<_, String>(1)?),
-                body
-            ])?;
-        }
-    }
-    tx.pragma_update(None, "user_version", FTS_LAYOUT)?;
-    tx.commit()
-}
-
-/// Makes a new projection with its schema, whole, so that a reader (`iron recall`, the
-/// engine) never finds the file without its tables.
-fn create_projection(path: &Path) -> Result<(), ProjectorError> {
-    let io = |source| ProjectorError::Create {
-        path: path.display().to_string(),
-        source,
-    };
-    crate::core::fs::create_whole(path, io, |tmp| prepare(tmp).map(drop))
-}
-
 /// A new projection at `path` holding `events` as stream sequences 1, 2, … (for tests of
 /// its readers).
 #[cfg(test)]
@@ -307,33 +167,6 @@ pub(crate) fn project_for_test(path: &Path, events: &[&Envelope]) {
         .collect();
     let mut conn = open_writer(path).expect("a new projection");
     apply_batch(&mut conn, "MEM", &batch).expect("the batch applies");
-}
-
-/// Text indexed for full-text search: every string and number in payload and result.
-fn index_text(value: &Value, out: &mut String) {
-    match value {
-        Value::String(s) => {
-            out.push_str(s);
-            out.push(' ');
-        }
-        Value::Number(n) => {
-            out.push_str(&n.to_string());
-            out.push(' ');
-        }
-        Value::Array(items) => items.iter().for_each(|v| index_text(v, out)),
-        Value::Object(map) => map.values().for_each(|v| index_text(v, out)),
-        Value::Bool(_) | Value::Null => {}
-    }
-}
-
-/// The full-text row of an event: the scope tokens of its namespace and its indexed text.
-pub(crate) fn fts_row(envelope: &Envelope) -> (String, String) {
-    let mut body = String::new();
-    index_text(&envelope.payload, &mut body);
-    if let Some(result) = &envelope.result {
-        index_text(result, &mut body);
-    }
-    (scope_tokens(&envelope.namespace_path()), body)
 }
 
 /// What applying one batch found.
@@ -676,145 +509,4 @@ async fn record_stop<L: EventLog>(deps: &ProjectorDeps<L>, stop: Stop) -> Projec
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::memory::recall::{Recall, RecallFilter};
-
-    fn stored(seq: u64, namespace: &[&str], text: &str) -> StoredMessage {
-        let e = Envelope::new(
-            "t",
-            namespace.iter().copied(),
-            "a",
-            EventKind::FactLearned,
-            json!({"statement": text}),
-        );
-        StoredMessage {
-            seq,
-            subject: "mem.t".into(),
-            msg_id: Some(e.event_id.to_string()),
-            payload: serde_json::to_vec(&e).unwrap(),
-            stored_ms: 0,
-        }
-    }
-
-    fn scoped(db: &Path, query: &str, prefix: &str) -> Vec<String> {
-        let filter = RecallFilter {
-            prefix: Some(prefix.into()),
-            ..RecallFilter::default()
-        };
-        let mut found: Vec<String> = Recall::open(db)
-            .unwrap()
-            .recall_any(query, &filter)
-            .unwrap()
-            .into_iter()
-            .map(|r| r.namespace)
-            .collect();
-        found.sort();
-        found
-    }
-
-    #[test]
-    fn a_scope_matches_its_namespace_and_below_and_nothing_that_merely_contains_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("p.db");
-        let mut conn = open_writer(&db).unwrap();
-        let batch = [
-            stored(1, &["facts", "m1", "r2"], "harbour bridge"),
-            stored(2, &["facts", "m1", "r22"], "harbour bridge"),
-            stored(3, &["x", "facts", "m1", "r2"], "harbour bridge"),
-            stored(4, &["facts", "m1", "r2", "sub"], "harbour quay"),
-            stored(5, &["facts", "m1"], "the word facts itself"),
-        ];
-        apply_batch(&mut conn, "MEM", &batch).unwrap();
-        assert_eq!(
-            scoped(&db, "harbour", "facts/m1/r2"),
-            ["facts/m1/r2", "facts/m1/r2/sub"]
-        );
-        // A query word that is also a namespace token matches bodies only.
-        assert_eq!(scoped(&db, "facts", "facts"), ["facts/m1"]);
-        assert!(scoped(&db, "   ", "facts").is_empty());
-        // A prefix is data, never query syntax.
-        assert!(scoped(&db, "harbour", "facts/\"m1 OR x").is_empty());
-        assert!(scoped(&db, "harbour", "facts/m1/r2\" OR \"").is_empty());
-    }
-
-    #[test]
-    fn a_projection_made_before_namespaces_were_indexed_is_reindexed_on_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("p.db");
-        let mut conn = open_writer(&db).unwrap();
-        apply_batch(
-            &mut conn,
-            "MEM",
-            &[stored(1, &["facts", "n"], "river rising")],
-        )
-        .unwrap();
-        // The first layout: no namespace column.
-        conn.execute_batch(
-            "DROP TABLE events_fts;
-             CREATE VIRTUAL TABLE events_fts USING fts5(event_id UNINDEXED, body);
-             PRAGMA user_version = 0;",
-        )
-        .unwrap();
-        drop(conn);
-        drop(open_writer(&db).unwrap());
-        assert_eq!(scoped(&db, "river", "facts/n"), ["facts/n"]);
-    }
-
-    #[test]
-    fn when_the_best_matches_are_filtered_out_the_search_still_finds_the_rest() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("p.db");
-        let mut conn = open_writer(&db).unwrap();
-        // Twenty facts that match best, all superseded, and one plain current one.
-        let mut batch: Vec<StoredMessage> = (1..=20)
-            .map(|i| stored(i, &["facts", "a"], "harbour harbour harbour harbour"))
-            .collect();
-        let gone: Vec<String> = batch
-            .iter()
-            .map(|m| {
-                serde_json::from_slice::<Envelope>(&m.payload)
-                    .unwrap()
-                    .event_id
-                    .to_string()
-            })
-            .collect();
-        batch.push(stored(
-            21,
-            &["facts", "a"],
-            "harbour and a great many other words here",
-        ));
-        for (i, fact) in gone.iter().enumerate() {
-            let e = Envelope::new(
-                "t",
-                ["facts", "a"],
-                "memory/consolidator",
-                EventKind::FactSuperseded,
-                json!({"fact": fact, "by": "x", "reason": "replaced"}),
-            );
-            batch.push(StoredMessage {
-                seq: 22 + i as u64,
-                subject: "mem.t".into(),
-                msg_id: Some(e.event_id.to_string()),
-                payload: serde_json::to_vec(&e).unwrap(),
-                stored_ms: 0,
-            });
-        }
-        apply_batch(&mut conn, "MEM", &batch).unwrap();
-        let recall = Recall::open(&db).unwrap();
-        let filter = RecallFilter {
-            prefix: Some("facts/a".into()),
-            limit: 2,
-            ..RecallFilter::default()
-        };
-        let found = recall.recall("harbour", &filter).unwrap();
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].payload.contains("many other words"));
-        let all = RecallFilter {
-            history: true,
-            limit: 50,
-            ..filter
-        };
-        assert_eq!(recall.recall("harbour", &all).unwrap().len(), 21);
-    }
-}
+mod tests;
