@@ -289,12 +289,30 @@ fn bench_routing_smoke() {
 #[test]
 fn bench_newsroom_smoke() {
     let stdout = bench(&["newsroom"]);
-    for name in ["first_bulletin", "throughput", "new_item_to_bulletin"] {
+    for name in [
+        "first_bulletin",
+        "throughput",
+        "judgment",
+        "cost",
+        "new_item_to_bulletin",
+    ] {
         assert!(
             stdout.contains(&format!("bench newsroom.{name} ")),
             "{name}:\n{stdout}"
         );
     }
+    // The suite pulls the local model (scripts/test.sh): the bench judges with it, as the
+    // newsroom does, and reads what iron up's processes cost.
+    assert!(
+        stdout.contains("judge local/all-MiniLM-L6-v2: "),
+        "{stdout}"
+    );
+    let cost = stdout
+        .lines()
+        .find(|l| l.starts_with("bench newsroom.cost "))
+        .unwrap();
+    let per_item: f64 = cost.split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert!(per_item > 0.0 && cost.contains("processes alive"), "{cost}");
 }
 
 #[test]

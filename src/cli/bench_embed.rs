@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::CliError;
-use super::bench_stats::Figures;
+use super::bench_stats::{Figures, status_kib};
 use crate::llm::local::{self, BATCH, LocalEmbedder};
 
 const SUBJECTS: &[&str] = &[
@@ -63,18 +63,6 @@ fn sentence(i: usize) -> String {
     )
 }
 
-/// A field of `/proc/self/status` in KiB (`VmRSS`, `VmHWM`, `RssAnon`).
-fn status_kib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 fn mib(kib: Option<u64>) -> String {
     kib.map_or_else(|| "nan".into(), |k| format!("{:.1}", k as f64 / 1024.0))
 }
@@ -88,11 +76,11 @@ pub(super) async fn embed(sentences: usize, dir: Option<PathBuf>) -> Result<(), 
 fn embed_blocking(sentences: usize, dir: Option<PathBuf>) -> Result<(), CliError> {
     super::bench_stats::print_machine("embed");
     let models_dir = local::models_dir_from_env(dir.as_deref())?;
-    let anon_before = status_kib("RssAnon");
+    let anon_before = status_kib(None, "RssAnon");
     let started = Instant::now();
     let embedder = LocalEmbedder::load(&models_dir)?;
     let load = started.elapsed();
-    let anon_loaded = status_kib("RssAnon");
+    let anon_loaded = status_kib(None, "RssAnon");
 
     let texts: Vec<String> = (0..sentences).map(sentence).collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -128,8 +116,8 @@ fn embed_blocking(sentences: usize, dir: Option<PathBuf>) -> Result<(), CliError
             .map(|(a, b)| a.saturating_sub(b))),
         "MiB",
     );
-    figures.add("embed.rss", mib(status_kib("VmRSS")), "MiB");
-    figures.add("embed.peak_rss", mib(status_kib("VmHWM")), "MiB");
+    figures.add("embed.rss", mib(status_kib(None, "VmRSS")), "MiB");
+    figures.add("embed.peak_rss", mib(status_kib(None, "VmHWM")), "MiB");
     figures.print();
     Ok(())
 }

@@ -7,8 +7,11 @@
 //!
 //! - **throughput**: items from the sources' first refresh to the published bulletin, per
 //!   second;
-//! - **offline judgment**: grouping, cross-checking and wording of the same items, timed in
-//!   this process, per item and as a share of the end-to-end time;
+//! - **judgment**: the same items embedded with the local model (when it is present, as the
+//!   newsroom's judge uses it), grouped, cross-checked and worded, timed in this process, per
+//!   item and as a share of the end-to-end time;
+//! - **cost**: the CPU time of `iron up` and every process below it (reaped expert processes
+//!   included) from its start to the first bulletin, per item, and their peak memory;
 //! - **log**: the events the run wrote to the log (MEM and JOBS), written again with the same
 //!   sizes to a fresh embedded log in this process, as a share of the end-to-end time;
 //! - **latency**: `--new` single new items added one after another, each timed from the
@@ -25,13 +28,14 @@ use serde_json::Value;
 use tokio::process::Child;
 
 use super::CliError;
-use super::bench_stats::{BenchEnv, beside_iron, ms, pct};
+use super::bench_stats::{BenchEnv, TreeUsage, beside_iron, ms, pct, tree_usage};
 use crate::core::{
     durable::{AppendRequest, EventLog},
     envelope::Envelope,
     event_kind::EventKind,
 };
-use crate::llm::offline::{bulletin, claims};
+use crate::llm::local::{self, LocalEmbedder};
+use crate::llm::offline::{bulletin, claims, meanings_of};
 use crate::spine::durable::{
     AnyLog,
     streams::{JOBS, MEM},
@@ -243,10 +247,20 @@ pub(super) async fn newsroom(
     let generated = generate(feeds, items);
     let (official, wires) = write_feeds(&dir.path().join("feeds"), feeds, &generated)?;
 
-    // The offline judgment on the same items, in this process.
+    // The judgment on the same items, in this process, with the model the newsroom's judge
+    // loads from the same directory when it is there.
+    let models = local::models_dir_from_env(None).map_err(|e| CliError::Failed(e.to_string()))?;
+    let model = LocalEmbedder::load(&models)
+        .inspect_err(|e| println!("# no local model ({e}): the judge reads words alone"))
+        .ok();
     let judged_at = Instant::now();
     let r = reports(&generated);
-    let verdicts = claims::newsroom(&r);
+    let meanings = match &model {
+        Some(model) => Some(meanings_of(model, &r).map_err(fail)?),
+        None => None,
+    };
+    let embedding = judged_at.elapsed();
+    let verdicts = claims::newsroom_with(&r, meanings.as_ref());
     let lines: Vec<bulletin::Line> = verdicts
         .iter()
         .map(|v| bulletin::Line {
@@ -259,7 +273,11 @@ pub(super) async fn newsroom(
         })
         .collect();
     let wording = bulletin::write(&lines);
-    let judgment = judged_at.elapsed();
+    let judgment = Judgment {
+        judge: model.as_ref().map_or("words", |m| m.name()),
+        embedding,
+        total: judged_at.elapsed(),
+    };
     let confirmed = verdicts
         .iter()
         .filter(|v| v.status == claims::Status::Confirmed);
@@ -297,7 +315,7 @@ pub(super) async fn newsroom(
         child: None,
     };
     up.child = Some(spawn_up(
-        &up.log, &config, &router, &official, &wires, items,
+        &up.log, &config, &router, &official, &wires, items, &models,
     )?);
     let log = AnyLog::open(&crate::core::config::Config {
         state_dir: dir.path().to_path_buf(),
@@ -323,6 +341,16 @@ pub(super) async fn newsroom(
         let _ = child.wait().await;
     }
     result
+}
+
+/// The judgment timed in the bench's own process.
+struct Judgment {
+    /// The local model's name, or `words` without it.
+    judge: &'static str,
+    /// Embedding the reports (zero without a model).
+    embedding: Duration,
+    /// Embedding, grouping, cross-checking and wording.
+    total: Duration,
 }
 
 /// The `iron up` the bench runs, and the file its output goes to.
@@ -357,6 +385,7 @@ fn spawn_up(
     official: &Path,
     wires: &Path,
     items: usize,
+    models: &Path,
 ) -> Result<Child, CliError> {
     let log = std::fs::File::create(up_log).map_err(io("creating iron up's log"))?;
     BenchEnv::new()
@@ -366,6 +395,7 @@ fn spawn_up(
         .set("NEWSROOM_WIRE_FEEDS", wires)
         .set("FEEDS_INTERVAL", "1")
         .set("FEEDS_MAX_ITEMS", (items + 100).to_string())
+        .set("IRON_MODELS_DIR", models)
         .set("RUST_LOG", "warn,zenoh=error,hiroz=error")
         .set("NO_COLOR", "1")
         .command(beside_iron("iron")?)
@@ -424,13 +454,14 @@ async fn measure(
     up: &mut Up,
     started: u64,
     items: usize,
-    judgment: Duration,
+    judgment: Judgment,
     feeds_dir: &Path,
     new: usize,
     generated: &[Item],
     first_within: Duration,
 ) -> Result<(), CliError> {
     let first = nth_record(outbox_path, 1, first_within, up).await?;
+    let cost = up.child.as_ref().and_then(Child::id).and_then(tree_usage);
     let published = first["ts_ms"].as_u64().unwrap_or(0);
     let mem = log.read(MEM, "mem.>", 1, 1_000_000).await.map_err(fail)?;
     let jobs = log.read(JOBS, "jobs.>", 1, 1_000_000).await.map_err(fail)?;
@@ -451,12 +482,31 @@ async fn measure(
         "bench newsroom.throughput {:.1} items/s ({items} items, first refresh to published bulletin)",
         items as f64 / span.as_secs_f64().max(1e-9)
     );
+    let total = judgment.total;
     println!(
-        "bench newsroom.offline_judgment {:.1} us/item ({:.0} ms for {items} items; {:.1} % of the end-to-end time)",
-        judgment.as_secs_f64() * 1e6 / items as f64,
-        ms(judgment),
-        100.0 * judgment.as_secs_f64() / span.as_secs_f64().max(1e-9)
+        "bench newsroom.judgment {:.1} us/item ({:.0} ms for {items} items, judge {}: {:.0} ms embedding, {:.0} ms grouping, checking and wording; {:.1} % of the end-to-end time)",
+        total.as_secs_f64() * 1e6 / items as f64,
+        ms(total),
+        judgment.judge,
+        ms(judgment.embedding),
+        ms(total.saturating_sub(judgment.embedding)),
+        100.0 * total.as_secs_f64() / span.as_secs_f64().max(1e-9)
     );
+    match cost {
+        Some(TreeUsage {
+            processes,
+            cpu,
+            peak_rss_max_kib,
+            peak_rss_sum_kib,
+        }) => println!(
+            "bench newsroom.cost {:.1} ms CPU/item ({:.1} s CPU from iron up's start to the first bulletin, {processes} processes alive); peak RSS {:.0} MiB in one process, {:.0} MiB summed",
+            cpu.as_secs_f64() * 1e3 / items as f64,
+            cpu.as_secs_f64(),
+            peak_rss_max_kib as f64 / 1024.0,
+            peak_rss_sum_kib as f64 / 1024.0
+        ),
+        None => println!("bench newsroom.cost unavailable (no /proc to read)"),
+    }
     println!("bench newsroom.steps {}", steps(&jobs));
     let sizes: Vec<usize> = mem.iter().chain(&jobs).map(|m| m.payload.len()).collect();
     let log_time = replay_writes(&sizes).await?;

@@ -90,6 +90,91 @@ pub(super) fn beside_iron(name: &str) -> Result<PathBuf, CliError> {
         })
 }
 
+/// A field of a process's `/proc/<pid>/status` in KiB (`VmRSS`, `VmHWM`, `RssAnon`); `pid`
+/// `None` is this process.
+pub(super) fn status_kib(pid: Option<u32>, field: &str) -> Option<u64> {
+    let path = pid.map_or_else(
+        || "/proc/self/status".into(),
+        |p| format!("/proc/{p}/status"),
+    );
+    let status = std::fs::read_to_string(path).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// What a process and everything below it have used so far, read from `/proc` (Linux only).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct TreeUsage {
+    /// Processes alive in the tree.
+    pub processes: usize,
+    /// User and system CPU of the living processes and of every child they have reaped (an
+    /// expert process that has ended counts once its parent has waited for it).
+    pub cpu: Duration,
+    /// The highest peak resident set of one process, and the peaks summed over the living
+    /// processes (an upper bound of the tree's peak: each process peaked at its own moment).
+    pub peak_rss_max_kib: u64,
+    pub peak_rss_sum_kib: u64,
+}
+
+/// [`TreeUsage`] of `root` and its descendants; `None` where `/proc` cannot be read.
+pub(super) fn tree_usage(root: u32) -> Option<TreeUsage> {
+    // SAFETY: sysconf has no preconditions; it reads a constant of the system.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks <= 0 {
+        return None;
+    }
+    // (pid, parent, cpu ticks) of every process: fields 14-17 of `stat` are utime, stime,
+    // cutime and cstime; the fields are counted after the command name's closing parenthesis.
+    let mut all: Vec<(u32, u32, u64)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
+        if let (Some(parent), Some(u), Some(s), Some(cu), Some(cs)) =
+            (field(4), field(14), field(15), field(16), field(17))
+        {
+            all.push((pid, parent as u32, u + s + cu + cs));
+        }
+    }
+    let mut tree = vec![root];
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for (pid, parent, _) in &all {
+            if tree.contains(parent) && !tree.contains(pid) {
+                tree.push(*pid);
+                grew = true;
+            }
+        }
+    }
+    let mut usage = TreeUsage::default();
+    for (pid, _, cpu_ticks) in all.iter().filter(|(pid, _, _)| tree.contains(pid)) {
+        usage.processes += 1;
+        usage.cpu += Duration::from_secs_f64(*cpu_ticks as f64 / ticks as f64);
+        let peak = status_kib(Some(*pid), "VmHWM").unwrap_or(0);
+        usage.peak_rss_max_kib = usage.peak_rss_max_kib.max(peak);
+        usage.peak_rss_sum_kib += peak;
+    }
+    (usage.processes > 0).then_some(usage)
+}
+
 /// The environment of every process a bench starts (its nodes, `iron up`, a tool server): the
 /// caller's, without the variables Iron's processes take their configuration from, plus what
 /// the bench means (its router, its configuration file). A bench measures the system it set
