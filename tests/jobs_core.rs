@@ -692,7 +692,56 @@ where
     }
 }
 
+async fn a_step_the_log_cannot_hold_parks_the_job_with_why<H: Harness>(mut h: H)
+where
+    H::Log: IntoAny,
+{
+    let log = h.open().await.any();
+    let fence = fence(&log, "r1").await;
+    let people = People::in_dir(&h.dir());
+    let f = flows(Variant::Original);
+    // A result the log can hold finishes; one over its limit (1 MiB embedded, NATS's
+    // max_payload of 1 MB) can never be journaled, so retrying it would fail forever.
+    let (_, small) = ops::start(&log, "test/ops/bulky", json!({"bytes": 1000}), None)
+        .await
+        .unwrap();
+    let r = run_job(&log, &f, &people.authority, &fence, "test", &small)
+        .await
+        .unwrap();
+    assert_eq!(
+        r.state,
+        JobState::Done {
+            output: json!({"made": 1000})
+        }
+    );
+    let (_, job) = ops::start(&log, "test/ops/bulky", json!({"bytes": 1_100_000}), None)
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let r = run_job(&log, &f, &people.authority, &fence, "test", &job)
+            .await
+            .unwrap();
+        let JobState::Parked { reason } = &r.state else {
+            panic!("{r:?}")
+        };
+        assert!(
+            reason.contains("step_done could not be written")
+                && reason.contains("over the log's limit")
+                && reason.contains("resume, or cancel"),
+            "{reason}"
+        );
+    }
+    let kinds = kinds(&log, &job).await;
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "parked").count(),
+        1,
+        "parked once, then left alone: {kinds:?}"
+    );
+    assert!(!kinds.iter().any(|k| k == "step_done"), "{kinds:?}");
+}
+
 for_both_backends!(
+    a_step_the_log_cannot_hold_parks_the_job_with_why,
     an_effect_by_an_expert_is_asked_once_and_confirmed_by_observation,
     a_replay_returns_journaled_results_and_runs_nothing_twice,
     a_journal_entry_from_an_older_run_is_replayed_not_rerun,

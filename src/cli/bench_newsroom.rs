@@ -34,6 +34,10 @@ use crate::core::{
     envelope::Envelope,
     event_kind::EventKind,
 };
+use crate::jobs::{
+    JobState,
+    journal::{Diaries, state_of},
+};
 use crate::llm::local::{self, LocalEmbedder};
 use crate::llm::offline::{bulletin, claims, meanings_of};
 use crate::spine::durable::{
@@ -417,18 +421,34 @@ fn outbox(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Waits (up to `limit`, and while `iron up` runs) until the outbox has `n` records; the
-/// `n`th. A failure quotes what `iron up` said last.
+/// Waits (up to `limit`, while `iron up` runs and no job is parked) until the outbox has `n`
+/// records; the `n`th. A failure quotes what `iron up` said last, or why the job parked.
 async fn nth_record(
     path: &Path,
     n: usize,
     limit: Duration,
     up: &mut Up,
+    log: &AnyLog,
 ) -> Result<Value, CliError> {
     let until = Instant::now() + limit;
+    let mut diaries = Diaries::of("*");
+    let mut looked = Instant::now();
     loop {
         if let Some(r) = outbox(path).into_iter().nth(n - 1) {
             return Ok(r);
+        }
+        if looked.elapsed() >= Duration::from_secs(1) {
+            looked = Instant::now();
+            let jobs = diaries.refresh(log).await.map_err(fail)?;
+            if let Some(((_, job), JobState::Parked { reason })) = jobs
+                .iter()
+                .map(|(k, d)| (k, state_of(d)))
+                .find(|(_, s)| matches!(s, JobState::Parked { .. }))
+            {
+                return Err(CliError::Failed(format!(
+                    "no bulletin #{n}: the newsroom's job {job} parked: {reason}"
+                )));
+            }
         }
         if let Some(status) = up.exited() {
             return Err(CliError::Failed(format!(
@@ -460,7 +480,7 @@ async fn measure(
     generated: &[Item],
     first_within: Duration,
 ) -> Result<(), CliError> {
-    let first = nth_record(outbox_path, 1, first_within, up).await?;
+    let first = nth_record(outbox_path, 1, first_within, up, log).await?;
     let cost = up.child.as_ref().and_then(Child::id).and_then(tree_usage);
     let published = first["ts_ms"].as_u64().unwrap_or(0);
     let mem = log.read(MEM, "mem.>", 1, 1_000_000).await.map_err(fail)?;
@@ -530,7 +550,7 @@ async fn measure(
         let written = Instant::now();
         std::fs::write(&path, text.replacen("</channel>", &item, 1))
             .map_err(io("adding an item"))?;
-        nth_record(outbox_path, 2 + k, Duration::from_secs(120), up).await?;
+        nth_record(outbox_path, 2 + k, Duration::from_secs(120), up, log).await?;
         latencies.push(written.elapsed());
     }
     if !latencies.is_empty() {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::core::durable::DurableError;
 use crate::core::envelope::now_ms;
 use crate::core::ids::EventId;
 use crate::spine::durable::AnyLog;
@@ -206,9 +207,21 @@ impl Ctx {
         (step_key(name, occurrence), occurrence)
     }
 
-    /// Writes one event; others' writes seen on the way are folded in.
+    /// Writes one event; others' writes seen on the way are folded in. An event the log
+    /// cannot hold parks the job: writing it again would fail the same way, forever.
     pub(crate) async fn record(&mut self, id: EventId, event: JobEvent) -> Result<(), Exit> {
-        let Appended { foreign } = self.writer.append(id, event.clone()).await?;
+        let Appended { foreign } = match self.writer.append(id, event.clone()).await {
+            Err(JobError::Log(e @ DurableError::TooLarge { .. })) => {
+                return Err(Exit::Parked {
+                    reason: format!(
+                        "the job's {} could not be written: {e}. One run of this flow carries \
+                         too much (give it fewer items per run); then resume, or cancel",
+                        event.kind()
+                    ),
+                });
+            }
+            appended => appended?,
+        };
         for stored in &foreign {
             self.known.absorb(&stored.entry.event);
         }

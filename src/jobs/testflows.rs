@@ -30,6 +30,7 @@ pub fn register(registry: &mut Registry, variant: Variant) {
         .register("test/ops/approve", approve)
         .register("test/ops/effect", effect)
         .register("test/ops/noop", noop)
+        .register("test/ops/bulky", bulky)
         .register("test/ops/judge", judge)
         .register("test/ops/publish", publish);
     match variant {
@@ -192,6 +193,20 @@ fn effect<'a>(ctx: &'a mut Ctx, input: Value) -> FlowFuture<'a> {
 
 async fn nothing(_: Value) -> Result<Value, StepError> {
     Ok(Value::Null)
+}
+
+/// A string of `args["bytes"]` bytes: a step whose result the log may not hold.
+async fn sized(args: Value) -> Result<Value, StepError> {
+    let bytes = args["bytes"].as_u64().unwrap_or(0) as usize;
+    Ok(Value::String("x".repeat(bytes)))
+}
+
+/// One step returning `input["bytes"]` bytes, then done.
+fn bulky<'a>(ctx: &'a mut Ctx, input: Value) -> FlowFuture<'a> {
+    Box::pin(async move {
+        let made = ctx.step("make", sized, input).await?;
+        Ok(json!({ "made": made.as_str().map_or(0, str::len) }))
+    })
 }
 
 fn noop<'a>(ctx: &'a mut Ctx, input: Value) -> FlowFuture<'a> {
