@@ -630,9 +630,11 @@ pub enum BenchCommand {
         aem: std::path::PathBuf,
     },
     /// The newsroom end to end, offline, on generated feeds: items/s from the sources' first
-    /// refresh to the published bulletin, the offline judgment's time per item and the log's
-    /// share of the time, and the time from one new item to its bulletin (p50). Runs the
-    /// shipped launch list with its own router and state; run it from the repository root.
+    /// refresh to the published bulletin, the judgment's time per item (with the local model
+    /// when it is present, embedding timed apart), the CPU per item and peak memory of `iron
+    /// up`'s processes, the log's share of the time, and the time from one new item to its
+    /// bulletin (p50). Stops at once if the newsroom's job parks, with why. Runs the shipped
+    /// launch list with its own router and state; run it from the repository root.
     Newsroom {
         /// Feeds to generate, half official, half outlets of shared owners [default: 20; 2
         /// with --smoke].

@@ -215,7 +215,7 @@ impl Ctx {
                 return Err(Exit::Parked {
                     reason: format!(
                         "the job's {} could not be written: {e}. One run of this flow carries \
-                         too much (give it fewer items per run); then resume, or cancel",
+                         more than the log holds (send it less per run); then resume, or cancel",
                         event.kind()
                     ),
                 });
