@@ -200,23 +200,23 @@ pub(super) fn cross_check_batch(
             .collect()
     };
     let members: Vec<Vec<usize>> = claims.iter().map(supporters).collect();
-    let rivals = |i: usize, j: usize| {
-        members[i].iter().any(|&a| {
-            members[j].iter().any(|&b| {
-                let (fa, fb) = (&features[a], &features[b]);
-                batch.subject_similarity(a, b) >= RIVAL_THRESHOLD
-                    && batch.conflicts[a][b].is_some_and(|how| fa.rivals(fb, how))
-            })
-        })
+    let rival = |a: usize, b: usize| {
+        let (fa, fb) = (&features[a], &features[b]);
+        batch.subject_similarity(a, b) >= RIVAL_THRESHOLD
+            && batch.conflicts[a][b].is_some_and(|how| fa.rivals(fb, how))
     };
     let ids = |idx: &[usize]| Vec::from_iter(idx.iter().map(|&k| sorted[k].id.clone()));
     let with_rivals = verdicts.enumerate().map(|(i, verdict)| {
         if verdict.status == Status::Contradicted {
             return verdict;
         }
+        // The reports of other claims that say otherwise than one of this claim's own: a
+        // rival claim's other reports may only resemble them, and listing those too made each
+        // claim's denials grow with every look-alike in a dense batch.
         let rival_reports: Vec<usize> = (0..claims.len())
-            .filter(|&j| j != i && rivals(i, j))
-            .flat_map(|j| members[j].clone())
+            .filter(|&j| j != i)
+            .flat_map(|j| members[j].iter().copied())
+            .filter(|&b| members[i].iter().any(|&a| rival(a, b)))
             .collect();
         let supporters = owners_of(&ids(&members[i]), &owners);
         let denying = ids(&rival_reports);
