@@ -9,6 +9,7 @@ use iron::core::durable::{
     AppendRequest, ConsumerSpec, DurableError, EventLog, KeyValue, KvSpec, LogConsumer,
     ObjectStore, StartAt,
 };
+use iron::spine::durable::{AnyLog, spill};
 use support::eventually;
 use support::harness::Harness;
 
@@ -347,7 +348,94 @@ async fn documents_round_trip_through_the_object_store<H: Harness>(mut h: H) {
     assert_eq!(log.object_get("documents", "missing").await.unwrap(), None);
 }
 
+/// Through `AnyLog` (what every node holds), an event over one message of the backend is
+/// stored in the object store and named by a short line in the log; reads and consumers get it
+/// back whole, and its id still deduplicates.
+async fn an_event_larger_than_a_message_is_spilled_and_read_back_whole<H: Harness>(mut h: H)
+where
+    H::Log: Into<AnyLog>,
+{
+    let raw = h.open().await;
+    let log: AnyLog = raw.clone().into();
+    let big: String = (0..3_000_000u32)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    let first = log.append(req("mem.t.big", "big", &big)).await.unwrap();
+    assert!(!first.duplicate);
+    let again = log.append(req("mem.t.big", "big", &big)).await.unwrap();
+    assert!(again.duplicate && again.seq == first.seq, "{again:?}");
+    log.append(req("mem.t.small", "small", "s")).await.unwrap();
+
+    let stored = raw.read("MEM", "mem.>", 1, 10).await.unwrap();
+    let line = String::from_utf8(stored[0].payload.clone()).unwrap();
+    assert!(
+        line.starts_with("iron-spilled:v1 sha256=") && line.ends_with(" bytes=3000000"),
+        "{line}"
+    );
+    assert_eq!(stored[1].payload, b"s");
+
+    let read = log.read("MEM", "mem.>", 1, 10).await.unwrap();
+    assert_eq!(read.len(), 2);
+    assert!(read[0].payload == big.as_bytes(), "read back whole");
+    assert_eq!(read[0].msg_id.as_deref(), Some("big"));
+    let mut consumer = log
+        .consumer(ConsumerSpec {
+            stream: "MEM".into(),
+            durable: None,
+            filter_subject: "mem.>".into(),
+            start: StartAt::First,
+            ack_wait: Duration::from_secs(30),
+        })
+        .await
+        .unwrap();
+    let (delivery, _) = consumer
+        .next(Duration::from_secs(5))
+        .await
+        .unwrap()
+        .expect("a delivery");
+    assert!(
+        delivery.message.payload == big.as_bytes(),
+        "delivered whole"
+    );
+
+    let over = "x".repeat(spill::MAX_EVENT_BYTES + 1);
+    let err = log
+        .append(req("mem.t.big", "over", &over))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, DurableError::TooLarge { .. }), "{err}");
+    assert_eq!(log.last_sequence("MEM").await.unwrap(), 2);
+}
+
+/// A line that names an object the store does not hold (or holds altered) is an error, never
+/// the line handed on as if it were the event.
+async fn a_spilled_line_whose_object_is_missing_or_altered_is_refused<H: Harness>(mut h: H)
+where
+    H::Log: Into<AnyLog>,
+{
+    let raw = h.open().await;
+    let log: AnyLog = raw.clone().into();
+    let digest = "0".repeat(64);
+    raw.append(req(
+        "mem.t.forged",
+        "forged",
+        &format!("iron-spilled:v1 sha256={digest} bytes=5"),
+    ))
+    .await
+    .unwrap();
+    let err = log.read("MEM", "mem.>", 1, 10).await.unwrap_err();
+    assert!(err.to_string().contains("missing"), "{err}");
+    log.object_open(spill::BUCKET).await.unwrap();
+    log.object_put(spill::BUCKET, &digest, b"hello".to_vec())
+        .await
+        .unwrap();
+    let err = log.read("MEM", "mem.>", 1, 10).await.unwrap_err();
+    assert!(err.to_string().contains("does not match"), "{err}");
+}
+
 for_both_backends!(
+    an_event_larger_than_a_message_is_spilled_and_read_back_whole,
+    a_spilled_line_whose_object_is_missing_or_altered_is_refused,
     ordering,
     acked_writes_survive_a_crash,
     a_repeated_id_inside_the_window_is_stored_once,

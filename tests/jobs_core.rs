@@ -14,27 +14,13 @@ use iron::jobs::run::{Flows, run_job};
 use iron::jobs::runner::lease_key;
 use iron::jobs::testflows::{self, Variant};
 use iron::jobs::{JobError, JobState, Registry, ops};
+use iron::spine::durable::AnyLog;
 use iron::spine::durable::lease::Lease;
-use iron::spine::durable::{AnyLog, Embedded, JetStream};
 use serde_json::{Value, json};
 use support::harness::Harness;
 use tokio_util::sync::CancellationToken;
 
 /// Both harness backends as the runner's handle.
-trait IntoAny {
-    fn any(self) -> AnyLog;
-}
-impl IntoAny for JetStream {
-    fn any(self) -> AnyLog {
-        AnyLog::JetStream(Box::new(self))
-    }
-}
-impl IntoAny for Embedded {
-    fn any(self) -> AnyLog {
-        AnyLog::Embedded(self)
-    }
-}
-
 fn flows(variant: Variant) -> Flows {
     let mut registry = Registry::new();
     testflows::register(&mut registry, variant);
@@ -97,9 +83,9 @@ async fn kinds(log: &AnyLog, job: &str) -> Vec<String> {
 
 async fn a_replay_returns_journaled_results_and_runs_nothing_twice<H: Harness>(mut h: H)
 where
-    H::Log: IntoAny,
+    H::Log: Into<AnyLog>,
 {
-    let log = h.open().await.any();
+    let log: AnyLog = h.open().await.into();
     let record = h.dir().join("calls");
     let fence = fence(&log, "r1").await;
     let people = People::in_dir(&h.dir());
@@ -157,9 +143,9 @@ where
 
 async fn a_journal_entry_from_an_older_run_is_replayed_not_rerun<H: Harness>(mut h: H)
 where
-    H::Log: IntoAny,
+    H::Log: Into<AnyLog>,
 {
-    let log = h.open().await.any();
+    let log: AnyLog = h.open().await.into();
     let record = h.dir().join("calls");
     let fence = fence(&log, "r1").await;
     let people = People::in_dir(&h.dir());
@@ -206,9 +192,9 @@ where
 
 async fn an_edited_flow_parks_and_resumes_once_restored<H: Harness>(mut h: H)
 where
-    H::Log: IntoAny,
+    H::Log: Into<AnyLog>,
 {
-    let log = h.open().await.any();
+    let log: AnyLog = h.open().await.into();
     let fence = fence(&log, "r1").await;
     let people = People::in_dir(&h.dir());
     let (original, edited) = (flows(Variant::Original), flows(Variant::Edited));
@@ -307,9 +293,9 @@ where
 
 async fn an_approval_sent_before_the_wait_is_kept<H: Harness>(mut h: H)
 where
-    H::Log: IntoAny,
+    H::Log: Into<AnyLog>,
 {
-    let log = h.open().await.any();
+    let log: AnyLog = h.open().await.into();
     let fence = fence(&log, "r1").await;
     let people = People::in_dir(&h.dir());
     let (_, job) = ops::start(&log, "test/ops/approve", json!({"d": 1}), None)
@@ -377,9 +363,9 @@ where
 
 async fn a_runner_without_the_lease_cannot_write<H: Harness>(mut h: H)
 where
-    H::Log: IntoAny,
+    H::Log: Into<AnyLog>,
 {
-    let log = h.open().await.any();
+    let log: AnyLog = h.open().await.into();
     let (_, job) = ops::start(&log, "test/ops/steps", json!({"n": 1}), None)
         .await
         .unwrap();
@@ -418,9 +404,9 @@ where
 /// last sequence is the one it read.
 async fn a_stale_epoch_cannot_write_once_a_later_one_claimed_the_job<H: Harness>(mut h: H)
 where
-    H::Log: IntoAny,
+    H::Log: Into<AnyLog>,
 {
-    let log = h.open().await.any();
+    let log: AnyLog = h.open().await.into();
     let (_, job) = ops::start(&log, "test/ops/steps", json!({"n": 1}), None)
         .await
         .unwrap();
@@ -483,9 +469,9 @@ fn fence_epoch(diary: &[iron::jobs::event::Stored]) -> u64 {
 
 async fn the_effect_gate_observes_before_acting_again<H: Harness>(mut h: H)
 where
-    H::Log: IntoAny,
+    H::Log: Into<AnyLog>,
 {
-    let log = h.open().await.any();
+    let log: AnyLog = h.open().await.into();
     let fence = fence(&log, "r1").await;
     let people = People::in_dir(&h.dir());
     let f = flows(Variant::Original);
@@ -542,9 +528,9 @@ where
 
 async fn a_timer_fires_through_the_clock_never_early<H: Harness>(mut h: H)
 where
-    H::Log: IntoAny,
+    H::Log: Into<AnyLog>,
 {
-    let log = h.open().await.any();
+    let log: AnyLog = h.open().await.into();
     let fence = fence(&log, "r1").await;
     let people = People::in_dir(&h.dir());
     let f = flows(Variant::Original);
@@ -595,9 +581,9 @@ where
 
 async fn an_effect_by_an_expert_is_asked_once_and_confirmed_by_observation<H: Harness>(mut h: H)
 where
-    H::Log: IntoAny,
+    H::Log: Into<AnyLog>,
 {
-    let log = h.open().await.any();
+    let log: AnyLog = h.open().await.into();
     let fence = fence(&log, "r1").await;
     let people = People::in_dir(&h.dir());
     let f = flows(Variant::Original);
@@ -692,29 +678,35 @@ where
     }
 }
 
-async fn a_step_the_log_cannot_hold_parks_the_job_with_why<H: Harness>(mut h: H)
-where
-    H::Log: IntoAny,
+async fn a_step_larger_than_a_message_is_kept_and_one_past_the_event_limit_parks<H: Harness>(
+    mut h: H,
+) where
+    H::Log: Into<AnyLog>,
 {
-    let log = h.open().await.any();
+    let log: AnyLog = h.open().await.into();
     let fence = fence(&log, "r1").await;
     let people = People::in_dir(&h.dir());
     let f = flows(Variant::Original);
-    // A result the log can hold finishes; one over its limit (1 MiB embedded, NATS's
-    // max_payload of 1 MB) can never be journaled, so retrying it would fail forever.
-    let (_, small) = ops::start(&log, "test/ops/bulky", json!({"bytes": 1000}), None)
+    // A result over one message of the log (1 MiB embedded, NATS's max_payload of 1 MB) is
+    // spilled to the object store, and a replay reads it back whole.
+    let (_, big) = ops::start(&log, "test/ops/bulky", json!({"bytes": 1_100_000}), None)
         .await
         .unwrap();
-    let r = run_job(&log, &f, &people.authority, &fence, "test", &small)
-        .await
-        .unwrap();
-    assert_eq!(
-        r.state,
-        JobState::Done {
-            output: json!({"made": 1000})
-        }
-    );
-    let (_, job) = ops::start(&log, "test/ops/bulky", json!({"bytes": 1_100_000}), None)
+    for _ in 0..2 {
+        let r = run_job(&log, &f, &people.authority, &fence, "test", &big)
+            .await
+            .unwrap();
+        assert_eq!(
+            r.state,
+            JobState::Done {
+                output: json!({"made": 1_100_000})
+            }
+        );
+    }
+    // One over what any event may carry can never be journaled, so retrying it would fail
+    // forever: the job parks, once, and says why.
+    let over = iron::spine::durable::spill::MAX_EVENT_BYTES + 1;
+    let (_, job) = ops::start(&log, "test/ops/bulky", json!({ "bytes": over }), None)
         .await
         .unwrap();
     for _ in 0..2 {
@@ -741,7 +733,7 @@ where
 }
 
 for_both_backends!(
-    a_step_the_log_cannot_hold_parks_the_job_with_why,
+    a_step_larger_than_a_message_is_kept_and_one_past_the_event_limit_parks,
     an_effect_by_an_expert_is_asked_once_and_confirmed_by_observation,
     a_replay_returns_journaled_results_and_runs_nothing_twice,
     a_journal_entry_from_an_older_run_is_replayed_not_rerun,

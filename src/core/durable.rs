@@ -40,7 +40,7 @@ pub enum DurableError {
     },
     /// The message is larger than the log accepts.
     #[error(
-        "message of {size} bytes is over the log's limit of {max} bytes; store large content in the object store and reference it"
+        "message of {size} bytes is over the log's limit of {max} bytes; send less in one event, or keep the bulk in the object store and name it"
     )]
     TooLarge {
         /// Size of the message (payload plus headers where known).

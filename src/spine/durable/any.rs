@@ -1,5 +1,6 @@
 //! One handle for whichever backend the configuration chose, so nodes and commands are written
-//! once: `AnyLog` implements the durable-plane ports by delegating to the backend inside.
+//! once: `AnyLog` implements the durable-plane ports by delegating to the backend inside, and
+//! spills events larger than one of its messages to the object store ([`super::spill`]).
 
 use std::time::Duration;
 
@@ -7,7 +8,7 @@ use tracing::info;
 
 use super::{
     BootstrapError, BootstrapOptions, Embedded, EmbeddedOptions, JetStream, JetStreamOptions,
-    StreamSpec, bootstrap, embedded::EmbeddedConsumer, jetstream::JetStreamConsumer,
+    StreamSpec, bootstrap, embedded::EmbeddedConsumer, jetstream::JetStreamConsumer, spill,
 };
 use crate::core::{
     config::{Backend, Config},
@@ -24,8 +25,28 @@ pub enum AnyLog {
     JetStream(Box<JetStream>),
 }
 
-/// A consumer of either backend.
-pub enum AnyConsumer {
+impl From<Embedded> for AnyLog {
+    fn from(log: Embedded) -> Self {
+        AnyLog::Embedded(log)
+    }
+}
+
+impl From<JetStream> for AnyLog {
+    fn from(log: JetStream) -> Self {
+        AnyLog::JetStream(Box::new(log))
+    }
+}
+
+/// A consumer of either backend, putting spilled payloads back as it delivers.
+pub struct AnyConsumer {
+    inner: Consumer,
+    log: AnyLog,
+    /// A delivery taken from the backend whose spilled payload is still being read: kept here
+    /// so that a `next` dropped meanwhile loses nothing (the next call finishes it).
+    pending: Option<(Delivery, AnyAck)>,
+}
+
+enum Consumer {
     Embedded(EmbeddedConsumer),
     JetStream(Box<JetStreamConsumer>),
 }
@@ -100,6 +121,7 @@ impl AnyLog {
                     JetStreamOptions {
                         timeout,
                         name: Some(format!("iron-{}", std::process::id())),
+                        replicas: usize::from(replicas),
                         ..JetStreamOptions::default()
                     },
                 )
@@ -137,6 +159,8 @@ impl EventLog for AnyLog {
     type Consumer = AnyConsumer;
 
     async fn append(&self, request: AppendRequest) -> Result<AppendAck, DurableError> {
+        let limit = delegate!(self, log => log.max_message_size());
+        let request = spill::spill(self, limit, request).await?;
         delegate!(self, log => log.append(request).await)
     }
 
@@ -147,7 +171,15 @@ impl EventLog for AnyLog {
         from_seq: u64,
         max: usize,
     ) -> Result<Vec<StoredMessage>, DurableError> {
-        delegate!(self, log => log.read(stream, filter_subject, from_seq, max).await)
+        let stored = delegate!(self, log => log.read(stream, filter_subject, from_seq, max).await)?;
+        let mut read = Vec::with_capacity(stored.len());
+        for mut message in stored {
+            if let Some(payload) = spill::restored(self, &message).await? {
+                message.payload = payload;
+            }
+            read.push(message);
+        }
+        Ok(read)
     }
 
     async fn last_sequence(&self, stream: &str) -> Result<u64, DurableError> {
@@ -155,13 +187,15 @@ impl EventLog for AnyLog {
     }
 
     async fn consumer(&self, spec: ConsumerSpec) -> Result<AnyConsumer, DurableError> {
-        match self {
-            AnyLog::Embedded(log) => log.consumer(spec).await.map(AnyConsumer::Embedded),
-            AnyLog::JetStream(log) => log
-                .consumer(spec)
-                .await
-                .map(|c| AnyConsumer::JetStream(Box::new(c))),
-        }
+        let inner = match self {
+            AnyLog::Embedded(log) => Consumer::Embedded(log.consumer(spec).await?),
+            AnyLog::JetStream(log) => Consumer::JetStream(Box::new(log.consumer(spec).await?)),
+        };
+        Ok(AnyConsumer {
+            inner,
+            log: self.clone(),
+            pending: None,
+        })
     }
 
     async fn delete_message(&self, stream: &str, seq: u64) -> Result<(), DurableError> {
@@ -172,8 +206,9 @@ impl EventLog for AnyLog {
         delegate!(self, log => log.purge_stream(stream).await)
     }
 
+    /// What an event may weigh: larger than one message of the backend, as it spills.
     fn max_message_size(&self) -> usize {
-        delegate!(self, log => log.max_message_size())
+        spill::MAX_EVENT_BYTES
     }
 }
 
@@ -181,19 +216,30 @@ impl LogConsumer for AnyConsumer {
     type Ack = AnyAck;
 
     async fn next(&mut self, wait: Duration) -> Result<Option<(Delivery, AnyAck)>, DurableError> {
-        match self {
-            AnyConsumer::Embedded(c) => {
-                Ok(c.next(wait).await?.map(|(d, a)| (d, AnyAck::Embedded(a))))
-            }
-            AnyConsumer::JetStream(c) => {
-                Ok(c.next(wait).await?.map(|(d, a)| (d, AnyAck::JetStream(a))))
-            }
+        if self.pending.is_none() {
+            self.pending = match &mut self.inner {
+                Consumer::Embedded(c) => c.next(wait).await?.map(|(d, a)| (d, AnyAck::Embedded(a))),
+                Consumer::JetStream(c) => {
+                    c.next(wait).await?.map(|(d, a)| (d, AnyAck::JetStream(a)))
+                }
+            };
         }
+        let Some((delivery, _)) = &self.pending else {
+            return Ok(None);
+        };
+        let payload = spill::restored(&self.log, &delivery.message).await?;
+        let next = self.pending.take().map(|(mut delivery, ack)| {
+            if let Some(payload) = payload {
+                delivery.message.payload = payload;
+            }
+            (delivery, ack)
+        });
+        Ok(next)
     }
 
     async fn ack(&mut self, acks: Vec<AnyAck>) -> Result<(), DurableError> {
-        match self {
-            AnyConsumer::Embedded(c) => {
+        match &mut self.inner {
+            Consumer::Embedded(c) => {
                 let acks = acks
                     .into_iter()
                     .filter_map(|a| match a {
@@ -203,7 +249,7 @@ impl LogConsumer for AnyConsumer {
                     .collect();
                 c.ack(acks).await
             }
-            AnyConsumer::JetStream(c) => {
+            Consumer::JetStream(c) => {
                 let acks = acks
                     .into_iter()
                     .filter_map(|a| match a {

@@ -29,6 +29,10 @@ pub struct JetStreamOptions {
     /// How often the server says a consumer's pull is still alive when it has nothing to
     /// deliver; two missed in a row and the pull is made again.
     pub idle_heartbeat: Duration,
+    /// How many servers keep each key-value and object bucket this handle creates (the
+    /// streams' count, `durable.replicas`), so that what is spilled from the log is kept as
+    /// often as the log.
+    pub replicas: usize,
 }
 
 impl Default for JetStreamOptions {
@@ -37,6 +41,7 @@ impl Default for JetStreamOptions {
             timeout: Duration::from_secs(5),
             name: None,
             idle_heartbeat: Duration::from_secs(15),
+            replicas: 1,
         }
     }
 }
@@ -48,6 +53,7 @@ pub struct JetStream {
     context: jetstream::Context,
     timeout: Duration,
     idle_heartbeat: Duration,
+    replicas: usize,
     kv: Arc<Mutex<HashMap<String, kv::Store>>>,
     objects: Arc<Mutex<HashMap<String, object_store::ObjectStore>>>,
 }
@@ -103,6 +109,7 @@ impl JetStream {
             context,
             timeout: options.timeout,
             idle_heartbeat: options.idle_heartbeat,
+            replicas: options.replicas.max(1),
             kv: Arc::default(),
             objects: Arc::default(),
         })
@@ -591,6 +598,7 @@ impl KeyValue for JetStream {
                         history: 1,
                         max_age: ttl,
                         storage: jetstream::stream::StorageType::File,
+                        num_replicas: self.replicas,
                         ..Default::default()
                     }),
                 )
@@ -687,6 +695,7 @@ impl ObjectStore for JetStream {
                     self.context.create_object_store(object_store::Config {
                         bucket: bucket.to_owned(),
                         storage: jetstream::stream::StorageType::File,
+                        num_replicas: self.replicas,
                         ..Default::default()
                     }),
                 )

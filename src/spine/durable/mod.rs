@@ -9,6 +9,7 @@ pub mod embedded;
 pub mod jetstream;
 pub mod lease;
 pub mod registry;
+pub mod spill;
 pub mod streams;
 pub mod subject;
 
