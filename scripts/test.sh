@@ -6,7 +6,7 @@
 # slirp4netns (the sandbox and its user-mode network),
 # Chromium and ROS 2 tool chain),
 # then `cargo test`, then the colcon build of the ROS 2 package. Nothing is skipped: a test whose server is missing fails and says how
-# to install it. Extra arguments go to `cargo test` (e.g. `scripts/test.sh --test up`).
+# to install it. Extra arguments go to `cargo test` (e.g. `scripts/test.sh --test product up::`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

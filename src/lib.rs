@@ -1,7 +1,7 @@
 //! Iron: an operating layer for teams of AI agents declared as files.
 //!
 //! The crate is layered (see ARCHITECTURE.md §2); a module may only `use` the layers below it,
-//! which `tests/layers.rs` enforces.
+//! which `tests/spine/layers.rs` enforces.
 
 pub mod core;
 pub mod interfaces;

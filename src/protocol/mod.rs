@@ -6,7 +6,7 @@
 //! compile error on the other, and a message of the wrong shape is refused with a
 //! [`ProtocolError`] that names what was wrong, never read as empty. What goes on the wire is
 //! unchanged: each type writes exactly the JSON the processes exchanged before it existed
-//! (`tests/protocol_golden.rs` reads recorded goals and events and writes them back
+//! (`tests/spine/protocol_golden.rs` reads recorded goals and events and writes them back
 //! byte-equal).
 //!
 //! [`Envelope::payload`]: crate::core::envelope::Envelope::payload

@@ -1,5 +1,5 @@
 // Drives the console's page in headless Chromium (Debian's, through playwright-core) for
-// tests/console_ui.rs. Steps print one line each; the Rust side waits for `READY` before it
+// tests/product/console_ui.rs. Steps print one line each; the Rust side waits for `READY` before it
 // sends the task, so what the page shows arrives live. Any failure exits non-zero with why.
 //
 // Arguments: <base url> <token> <parked job id> <screenshot dir>

@@ -1,4 +1,4 @@
-// Drives the console's Desk in headless Chromium for tests/task_history.rs, against the
+// Drives the console's Desk in headless Chromium for tests/product/task_history.rs, against the
 // newsroom the README's first command runs: the sample bulletin is shown with its claims,
 // why each has its status, and its evidence drawn by owner; the status filter narrows it.
 // Any failure exits non-zero with why.

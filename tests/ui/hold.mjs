@@ -1,4 +1,4 @@
-// Drives the console's Desk in headless Chromium for tests/task_history.rs: a bulletin held
+// Drives the console's Desk in headless Chromium for tests/product/task_history.rs: a bulletin held
 // for an editor is shown with why it waits and its claims; the release endpoint refuses a
 // request without the console's token and one with a forged token (the bulletin stays held);
 // then Release on the page sends it, and the card moves from held to published.

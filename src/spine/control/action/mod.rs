@@ -19,7 +19,7 @@ use hiroz::{
 
 /// RIHS01 of `action_msgs/srv/CancelGoal` as rosidl computes it for Jazzy (hiroz-codegen
 /// 0.2.1 computes another value). Pinned against an independent hasher in
-/// `tests/type_hashes.rs`.
+/// `tests/spine/type_hashes.rs`.
 pub const CANCEL_GOAL_HASH: &str =
     "RIHS01_573d8b0a534451d7bc2ac8c5ffde8ac14b8593b7001175d0cd6516dcbeb8689a";
 
