@@ -203,7 +203,7 @@ pub(super) fn cross_check_batch(
     let rival = |a: usize, b: usize| {
         let (fa, fb) = (&features[a], &features[b]);
         batch.subject_similarity(a, b) >= RIVAL_THRESHOLD
-            && batch.conflicts[a][b].is_some_and(|how| fa.rivals(fb, how))
+            && batch.conflict(a, b).is_some_and(|how| fa.rivals(fb, how))
     };
     let ids = |idx: &[usize]| Vec::from_iter(idx.iter().map(|&k| sorted[k].id.clone()));
     let with_rivals = verdicts.enumerate().map(|(i, verdict)| {
@@ -319,7 +319,9 @@ pub fn frame_conflict(claim: &Claim, reports: &[Report]) -> Option<String> {
             let (a, b) = (&batch.features[i], &batch.features[j]);
             let elsewhere =
                 frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions);
-            let how = batch.conflicts[i][j].map(|c| format!("{c:?}").to_lowercase());
+            let how = batch
+                .conflict(i, j)
+                .map(|c| format!("{c:?}").to_lowercase());
             if owner(i) == owner(j) || !(elsewhere || how.is_some()) {
                 continue;
             }

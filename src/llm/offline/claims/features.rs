@@ -26,6 +26,8 @@ pub(super) struct Features {
     pub(super) strong_names: BTreeSet<String>,
     pub(super) mentions: BTreeSet<String>,
     pub(super) title_stems: Vec<String>,
+    /// The title's nouns, for telling two things in swapped roles ([`frame::noun_role_swap`]).
+    title_nouns: frame::TitleNouns,
     /// Which words of the title are written as names ([`frame::capitalised`]).
     pub(super) title_capitals: Vec<bool>,
     pub(super) title_figures: Figures,
@@ -86,6 +88,7 @@ impl Features {
             .collect();
         let name_list = lexicon.names(&report.title);
         let title_stems = frame::title_stems(&report.title);
+        let title_nouns = frame::TitleNouns::of(&title_stems, &name_list);
         let contest = frame::contest(&title_stems, &name_list);
         let all_figures = frame::figures(&format!("{}\n{}", report.title, report.summary));
         let mut anchors: BTreeSet<String> = lexicon
@@ -118,6 +121,7 @@ impl Features {
             name_list,
             mentions,
             title_stems,
+            title_nouns,
             title_capitals: frame::capitalised(&report.title),
             contest,
             title_figures: frame::figures(&report.title),
@@ -180,8 +184,10 @@ impl Features {
             || frame::noun_role_swap(
                 &self.title_stems,
                 &self.name_list,
+                &self.title_nouns,
                 &other.title_stems,
                 &other.name_list,
+                &other.title_nouns,
             )
         {
             Some(Conflict::Roles)

@@ -119,7 +119,17 @@ impl Meanings {
     /// The model's similarity of two unit vectors on the word similarity's scale: 0 at or
     /// below the floor, rising linearly to the weight at a cosine of 1.
     pub fn similarity(&self, a: &[f32], b: &[f32]) -> f64 {
-        (self.weight * (Self::cosine(a, b) - self.floor) / (1.0 - self.floor)).max(0.0)
+        self.scaled(Self::cosine(a, b))
+    }
+
+    fn scaled(&self, cosine: f64) -> f64 {
+        (self.weight * (cosine - self.floor) / (1.0 - self.floor)).max(0.0)
+    }
+
+    /// [`Meanings::similarity`] and [`Meanings::same_subject`] of one pair, from one cosine.
+    fn read_pair(&self, a: &[f32], b: &[f32]) -> (f64, bool) {
+        let cosine = Self::cosine(a, b);
+        (self.scaled(cosine), cosine >= self.same)
     }
 }
 
@@ -342,16 +352,15 @@ fn make_claim(members: &[usize], sorted: &[&Report], features: &[Features]) -> (
 }
 
 /// What one batch of reports needs for grouping and cross-checking, computed once: the reports
-/// in [`sort_key`] order, their [`Features`], the pairwise similarity and the pairwise frame
-/// conflicts (both symmetric). [`newsroom`] builds it once for both steps.
+/// in [`sort_key`] order, their [`Features`] and the pairwise similarity (symmetric). Frame
+/// conflicts are read per pair when asked ([`Batch::conflict`]): most pairs are decided before
+/// their frames are compared. [`newsroom`] builds it once for both steps.
 struct Batch<'a> {
     sorted: Vec<&'a Report>,
     features: Vec<Features>,
     sims: Vec<Vec<f64>>,
     /// Pairs the model reads as one subject ([`Meanings::same_subject`]).
     same_subject: Vec<Vec<bool>>,
-    /// `None` on the diagonal and where the frames agree.
-    conflicts: Vec<Vec<Option<Conflict>>>,
 }
 
 impl<'a> Batch<'a> {
@@ -367,19 +376,12 @@ impl<'a> Batch<'a> {
             for i in 0..n {
                 for j in i + 1..n {
                     if let (Some(a), Some(b)) = (vectors[i], vectors[j]) {
-                        let s = sims[i][j].max(meanings.similarity(a, b));
+                        let (similarity, same) = meanings.read_pair(a, b);
+                        let s = sims[i][j].max(similarity);
                         (sims[i][j], sims[j][i]) = (s, s);
-                        let same = meanings.same_subject(a, b);
                         (same_subject[i][j], same_subject[j][i]) = (same, same);
                     }
                 }
-            }
-        }
-        let mut conflicts = vec![vec![None; n]; n];
-        for i in 0..n {
-            for j in i + 1..n {
-                let how = features[i].conflict(&features[j]);
-                (conflicts[i][j], conflicts[j][i]) = (how, how);
             }
         }
         Self {
@@ -387,7 +389,15 @@ impl<'a> Batch<'a> {
             features,
             sims,
             same_subject,
-            conflicts,
+        }
+    }
+
+    /// How the frames of reports `i` and `j` conflict; `None` where they agree (and for a
+    /// report with itself).
+    fn conflict(&self, i: usize, j: usize) -> Option<Conflict> {
+        match i == j {
+            true => None,
+            false => self.features[i].conflict(&self.features[j]),
         }
     }
 
@@ -399,16 +409,23 @@ impl<'a> Batch<'a> {
         let tables_apart = !self.same_subject[i][j]
             && (disjoint(&a.events, &b.events) || disjoint(&a.incidents, &b.incidents));
         let agreeing_veto = a.too_far(b) || tables_apart;
-        let conflict = self.conflicts[i][j];
         let elsewhere =
-            frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions);
+            || frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions);
+        if (disjoint(&a.objects, &b.objects) && !self.same_subject[i][j]) || elsewhere() {
+            return true;
+        }
         let opposes = a.opposes(b);
-        (disjoint(&a.objects, &b.objects) && !self.same_subject[i][j])
-            || elsewhere
+        if agreeing_veto && !opposes {
+            return true;
+        }
+        // The frames last: comparing them costs the most.
+        match self.conflict(i, j) {
             // Swapped roles are another claim whatever the stance: "X has not sued Y" denies
             // "X sues Y", not "Y sues X".
-            || conflict == Some(Conflict::Roles)
-            || ((agreeing_veto || conflict.is_some()) && !opposes)
+            Some(Conflict::Roles) => true,
+            Some(_) => !opposes,
+            None => false,
+        }
     }
 
     /// Whether reports `i` and `j` may be about one subject (see [`cross_check_all`]): close in
@@ -429,7 +446,7 @@ impl<'a> Batch<'a> {
         frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions)
             || disjoint(&a.objects, &b.objects)
             || disjoint(&a.events, &b.events)
-            || self.conflicts[i][j] == Some(Conflict::Substitution)
+            || self.conflict(i, j) == Some(Conflict::Substitution)
     }
 
     /// Similarity for telling whether two reports are about one subject although their frames

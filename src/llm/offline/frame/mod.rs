@@ -243,7 +243,8 @@ mod state;
 
 pub use figures::{FigureKind, Figures, figures, figures_conflict};
 pub use roles::{
-    Contest, contest, contests_conflict, exclusive_qualifiers, noun_role_swap, role_swap,
+    Contest, TitleNouns, contest, contests_conflict, exclusive_qualifiers, noun_role_swap,
+    role_swap,
 };
 pub use state::{State, state, states_oppose};
 

@@ -116,6 +116,28 @@ pub fn role_swap(
     false
 }
 
+/// The nouns of a title that [`noun_role_swap`] compares, each with its position: content
+/// words of three letters or more, used once, that the batch does not write as a strong name
+/// (a headline's unknown first word is a weak name; "Tanker" opening one is still the noun
+/// another writes in lower case). Read once per report, as every pair of reports asks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TitleNouns(BTreeMap<String, usize>);
+
+impl TitleNouns {
+    /// The nouns of the title `words`, its names being `names`.
+    pub fn of(words: &[String], names: &[Name]) -> Self {
+        let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        for (i, w) in words.iter().enumerate() {
+            let named = names.iter().any(|n| &n.stem == w && n.strong);
+            if w.chars().count() >= 3 && !text::is_plain(w) && !named {
+                seen.entry(w.clone()).or_insert((i, 0)).1 += 1;
+            }
+        }
+        let once = seen.into_iter().filter(|(_, (_, n))| *n == 1);
+        Self(once.map(|(w, (i, _))| (w, i)).collect())
+    }
+}
+
 /// Whether the titles put two things named by common nouns in opposite roles, each headline
 /// opening with one of them and joining it to the other by its own short verb phrase: "Tanker
 /// strikes ferry" and "Ferry rams tanker". A noun is a content word each title uses once that
@@ -125,25 +147,12 @@ pub fn role_swap(
 pub fn noun_role_swap(
     words_a: &[String],
     names_a: &[Name],
+    in_a: &TitleNouns,
     words_b: &[String],
     names_b: &[Name],
+    in_b: &TitleNouns,
 ) -> bool {
-    let nouns = |words: &[String], names: &[Name]| -> BTreeMap<String, usize> {
-        let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-        for (i, w) in words.iter().enumerate() {
-            // A headline's unknown first word is a weak name; "Tanker" opening one is still
-            // the noun another writes in lower case.
-            let named = names.iter().any(|n| &n.stem == w && n.strong);
-            if w.chars().count() >= 3 && !text::is_plain(w) && !named {
-                seen.entry(w.clone()).or_insert((i, 0)).1 += 1;
-            }
-        }
-        seen.into_iter()
-            .filter(|(_, (_, n))| *n == 1)
-            .map(|(w, (i, _))| (w, i))
-            .collect()
-    };
-    let (in_a, in_b) = (nouns(words_a, names_a), nouns(words_b, names_b));
+    let (in_a, in_b) = (&in_a.0, &in_b.0);
     let shared: Vec<(&String, usize, usize)> = in_a
         .iter()
         .filter_map(|(w, i)| in_b.get(w).map(|j| (w, *i, *j)))

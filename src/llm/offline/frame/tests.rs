@@ -131,7 +131,9 @@ fn common_nouns_in_swapped_roles_are_found_around_different_verbs_only() {
     let lex = lexicon(&["A collision off Kelby was reported at dawn."]);
     let swap = |a: &str, b: &str| {
         let (wa, wb) = (title_stems(a), title_stems(b));
-        noun_role_swap(&wa, &lex.names(a), &wb, &lex.names(b))
+        let (na, nb) = (lex.names(a), lex.names(b));
+        let (ta, tb) = (TitleNouns::of(&wa, &na), TitleNouns::of(&wb, &nb));
+        noun_role_swap(&wa, &na, &ta, &wb, &nb, &tb)
     };
     assert!(swap(
         "Tanker strikes ferry off Kelby",
