@@ -305,15 +305,34 @@ pub(super) async fn newsroom(
         .clone()
         .filter(|v| events_of(&v.supporting).len() > 1)
         .collect();
+    // Nor does the generator write a denial: every contradiction is a look-alike of another
+    // event read as a rival account (safe, as it withholds a confirmation, but noisy).
+    let contradicted = verdicts
+        .iter()
+        .filter(|v| v.status == claims::Status::Contradicted);
+    let most_denials = contradicted.clone().map(|v| v.denying.len()).max();
     println!(
-        "bench newsroom.generated {} items {} feeds {} claims {} confirmed, {} of them on different events ({} chars of bulletin)",
+        "bench newsroom.generated {} items {} feeds {} claims {} confirmed, {} of them on different events; {} contradicted by other events (at most {} denials on one claim) ({} chars of bulletin)",
         generated.len(),
         feeds,
         verdicts.len(),
         confirmed.count(),
         mixed.len(),
+        contradicted.clone().count(),
+        most_denials.unwrap_or(0),
         wording.text.len()
     );
+    let title = |id: &String| r.iter().find(|x| &x.id == id).map(|x| x.title.as_str());
+    if let Some((v, d)) = contradicted
+        .clone()
+        .find_map(|v| v.denying.first().map(|d| (v, d)))
+    {
+        println!(
+            "# e.g. {:?} contradicted by {:?}",
+            v.text,
+            title(d).unwrap_or(d)
+        );
+    }
     if let Some(v) = mixed.first() {
         return Err(CliError::Failed(format!(
             "{} confirmed claims rest on different events, e.g. {:?} on {}",
