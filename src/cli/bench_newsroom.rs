@@ -85,11 +85,13 @@ const HAPPENINGS: &[(&str, &str)] = &[
     ("damaged by fire", "Fire damages"),
     ("loses power overnight", "Power cut hits"),
 ];
-/// Events unlike the generated ones and unlike each other, one per new item.
+/// Events unlike the generated ones and unlike each other, one per new item, naming no place
+/// the generator uses (a new item about one of its places may join a generated claim, and then
+/// no new bulletin comes).
 const NEW_EVENTS: &[&str] = &[
     "Sinkhole opens on Unmapped Road",
-    "Whale stranded on Gull Point beach",
-    "Lightning strikes church spire in Old Town",
+    "Whale stranded on Selkie Sands beach",
+    "Lightning strikes church spire in Thornbury",
     "Escaped flamingos seen near the botanical gardens",
     "Water taxi runs aground off the marina",
     "Landslide blocks coastal railway line",
