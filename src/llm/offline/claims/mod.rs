@@ -13,7 +13,7 @@
 //!
 //! Meanings. With a sentence-embedding model ([`Meanings`]: a unit vector per report, from
 //! `crate::llm::local`), the similarity of two reports is the higher of the word similarity
-//! and the model's ([`Meanings::similarity`]): paraphrases that share few words come together.
+//! and the model's ([`Meanings::read_pair`]): paraphrases that share few words come together.
 //! The model only ever brings reports closer; every veto below still splits them, so a model
 //! can find a paraphrase but never merge two reports whose frames conflict.
 //!
@@ -67,7 +67,7 @@ use features::{Conflict, Features, disjoint, states_conflict};
 use similarity::{cluster, similarities};
 
 /// What a sentence-embedding model makes of each report, by report id: a unit vector of the
-/// text [`meaning_text`] gives, compared by cosine ([`Meanings::similarity`]). The judge works
+/// text [`meaning_text`] gives, compared by cosine ([`Meanings::read_pair`]). The judge works
 /// without it, on words alone.
 #[derive(Debug, Clone, Default)]
 pub struct Meanings {
@@ -105,31 +105,19 @@ impl Meanings {
             .sum()
     }
 
-    /// Whether the model reads two reports as about one subject, past what word tables can
-    /// tell (a "port" and a "harbour"): the object and event-kind vetoes then do not apply.
-    pub fn same_subject(&self, a: &[f32], b: &[f32]) -> bool {
-        Self::cosine(a, b) >= self.same
-    }
-
     /// The vector of report `id`.
     pub fn get(&self, id: &str) -> Option<&Vec<f32>> {
         self.vectors.get(id)
     }
 
-    /// The model's similarity of two unit vectors on the word similarity's scale: 0 at or
-    /// below the floor, rising linearly to the weight at a cosine of 1.
-    pub fn similarity(&self, a: &[f32], b: &[f32]) -> f64 {
-        self.scaled(Self::cosine(a, b))
-    }
-
-    fn scaled(&self, cosine: f64) -> f64 {
-        (self.weight * (cosine - self.floor) / (1.0 - self.floor)).max(0.0)
-    }
-
-    /// [`Meanings::similarity`] and [`Meanings::same_subject`] of one pair, from one cosine.
-    fn read_pair(&self, a: &[f32], b: &[f32]) -> (f64, bool) {
+    /// The model's reading of two unit vectors, from their cosine: the similarity on the word
+    /// similarity's scale (0 at or below the floor, rising linearly to the weight at a cosine
+    /// of 1), and whether it reads them as one subject past what word tables can tell (a
+    /// "port" and a "harbour"), so that the object and event-kind vetoes do not apply.
+    pub fn read_pair(&self, a: &[f32], b: &[f32]) -> (f64, bool) {
         let cosine = Self::cosine(a, b);
-        (self.scaled(cosine), cosine >= self.same)
+        let similarity = (self.weight * (cosine - self.floor) / (1.0 - self.floor)).max(0.0);
+        (similarity, cosine >= self.same)
     }
 }
 
@@ -359,7 +347,7 @@ struct Batch<'a> {
     sorted: Vec<&'a Report>,
     features: Vec<Features>,
     sims: Vec<Vec<f64>>,
-    /// Pairs the model reads as one subject ([`Meanings::same_subject`]).
+    /// Pairs the model reads as one subject ([`Meanings::read_pair`]).
     same_subject: Vec<Vec<bool>>,
 }
 
