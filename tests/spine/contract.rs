@@ -399,13 +399,22 @@ where
         "delivered whole"
     );
 
+    // A small event that happens to read like such a line is spilled too, and comes back as
+    // it was written, not as what it names.
+    let lookalike = format!("iron-spilled:v1 sha256={} bytes=3", "0".repeat(64));
+    log.append(req("mem.t.small", "lookalike", &lookalike))
+        .await
+        .unwrap();
+    let read = log.read("MEM", "mem.>", 3, 10).await.unwrap();
+    assert!(read[0].payload == lookalike.as_bytes(), "read as written");
+
     let over = "x".repeat(spill::MAX_EVENT_BYTES + 1);
     let err = log
         .append(req("mem.t.big", "over", &over))
         .await
         .unwrap_err();
     assert!(matches!(err, DurableError::TooLarge { .. }), "{err}");
-    assert_eq!(log.last_sequence("MEM").await.unwrap(), 2);
+    assert_eq!(log.last_sequence("MEM").await.unwrap(), 3);
 }
 
 /// A line that names an object the store does not hold (or holds altered) is an error, never

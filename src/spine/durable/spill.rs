@@ -29,21 +29,22 @@ pub const BUCKET: &str = "spilled";
 pub const MAX_EVENT_BYTES: usize = 64 * 1024 * 1024;
 
 /// What a spilled message's line starts with.
-const MARK: &[u8] = b"iron-spilled:v1 ";
+const MARK: &str = "iron-spilled:v1 ";
 
 /// Room kept under the backend's limit for the message-id header and the protocol's framing.
 const FRAMING: usize = 1024;
 
 /// `request` as the log should store it: unchanged when it fits one message of a backend whose
 /// limit is `limit`, else its payload stored in the object store and replaced by the line that
-/// names it. Refuses a payload over [`MAX_EVENT_BYTES`].
+/// names it. A payload that itself starts as such a line is spilled whatever its size, so that
+/// it reads back as written. Refuses a payload over [`MAX_EVENT_BYTES`].
 pub(super) async fn spill<S: ObjectStore>(
     store: &S,
     limit: usize,
     mut request: AppendRequest,
 ) -> Result<AppendRequest, DurableError> {
     let size = request.payload.len() + request.msg_id.len();
-    if size + FRAMING <= limit {
+    if size + FRAMING <= limit && !request.payload.starts_with(MARK.as_bytes()) {
         return Ok(request);
     }
     if request.payload.len() > MAX_EVENT_BYTES {
@@ -53,11 +54,7 @@ pub(super) async fn spill<S: ObjectStore>(
         });
     }
     let digest = hex::encode(Sha256::digest(&request.payload));
-    let line = format!(
-        "{}sha256={digest} bytes={}",
-        String::from_utf8_lossy(MARK),
-        request.payload.len()
-    );
+    let line = format!("{MARK}sha256={digest} bytes={}", request.payload.len());
     store.object_open(BUCKET).await?;
     store
         .object_put(BUCKET, &digest, std::mem::take(&mut request.payload))
@@ -72,7 +69,7 @@ pub(super) async fn restored<S: ObjectStore>(
     store: &S,
     message: &StoredMessage,
 ) -> Result<Option<Vec<u8>>, DurableError> {
-    let Some(line) = message.payload.strip_prefix(MARK) else {
+    let Some(line) = message.payload.strip_prefix(MARK.as_bytes()) else {
         return Ok(None);
     };
     let broken = |why: String| DurableError::Backend {
