@@ -287,6 +287,7 @@ pub(super) async fn newsroom(
             sources: Vec::new(),
             corrects: None,
             previous_status: None,
+            uncited_denials: 0,
         })
         .collect();
     let wording = bulletin::write(&lines);

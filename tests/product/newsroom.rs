@@ -569,7 +569,8 @@ fn jobs_start_refuses_a_flow_no_runner_would_run() {
 /// The editor's hold the flow reads from its trigger (`_review`) and which bulletins it holds
 /// (`_held`), run in the flow's own Python: a hold it does not understand parks the job
 /// rather than publish unreviewed, and `{editor: [confirmed], owners_at_most: 2}` holds a
-/// confirmation on two owners, not one on three.
+/// confirmation on two owners, not one on three. A bulletin line cites each disputing owner
+/// once (`_changes`).
 #[test]
 fn the_editors_hold_is_read_strictly_and_holds_what_it_names() {
     let root = env!("CARGO_MANIFEST_DIR");
@@ -589,6 +590,22 @@ two = monitor._review({"editor": ["confirmed"], "owners_at_most": 2})
 held = monitor._held(two, [line("confirmed", "a", "B "), line("confirmed", "a", "b", "c"),
                            line("single_source", "a")])
 assert held == ["confirmed on 2 independent owners: confirmed claim"], held
+# A line cites each disputing owner once, by its earliest report, and counts the rest; the
+# claim's `reports` keep every id.
+reps = {"s": {"owner": "Wire", "published": "2026-12-01T08:00:00Z"},
+        "d1": {"owner": "City ", "published": "2026-12-01T09:00:00Z"},
+        "d2": {"owner": "city", "published": "2026-12-01T07:00:00Z"},
+        "d3": {"owner": "Port", "published": None}, "d4": {"owner": "", "published": None},
+        "d5": {"owner": "", "published": None}}
+for r, rep in reps.items():
+    rep.update(id=r, outlet=r.upper(), url="")
+v = {"claim": "c-1", "text": "x", "status": "contradicted", "supporting": ["s"],
+     "denying": ["d1", "d2", "d3", "d4", "d5"]}
+[changed] = monitor._changes([v], {}, reps)
+assert [(s["outlet"], s["stance"]) for s in changed["sources"]] == \
+    [("S", "supports"), ("D2", "denies"), ("D3", "denies"), ("D4", "denies"), ("D5", "denies")], changed
+assert changed["uncited_denials"] == 1 and changed["reports"] == ["s", "d1", "d2", "d3", "d4", "d5"]
+assert "uncited_denials" not in monitor._changes([dict(v, denying=["d3"])], {}, reps)[0]
 for bad in ["editr", "Editor", {"editor": []}, {"editor": ["confirmd"]},
             {"editor": ["confirmed"], "owners_at_most": 0}, {"editor": ["confirmed"], "owner": 2},
             {"editor": ["confirmed"], "owners_at_most": True}, ["editor"], 1]:

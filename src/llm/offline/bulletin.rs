@@ -43,6 +43,9 @@ pub struct Line {
     /// The status it was published with before, for a correction.
     #[serde(default)]
     pub previous_status: Option<Status>,
+    /// Denying reports left out of `sources`, which cite each disputing owner once.
+    #[serde(default)]
+    pub uncited_denials: usize,
 }
 
 /// What the editor hands back.
@@ -113,10 +116,17 @@ pub fn sentence(line: &Line) -> String {
         Status::SingleSource => format!(
             "SINGLE SOURCE: {supporters} says: {text}. Not confirmed by an independent source."
         ),
-        Status::Contradicted => format!(
-            "CONTRADICTED: {text}. Reported by {supporters}; disputed by {}.",
-            cite(&line.sources, "denies")
-        ),
+        Status::Contradicted => {
+            let more = match line.uncited_denials {
+                0 => String::new(),
+                1 => " and 1 more report of theirs".into(),
+                n => format!(" and {n} more reports of theirs"),
+            };
+            format!(
+                "CONTRADICTED: {text}. Reported by {supporters}; disputed by {}{more}.",
+                cite(&line.sources, "denies")
+            )
+        }
     };
     match (&line.corrects, line.previous_status) {
         (Some(b), Some(before)) => {
@@ -190,6 +200,7 @@ mod tests {
             ],
             corrects: Some("b-0".into()),
             previous_status: Some(Status::SingleSource),
+            uncited_denials: 0,
         };
         let s = sentence(&confirmed);
         assert!(s.starts_with("CORRECTION to b-0 (was single source): CONFIRMED: Harbour bridge closed to traffic. Reported by 2 independent sources: Authority (2026-11-30 07:30 UTC); Wire"), "{s}");
@@ -209,7 +220,16 @@ mod tests {
             ],
             ..single.clone()
         };
-        assert!(sentence(&disputed).contains("disputed by Authority"));
+        assert!(sentence(&disputed).ends_with("; disputed by Authority (2026-11-30 07:30 UTC)."));
+        let many = Line {
+            uncited_denials: 40,
+            ..disputed.clone()
+        };
+        assert!(
+            sentence(&many).ends_with(" (2026-11-30 07:30 UTC) and 40 more reports of theirs."),
+            "{}",
+            sentence(&many)
+        );
         let w = write(&[confirmed, single, disputed]);
         assert_eq!(
             w.headline,

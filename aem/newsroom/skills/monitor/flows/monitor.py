@@ -315,15 +315,32 @@ def _changes(verdicts, history, by_id):
             v = dict(v, claim=known)
         if before and before.get("status") == v["status"]:
             continue
+        cited = _one_per_owner(v["denying"], by_id)
         sources = [_source(by_id[r], "supports") for r in v["supporting"]]
-        sources += [_source(by_id[r], "denies") for r in v["denying"]]
+        sources += [_source(by_id[r], "denies") for r in cited]
         line = {"claim": v["claim"], "text": v["text"], "status": v["status"], "sources": sources,
                 "reports": v["supporting"] + v["denying"]}
+        if len(cited) < len(v["denying"]):
+            line["uncited_denials"] = len(v["denying"]) - len(cited)
         if before:
             line["corrects"] = before.get("bulletin")
             line["previous_status"] = before.get("status")
         lines.append(line)
     return lines
+
+
+def _one_per_owner(ids, by_id):
+    """The reports a line cites among denying `ids`: the earliest of each owner. A claim's own
+    reports are few, but its denials come from every rival account in the batch (hundreds in a
+    dense one), and each owner disputes it once however many of its reports say so; `reports`
+    keeps every id."""
+    earliest = {}
+    for r in ids:
+        owner = str(by_id[r].get("owner") or "").strip().lower() or r  # blank: each its own
+        key = (by_id[r].get("published") or "~", r)  # undated last
+        earliest[owner] = min(earliest.get(owner, key), key)
+    kept = {r for _, r in earliest.values()}
+    return [r for r in ids if r in kept]
 
 
 def _source(report, stance):
