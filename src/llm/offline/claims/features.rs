@@ -248,12 +248,52 @@ impl Features {
     /// close in time and sharing a name the batch confirms; without names on either side, only
     /// another figure or swapped roles make them rivals ("Bus drivers strike" and "Train
     /// drivers strike" are two strikes).
+    ///
+    /// Never when each headline writes as a name a word the other report never mentions
+    /// ([`Features::named_apart`]): in a large batch most place words also occur in lower case
+    /// ("street", "harbour", "road"), so the batch confirms few names, and two places' reports
+    /// on one template ("Quay Street bridge closed" / "North Harbour Road bridge closed") read
+    /// as one nameless subject with two figures, or share the one name word left ("street").
     pub(super) fn rivals(&self, other: &Features, how: Conflict) -> bool {
         let (a, b) = (&self.strong_names, &other.strong_names);
         let named = how == Conflict::Names;
         let subject = !a.is_disjoint(b) || (a.is_empty() && b.is_empty() && !named);
-        let subject = subject && how != Conflict::Substitution;
+        let subject = subject && how != Conflict::Substitution && !self.named_apart(other);
         subject && !self.too_far(other)
+    }
+
+    /// The headline's names as runs of consecutive name words (stems): words written
+    /// capitalised inside a sentence-case headline, an opening word a capitalised word follows,
+    /// and the names the batch reads ([`Lexicon::names`]). "Quay Street", "Linnet Prize".
+    fn name_runs(&self) -> Vec<Vec<&String>> {
+        let capital = |i: usize| self.title_capitals.get(i).copied().unwrap_or(false);
+        let read = |i: usize| self.name_list.iter().any(|n| n.position == i);
+        let mut runs: Vec<Vec<&String>> = Vec::new();
+        let mut last = None;
+        for (i, w) in self.title_stems.iter().enumerate() {
+            if !(capital(i) || (i == 0 && capital(1)) || read(i)) || text::is_plain(w) {
+                continue;
+            }
+            match (runs.last_mut(), last) {
+                (Some(run), Some(l)) if l + 1 == i => run.push(w),
+                _ => runs.push(vec![w]),
+            }
+            last = Some(i);
+        }
+        runs
+    }
+
+    /// Whether the headlines name two things, read from how each is written rather than from
+    /// the batch: both name something, and no name of either is mentioned whole by the other
+    /// report ("Quay Street" / "Weir Street" share a word, not a name; "Linnet Prize" in both
+    /// is one subject whoever won it).
+    pub(super) fn named_apart(&self, other: &Features) -> bool {
+        let (a, b) = (self.name_runs(), other.name_runs());
+        let named_by = |runs: &[Vec<&String>], by: &Features| {
+            runs.iter()
+                .any(|run| run.iter().all(|w| by.mentions.contains(*w)))
+        };
+        !a.is_empty() && !b.is_empty() && !named_by(&a, other) && !named_by(&b, self)
     }
 
     pub(super) fn too_far(&self, other: &Features) -> bool {

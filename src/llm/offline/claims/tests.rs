@@ -218,6 +218,39 @@ fn like_events_elsewhere_or_later_stay_apart() {
     );
 }
 
+/// Two places' reports on one template, with other figures, are two events, not rival accounts
+/// of one, even in a batch that writes every word of their names in lower case elsewhere (so
+/// it confirms none of them as a name) or confirms only their common word ("Street"). A
+/// name both carry whole is one subject.
+#[test]
+fn one_template_at_two_places_is_no_contradiction() {
+    let pairs = [
+        "Quay Street bridge closed for 3 hours | North Harbour Road bridge closed for 5 hours",
+        "Quay Street depot fire: 4 hurt | Weir Street depot fire: 6 hurt",
+    ];
+    let lower = "three | Crews check every quay, street, north harbour road and weir | ";
+    for pair in pairs {
+        let (x, y) = pair.split_once(" | ").expect("a pair");
+        for context in [&[][..], &[lower][..]] {
+            let mut lines = vec![format!("one | {x}"), format!("two | {y}")];
+            lines.extend(context.iter().map(|c| c.to_string()));
+            let verdicts = newsroom(&batch(&lines));
+            let contradicted = verdicts.iter().filter(|v| v.status == Contradicted);
+            assert_eq!(
+                contradicted.count(),
+                0,
+                "{pair}, {context:?}: {verdicts:#?}"
+            );
+        }
+    }
+    // A name both headlines carry whole is one subject, whoever else they name.
+    let rivals = batch(&[
+        "one | Mara Quill wins Heron Medal for poetry",
+        "two | Heron Medal for poetry goes to Idris Vane",
+    ]);
+    assert_eq!(statuses(&rivals), [Contradicted, Contradicted]);
+}
+
 #[test]
 fn paraphrases_from_two_owners_confirm() {
     let pairs = [
