@@ -218,7 +218,8 @@ impl Features {
     /// Whether this title is `other`'s word for word, with at most two words inserted into its
     /// names that the other report never mentions: one template about another team or body
     /// ("Sedgecombe RFC Women beat Otterham Saracens Women" / "Sedgecombe RFC beat Otterham
-    /// Saracens"). Inserted words are written capitalised next to another capitalised word.
+    /// Saracens", "North Quay Street depot closed" / "Quay Street depot closed"). Inserted words
+    /// are written as names next to another word of the name.
     pub(super) fn extends_a_name(&self, other: &Features) -> bool {
         let (long, short) = (&self.title_stems, &other.title_stems);
         let extra = long.len().saturating_sub(short.len());
@@ -226,6 +227,8 @@ impl Features {
             return false;
         }
         let capital = |i: usize| self.title_capitals.get(i).copied().unwrap_or(false);
+        // An opening word a capitalised word follows opens that name ("North Quay Street").
+        let name_word = |i: usize| capital(i) || (i == 0 && capital(1));
         let (mut inserted, mut j) = (Vec::new(), 0);
         for (i, w) in long.iter().enumerate() {
             if short.get(j) == Some(w) {
@@ -236,8 +239,8 @@ impl Features {
         }
         let in_a_name = |i: usize| {
             let w = &long[i];
-            capital(i)
-                && (i.checked_sub(1).is_some_and(capital) || capital(i + 1))
+            name_word(i)
+                && (i.checked_sub(1).is_some_and(name_word) || name_word(i + 1))
                 && !text::is_plain(w)
                 && !other.mentions.contains(w)
         };

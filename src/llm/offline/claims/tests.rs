@@ -545,6 +545,12 @@ fn a_name_extended_by_a_word_is_another_team() {
     assert!(!together(&reports, "a", "b"), "{:#?}", group(&reports));
     assert!(together(&reports, "b", "c"), "{:#?}", group(&reports));
     assert_eq!(holding(&newsroom(&reports), "b").status, Confirmed);
+    // A district before a street's name is another street.
+    let reports = batch(&[
+        "one | North Quay Street depot closed for inspection",
+        "two | Quay Street depot closed for inspection",
+    ]);
+    assert!(!together(&reports, "a", "b"), "{:#?}", group(&reports));
 }
 
 #[test]
