@@ -14,8 +14,9 @@
 //! Meanings. With a sentence-embedding model ([`Meanings`]: a unit vector per report, from
 //! `crate::llm::local`), the similarity of two reports is the higher of the word similarity
 //! and the model's ([`Meanings::read_pair`]): paraphrases that share few words come together.
-//! The model only ever brings reports closer; every veto below still splits them, so a model
-//! can find a paraphrase but never merge two reports whose frames conflict.
+//! The model only ever brings reports closer, and only the event-kind vetoes yield to it (from
+//! [`MEANING_SAME_SUBJECT`], incidents from [`MEANING_SAME_HAPPENING`]): a model can find a
+//! paraphrase but never merge two reports whose frames, names or objects differ.
 //!
 //! Vetoes. Two reports never share a claim when each names a place or person (a name the batch
 //! confirms, [`frame`]) that the other never mentions, or when their titles name disjoint
@@ -123,8 +124,8 @@ pub enum Sameness {
     /// The model says nothing that overrides the tables.
     #[default]
     Unknown,
-    /// One subject ([`MEANING_SAME_SUBJECT`]): a "port" and a "harbour", "quits" and "resigns".
-    /// The object and event vetoes do not apply.
+    /// One subject ([`MEANING_SAME_SUBJECT`]): "quits" and "resigns". The event-kind veto
+    /// does not apply.
     Subject,
     /// One happening ([`MEANING_SAME_HAPPENING`]): nor does the incident veto.
     Happening,
@@ -145,8 +146,8 @@ pub fn meaning_text(report: &Report) -> String {
 pub const MEANING_FLOOR: f64 = 0.55;
 /// The similarity a cosine of 1 stands for, on the scale of the word similarity.
 pub const MEANING_WEIGHT: f64 = 0.8;
-/// Cosine from which the model's reading of one subject overrides the word tables' object and
-/// event-kind vetoes (never the frame checks: names, roles, figures, states).
+/// Cosine from which the model's reading of one subject overrides the word tables' event-kind
+/// veto (never the object veto, nor the frame checks: names, roles, figures, states).
 pub const MEANING_SAME_SUBJECT: f64 = 0.75;
 /// Cosine from which the model's reading also overrides the incident veto (a gas leak and a
 /// flood: event words off the state axes). Two happenings at one place and object read as one
@@ -416,7 +417,10 @@ impl<'a> Batch<'a> {
         let agreeing_veto = a.too_far(b) || tables_apart;
         let elsewhere =
             || frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions);
-        if (disjoint(&a.objects, &b.objects) && same < Sameness::Subject) || elsewhere() {
+        // Objects stand whatever the model reads: it puts two objects at one place on one
+        // template as close as rewordings ("Quay Street station closed for inspection" /
+        // "Quay Street market …": 0.903).
+        if disjoint(&a.objects, &b.objects) || elsewhere() {
             return true;
         }
         let opposes = a.opposes(b);

@@ -623,7 +623,8 @@ fn a_model_brings_paraphrases_together_that_share_no_words() {
 
 #[test]
 fn a_model_never_merges_what_the_frames_split() {
-    // Read as identical by the model, yet another winner, another figure, another name.
+    // Read as identical by the model, yet another winner, another figure, another name,
+    // another object.
     for lines in [
         [
             "alpha | Rovers beat United 2-1 at Elm Park",
@@ -637,6 +638,11 @@ fn a_model_never_merges_what_the_frames_split() {
             "alpha | Kelco recalls vans over brake fault",
             "beta | Marden recalls vans over brake fault",
         ],
+        // Another object, or another happening, on one template at one place.
+        [
+            "alpha | Quay Street station closed for inspection",
+            "beta | Inspection shuts market on North Quay Street",
+        ],
     ] {
         let reports = batch(&lines);
         let verdicts = newsroom_with(&reports, Some(&all_alike(&reports)));
@@ -645,6 +651,28 @@ fn a_model_never_merges_what_the_frames_split() {
             "{lines:?}: {verdicts:?}"
         );
     }
+}
+
+#[test]
+fn one_subject_to_the_model_is_not_yet_one_happening() {
+    // The model reads these two as one subject (the cosine the real model gives them), not as
+    // one happening: the incident words (a gas leak, a storm) keep them apart.
+    let reports = batch(&[
+        "alpha | Tanner Row bridge evacuated after gas leak",
+        "beta | Tanner Row bridge flooded after storm",
+    ]);
+    let cosine = 0.755_f32;
+    let vectors = [vec![1.0, 0.0], vec![cosine, (1.0 - cosine * cosine).sqrt()]];
+    let ids = reports.iter().map(|r| r.id.clone());
+    let meanings = Meanings::new(ids.zip(vectors).collect());
+    let verdicts = newsroom_with(&reports, Some(&meanings));
+    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    let rewording = batch(&[
+        "alpha | Tanner Row bridge evacuated after gas leak",
+        "beta | Gas escape empties Tanner Row bridge",
+    ]);
+    let verdicts = newsroom_with(&rewording, Some(&all_alike(&rewording)));
+    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
 }
 
 #[test]
