@@ -1,6 +1,7 @@
 //! How alike two reports are, vetoes aside ([`similarities`]), and the clustering of a batch
 //! into claims by those similarities ([`cluster`]).
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::features::{Bag, Features, anchor};
@@ -136,66 +137,137 @@ pub(super) fn anchor_overlap(a: &Features, b: &Features) -> f64 {
     ANCHOR_WEIGHT * shared as f64 / fewer as f64
 }
 
-/// Average-linkage clustering over `sim` (`None`: cannot link), where `opposed[i][j]` marks the
-/// pairs whose titles oppose (see [`Features::opposes`]). A pair of clusters merges when none of
-/// its pairs is below [`MIN_PAIR_SIMILARITY`], its agreeing pairs average [`MERGE_THRESHOLD`]
-/// and its opposed pairs [`OPPOSED_MERGE_THRESHOLD`]: a denial in a cluster lowers the bar for
-/// itself only, never for the reports that agree with each other (else a denial of a stadium
-/// sale would carry a match report at the same ground into its claim). Ties go to the earliest
-/// pair, so the result depends only on the order of the input. Returns clusters of indices,
-/// each sorted.
-pub(super) fn cluster(sim: &[Vec<Option<f64>>], opposed: &[Vec<bool>]) -> Vec<Vec<usize>> {
-    let n = sim.len();
-    let mut members: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
-    // Per linkable pair of clusters (`i < j`): (sum, count) of agreeing pairs, (sum, count) of
-    // opposed pairs, the lowest pair. A pair that cannot link is absent, and stays absent: a
-    // merged cluster links to `k` only when both of its parts did. Kept sparse, since vetoes
-    // leave most pairs of a batch unlinkable.
-    type Link = (f64, usize, f64, usize, f64);
-    let mut links: BTreeMap<(usize, usize), Link> = BTreeMap::new();
-    for (i, row) in sim.iter().enumerate() {
-        for (j, s) in row.iter().enumerate().skip(i + 1) {
-            if let Some(s) = *s {
-                let link = match opposed[i][j] {
-                    true => (0.0, 0, s, 1, s),
-                    false => (s, 1, 0.0, 0, s),
-                };
-                links.insert((i, j), link);
-            }
+/// Two reports that may share a claim: `i < j`, their similarity, and whether their titles
+/// oppose (see [`Features::opposes`]).
+pub(super) struct Linkable {
+    pub(super) i: usize,
+    pub(super) j: usize,
+    pub(super) sim: f64,
+    pub(super) opposed: bool,
+}
+
+/// Per linkable pair of clusters: (sum, count) of its agreeing pairs, (sum, count) of its
+/// opposed pairs, and its lowest pair.
+#[derive(Clone, Copy)]
+struct Link {
+    agree: f64,
+    n_agree: usize,
+    opposed: f64,
+    n_opposed: usize,
+    min: f64,
+}
+
+impl Link {
+    fn of(pair: &Linkable) -> Self {
+        let (s, o) = (pair.sim, usize::from(pair.opposed));
+        Self {
+            agree: s * (1 - o) as f64,
+            n_agree: 1 - o,
+            opposed: s * o as f64,
+            n_opposed: o,
+            min: s,
         }
     }
-    let key = |a: usize, b: usize| (a.min(b), a.max(b));
-    let mean = |sum: f64, count: usize| (count > 0).then(|| sum / count as f64);
-    loop {
-        let mut best: Option<(f64, usize, usize)> = None;
-        for (&(i, j), &(agree, n_agree, opp, n_opp, min)) in &links {
-            let eligible = min >= MIN_PAIR_SIMILARITY
-                && mean(agree, n_agree).is_none_or(|m| m >= MERGE_THRESHOLD)
-                && mean(opp, n_opp).is_none_or(|m| m >= OPPOSED_MERGE_THRESHOLD);
-            let overall = (agree + opp) / (n_agree + n_opp) as f64;
-            if eligible && best.is_none_or(|(b, _, _)| overall > b) {
-                best = Some((overall, i, j));
-            }
+
+    fn merged(self, other: Link) -> Self {
+        Self {
+            agree: self.agree + other.agree,
+            n_agree: self.n_agree + other.n_agree,
+            opposed: self.opposed + other.opposed,
+            n_opposed: self.n_opposed + other.n_opposed,
+            min: self.min.min(other.min),
         }
-        let Some((_, i, j)) = best else { break };
+    }
+
+    /// Its mean similarity when the two clusters may merge (see [`cluster`]), else `None`.
+    fn eligible(&self) -> Option<f64> {
+        let mean = |sum: f64, count: usize| (count > 0).then(|| sum / count as f64);
+        let ok = self.min >= MIN_PAIR_SIMILARITY
+            && mean(self.agree, self.n_agree).is_none_or(|m| m >= MERGE_THRESHOLD)
+            && mean(self.opposed, self.n_opposed).is_none_or(|m| m >= OPPOSED_MERGE_THRESHOLD);
+        ok.then(|| (self.agree + self.opposed) / (self.n_agree + self.n_opposed) as f64)
+    }
+}
+
+/// Average-linkage clustering of `n` reports over the pairs that may link (any other pair
+/// cannot). A pair of clusters merges when none of its pairs is below [`MIN_PAIR_SIMILARITY`],
+/// its agreeing pairs average [`MERGE_THRESHOLD`] and its opposed pairs
+/// [`OPPOSED_MERGE_THRESHOLD`]: a denial in a cluster lowers the bar for itself only, never for
+/// the reports that agree with each other (else a denial of a stadium sale would carry a match
+/// report at the same ground into its claim). The most similar pair merges first, ties to the
+/// earliest pair, so the result depends only on the order of the input. A merged cluster links
+/// to another only when both of its parts did. Returns clusters of indices, each sorted.
+///
+/// Kept sparse, since vetoes leave most pairs of a batch unlinkable ([`Links`]).
+pub(super) fn cluster(n: usize, pairs: impl IntoIterator<Item = Linkable>) -> Vec<Vec<usize>> {
+    let mut members: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
+    let mut links = Links::new(n);
+    for pair in pairs {
+        links.insert(pair.i, pair.j, Link::of(&pair));
+    }
+    while let Some((i, j)) = links.best() {
         let moved = std::mem::take(&mut members[j]);
         members[i].extend(moved);
-        links.remove(&(i, j));
-        let of = |c: usize, links: &BTreeMap<(usize, usize), Link>| -> BTreeMap<usize, Link> {
-            let at = links.iter().filter(|((a, b), _)| *a == c || *b == c);
-            at.map(|(&(a, b), &l)| (if a == c { b } else { a }, l))
-                .collect()
-        };
-        let (from_i, from_j) = (of(i, &links), of(j, &links));
-        links.retain(|&(a, b), _| a != i && b != i && a != j && b != j);
+        let (from_i, from_j) = (links.take(i), links.take(j));
         for (k, a) in from_i {
-            if let Some(b) = from_j.get(&k) {
-                let merged = (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3, a.4.min(b.4));
-                links.insert(key(i, k), merged);
+            if let Some(&b) = from_j.get(&k) {
+                links.insert(i, k, a.merged(b));
             }
         }
     }
     members.retain(|m| !m.is_empty());
     members.iter_mut().for_each(|m| m.sort_unstable());
     members
+}
+
+/// The links between clusters: by pair (`i < j`), each cluster's neighbours, and the eligible
+/// links ordered by mean, highest first, then by pair (similarities are never negative, so
+/// their bits order as they do).
+struct Links {
+    by_pair: BTreeMap<(usize, usize), Link>,
+    neighbours: Vec<BTreeSet<usize>>,
+    ready: BTreeSet<(Reverse<u64>, usize, usize)>,
+}
+
+impl Links {
+    fn new(n: usize) -> Self {
+        Self {
+            by_pair: BTreeMap::new(),
+            neighbours: vec![BTreeSet::new(); n],
+            ready: BTreeSet::new(),
+        }
+    }
+
+    fn rank(link: &Link, (i, j): (usize, usize)) -> Option<(Reverse<u64>, usize, usize)> {
+        link.eligible().map(|mean| (Reverse(mean.to_bits()), i, j))
+    }
+
+    fn insert(&mut self, a: usize, b: usize, link: Link) {
+        let pair = (a.min(b), a.max(b));
+        self.by_pair.insert(pair, link);
+        self.ready.extend(Self::rank(&link, pair));
+        self.neighbours[a].insert(b);
+        self.neighbours[b].insert(a);
+    }
+
+    /// The pair of clusters to merge next, if any may.
+    fn best(&self) -> Option<(usize, usize)> {
+        self.ready.first().map(|&(_, i, j)| (i, j))
+    }
+
+    /// Every link of cluster `c`, removed, by the other cluster.
+    fn take(&mut self, c: usize) -> BTreeMap<usize, Link> {
+        let mut out = BTreeMap::new();
+        for k in std::mem::take(&mut self.neighbours[c]) {
+            self.neighbours[k].remove(&c);
+            let pair = (c.min(k), c.max(k));
+            if let Some(link) = self.by_pair.remove(&pair) {
+                if let Some(rank) = Self::rank(&link, pair) {
+                    self.ready.remove(&rank);
+                }
+                out.insert(k, link);
+            }
+        }
+        out
+    }
 }
