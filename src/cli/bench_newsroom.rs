@@ -277,7 +277,7 @@ pub(super) async fn newsroom(
         None => None,
     };
     let embedding = judged_at.elapsed();
-    let verdicts = claims::newsroom_with(&r, meanings.as_ref());
+    let (verdicts, phases) = claims::newsroom_timed(&r, meanings.as_ref());
     let lines: Vec<bulletin::Line> = verdicts
         .iter()
         .map(|v| bulletin::Line {
@@ -299,6 +299,13 @@ pub(super) async fn newsroom(
         model.as_ref().map_or("words", |m| m.name()),
         ms(embedding),
         ms(judgment.saturating_sub(embedding)),
+    );
+    println!(
+        "# of which {:.0} ms reading reports, {:.0} ms comparing pairs, {:.0} ms grouping, {:.0} ms cross-checking",
+        ms(phases.reading),
+        ms(phases.comparing),
+        ms(phases.grouping),
+        ms(phases.checking),
     );
     let confirmed = verdicts
         .iter()

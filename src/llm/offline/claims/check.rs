@@ -188,7 +188,7 @@ pub(super) fn cross_check_batch(
 ) -> Vec<Verdict> {
     let owners = owners_by_id(reports);
     let verdicts = claims.iter().map(|c| cross_check_with(c, reports, &owners));
-    let (sorted, features) = (&batch.sorted, &batch.features);
+    let sorted = &batch.sorted;
     let index: BTreeMap<&str, usize> = sorted
         .iter()
         .enumerate()
@@ -200,11 +200,7 @@ pub(super) fn cross_check_batch(
             .collect()
     };
     let members: Vec<Vec<usize>> = claims.iter().map(supporters).collect();
-    let rival = |a: usize, b: usize| {
-        let (fa, fb) = (&features[a], &features[b]);
-        batch.subject_similarity(a, b) >= RIVAL_THRESHOLD
-            && batch.conflict(a, b).is_some_and(|how| fa.rivals(fb, how))
-    };
+    let rivals_of = rivals(batch, &members);
     let ids = |idx: &[usize]| Vec::from_iter(idx.iter().map(|&k| sorted[k].id.clone()));
     let with_rivals = verdicts.enumerate().map(|(i, verdict)| {
         if verdict.status == Status::Contradicted {
@@ -213,11 +209,18 @@ pub(super) fn cross_check_batch(
         // The reports of other claims that say otherwise than one of this claim's own: a
         // rival claim's other reports may only resemble them, and listing those too made each
         // claim's denials grow with every look-alike in a dense batch.
-        let rival_reports: Vec<usize> = (0..claims.len())
-            .filter(|&j| j != i)
-            .flat_map(|j| members[j].iter().copied())
-            .filter(|&b| members[i].iter().any(|&a| rival(a, b)))
+        let said_otherwise: BTreeSet<usize> = members[i]
+            .iter()
+            .flat_map(|&a| rivals_of[a].iter().copied())
             .collect();
+        let rival_reports: Vec<usize> = match said_otherwise.is_empty() {
+            true => Vec::new(),
+            false => (0..claims.len())
+                .filter(|&j| j != i)
+                .flat_map(|j| members[j].iter().copied())
+                .filter(|b| said_otherwise.contains(b))
+                .collect(),
+        };
         let supporters = owners_of(&ids(&members[i]), &owners);
         let denying = ids(&rival_reports);
         let deniers = owners_of(&denying, &owners);
@@ -293,6 +296,35 @@ pub(super) fn cross_check_batch(
             }
         })
         .collect()
+}
+
+/// For each report, the supporting reports `b` it is a rival account to: about the same
+/// subject (alike from [`RIVAL_THRESHOLD`]), their frames in conflict the way
+/// [`super::features::Features::rivals`] reads. Each pair of supporters is compared once, the
+/// cheap subject test first: a dense batch has millions of pairs.
+fn rivals(batch: &Batch, members: &[Vec<usize>]) -> Vec<BTreeSet<usize>> {
+    let supporting = BTreeSet::from_iter(members.iter().flatten().copied());
+    let supporting = Vec::from_iter(supporting);
+    let mut rivals_of = vec![BTreeSet::new(); batch.sorted.len()];
+    let rival = |a: usize, b: usize| {
+        let (fa, fb) = (&batch.features[a], &batch.features[b]);
+        batch.conflict(a, b).is_some_and(|how| fa.rivals(fb, how))
+    };
+    for (x, &a) in supporting.iter().enumerate() {
+        for &b in &supporting[x + 1..] {
+            let (fa, fb) = (&batch.features[a], &batch.features[b]);
+            if !fa.may_rival(fb) || !batch.alike_in_subject(a, b, RIVAL_THRESHOLD) {
+                continue;
+            }
+            if rival(a, b) {
+                rivals_of[a].insert(b);
+            }
+            if rival(b, a) {
+                rivals_of[b].insert(a);
+            }
+        }
+    }
+    rivals_of
 }
 
 /// Why two of `claim`'s supporting reports from different owners cannot state one event (their

@@ -30,6 +30,8 @@ pub(super) struct Features {
     title_nouns: frame::TitleNouns,
     /// Which words of the title are written as names ([`frame::capitalised`]).
     pub(super) title_capitals: Vec<bool>,
+    /// The title's names as runs of words ([`name_runs`]), for [`Features::named_apart`].
+    name_runs: Vec<Vec<String>>,
     pub(super) title_figures: Figures,
     pub(super) all_figures: Figures,
     /// Names the batch confirms and figure values, of title and summary: see [`anchor_overlap`].
@@ -52,6 +54,27 @@ pub(super) fn disjoint(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
 pub(super) fn states_conflict(a: &States, b: &States) -> bool {
     a.iter()
         .any(|(axis, poles)| b.get(axis).is_some_and(|other| other != poles))
+}
+
+/// A headline's names as runs of consecutive name words (stems): words written capitalised
+/// inside a sentence-case headline (`capitals`), an opening word a capitalised word follows,
+/// and the names the batch reads ([`Lexicon::names`]). "Quay Street", "Linnet Prize".
+fn name_runs(stems: &[String], capitals: &[bool], names: &[frame::Name]) -> Vec<Vec<String>> {
+    let capital = |i: usize| capitals.get(i).copied().unwrap_or(false);
+    let read = |i: usize| names.iter().any(|n| n.position == i);
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    let mut last = None;
+    for (i, w) in stems.iter().enumerate() {
+        if !(capital(i) || (i == 0 && capital(1)) || read(i)) || text::is_plain(w) {
+            continue;
+        }
+        match (runs.last_mut(), last) {
+            (Some(run), Some(l)) if l + 1 == i => run.push(w.clone()),
+            _ => runs.push(vec![w.clone()]),
+        }
+        last = Some(i);
+    }
+    runs
 }
 
 impl Features {
@@ -88,6 +111,8 @@ impl Features {
             .collect();
         let name_list = lexicon.names(&report.title);
         let title_stems = frame::title_stems(&report.title);
+        let title_capitals = frame::capitalised(&report.title);
+        let name_runs = name_runs(&title_stems, &title_capitals, &name_list);
         let title_nouns = frame::TitleNouns::of(&title_stems, &name_list);
         let contest = frame::contest(&title_stems, &name_list);
         let all_figures = frame::figures(&format!("{}\n{}", report.title, report.summary));
@@ -122,7 +147,8 @@ impl Features {
             mentions,
             title_stems,
             title_nouns,
-            title_capitals: frame::capitalised(&report.title),
+            name_runs,
+            title_capitals,
             contest,
             title_figures: frame::figures(&report.title),
             all_figures,
@@ -258,32 +284,18 @@ impl Features {
     /// on one template ("Quay Street bridge closed" / "North Harbour Road bridge closed") read
     /// as one nameless subject with two figures, or share the one name word left ("street").
     pub(super) fn rivals(&self, other: &Features, how: Conflict) -> bool {
-        let (a, b) = (&self.strong_names, &other.strong_names);
-        let named = how == Conflict::Names;
-        let subject = !a.is_disjoint(b) || (a.is_empty() && b.is_empty() && !named);
-        let subject = subject && how != Conflict::Substitution && !self.named_apart(other);
-        subject && !self.too_far(other)
+        let nameless = self.strong_names.is_empty() && other.strong_names.is_empty();
+        let unnamed = !nameless || how != Conflict::Names;
+        self.may_rival(other) && unnamed && how != Conflict::Substitution
     }
 
-    /// The headline's names as runs of consecutive name words (stems): words written
-    /// capitalised inside a sentence-case headline, an opening word a capitalised word follows,
-    /// and the names the batch reads ([`Lexicon::names`]). "Quay Street", "Linnet Prize".
-    fn name_runs(&self) -> Vec<Vec<&String>> {
-        let capital = |i: usize| self.title_capitals.get(i).copied().unwrap_or(false);
-        let read = |i: usize| self.name_list.iter().any(|n| n.position == i);
-        let mut runs: Vec<Vec<&String>> = Vec::new();
-        let mut last = None;
-        for (i, w) in self.title_stems.iter().enumerate() {
-            if !(capital(i) || (i == 0 && capital(1)) || read(i)) || text::is_plain(w) {
-                continue;
-            }
-            match (runs.last_mut(), last) {
-                (Some(run), Some(l)) if l + 1 == i => run.push(w),
-                _ => runs.push(vec![w]),
-            }
-            last = Some(i);
-        }
-        runs
+    /// What [`Features::rivals`] asks whatever the conflict, read before the frames are
+    /// compared: close in time, and a name the batch confirms in common or none on either side,
+    /// not [`Features::named_apart`].
+    pub(super) fn may_rival(&self, other: &Features) -> bool {
+        let (a, b) = (&self.strong_names, &other.strong_names);
+        let subject = !a.is_disjoint(b) || (a.is_empty() && b.is_empty());
+        subject && !self.named_apart(other) && !self.too_far(other)
     }
 
     /// Whether the headlines name two things, read from how each is written rather than from
@@ -291,12 +303,12 @@ impl Features {
     /// report ("Quay Street" / "Weir Street" share a word, not a name; "Linnet Prize" in both
     /// is one subject whoever won it).
     pub(super) fn named_apart(&self, other: &Features) -> bool {
-        let (a, b) = (self.name_runs(), other.name_runs());
-        let named_by = |runs: &[Vec<&String>], by: &Features| {
+        let (a, b) = (&self.name_runs, &other.name_runs);
+        let named_by = |runs: &[Vec<String>], by: &Features| {
             runs.iter()
-                .any(|run| run.iter().all(|w| by.mentions.contains(*w)))
+                .any(|run| run.iter().all(|w| by.mentions.contains(w)))
         };
-        !a.is_empty() && !b.is_empty() && !named_by(&a, other) && !named_by(&b, self)
+        !a.is_empty() && !b.is_empty() && !named_by(a, other) && !named_by(b, self)
     }
 
     pub(super) fn too_far(&self, other: &Features) -> bool {

@@ -51,6 +51,7 @@
 //! earlier report joins later. Clustering is O(n³): meant for batches of hundreds.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -382,8 +383,16 @@ struct Batch<'a> {
 
 impl<'a> Batch<'a> {
     fn new(reports: &'a [Report], meanings: Option<&Meanings>) -> Self {
+        Self::timed(reports, meanings, &mut Phases::default())
+    }
+
+    /// [`Batch::new`], its time added to `phases`.
+    fn timed(reports: &'a [Report], meanings: Option<&Meanings>, phases: &mut Phases) -> Self {
+        let started = Instant::now();
         let sorted = sorted_unique(reports);
         let features = features_of(&sorted);
+        phases.reading += started.elapsed();
+        let started = Instant::now();
         let mut sims = similarities(&features);
         let n = features.len();
         let mut sameness = vec![vec![Sameness::Unknown; n]; n];
@@ -401,6 +410,7 @@ impl<'a> Batch<'a> {
                 }
             }
         }
+        phases.comparing += started.elapsed();
         Self {
             sorted,
             features,
@@ -455,7 +465,7 @@ impl<'a> Batch<'a> {
         let (a, b) = (&self.features[i], &self.features[j]);
         !a.too_far(b)
             && !a.anchor_names.is_disjoint(&b.anchor_names)
-            && self.subject_similarity(i, j) >= UNCLEAR_THRESHOLD
+            && self.alike_in_subject(i, j, UNCLEAR_THRESHOLD)
     }
 
     /// Whether reports `i` and `j` are plainly about different subjects: another place or
@@ -470,21 +480,24 @@ impl<'a> Batch<'a> {
             || self.conflict(i, j) == Some(Conflict::Substitution)
     }
 
-    /// Similarity for telling whether two reports are about one subject although their frames
-    /// differ: the word similarity, or the share of names the batch confirms that they have in
-    /// common (figures left out: they differ by definition when the frames conflict).
-    fn subject_similarity(&self, i: usize, j: usize) -> f64 {
+    /// Whether reports `i` and `j` are alike from `threshold` for telling whether they are
+    /// about one subject although their frames differ: by the word similarity, or by the share
+    /// of names the batch confirms that they have in common (figures left out: they differ by
+    /// definition when the frames conflict). The similarity is read first: it is stored.
+    fn alike_in_subject(&self, i: usize, j: usize, threshold: f64) -> bool {
+        if self.sims[i][j] >= threshold {
+            return true;
+        }
         let (a, b) = (
             &self.features[i].anchor_names,
             &self.features[j].anchor_names,
         );
-        let shared = a.intersection(b).count();
         let fewer = a.len().min(b.len());
-        let overlap = match shared >= MIN_ANCHORS && fewer > 0 {
-            true => ANCHOR_WEIGHT * shared as f64 / fewer as f64,
-            false => 0.0,
-        };
-        self.sims[i][j].max(overlap)
+        if fewer < MIN_ANCHORS {
+            return false;
+        }
+        let shared = a.intersection(b).count();
+        shared >= MIN_ANCHORS && ANCHOR_WEIGHT * shared as f64 / fewer as f64 >= threshold
     }
 }
 
@@ -531,8 +544,33 @@ pub fn newsroom(reports: &[Report]) -> Vec<Verdict> {
 
 /// [`newsroom`], with the model's [`Meanings`] of the reports when there are some.
 pub fn newsroom_with(reports: &[Report], meanings: Option<&Meanings>) -> Vec<Verdict> {
-    let batch = Batch::new(reports, meanings);
-    cross_check_batch(&group_batch(&batch), reports, &batch)
+    newsroom_timed(reports, meanings).0
+}
+
+/// Where the time of one [`newsroom_with`] goes, for `iron bench newsroom`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Phases {
+    /// Reading each report ([`Features`]).
+    pub reading: Duration,
+    /// Comparing every pair: words, anchors and the model's cosine.
+    pub comparing: Duration,
+    /// Vetoes and clustering into claims.
+    pub grouping: Duration,
+    /// Cross-checking the claims, rivals and unclear ones included.
+    pub checking: Duration,
+}
+
+/// [`newsroom_with`], timed by phase.
+pub fn newsroom_timed(reports: &[Report], meanings: Option<&Meanings>) -> (Vec<Verdict>, Phases) {
+    let mut phases = Phases::default();
+    let batch = Batch::timed(reports, meanings, &mut phases);
+    let started = Instant::now();
+    let claims = group_batch(&batch);
+    phases.grouping = started.elapsed();
+    let started = Instant::now();
+    let verdicts = cross_check_batch(&claims, reports, &batch);
+    phases.checking = started.elapsed();
+    (verdicts, phases)
 }
 
 #[cfg(test)]
