@@ -311,6 +311,15 @@ impl Features {
         !a.is_empty() && !b.is_empty() && !named_by(a, other) && !named_by(b, self)
     }
 
+    /// Whether the titles name other things: disjoint objects, or each an object the other
+    /// report never mentions beside one they share ("tunnel loses power" / "station loses
+    /// power": "power" in both).
+    pub(super) fn objects_differ(&self, other: &Features) -> bool {
+        let foreign =
+            |a: &Features, b: &Features| a.objects.iter().any(|o| !b.mentions.contains(o));
+        disjoint(&self.objects, &other.objects) || (foreign(self, other) && foreign(other, self))
+    }
+
     pub(super) fn too_far(&self, other: &Features) -> bool {
         matches!((self.time, other.time),
             (Some(a), Some(b)) if (a - b).abs() > SAME_EVENT_WINDOW_SECS)

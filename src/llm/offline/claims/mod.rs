@@ -442,7 +442,7 @@ impl<'a> Batch<'a> {
         // Objects stand whatever the model reads: it puts two objects at one place on one
         // template as close as rewordings ("Quay Street station closed for inspection" /
         // "Quay Street market …": 0.903).
-        if disjoint(&a.objects, &b.objects) || elsewhere() {
+        if a.objects_differ(b) || elsewhere() {
             return true;
         }
         let opposes = a.opposes(b);

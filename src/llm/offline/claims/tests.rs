@@ -643,6 +643,11 @@ fn a_model_never_merges_what_the_frames_split() {
             "alpha | Quay Street station closed for inspection",
             "beta | Inspection shuts market on North Quay Street",
         ],
+        // Another object beside one both name.
+        [
+            "alpha | Tanner Row tunnel loses power overnight",
+            "beta | Power cut hits station on North Tanner Row",
+        ],
     ] {
         let reports = batch(&lines);
         let verdicts = newsroom_with(&reports, Some(&all_alike(&reports)));
