@@ -234,6 +234,12 @@ impl Features {
         let (Some((x, y)), None) = (differ.next(), differ.next()) else {
             return false;
         };
+        self.swaps(x, y, other)
+    }
+
+    /// Whether `x` of this title and `y` of `other`'s are one content word swapped for another
+    /// that the other report never uses.
+    fn swaps(&self, x: &String, y: &String, other: &Features) -> bool {
         let (cx, cy) = (text::canonical(x), text::canonical(y));
         let unused = |w: &String, canon: &String, by: &Features| {
             !text::is_plain(w) && !by.mentions.contains(w) && !by.mentions.contains(canon)
@@ -242,10 +248,11 @@ impl Features {
     }
 
     /// Whether this title is `other`'s word for word, with at most two words inserted into its
-    /// names that the other report never mentions: one template about another team or body
-    /// ("Sedgecombe RFC Women beat Otterham Saracens Women" / "Sedgecombe RFC beat Otterham
-    /// Saracens", "North Quay Street depot closed" / "Quay Street depot closed"). Inserted words
-    /// are written as names next to another word of the name.
+    /// names that the other report never mentions and at most one other word swapped
+    /// ([`Features::swaps`]): one template about another team, body or place ("Sedgecombe RFC
+    /// Women beat Otterham Saracens Women" / "Sedgecombe RFC beat Otterham Saracens", "North
+    /// Quay Street depot closed" / "Quay Street school closed"). Inserted words are written as
+    /// names next to another word of the name.
     pub(super) fn extends_a_name(&self, other: &Features) -> bool {
         let (long, short) = (&self.title_stems, &other.title_stems);
         let extra = long.len().saturating_sub(short.len());
@@ -255,14 +262,6 @@ impl Features {
         let capital = |i: usize| self.title_capitals.get(i).copied().unwrap_or(false);
         // An opening word a capitalised word follows opens that name ("North Quay Street").
         let name_word = |i: usize| capital(i) || (i == 0 && capital(1));
-        let (mut inserted, mut j) = (Vec::new(), 0);
-        for (i, w) in long.iter().enumerate() {
-            if short.get(j) == Some(w) {
-                j += 1;
-            } else {
-                inserted.push(i);
-            }
-        }
         let in_a_name = |i: usize| {
             let w = &long[i];
             name_word(i)
@@ -270,7 +269,22 @@ impl Features {
                 && !text::is_plain(w)
                 && !other.mentions.contains(w)
         };
-        j == short.len() && inserted.len() == extra && inserted.iter().all(|&i| in_a_name(i))
+        // Word by word: the same word, else a word inserted into a name, else the one swap.
+        let (mut inserted, mut swapped, mut j) = (0, None, 0);
+        for (i, w) in long.iter().enumerate() {
+            match short.get(j) {
+                Some(v) if v == w => j += 1,
+                _ if inserted < extra && in_a_name(i) => inserted += 1,
+                Some(v) if swapped.is_none() => {
+                    swapped = Some((w, v));
+                    j += 1;
+                }
+                _ => return false,
+            }
+        }
+        j == short.len()
+            && inserted == extra
+            && swapped.is_none_or(|(x, y)| self.swaps(x, y, other))
     }
 
     /// Whether two reports whose frames conflict (`how`) are rival accounts of one subject:

@@ -545,12 +545,16 @@ fn a_name_extended_by_a_word_is_another_team() {
     assert!(!together(&reports, "a", "b"), "{:#?}", group(&reports));
     assert!(together(&reports, "b", "c"), "{:#?}", group(&reports));
     assert_eq!(holding(&newsroom(&reports), "b").status, Confirmed);
-    // A district before a street's name is another street.
-    let reports = batch(&[
-        "one | North Quay Street depot closed for inspection",
-        "two | Quay Street depot closed for inspection",
-    ]);
-    assert!(!together(&reports, "a", "b"), "{:#?}", group(&reports));
+    // A district before a street's name is another street, with another object or not.
+    for other in ["depot", "school"] {
+        let reports = batch(&[
+            "one | North Quay Street depot closed for inspection".to_string(),
+            format!("two | Quay Street {other} closed for inspection"),
+        ]);
+        let meanings = all_alike(&reports);
+        let verdicts = newsroom_with(&reports, Some(&meanings));
+        assert_eq!(verdicts.len(), 2, "{verdicts:#?}");
+    }
 }
 
 #[test]
