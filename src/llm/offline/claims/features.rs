@@ -56,16 +56,22 @@ pub(super) fn states_conflict(a: &States, b: &States) -> bool {
         .any(|(axis, poles)| b.get(axis).is_some_and(|other| other != poles))
 }
 
-/// A headline's names as runs of consecutive name words (stems): words written capitalised
-/// inside a sentence-case headline (`capitals`), an opening word a capitalised word follows,
+/// Whether word `i` of a headline is written as part of a name: capitalised inside a
+/// sentence-case headline (`capitals`, [`frame::capitalised`]), or its opening word when a
+/// capitalised word follows ("North Quay Street").
+fn written_as_name(capitals: &[bool], i: usize) -> bool {
+    let capital = |i: usize| capitals.get(i).copied().unwrap_or(false);
+    capital(i) || (i == 0 && capital(1))
+}
+
+/// A headline's names as runs of consecutive name words (stems): words [`written_as_name`]
 /// and the names the batch reads ([`Lexicon::names`]). "Quay Street", "Linnet Prize".
 fn name_runs(stems: &[String], capitals: &[bool], names: &[frame::Name]) -> Vec<Vec<String>> {
-    let capital = |i: usize| capitals.get(i).copied().unwrap_or(false);
     let read = |i: usize| names.iter().any(|n| n.position == i);
     let mut runs: Vec<Vec<String>> = Vec::new();
     let mut last = None;
     for (i, w) in stems.iter().enumerate() {
-        if !(capital(i) || (i == 0 && capital(1)) || read(i)) || text::is_plain(w) {
+        if !(written_as_name(capitals, i) || read(i)) || text::is_plain(w) {
             continue;
         }
         match (runs.last_mut(), last) {
@@ -259,9 +265,7 @@ impl Features {
         if !(1..=2).contains(&extra) {
             return false;
         }
-        let capital = |i: usize| self.title_capitals.get(i).copied().unwrap_or(false);
-        // An opening word a capitalised word follows opens that name ("North Quay Street").
-        let name_word = |i: usize| capital(i) || (i == 0 && capital(1));
+        let name_word = |i: usize| written_as_name(&self.title_capitals, i);
         let in_a_name = |i: usize| {
             let w = &long[i];
             name_word(i)
