@@ -300,20 +300,21 @@ pub(super) fn cross_check_batch(
 
 /// For each report, the supporting reports `b` it is a rival account to: about the same
 /// subject (alike from [`RIVAL_THRESHOLD`]), their frames in conflict the way
-/// [`super::features::Features::rivals`] reads. Each pair of supporters is compared once, the
-/// cheap subject test first: a dense batch has millions of pairs.
+/// [`super::features::Features::may_rival`] and `rival_by` read. Each pair of supporters is
+/// compared once, the cheap tests first: a dense batch has millions of pairs.
 fn rivals(batch: &Batch, members: &[Vec<usize>]) -> Vec<BTreeSet<usize>> {
     let supporting = BTreeSet::from_iter(members.iter().flatten().copied());
     let supporting = Vec::from_iter(supporting);
     let mut rivals_of = vec![BTreeSet::new(); batch.sorted.len()];
+    let features = &batch.features;
     let rival = |a: usize, b: usize| {
-        let (fa, fb) = (&batch.features[a], &batch.features[b]);
-        batch.conflict(a, b).is_some_and(|how| fa.rivals(fb, how))
+        let by = |how| features[a].rival_by(&features[b], how);
+        batch.conflict(a, b).is_some_and(by)
     };
     for (x, &a) in supporting.iter().enumerate() {
         for &b in &supporting[x + 1..] {
-            let (fa, fb) = (&batch.features[a], &batch.features[b]);
-            if !fa.may_rival(fb) || !batch.alike_in_subject(a, b, RIVAL_THRESHOLD) {
+            let may = features[a].may_rival(&features[b]);
+            if !may || !batch.alike_in_subject(a, b, RIVAL_THRESHOLD) {
                 continue;
             }
             if rival(a, b) {

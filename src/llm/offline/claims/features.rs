@@ -291,29 +291,28 @@ impl Features {
             && swapped.is_none_or(|(x, y)| self.swaps(x, y, other))
     }
 
-    /// Whether two reports whose frames conflict (`how`) are rival accounts of one subject:
-    /// close in time and sharing a name the batch confirms; without names on either side, only
-    /// another figure or swapped roles make them rivals ("Bus drivers strike" and "Train
-    /// drivers strike" are two strikes).
+    /// Whether two reports may be rival accounts of one subject, whatever their frames: close
+    /// in time and sharing a name the batch confirms, or with none on either side. Read once
+    /// per pair, before the frames are compared; [`Features::rival_by`] says the rest.
     ///
     /// Never when each headline writes as a name a word the other report never mentions
     /// ([`Features::named_apart`]): in a large batch most place words also occur in lower case
     /// ("street", "harbour", "road"), so the batch confirms few names, and two places' reports
     /// on one template ("Quay Street bridge closed" / "North Harbour Road bridge closed") read
     /// as one nameless subject with two figures, or share the one name word left ("street").
-    pub(super) fn rivals(&self, other: &Features, how: Conflict) -> bool {
-        let nameless = self.strong_names.is_empty() && other.strong_names.is_empty();
-        let unnamed = !nameless || how != Conflict::Names;
-        self.may_rival(other) && unnamed && how != Conflict::Substitution
-    }
-
-    /// What [`Features::rivals`] asks whatever the conflict, read before the frames are
-    /// compared: close in time, and a name the batch confirms in common or none on either side,
-    /// not [`Features::named_apart`].
     pub(super) fn may_rival(&self, other: &Features) -> bool {
         let (a, b) = (&self.strong_names, &other.strong_names);
         let subject = !a.is_disjoint(b) || (a.is_empty() && b.is_empty());
         subject && !self.named_apart(other) && !self.too_far(other)
+    }
+
+    /// Whether two reports that [`Features::may_rival`] are rival accounts, their frames
+    /// conflicting as `how` says: without names on either side, only another figure or swapped
+    /// roles make them rivals ("Bus drivers strike" and "Train drivers strike" are two
+    /// strikes), and one template about another thing never does.
+    pub(super) fn rival_by(&self, other: &Features, how: Conflict) -> bool {
+        let nameless = self.strong_names.is_empty() && other.strong_names.is_empty();
+        (!nameless || how != Conflict::Names) && how != Conflict::Substitution
     }
 
     /// Whether the headlines name two things, read from how each is written rather than from

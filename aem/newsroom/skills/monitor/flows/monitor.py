@@ -137,8 +137,7 @@ def _review(raw):
 
 def _owners(line):
     """The independent owners a bulletin line rests on (as `_guard` counts them)."""
-    return {o for o in (str(s.get("owner") or "").strip().lower()
-                        for s in line["sources"] if s["stance"] == "supports") if o}
+    return {o for o in (_owner(s) for s in line["sources"] if s["stance"] == "supports") if o}
 
 
 def _held(review, lines):
@@ -244,9 +243,7 @@ def _guard(raw, claims, by_id):
                          | {r for r, s in members.items() if s == "denies"})
         supporting = [r for r in (v.get("supporting") or list(members))
                       if r in members and r not in denying]
-        # Owners compare as the Rust judge compares them: trimmed, lower-cased, blank never.
-        owners = {o for o in (str(by_id[r].get("owner") or "").strip().lower()
-                              for r in supporting) if o}
+        owners = {o for o in (_owner(by_id[r]) for r in supporting) if o}
         if denying:
             status = "contradicted"
         if status == "confirmed" and len(owners) < 2:
@@ -329,6 +326,12 @@ def _changes(verdicts, history, by_id):
     return lines
 
 
+def _owner(item):
+    """The owner of a report or a cited source as the Rust judge compares owners: trimmed,
+    lower-cased; blank counts as no owner."""
+    return str(item.get("owner") or "").strip().lower()
+
+
 def _one_per_owner(ids, by_id):
     """The reports a line cites among denying `ids`: the earliest of each owner. A claim's own
     reports are few, but its denials come from every rival account in the batch (hundreds in a
@@ -336,7 +339,7 @@ def _one_per_owner(ids, by_id):
     keeps every id."""
     earliest = {}
     for r in ids:
-        owner = str(by_id[r].get("owner") or "").strip().lower() or r  # blank: each its own
+        owner = _owner(by_id[r]) or r  # blank: each its own
         key = (by_id[r].get("published") or "~", r)  # undated last
         earliest[owner] = min(earliest.get(owner, key), key)
     kept = {r for _, r in earliest.values()}
