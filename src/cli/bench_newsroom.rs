@@ -101,6 +101,9 @@ const NEW_EVENTS: &[&str] = &[
     "Fishing fleet stays in port as gale nears",
 ];
 
+/// How many claims resting on different events the bench lists before it fails.
+const MIXED_SHOWN: usize = 20;
+
 /// Feed owners: official feeds own themselves; outlets come in pairs under one owner.
 const FEEDS_PER_OWNER: usize = 2;
 
@@ -342,6 +345,15 @@ pub(super) async fn newsroom(
             v.text,
             title(d).unwrap_or(d)
         );
+    }
+    // Every mixed claim with its headlines (the first few), so a failure shows the confusion.
+    for v in mixed.iter().take(MIXED_SHOWN) {
+        let titles: Vec<&str> = v
+            .supporting
+            .iter()
+            .map(|id| title(id).unwrap_or(id))
+            .collect();
+        println!("# mixed: {}", titles.join(" | "));
     }
     if let Some(v) = mixed.first() {
         return Err(CliError::Failed(format!(

@@ -83,6 +83,24 @@ fn name_runs(stems: &[String], capitals: &[bool], names: &[frame::Name]) -> Vec<
     runs
 }
 
+/// A term on a state axis as its axis (`close` → `close|open`), any other as it is.
+fn fold(term: &str) -> String {
+    text::axis(term).map_or_else(|| term.to_string(), str::to_string)
+}
+
+/// The terms of a text for its word bag: those of what happened (`happened`, the text without
+/// its names) with opposite states folded onto their axis, and the rest (the names' words) as
+/// they are, so that a name never reads as a state ("Kiln Close" is not "closed").
+fn bag_terms<'t>(terms: &'t [String], happened: &'t [String]) -> impl Iterator<Item = String> + 't {
+    let mut names = terms.to_vec();
+    for t in happened {
+        if let Some(i) = names.iter().position(|n| n == t) {
+            names.swap_remove(i);
+        }
+    }
+    happened.iter().map(|t| fold(t)).chain(names)
+}
+
 impl Features {
     pub(super) fn new(report: &Report, lexicon: &Lexicon) -> Self {
         let title_terms = text::terms(&report.title);
@@ -92,11 +110,12 @@ impl Features {
         let title_states = text::states(&happened);
         let mut states = text::states(&summary_terms);
         states.extend(title_states.clone()); // on its axes, the headline's state wins
-        let fold = |t: &String| text::axis(t).map_or_else(|| t.clone(), str::to_string);
-        let title: Bag = title_terms.iter().map(|t| (fold(t), 1.0)).collect();
-        let mut full: Bag = summary_terms
-            .iter()
-            .map(|t| (fold(t), SUMMARY_WEIGHT))
+        let title: Bag = bag_terms(&title_terms, &happened)
+            .map(|t| (t, 1.0))
+            .collect();
+        let summary_happened = text::terms(&frame::without_names(&report.summary));
+        let mut full: Bag = bag_terms(&summary_terms, &summary_happened)
+            .map(|t| (t, SUMMARY_WEIGHT))
             .collect();
         full.extend(title.clone());
         let title_cues = text::cues(&report.title);
@@ -106,7 +125,7 @@ impl Features {
             .filter(|t| text::axis(t).is_none())
             .cloned()
             .collect();
-        let mut events: BTreeSet<String> = events.map(fold).collect();
+        let mut events: BTreeSet<String> = events.map(|t| fold(t)).collect();
         if title_cues.status_quo {
             events.insert("(status quo)".to_string());
         }
