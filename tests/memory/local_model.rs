@@ -84,18 +84,23 @@ fn a_paraphrase_is_closer_than_an_unrelated_sentence() {
 
 #[test]
 fn a_batch_gives_each_text_the_vector_it_gets_alone() {
-    // Different lengths, so the batch pads the shorter ones; more than one batch of 32.
-    let texts: Vec<String> = (0..40)
+    // Different lengths, so the batch pads the shorter ones; more than one batch of 32; some
+    // texts repeated (embedded once, given to each place they stand).
+    let texts: Vec<String> = (0..70)
         .map(|i| {
             format!(
-                "Item {i}: {}",
+                "Item {}: {}",
+                i % 50,
                 "the committee met again to review the plans ".repeat(i % 5 + 1)
             )
         })
         .collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let batch = embedder().embed(&refs).unwrap();
-    for i in [0, 3, 31, 32, 39] {
+    assert_eq!(batch.len(), refs.len());
+    assert_eq!(refs[3], refs[53], "the corpus repeats a text");
+    assert_eq!(batch[3], batch[53]);
+    for i in [0, 3, 31, 32, 49, 53, 69] {
         let alone = embedder().embed(&[refs[i]]).unwrap();
         let worst = batch[i]
             .iter()

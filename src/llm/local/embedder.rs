@@ -2,8 +2,8 @@
 //!
 //! A text is tokenized (WordPiece, lowercased, cut at [`MAX_TOKENS`]), run through the 6-layer
 //! BERT, and its vector is the mean of the token outputs over the attention mask (padding does
-//! not count), scaled to unit length, so cosine similarity is a dot product. Batches are padded
-//! to their longest text and run [`BATCH`] texts at a time.
+//! not count), scaled to unit length, so cosine similarity is a dot product. Distinct texts
+//! run [`BATCH`] at a time, shortest first, each batch padded to its longest text.
 //!
 //! Loading reads each file once, checks it against its pin and builds the model from those same
 //! bytes; the weights are then copied into the model's own tensors (candle's CPU tensors own
@@ -105,12 +105,25 @@ impl LocalEmbedder {
     /// One vector per text, in order: each [`DIMS`] long and of unit length (an empty text has
     /// a vector too: the model's reading of no words). Blocks while the model runs (tens of
     /// milliseconds per batch); from async code use the [`Embedder`] implementation.
+    ///
+    /// Each distinct text runs once (feeds repeat headlines), in order of length, so that a
+    /// batch pads its texts little: a vector does not depend on its batch.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
-        let mut vectors = Vec::with_capacity(texts.len());
-        for batch in texts.chunks(BATCH) {
+        fn key<'t>(t: &&'t str) -> (usize, &'t str) {
+            (t.len(), t)
+        }
+        let mut distinct = texts.to_vec();
+        distinct.sort_unstable_by_key(key);
+        distinct.dedup();
+        let mut vectors = Vec::with_capacity(distinct.len());
+        for batch in distinct.chunks(BATCH) {
             vectors.extend(self.embed_batch(batch)?);
         }
-        Ok(vectors)
+        let vector = |t: &&str| {
+            let i = distinct.binary_search_by_key(&key(t), key);
+            vectors[i.expect("each text is one of the distinct ones")].clone()
+        };
+        Ok(texts.iter().map(vector).collect())
     }
 
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
