@@ -3,6 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rayon::prelude::*;
+
 use super::super::frame;
 use super::{
     Batch, Claim, MERGE_THRESHOLD, Meanings, RIVAL_THRESHOLD, Report, Stance, Status, Verdict,
@@ -53,17 +55,28 @@ fn by_count<'a>(n: usize, singular: &'a str, plural: &'a str) -> &'a str {
 /// from its text, and a report denies if either the claim or this reading says so (the claim may
 /// come from a model). Ids not in `reports` are left out; the result has passed [`enforce`].
 pub fn cross_check(claim: &Claim, reports: &[Report]) -> Verdict {
-    cross_check_with(claim, reports, &owners_by_id(reports))
+    cross_check_with(claim, &reports_by_id(reports), &owners_by_id(reports))
 }
 
-/// [`cross_check`] with the owners of `reports` ([`owners_by_id`]) already known.
+/// Reports by id (an id given several times has several).
+fn reports_by_id(reports: &[Report]) -> BTreeMap<&str, Vec<&Report>> {
+    let mut by_id: BTreeMap<&str, Vec<&Report>> = BTreeMap::new();
+    for r in reports {
+        by_id.entry(&r.id).or_default().push(r);
+    }
+    by_id
+}
+
+/// [`cross_check`] with the reports by id ([`reports_by_id`]) and their owners
+/// ([`owners_by_id`]) already known.
 fn cross_check_with(
     claim: &Claim,
-    reports: &[Report],
+    by_id: &BTreeMap<&str, Vec<&Report>>,
     index: &BTreeMap<&str, Option<String>>,
 ) -> Verdict {
     let listed: BTreeSet<&str> = claim.reports.iter().map(|r| r.id.as_str()).collect();
-    let sorted = sorted_unique(reports.iter().filter(|r| listed.contains(r.id.as_str())));
+    let reports = listed.iter().filter_map(|id| by_id.get(id)).flatten();
+    let sorted = sorted_unique(reports.copied());
     let features = features_of(&sorted);
     let all = Vec::from_iter(0..sorted.len());
     let reread = (!all.is_empty()).then(|| make_claim(&all, &sorted, &features).1.reports);
@@ -187,7 +200,11 @@ pub(super) fn cross_check_batch(
     batch: &Batch,
 ) -> Vec<Verdict> {
     let owners = owners_by_id(reports);
-    let verdicts = claims.iter().map(|c| cross_check_with(c, reports, &owners));
+    let by_id = reports_by_id(reports);
+    let verdicts: Vec<Verdict> = claims
+        .par_iter()
+        .map(|c| cross_check_with(c, &by_id, &owners))
+        .collect();
     let sorted = &batch.sorted;
     let index: BTreeMap<&str, usize> = sorted
         .iter()
@@ -202,7 +219,7 @@ pub(super) fn cross_check_batch(
     let members: Vec<Vec<usize>> = claims.iter().map(supporters).collect();
     let rivals_of = rivals(batch, &members);
     let ids = |idx: &[usize]| Vec::from_iter(idx.iter().map(|&k| sorted[k].id.clone()));
-    let with_rivals = verdicts.enumerate().map(|(i, verdict)| {
+    let with_rivals = verdicts.into_iter().enumerate().map(|(i, verdict)| {
         if verdict.status == Status::Contradicted {
             return verdict;
         }
@@ -240,8 +257,9 @@ pub(super) fn cross_check_batch(
         }
     });
     let with_rivals: Vec<Verdict> = with_rivals.collect();
+    let everyone = Vec::from_iter(0..sorted.len());
     with_rivals
-        .into_iter()
+        .into_par_iter()
         .enumerate()
         .map(|(i, verdict)| {
             if verdict.status != Status::Confirmed {
@@ -258,9 +276,9 @@ pub(super) fn cross_check_batch(
             // each resembles.
             let owner_of = |k: usize| owners.get(sorted[k].id.as_str()).cloned().flatten();
             let direct = support.iter().enumerate().any(|(x, &s)| {
-                support[x + 1..]
-                    .iter()
-                    .any(|&t| owner_of(s) != owner_of(t) && batch.sims[s][t] >= MERGE_THRESHOLD)
+                support[x + 1..].iter().any(|&t| {
+                    owner_of(s) != owner_of(t) && batch.pairs.sim(s, t) >= MERGE_THRESHOLD
+                })
             });
             if !direct {
                 let reason = format!(
@@ -274,7 +292,8 @@ pub(super) fn cross_check_batch(
                     ..verdict
                 };
             }
-            let outside = (0..sorted.len()).find(|&k| {
+            let span = batch.span(&support);
+            let outside = batch.within(&everyone, span).copied().find(|&k| {
                 let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();
                 !inside.contains(sorted[k].id.as_str())
                     && owner.is_some_and(|o| !supporters.contains(&o))
@@ -305,25 +324,29 @@ pub(super) fn cross_check_batch(
 fn rivals(batch: &Batch, members: &[Vec<usize>]) -> Vec<BTreeSet<usize>> {
     let supporting = BTreeSet::from_iter(members.iter().flatten().copied());
     let supporting = Vec::from_iter(supporting);
-    let mut rivals_of = vec![BTreeSet::new(); batch.sorted.len()];
     let features = &batch.features;
     let rival = |a: usize, b: usize| {
         let by = |how| features[a].rival_by(&features[b], how);
-        batch.conflict(a, b).is_some_and(by)
+        batch.conflict(a, b).is_some_and(by).then_some((a, b))
     };
-    for (x, &a) in supporting.iter().enumerate() {
-        for &b in &supporting[x + 1..] {
-            let may = features[a].may_rival(&features[b]);
-            if !may || !batch.alike_in_subject(a, b, RIVAL_THRESHOLD) {
-                continue;
-            }
-            if rival(a, b) {
-                rivals_of[a].insert(b);
-            }
-            if rival(b, a) {
-                rivals_of[b].insert(a);
-            }
-        }
+    let pairs_of = |a: usize| {
+        let later = batch.within(&supporting, batch.span(&[a])).copied();
+        later.filter(move |&b| b > a).flat_map(move |b| {
+            let may = features[a].may_rival(&features[b])
+                && batch.alike_in_subject(a, b, RIVAL_THRESHOLD);
+            may.then(|| [rival(a, b), rival(b, a)])
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+    };
+    let found: Vec<(usize, usize)> = supporting
+        .par_iter()
+        .flat_map_iter(|&a| pairs_of(a))
+        .collect();
+    let mut rivals_of = vec![BTreeSet::new(); batch.sorted.len()];
+    for (a, b) in found {
+        rivals_of[a].insert(b);
     }
     rivals_of
 }

@@ -57,6 +57,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -70,7 +71,7 @@ mod similarity;
 use check::cross_check_batch;
 pub use check::{cross_check, cross_check_all, cross_check_all_with, enforce, frame_conflict};
 use features::{Conflict, Features, disjoint, states_conflict};
-use similarity::{Linkable, cluster, similarities};
+use similarity::{Linkable, Pairs, cluster, similarities};
 
 /// What a sentence-embedding model makes of each report, by report id: a unit vector of the
 /// text [`meaning_text`] gives, compared by cosine ([`Meanings::read_pair`]). The judge works
@@ -173,6 +174,12 @@ pub const MEANING_SAME_SUBJECT: f64 = 0.75;
 /// one score 0.92–0.94. The highest value that keeps the tuning set's recall (0.82 loses a
 /// pair), from a sweep on `eval/newsroom/tune.jsonl` only.
 pub const MEANING_SAME_HAPPENING: f64 = 0.8;
+// A pair the model reads as one subject is kept for grouping ([`Pairs`] keeps only pairs alike
+// from the least similarity).
+const _: () = assert!(
+    MEANING_WEIGHT * (MEANING_SAME_SUBJECT - MEANING_FLOOR) / (1.0 - MEANING_FLOOR)
+        >= MIN_PAIR_SIMILARITY
+);
 
 /// Mean similarity at which two clusters are one event. On the planted fixture, rewordings of
 /// one event by different outlets score 0.27–0.65 pairwise (the four-report bridge cluster links
@@ -380,9 +387,8 @@ fn make_claim(members: &[usize], sorted: &[&Report], features: &[Features]) -> (
 struct Batch<'a> {
     sorted: Vec<&'a Report>,
     features: Vec<Features>,
-    sims: Vec<Vec<f64>>,
-    /// How far the model reads each pair as one ([`Meanings::read_pair`]).
-    sameness: Vec<Vec<Sameness>>,
+    /// Every pair compared: similarity and the model's reading ([`Pairs`]).
+    pairs: Pairs,
 }
 
 impl<'a> Batch<'a> {
@@ -397,29 +403,13 @@ impl<'a> Batch<'a> {
         let features = features_of(&sorted);
         phases.reading += started.elapsed();
         let started = Instant::now();
-        let mut sims = similarities(&features);
-        let n = features.len();
-        let mut sameness = vec![vec![Sameness::Unknown; n]; n];
-        if let Some(meanings) = meanings {
-            let vectors: Vec<Option<&Vec<f32>>> =
-                sorted.iter().map(|r| meanings.get(&r.id)).collect();
-            for i in 0..n {
-                for j in i + 1..n {
-                    if let (Some(a), Some(b)) = (vectors[i], vectors[j]) {
-                        let (similarity, same) = meanings.read_pair(a, b);
-                        let s = sims[i][j].max(similarity);
-                        (sims[i][j], sims[j][i]) = (s, s);
-                        (sameness[i][j], sameness[j][i]) = (same, same);
-                    }
-                }
-            }
-        }
+        let model = meanings.map(|m| (m, sorted.iter().map(|r| m.get(&r.id)).collect()));
+        let pairs = similarities(&features, model);
         phases.comparing += started.elapsed();
         Self {
             sorted,
             features,
-            sims,
-            sameness,
+            pairs,
         }
     }
 
@@ -437,7 +427,7 @@ impl<'a> Batch<'a> {
         let (a, b) = (&self.features[i], &self.features[j]);
         // The word tables' reading of what a report is about, unless the model reads the two
         // as one subject, or, for incidents, as one happening.
-        let same = self.sameness[i][j];
+        let same = self.pairs.sameness(i, j);
         let tables_apart = (same < Sameness::Subject && disjoint(&a.events, &b.events))
             || (same < Sameness::Happening && disjoint(&a.incidents, &b.incidents));
         let agreeing_veto = a.too_far(b) || tables_apart;
@@ -461,6 +451,37 @@ impl<'a> Batch<'a> {
             Some(_) => !opposes,
             None => false,
         }
+    }
+
+    /// The earliest and latest time of reports `of`; `None` when one is undated (it may be
+    /// near any report).
+    fn span(&self, of: &[usize]) -> Option<(i64, i64)> {
+        let times: Option<Vec<i64>> = of.iter().map(|&k| self.features[k].time).collect();
+        let times = times?;
+        Some((*times.iter().min()?, *times.iter().max()?))
+    }
+
+    /// The reports of `order` (batch positions, ascending) that may lie within
+    /// [`SAME_EVENT_WINDOW_SECS`] of a report published in `span` ([`Batch::span`]; `None`:
+    /// all): those published in the window, then every undated one. Batch order puts dated
+    /// reports first, by time, so both are slices: a scan for a near report reads only these.
+    fn within<'o>(
+        &self,
+        order: &'o [usize],
+        span: Option<(i64, i64)>,
+    ) -> impl Iterator<Item = &'o usize> + use<'o> {
+        let time = |k: usize| self.features[k].time;
+        let dated = order.partition_point(|&k| time(k).is_some());
+        let (from, to) = match span {
+            Some((earliest, latest)) => (
+                order[..dated]
+                    .partition_point(|&k| time(k) < Some(earliest - SAME_EVENT_WINDOW_SECS)),
+                order[..dated]
+                    .partition_point(|&k| time(k) <= Some(latest + SAME_EVENT_WINDOW_SECS)),
+            ),
+            None => (0, dated),
+        };
+        order[from..to].iter().chain(&order[dated..])
     }
 
     /// Whether reports `i` and `j` may be about one subject (see [`cross_check_all`]): close in
@@ -489,7 +510,7 @@ impl<'a> Batch<'a> {
     /// of names the batch confirms that they have in common (figures left out: they differ by
     /// definition when the frames conflict). The similarity is read first: it is stored.
     fn alike_in_subject(&self, i: usize, j: usize, threshold: f64) -> bool {
-        if self.sims[i][j] >= threshold {
+        if self.pairs.sim(i, j) >= threshold {
             return true;
         }
         let (a, b) = (
@@ -519,19 +540,20 @@ pub fn group_with(reports: &[Report], meanings: Option<&Meanings>) -> Vec<Claim>
 fn group_batch(batch: &Batch) -> Vec<Claim> {
     let features = &batch.features;
     let n = features.len();
-    // A pair below the least similarity can never be in one claim, so leaving it out clusters
-    // the same (see [`cluster`]) and saves its vetoes.
-    let pairs = (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j)));
-    let linkable = pairs.filter_map(|(i, j)| {
-        let sim = batch.sims[i][j];
-        let links = sim >= MIN_PAIR_SIMILARITY && !batch.cannot_link(i, j);
-        links.then(|| Linkable {
+    // A pair below the least similarity can never be in one claim (and is not kept: [`Pairs`]),
+    // so leaving it out clusters the same (see [`cluster`]). Rows in parallel, in pair order.
+    let linkable_with = |i: usize, (j, sim): (usize, f64)| {
+        (!batch.cannot_link(i, j)).then(|| Linkable {
             i,
             j,
             sim,
             opposed: features[i].opposes(&features[j]),
         })
-    });
+    };
+    let linkable: Vec<Linkable> = (0..n)
+        .into_par_iter()
+        .flat_map_iter(|i| batch.pairs.row(i).filter_map(move |p| linkable_with(i, p)))
+        .collect();
     let clusters = cluster(n, linkable);
     let mut claims: Vec<(usize, Claim)> = clusters
         .iter()

@@ -4,10 +4,12 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
+use rayon::prelude::*;
+
 use super::features::{Bag, Features, anchor};
 use super::{
-    ANCHOR_WEIGHT, MERGE_THRESHOLD, MIN_ANCHORS, MIN_PAIR_SIMILARITY, OPPOSED_MERGE_THRESHOLD,
-    TITLE_SHARE,
+    ANCHOR_WEIGHT, MERGE_THRESHOLD, MIN_ANCHORS, MIN_PAIR_SIMILARITY, Meanings,
+    OPPOSED_MERGE_THRESHOLD, Sameness, TITLE_SHARE,
 };
 
 /// A weighted bag of terms as (term number, weight), sorted by term number, with its squared
@@ -68,8 +70,59 @@ impl Vector {
     }
 }
 
-/// Pairwise similarity of all reports, vetoes aside (symmetric).
-pub(super) fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
+/// What comparing every pair of a batch's reports found, kept for the pairs alike from
+/// [`MIN_PAIR_SIMILARITY`]: nothing reads a similarity below it (a pair below can never link,
+/// and every other test asks for more), so a batch of 10,000 reports keeps its alike pairs
+/// rather than all 50 million.
+pub(super) struct Pairs {
+    /// Row `i`: the pairs of report `i` with later reports, by position.
+    rows: Vec<Vec<Pair>>,
+}
+
+/// One kept pair of a [`Pairs`] row.
+struct Pair {
+    /// The later report's position (a batch is far below 4 billion reports).
+    j: u32,
+    /// How far the model reads the two as one.
+    same: Sameness,
+    /// The higher of the word and the model similarity.
+    sim: f64,
+}
+
+impl Pairs {
+    fn get(&self, i: usize, j: usize) -> Option<&Pair> {
+        let (i, j) = (i.min(j), i.max(j));
+        let row = self.rows.get(i)?;
+        row.binary_search_by_key(&j, |p| p.j as usize)
+            .ok()
+            .map(|k| &row[k])
+    }
+
+    /// The similarity of reports `i` and `j`: the higher of the words' and the model's; 0 below
+    /// [`MIN_PAIR_SIMILARITY`].
+    pub(super) fn sim(&self, i: usize, j: usize) -> f64 {
+        self.get(i, j).map_or(0.0, |p| p.sim)
+    }
+
+    /// How far the model reads reports `i` and `j` as one ([`Sameness::Unknown`] without it;
+    /// a pair it reads as one subject is alike past [`MIN_PAIR_SIMILARITY`]).
+    pub(super) fn sameness(&self, i: usize, j: usize) -> Sameness {
+        self.get(i, j).map_or(Sameness::Unknown, |p| p.same)
+    }
+
+    /// The kept pairs of report `i` with later reports: (later report, similarity).
+    pub(super) fn row(&self, i: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+        self.rows[i].iter().map(|p| (p.j as usize, p.sim))
+    }
+}
+
+/// The model's vectors of a batch's reports, by position (`None`: it has none for a report).
+pub(super) type Model<'m> = (&'m Meanings, Vec<Option<&'m Vec<f32>>>);
+
+/// Compares every pair of reports, vetoes aside: the words (see the module docs of `claims`)
+/// and, where both have a vector, the model ([`Meanings::read_pair`]). Rows run in parallel:
+/// this is the one step every pair of a batch goes through.
+pub(super) fn similarities(features: &[Features], model: Option<Model<'_>>) -> Pairs {
     let mut numbers: BTreeMap<&str, usize> = BTreeMap::new();
     let mut df: Vec<f64> = Vec::new();
     for term in features.iter().flat_map(|f| f.full.keys()) {
@@ -90,7 +143,7 @@ pub(super) fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
             (title, Vector::new(&f.full, &numbers, &idf))
         })
         .collect();
-    let pair = |i: usize, j: usize| {
+    let words = |i: usize, j: usize| {
         let (a, b, (title_a, full_a), (title_b, full_b)) =
             (&features[i], &features[j], &vectors[i], &vectors[j]);
         let title = title_a.cosine(title_b);
@@ -106,15 +159,24 @@ pub(super) fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
         };
         sim.max(anchor_overlap(a, b))
     };
-    // Each pair once (`upper[i][j - i]` for `j >= i`), then mirrored.
-    let upper: Vec<Vec<f64>> = (0..n)
-        .map(|i| (i..n).map(|j| pair(i, j)).collect())
-        .collect();
-    let at = |i: usize, j: usize| match j >= i {
-        true => upper[i][j - i],
-        false => upper[j][i - j],
+    let pair = |i: usize, j: usize| {
+        let sim = words(i, j);
+        let read = model.as_ref().and_then(|(m, vectors)| {
+            let (a, b) = (vectors[i]?, vectors[j]?);
+            Some(m.read_pair(a, b))
+        });
+        let (sim, same) = read.map_or((sim, Sameness::Unknown), |(s, same)| (sim.max(s), same));
+        (sim >= MIN_PAIR_SIMILARITY).then_some(Pair {
+            j: j as u32,
+            same,
+            sim,
+        })
     };
-    (0..n).map(|i| (0..n).map(|j| at(i, j)).collect()).collect()
+    let rows = (0..n)
+        .into_par_iter()
+        .map(|i| (i + 1..n).filter_map(|j| pair(i, j)).collect())
+        .collect();
+    Pairs { rows }
 }
 
 /// How much two reports share of what pins an event down — names the batch confirms and figures,
@@ -125,8 +187,11 @@ pub(super) fn similarities(features: &[Features]) -> Vec<Vec<f64>> {
 /// and its ground).
 pub(super) fn anchor_overlap(a: &Features, b: &Features) -> f64 {
     let (x, y) = (&a.anchors, &b.anchors);
-    let shared = x.intersection(y).count();
     let fewer = x.len().min(y.len());
+    if fewer < MIN_ANCHORS {
+        return 0.0;
+    }
+    let shared = x.intersection(y).count();
     let unmatched = |f: &Features, other: &BTreeSet<String>| {
         let mut headline = f.title_figures.iter().filter(|(kind, _)| *kind != "year");
         headline.any(|(kind, values)| values.iter().any(|v| !other.contains(&anchor(kind, v))))
