@@ -49,9 +49,11 @@
 //! 15") read as rival accounts: safe, but noisy. A denial must share distinctive words with its
 //! claim ("Authority denies closure" alone attaches to nothing). IDF and names come from the
 //! batch, so a pair can group differently in another batch, and a claim id changes if an
-//! earlier report joins later. Every pair of a batch is compared, so the cost grows with the
-//! square of its size ([`Phases`]): 1,000 reports take about half a second beside the model,
-//! 10,000 about a minute. Templates repeated at many places (the bench's generated feeds) are
+//! earlier report joins later. Every pair of a batch is compared (on every core), so the cost
+//! grows with the square of its size ([`Phases`]): on two cores 1,000 reports take about half a
+//! second beside the model, 10,000 about 20 seconds; only pairs alike from
+//! [`MIN_PAIR_SIMILARITY`] are kept, and the scans for a near report read only the reports
+//! within [`SAME_EVENT_WINDOW_SECS`] of it. Templates repeated at many places (the bench's generated feeds) are
 //! its hardest case: each rule above closes one way two look-alikes were confirmed together.
 
 use std::collections::{BTreeMap, BTreeSet};
