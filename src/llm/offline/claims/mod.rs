@@ -53,8 +53,9 @@
 //! grows with the square of its size ([`Phases`]): on two cores 1,000 reports take about half a
 //! second beside the model, 10,000 about 20 seconds; only pairs alike from
 //! [`MIN_PAIR_SIMILARITY`] are kept, and the scans for a near report read only the reports
-//! within [`SAME_EVENT_WINDOW_SECS`] of it. Templates repeated at many places (the bench's generated feeds) are
-//! its hardest case: each rule above closes one way two look-alikes were confirmed together.
+//! within [`SAME_EVENT_WINDOW_SECS`] of it. Templates repeated at many places (the bench's
+//! generated feeds) are its hardest case: each rule above closes one way two look-alikes were
+//! confirmed together.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
