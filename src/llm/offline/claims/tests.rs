@@ -712,3 +712,36 @@ fn a_count_and_a_share_of_one_value_do_not_pin_one_event() {
     ];
     assert_eq!(group(&reports).len(), 2, "{:?}", group(&reports));
 }
+
+#[test]
+fn a_scan_for_near_reports_reads_the_event_window_and_every_undated_report() {
+    let mut reports = batch(&["x | one", "x | two", "x | three", "x | four", "x | five"]);
+    let at = |day: u32| Some(format!("2026-11-{day:02}T06:00:00Z"));
+    // Days 1, 3, 5 (two days either side of 3 are inside the 72 hours), 9; one undated.
+    for (r, published) in reports.iter_mut().zip([at(1), at(3), at(5), at(9), None]) {
+        r.published = published;
+    }
+    let batch = Batch::new(&reports, None);
+    let position = |id: &str| batch.sorted.iter().position(|r| r.id == id).unwrap();
+    let everyone = Vec::from_iter(0..batch.sorted.len());
+    let near = |of: &[&str]| {
+        let of = Vec::from_iter(of.iter().map(|id| position(id)));
+        let found = batch.within(&everyone, batch.span(&of));
+        BTreeSet::from_iter(found.map(|&k| batch.sorted[k].id.clone()))
+    };
+    let set = |ids: &[&str]| BTreeSet::from_iter(ids.iter().map(|s| s.to_string()));
+    assert_eq!(near(&["a"]), set(&["a", "b", "e"]));
+    assert_eq!(near(&["b"]), set(&["a", "b", "c", "e"]));
+    assert_eq!(near(&["a", "c"]), set(&["a", "b", "c", "e"]));
+    assert_eq!(near(&["d"]), set(&["d", "e"]));
+    // An undated report may be near any: every report is read.
+    assert_eq!(near(&["e"]), set(&["a", "b", "c", "d", "e"]));
+    // Each report the window leaves out is too far from every report scanned for.
+    for (of, left_out) in [("a", "c"), ("a", "d"), ("d", "c")] {
+        let (i, j) = (position(of), position(left_out));
+        assert!(
+            batch.features[i].too_far(&batch.features[j]),
+            "{of} / {left_out}"
+        );
+    }
+}
