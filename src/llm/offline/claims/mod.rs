@@ -74,7 +74,7 @@ mod similarity;
 use check::cross_check_batch;
 pub use check::{cross_check, cross_check_all, cross_check_all_with, enforce, frame_conflict};
 use features::{Conflict, Features, disjoint, states_conflict};
-use similarity::{Linkable, Pairs, cluster, similarities};
+use similarity::{Linkable, Pairs, anchor_share, cluster, similarities};
 
 /// What a sentence-embedding model makes of each report, by report id: a unit vector of the
 /// text [`meaning_text`] gives, compared by cosine ([`Meanings::read_pair`]). The judge works
@@ -520,12 +520,7 @@ impl<'a> Batch<'a> {
             &self.features[i].anchor_names,
             &self.features[j].anchor_names,
         );
-        let fewer = a.len().min(b.len());
-        if fewer < MIN_ANCHORS {
-            return false;
-        }
-        let shared = a.intersection(b).count();
-        shared >= MIN_ANCHORS && ANCHOR_WEIGHT * shared as f64 / fewer as f64 >= threshold
+        anchor_share(a, b).is_some_and(|share| share >= threshold)
     }
 }
 

@@ -187,19 +187,25 @@ pub(super) fn similarities(features: &[Features], model: Option<Model<'_>>) -> P
 /// and its ground).
 pub(super) fn anchor_overlap(a: &Features, b: &Features) -> f64 {
     let (x, y) = (&a.anchors, &b.anchors);
-    let fewer = x.len().min(y.len());
-    if fewer < MIN_ANCHORS {
-        return 0.0;
-    }
-    let shared = x.intersection(y).count();
     let unmatched = |f: &Features, other: &BTreeSet<String>| {
         let mut headline = f.title_figures.iter().filter(|(kind, _)| *kind != "year");
         headline.any(|(kind, values)| values.iter().any(|v| !other.contains(&anchor(kind, v))))
     };
-    if shared < MIN_ANCHORS || fewer == 0 || unmatched(a, y) || unmatched(b, x) {
-        return 0.0;
+    match anchor_share(x, y) {
+        Some(share) if !unmatched(a, y) && !unmatched(b, x) => share,
+        _ => 0.0,
     }
-    ANCHOR_WEIGHT * shared as f64 / fewer as f64
+}
+
+/// The share of anchors two sets have in common, as a share of the fewer and weighted by
+/// [`ANCHOR_WEIGHT`]; `None` unless both have and share at least [`MIN_ANCHORS`].
+pub(super) fn anchor_share(x: &BTreeSet<String>, y: &BTreeSet<String>) -> Option<f64> {
+    let fewer = x.len().min(y.len());
+    if fewer < MIN_ANCHORS {
+        return None;
+    }
+    let shared = x.intersection(y).count();
+    (shared >= MIN_ANCHORS).then(|| ANCHOR_WEIGHT * shared as f64 / fewer as f64)
 }
 
 /// Two reports that may share a claim: `i < j`, their similarity, and whether their titles
