@@ -5,7 +5,6 @@
 //! across a pause (a question to the operator).
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,28 +68,8 @@ impl Message {
     }
 }
 
-/// A tool call the model asked for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// Id the result must carry (the provider's, or one made up when it gave none).
-    pub id: String,
-    /// Tool name, as offered in [`ToolSpec::name`].
-    pub name: String,
-    /// Arguments. Normally a JSON object; when the model wrote arguments that are not JSON,
-    /// the raw text as a JSON string, so the caller can tell the model what was wrong.
-    pub arguments: Value,
-}
-
-/// A tool offered to the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolSpec {
-    /// Name the model calls it by. Providers accept `[A-Za-z0-9_-]{1,64}`.
-    pub name: String,
-    /// What it does, for the model.
-    pub description: String,
-    /// JSON schema of its arguments (an `object` schema).
-    pub parameters: Value,
-}
+pub use crate::protocol::payload::ToolCall;
+pub use crate::protocol::payload::ToolSpec;
 
 /// One call to a chat model.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -105,37 +84,9 @@ pub struct ChatRequest {
     pub temperature: Option<f32>,
 }
 
-/// Tokens a call consumed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Usage {
-    /// Prompt tokens.
-    pub input_tokens: u64,
-    /// Completion tokens.
-    pub output_tokens: u64,
-}
+pub use crate::protocol::payload::Usage;
 
-impl Usage {
-    /// Input plus output.
-    pub fn total(&self) -> u64 {
-        self.input_tokens.saturating_add(self.output_tokens)
-    }
-}
-
-/// Why the model stopped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FinishReason {
-    /// It finished its answer.
-    Stop,
-    /// It wants tool results.
-    ToolCalls,
-    /// It hit the output-token cap.
-    Length,
-    /// A content filter stopped it.
-    ContentFilter,
-    /// Anything else, as the provider named it.
-    Other(String),
-}
+pub use crate::protocol::payload::FinishReason;
 
 /// A model's answer to one [`ChatRequest`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -411,7 +411,8 @@ mod tests {
                 .iter()
                 .all(|e| e.kind == crate::core::event_kind::EventKind::DocumentSaved)
         );
-        assert_eq!(saved[0].payload["title"], "Notice");
+        let saved: crate::protocol::payload::DocumentSaved = saved[0].payload().unwrap();
+        assert_eq!(saved.title, "Notice");
     }
 
     #[tokio::test]

@@ -162,12 +162,19 @@ mod tests {
         );
         assert_eq!(out.len(), 2, "{out:#?}");
         assert_eq!(out[0].kind, EventKind::FactSuperseded);
-        assert_eq!(out[0].payload["fact"], again.event_id.as_str());
-        assert_eq!(out[0].payload["by"], first.event_id.as_str());
-        assert_eq!(out[0].payload["reason"], "duplicate");
-        assert_eq!(out[1].payload["fact"], first.event_id.as_str());
-        assert_eq!(out[1].payload["by"], changed.event_id.as_str());
-        assert_eq!(out[1].payload["reason"], "replaced");
+        let superseded = |e: &Envelope| {
+            let s: FactSuperseded = e.payload().unwrap();
+            (s.fact, s.by, s.reason)
+        };
+        let id = |e: &Envelope| e.event_id.to_string();
+        assert_eq!(
+            superseded(&out[0]),
+            (id(&again), id(&first), "duplicate".into())
+        );
+        assert_eq!(
+            superseded(&out[1]),
+            (id(&first), id(&changed), "replaced".into())
+        );
         assert_eq!(out[1].namespace_path(), "facts/n/a");
         assert_eq!(out[1].cause.as_ref(), Some(&changed.event_id));
         // The same fact delivered again changes nothing; the same input gives the same ids.

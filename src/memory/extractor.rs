@@ -11,7 +11,8 @@
 //! whose mounts reach that prefix recalls them. An expert that declares no writable episodic
 //! memory gives no facts: no declaration, no memory.
 
-use crate::protocol::payload::{ReplyDelivered, TaskJudged};
+use crate::protocol::Payload;
+use crate::protocol::payload::{CitedSource, FactLearned, ReplyDelivered, TaskJudged};
 use crate::protocol::tool::{ToolOutcome, ToolRecord};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -190,9 +191,9 @@ impl Extractor {
             .filter(|c| !c.subject.trim().is_empty() && !c.statement.trim().is_empty())
             .take(FACTS_PER_ANSWER)
             .map(|c| {
-                let mut payload = Map::new();
-                payload.insert("expert".into(), json!(expert));
-                payload.insert("task_id".into(), json!(judged.task_id));
+                let mut rest = Map::new();
+                rest.insert("expert".into(), expert.into());
+                rest.insert("task_id".into(), judged.task_id.clone().into());
                 let fact = Fact {
                     subject: c
                         .subject
@@ -202,7 +203,10 @@ impl Extractor {
                         .take(SUBJECT_CHARS)
                         .collect(),
                     statement: c.statement.trim().to_string(),
-                    payload,
+                    detail: FactLearned {
+                        rest,
+                        ..FactLearned::default()
+                    },
                 };
                 envelope(event, namespace, fact, "model")
             })
@@ -221,29 +225,21 @@ struct Answered {
 /// `fact` learned from `event`, written to `namespace`, with a computed id.
 fn envelope(event: &Envelope, namespace: &str, fact: Fact, method: &str) -> Envelope {
     let id = EventId::computed(&["fact_learned", event.event_id.as_str(), &fact.subject]);
-    let mut payload = fact.payload;
-    payload.insert("subject".into(), json!(fact.subject));
-    payload.insert(
-        "statement".into(),
-        json!(
-            fact.statement
-                .chars()
-                .take(STATEMENT_CHARS)
-                .collect::<String>()
-        ),
-    );
-    payload.insert(
+    let mut learned = fact.detail;
+    learned.subject = Some(fact.subject);
+    learned.statement = Some(fact.statement.chars().take(STATEMENT_CHARS).collect());
+    learned.method = Some(method.to_string());
+    learned.rest.insert(
         "source".into(),
         json!({"kind": event.kind.as_str(), "event": event.event_id.as_str(),
                "actor": event.actor, "ts": event.ts}),
     );
-    payload.insert("method".into(), json!(method));
     Envelope::new(
         event.tenant.clone(),
         namespace.split('/'),
         ACTOR,
-        EventKind::FactLearned,
-        Value::Object(payload),
+        FactLearned::KIND,
+        learned.to_value(),
     )
     .with_id(id)
     .with_cause(event.event_id.clone())
@@ -288,8 +284,9 @@ struct Fact {
     subject: String,
     /// The fact as one sentence.
     statement: String,
-    /// Structured detail.
-    payload: Map<String, Value>,
+    /// Its detail (status, value, sources, where it came from); the subject, statement and
+    /// method are set when it is written.
+    detail: FactLearned,
 }
 
 /// A delivered bulletin (`reply_delivered` whose `data` has `claims`): one fact per claim, its
@@ -307,28 +304,29 @@ fn bulletin_claims(reply: &ReplyDelivered) -> Vec<Fact> {
             let claim = c.get("claim").and_then(Value::as_str)?;
             let text = c.get("text").and_then(Value::as_str)?;
             let status = c.get("status").and_then(Value::as_str)?;
-            let sources = c.get("sources").cloned().unwrap_or(json!([]));
-            let outlets: Vec<&str> = sources
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|s| s.get("outlet").and_then(Value::as_str))
-                .collect();
+            let sources: Vec<CitedSource> = match c.get("sources") {
+                None => Vec::new(),
+                Some(s) => serde_json::from_value(s.clone()).ok()?,
+            };
+            let outlets: Vec<&str> = sources.iter().filter_map(|s| s.outlet.as_deref()).collect();
             let statement = match status {
                 "confirmed" => format!("Confirmed by {}: {text}", outlets.join(", ")),
                 "single_source" => format!("Single-source ({}): {text}", outlets.join(", ")),
                 "contradicted" => format!("Contradicted ({}): {text}", outlets.join(", ")),
                 other => format!("{other} ({}): {text}", outlets.join(", ")),
             };
-            let mut detail = Map::new();
-            detail.insert("claim".into(), json!(claim));
-            detail.insert("status".into(), json!(status));
-            detail.insert("sources".into(), sources);
-            detail.insert("bulletin".into(), json!(bulletin));
+            let mut rest = Map::new();
+            rest.insert("claim".into(), claim.into());
+            rest.insert("bulletin".into(), bulletin.into());
             Some(Fact {
                 subject: format!("claim/{claim}"),
                 statement,
-                payload: detail,
+                detail: FactLearned {
+                    status: Some(status.to_string()),
+                    sources: Some(sources),
+                    rest,
+                    ..FactLearned::default()
+                },
             })
         })
         .collect()
@@ -365,14 +363,17 @@ fn tool_result(record: ToolRecord) -> Option<Fact> {
     let (tool, arguments) = (record.tool, record.arguments);
     // serde_json's maps are ordered, so equal arguments print equally.
     let call = format!("{tool} {arguments}");
-    let mut detail = Map::new();
-    detail.insert("tool".into(), json!(tool));
-    detail.insert("arguments".into(), arguments);
-    detail.insert("value".into(), value);
+    let mut rest = Map::new();
+    rest.insert("tool".into(), tool.into());
+    rest.insert("arguments".into(), arguments);
     Some(Fact {
         subject: format!("tool/{call}"),
         statement: format!("{call} returned {value_text}"),
-        payload: detail,
+        detail: FactLearned {
+            value: Some(value),
+            rest,
+            ..FactLearned::default()
+        },
     })
 }
 
@@ -450,13 +451,15 @@ mod tests {
         assert_eq!(f.namespace_path(), "facts/newsroom/publisher");
         assert_eq!(f.tenant, "t");
         assert_eq!(f.cause.as_ref(), Some(&e.event_id));
-        assert_eq!(f.payload["subject"], "claim/c-bridge");
+        let learned = |e: &Envelope| e.payload::<FactLearned>().unwrap();
+        let fact = learned(f);
+        assert_eq!(fact.subject.as_deref(), Some("claim/c-bridge"));
         assert_eq!(
-            f.payload["statement"],
-            "Confirmed by Harbour Authority, Wire: The harbour bridge is closed."
+            fact.statement.as_deref(),
+            Some("Confirmed by Harbour Authority, Wire: The harbour bridge is closed.")
         );
-        assert_eq!(f.payload["bulletin"], "b-1");
-        assert_eq!(facts[1].payload["status"], "single_source");
+        assert_eq!(fact.rest["bulletin"], "b-1");
+        assert_eq!(learned(&facts[1]).status.as_deref(), Some("single_source"));
         // Derived again (a redelivery), the same ids: the log and the projection keep one.
         assert_eq!(
             x.extract(&e)
@@ -533,11 +536,12 @@ mod tests {
             "result": {"content": [{"type": "text", "text": "{\"temp_c\": 4}"}]}});
         let facts = x.extract(&result(structured));
         assert_eq!(facts.len(), 1);
+        let fact: FactLearned = facts[0].payload().unwrap();
         assert_eq!(
-            facts[0].payload["subject"],
-            "tool/weather/get_forecast {\"city\":\"Oslo\"}"
+            fact.subject.as_deref(),
+            Some("tool/weather/get_forecast {\"city\":\"Oslo\"}")
         );
-        assert_eq!(facts[0].payload["value"], json!({"temp_c": 4}));
+        assert_eq!(fact.value, Some(json!({"temp_c": 4})));
         for outcome in [
             json!({"status": "answered", "is_error": true,
                    "result": {"content": [{"type": "text", "text": "{\"a\": 1}"}]}}),
@@ -599,9 +603,10 @@ mod tests {
         let out = derive(&x, &e).await;
         assert_eq!(out.events.len(), 1, "{out:?}");
         let f = &out.events[0];
-        assert_eq!(f.payload["subject"], "harbour bridge");
-        assert_eq!(f.payload["method"], "model");
-        assert_eq!(f.payload["expert"], "n/w");
+        let fact: FactLearned = f.payload().unwrap();
+        assert_eq!(fact.subject.as_deref(), Some("harbour bridge"));
+        assert_eq!(fact.method.as_deref(), Some("model"));
+        assert_eq!(fact.rest["expert"], "n/w");
         assert_eq!(f.namespace_path(), "facts/n/w");
         assert_eq!(f.cause.as_ref(), Some(&e.event_id));
         // Unanswered, a pipeline step, or no reader: nothing is read.

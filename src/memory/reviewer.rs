@@ -11,17 +11,16 @@
 //! only experts whose mounts reach the role's namespace with `procedural` read access are shown
 //! the lesson (see `cognition::expert::wake`).
 
-use crate::protocol::payload::TaskJudged;
+use crate::protocol::Payload;
+use crate::protocol::payload::{LessonLearned, TaskJudged};
 use std::collections::BTreeMap;
 
 use rusqlite::{Transaction, params};
-use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::worker::{Derived, Deriver};
 use crate::aem::Catalog;
 use crate::core::envelope::Envelope;
-use crate::core::event_kind::EventKind;
 use crate::core::ids::EventId;
 use crate::core::text::clip;
 
@@ -183,12 +182,16 @@ impl Deriver for Reviewer {
             event.tenant.clone(),
             namespace.split('/'),
             ACTOR,
-            EventKind::LessonLearned,
-            json!({
-                "statement": statement, "role": role, "reason": clip(reason, REASON_CHARS),
-                "failures": failures, "subject": format!("lesson/{subject}"),
-                "tasks": evidence.iter().map(|(t, _)| t).collect::<Vec<_>>(),
-            }),
+            LessonLearned::KIND,
+            LessonLearned {
+                statement,
+                role: role.to_string(),
+                reason: clip(reason, REASON_CHARS),
+                failures: failures as u64,
+                subject: format!("lesson/{subject}"),
+                tasks: evidence.iter().map(|(t, _)| t.to_string()).collect(),
+            }
+            .to_value(),
         )
         .with_id(id)
         .with_cause(event.event_id.clone());
@@ -199,7 +202,9 @@ impl Deriver for Reviewer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::event_kind::EventKind;
     use rusqlite::Connection;
+    use serde_json::json;
 
     fn judged(role: &str, task: &str, answered: bool, reason: &str) -> Envelope {
         Envelope::new(
@@ -252,9 +257,10 @@ mod tests {
         assert_eq!(l.namespace_path(), "facts/newsroom/editor");
         assert_eq!(l.actor, ACTOR);
         assert_eq!(l.cause.as_ref(), Some(&events[3].event_id));
-        assert_eq!(l.payload["failures"], 2);
-        assert_eq!(l.payload["tasks"], json!(["t3", "t1"]));
-        let statement = l.payload["statement"].as_str().unwrap();
+        let lesson: LessonLearned = l.payload().unwrap();
+        assert_eq!(lesson.failures, 2);
+        assert_eq!(lesson.tasks, ["t3", "t1"]);
+        let statement = lesson.statement.as_str();
         assert!(statement.contains("timed out after 30 s"), "{statement}");
         assert!(
             statement.contains("Summarise the harbour report"),

@@ -502,7 +502,8 @@ mod tests {
         projector::project_for_test(&db, &events);
         let state = crate::memory::worker::open_state(&index, SCHEMA).unwrap();
         for (e, seq) in events[..4].iter().zip(1..) {
-            let v = HashingEmbedder::vector(e.payload["statement"].as_str().unwrap());
+            let fact: crate::protocol::payload::FactLearned = e.payload().unwrap();
+            let v = HashingEmbedder::vector(&fact.statement.unwrap());
             store(&state, e, seq, HashingEmbedder::NAME, &v).unwrap();
         }
         let recall = Recall::open(&db).unwrap();

@@ -6,61 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use super::date;
 
-/// How an input did on its last read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// Read whole.
-    Ok,
-    /// Read up to a limit; what came after it was left out.
-    Truncated,
-    /// Not read.
-    Failing,
-}
-
-impl Status {
-    /// The word a person reads.
-    pub fn word(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Truncated => "truncated",
-            Status::Failing => "failing",
-        }
-    }
-}
-
-/// One input's health.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FeedHealth {
-    /// The input (a feed's path or URL).
-    pub feed: String,
-    /// Where it is listed: `<list>:<line>`.
-    pub at: String,
-    /// How its last read went.
-    pub status: Status,
-    /// Why, when not [`Status::Ok`].
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub reason: String,
-    /// Items it gave on its last read (0 when failing).
-    #[serde(default)]
-    pub items: usize,
-    /// Since when the status holds (Unix ms).
-    #[serde(default)]
-    pub since_ms: i64,
-    /// Its last successful read, whole or in part (Unix ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_ok_ms: Option<i64>,
-    /// Its last failed read (Unix ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_failure_ms: Option<i64>,
-    /// Why that read failed (kept after it recovers).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub last_failure: String,
-}
+pub use crate::protocol::payload::{FeedHealth, Status};
 
 impl FeedHealth {
     /// One line for a person or a model: `failing · <feed> (<list>:<line>): <reason> (since …)`.

@@ -9,6 +9,8 @@ use std::time::Duration;
 use hiroz::{Builder, node::ZNode};
 use serde::Serialize;
 
+use crate::protocol::payload::{ReadOutcome, SourceRead};
+
 use super::{date, phone_book_key};
 use crate::{
     core::durable::KeyValue,
@@ -61,6 +63,32 @@ pub struct Reading {
     /// The outcome.
     #[serde(flatten)]
     pub outcome: Outcome,
+}
+
+impl Reading {
+    /// This reading as the log records it (without the state's text).
+    pub fn record(&self) -> SourceRead {
+        let outcome = match &self.outcome {
+            Outcome::Read {
+                items,
+                updated_at_ms,
+                warning,
+                ..
+            } => ReadOutcome::Read {
+                items: *items,
+                updated_at_ms: *updated_at_ms,
+                warning: warning.clone(),
+            },
+            Outcome::NotRunning => ReadOutcome::NotRunning,
+            Outcome::Failed { reason } => ReadOutcome::Failed {
+                reason: reason.clone(),
+            },
+        };
+        SourceRead {
+            source: self.source.clone(),
+            outcome,
+        }
+    }
 }
 
 /// Reads each of `sources` (name, description) of `mesh` for `reader` (`<mesh>/<role>`),

@@ -14,6 +14,8 @@
 //! health on the log (`source_health`, which the console shows), and when every input fails
 //! it answers readers that it has nothing to show and says so on `/rosout`.
 
+use crate::protocol::Payload;
+use crate::protocol::payload::SourceHealth;
 use crate::spine::control::lifecycle::RunError;
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -379,13 +381,14 @@ impl SourceDeps {
             self.tenant.clone(),
             ["perception", self.mesh.as_str(), self.name.as_str()],
             format!("msp/{}/{}", self.mesh, self.name),
-            EventKind::SourceHealth,
-            serde_json::json!({
-                "mesh": self.mesh,
-                "source": self.name,
-                "failing": failing,
-                "feeds": health,
-            }),
+            SourceHealth::KIND,
+            SourceHealth {
+                mesh: self.mesh.clone(),
+                source: self.name.clone(),
+                failing,
+                feeds: health.to_vec(),
+            }
+            .to_value(),
         );
         last.unlogged = match emit(&self.kv, &envelope).await {
             Ok(_) => false,

@@ -29,6 +29,9 @@ pub enum ProtocolError {
         #[source]
         source: serde_json::Error,
     },
+    /// An expert's result does not carry its report.
+    #[error("the expert's report is malformed: {0}")]
+    Report(#[source] serde_json::Error),
     /// A task outcome that is none of the known ones.
     #[error("unknown task outcome {0:?}")]
     Outcome(String),

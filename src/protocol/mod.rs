@@ -15,9 +15,11 @@ pub mod context;
 mod error;
 pub mod outcome;
 pub mod payload;
+pub mod report;
 pub mod tool;
 
 pub use context::{Fork, TaskContext};
 pub use error::ProtocolError;
 pub use outcome::TaskOutcome;
 pub use payload::Payload;
+pub use report::TaskReport;

@@ -248,6 +248,19 @@ pub enum ToolOutcome {
     },
 }
 
+impl ToolOutcome {
+    /// Whether the tool answered without reporting an error.
+    pub fn succeeded(&self) -> bool {
+        matches!(
+            self,
+            ToolOutcome::Answered {
+                is_error: false,
+                ..
+            }
+        )
+    }
+}
+
 /// The payload of `tool_call`, `tool_result` and `gate_denied` events (their kind, actor and
 /// cause are the envelope's).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

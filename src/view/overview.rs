@@ -14,6 +14,11 @@ use crate::core::durable::{DurableError, EventLog};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 use crate::core::ids::EventId;
+use crate::protocol::payload::{
+    AnswerReceived, ChatTurn, ExpertFinished, FeedHealth, ModelCall, QuestionAsked, ReplyDelivered,
+    RoutingDecided, SourceChanged, SourceHealth, TaskDelegated, TaskRejected,
+};
+use crate::protocol::tool::{ToolOutcome, ToolRecord};
 use crate::spine::durable::streams::MEM;
 
 /// Tasks kept; the oldest go first past this (the log keeps them all).
@@ -117,7 +122,7 @@ pub struct Source {
     /// Every input fails: it has nothing to show.
     pub failing: bool,
     /// Each input's health as last reported (feed, at, status, reason, items, …).
-    pub feeds: Vec<Value>,
+    pub feeds: Vec<FeedHealth>,
     /// When the health was last reported (ms since the epoch; 0: never).
     pub health_ms: u64,
 }
@@ -136,14 +141,6 @@ pub struct Overview {
     /// Tasks whose delegation ended: their open questions are moot.
     ended: std::collections::BTreeSet<String>,
     sources: BTreeMap<String, Source>,
-}
-
-fn text(v: &Value, key: &str) -> String {
-    match v.get(key) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    }
 }
 
 fn clip(s: &str) -> String {
@@ -172,14 +169,6 @@ pub async fn fold_mem<L: EventLog>(
             }
         }
     }
-}
-
-/// Whether a `tool_result` payload says the tool answered without an error.
-pub fn tool_succeeded(p: &Value) -> bool {
-    let outcome = p.get("outcome");
-    let field = |k: &str| outcome.and_then(|o| o.get(k));
-    field("status").and_then(Value::as_str) == Some("answered")
-        && field("is_error").and_then(Value::as_bool) != Some(true)
 }
 
 impl Overview {
@@ -222,161 +211,188 @@ impl Overview {
         task
     }
 
-    /// The source an event of a source speaks for (its `source` field, else its actor), made
-    /// on first mention.
-    fn source(&mut self, payload: &Value, e: &Envelope) -> &mut Source {
-        let name = [text(payload, "source"), e.actor.clone()]
-            .into_iter()
-            .find(|n| !n.is_empty())
-            .unwrap_or_default();
+    /// The source `named` (else the event's actor), made on first mention.
+    fn source(&mut self, named: &str, e: &Envelope) -> &mut Source {
+        let name = if named.is_empty() {
+            e.actor.clone()
+        } else {
+            named.to_string()
+        };
         let source = self.sources.entry(name.clone()).or_default();
         source.name = name;
         source
     }
 
-    /// Folds one MEM event.
+    /// Folds one MEM event. An event whose payload does not have its kind's shape is left out.
     pub fn absorb(&mut self, e: &Envelope) {
-        let p = &e.payload;
-        // Tool events name their task `task`; everything else `task_id`.
-        let task_id = [text(p, "task_id"), text(p, "task")]
-            .into_iter()
-            .find(|t| !t.is_empty())
-            .unwrap_or_default();
+        let task_id = e.task_named().unwrap_or_default().to_string();
+        let about_task = !task_id.is_empty();
         match &e.kind {
             EventKind::ChatTurn => {
+                let Ok(turn) = e.payload::<ChatTurn>() else {
+                    return;
+                };
                 let session = e.namespace.get(1).cloned().unwrap_or_default();
                 let task = EventId::computed(&["inbox", e.event_id.as_str()]).to_string();
                 let turns = self.sessions.entry(session).or_default();
                 turns.push_back(Turn {
                     ts: e.ts,
-                    user: text(p, "user_id"),
-                    text: clip(&text(p, "text")),
+                    user: turn.user_id.unwrap_or_default(),
+                    text: clip(&turn.text),
                     task,
                 });
                 if turns.len() > MAX_TURNS {
                     turns.pop_front();
                 }
             }
-            EventKind::RoutingDecided if !task_id.is_empty() => {
+            EventKind::RoutingDecided if about_task => {
+                let Ok(routed) = e.payload::<RoutingDecided>() else {
+                    return;
+                };
                 let session = self.session_of(&task_id);
-                let parent = text(p, "parent_task_id");
+                let parent = routed.parent_task_id;
                 let task = self.task(&task_id, e.ts);
-                task.domain = text(p, "domain");
-                task.request = clip(&text(p, "instruction"));
+                task.domain = routed.domain;
+                task.request = clip(&routed.instruction);
                 task.parent = (!parent.is_empty()).then_some(parent);
                 task.session = task.session.take().or(session);
             }
-            EventKind::TaskDelegated if !task_id.is_empty() => {
+            EventKind::TaskDelegated if about_task => {
+                let Ok(d) = e.payload::<TaskDelegated>() else {
+                    return;
+                };
                 self.ended.insert(task_id.clone());
                 let task = self.task(&task_id, e.ts);
-                task.domain = text(p, "domain");
-                task.expert = text(p, "expert");
-                task.status = text(p, "status");
-                let error = text(p, "error");
-                task.error = (!error.is_empty()).then_some(error);
+                task.domain = d.domain;
+                task.expert = d.expert;
+                task.status = d.status;
+                task.error = (!d.error.is_empty()).then_some(d.error);
             }
-            EventKind::TaskRejected if !task_id.is_empty() => {
+            EventKind::TaskRejected if about_task => {
+                let Ok(r) = e.payload::<TaskRejected>() else {
+                    return;
+                };
                 self.ended.insert(task_id.clone());
                 let task = self.task(&task_id, e.ts);
                 task.status = "rejected".into();
-                task.error = Some(text(p, "reason"));
+                task.error = Some(r.reason);
             }
-            EventKind::ExpertFinished if !task_id.is_empty() => {
+            EventKind::ExpertFinished if about_task => {
+                let Ok(f) = e.payload::<ExpertFinished>() else {
+                    return;
+                };
                 // `spend` is the task's total so far: it wins over the calls counted live.
-                let spend = p.get("spend").cloned().unwrap_or(Value::Null);
-                let number = |k: &str| spend.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                let spend = f.spend;
                 let task = self.task(&task_id, e.ts);
-                task.input_tokens = task.input_tokens.max(number("input_tokens") as u64);
-                task.output_tokens = task.output_tokens.max(number("output_tokens") as u64);
-                task.cost_usd = task.cost_usd.max(number("cost_usd"));
-                task.model_calls = task.model_calls.max(number("model_calls") as u64);
+                task.input_tokens = task.input_tokens.max(spend.input_tokens);
+                task.output_tokens = task.output_tokens.max(spend.output_tokens);
+                task.cost_usd = task.cost_usd.max(spend.cost_usd);
+                task.model_calls = task.model_calls.max(spend.model_calls.into());
                 if task.expert.is_empty() {
                     task.expert = e.actor.clone();
                 }
             }
-            EventKind::ModelCalled if !task_id.is_empty() && text(p, "event") != "model_failed" => {
-                let usage = p.get("usage").cloned().unwrap_or(Value::Null);
-                let tokens = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-                let cost = p.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
+            EventKind::ModelCalled if about_task => {
+                let Ok(ModelCall::ModelCalled {
+                    usage, cost_usd, ..
+                }) = e.payload::<ModelCall>()
+                else {
+                    return;
+                };
                 let task = self.task(&task_id, e.ts);
                 task.model_calls += 1;
-                task.input_tokens += tokens("input_tokens");
-                task.output_tokens += tokens("output_tokens");
-                task.cost_usd += cost;
+                task.input_tokens += usage.input_tokens;
+                task.output_tokens += usage.output_tokens;
+                task.cost_usd += cost_usd.unwrap_or(0.0);
             }
-            EventKind::ToolCall | EventKind::GateDenied if !task_id.is_empty() => {
-                let outcome = p.get("outcome").cloned().unwrap_or(Value::Null);
-                let denied = e.kind == EventKind::GateDenied;
-                let effect = if denied {
-                    format!("denied by gate {}", text(&outcome, "gate_number"))
-                } else {
-                    text(&outcome, "effect")
+            EventKind::ToolCall | EventKind::GateDenied if about_task => {
+                let Ok(r) = e.payload::<ToolRecord>() else {
+                    return;
+                };
+                let (effect, ok) = match &r.outcome {
+                    ToolOutcome::Denied { gate_number, .. } => {
+                        (format!("denied by gate {gate_number}"), Some(false))
+                    }
+                    ToolOutcome::Admitted { effect } => (effect.as_str().to_string(), None),
+                    _ => (String::new(), None),
                 };
                 self.task(&task_id, e.ts).tools.push(ToolUse {
-                    tool: text(p, "tool"),
+                    tool: r.tool,
                     effect,
-                    ok: denied.then_some(false),
+                    ok,
                     ts: e.ts,
                 });
             }
-            EventKind::ToolResult if !task_id.is_empty() => {
-                let tool = text(p, "tool");
-                let ok = tool_succeeded(p);
+            EventKind::ToolResult if about_task => {
+                let Ok(r) = e.payload::<ToolRecord>() else {
+                    return;
+                };
+                let ok = r.outcome.succeeded();
                 let task = self.task(&task_id, e.ts);
                 match task
                     .tools
                     .iter_mut()
                     .rev()
-                    .find(|t| t.tool == tool && t.ok.is_none())
+                    .find(|t| t.tool == r.tool && t.ok.is_none())
                 {
                     Some(call) => call.ok = Some(ok),
                     None => task.tools.push(ToolUse {
-                        tool,
+                        tool: r.tool,
                         effect: String::new(),
                         ok: Some(ok),
                         ts: e.ts,
                     }),
                 }
             }
-            EventKind::ReplyDelivered if !task_id.is_empty() => {
-                self.task(&task_id, e.ts).reply = Some(clip(&text(p, "text")));
+            EventKind::ReplyDelivered if about_task => {
+                let Ok(r) = e.payload::<ReplyDelivered>() else {
+                    return;
+                };
+                self.task(&task_id, e.ts).reply = Some(clip(&r.text));
             }
             EventKind::QuestionAsked => {
-                let question_id = text(p, "question_id");
-                if question_id.is_empty() {
+                let Ok(q) = e.payload::<QuestionAsked>() else {
+                    return;
+                };
+                if q.question_id.is_empty() {
                     return;
                 }
                 self.questions.insert(
-                    question_id.clone(),
+                    q.question_id.clone(),
                     Asked {
-                        question_id,
-                        task_id: task_id.clone(),
-                        expert: text(p, "expert"),
-                        question: clip(&text(p, "question")),
+                        question_id: q.question_id,
+                        task_id: q.task_id,
+                        expert: q.expert,
+                        question: clip(&q.question),
                         asked_ms: e.ts,
                         answer: None,
                     },
                 );
             }
             EventKind::AnswerReceived => {
-                if let Some(q) = self.questions.get_mut(&text(p, "question_id")) {
-                    q.answer = Some(clip(&text(p, "answer")));
+                let Ok(a) = e.payload::<AnswerReceived>() else {
+                    return;
+                };
+                if let Some(q) = self.questions.get_mut(&a.question_id) {
+                    q.answer = Some(clip(&a.answer));
                 }
             }
             EventKind::SourceChanged => {
-                let source = self.source(p, e);
+                let Ok(changed) = e.payload::<SourceChanged>() else {
+                    return;
+                };
+                let source = self.source(&changed.source, e);
                 source.changes += 1;
                 source.last_ms = e.ts;
-                source.last = clip(&p.to_string());
+                source.last = clip(&e.payload.to_string());
             }
             EventKind::SourceHealth => {
-                let source = self.source(p, e);
-                source.failing = p.get("failing").and_then(Value::as_bool).unwrap_or(false);
-                source.feeds = p
-                    .get("feeds")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
+                let Ok(health) = e.payload::<SourceHealth>() else {
+                    return;
+                };
+                let source = self.source(&health.source, e);
+                source.failing = health.failing;
+                source.feeds = health.feeds;
                 source.health_ms = e.ts;
             }
             _ => {}

@@ -8,8 +8,6 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Value, json};
-
 use super::display::shown;
 use super::hunks::{self, HunkError};
 use super::review::{Decision, Proposed, REVIEW_KINDS, Review};
@@ -18,10 +16,13 @@ use super::scratch::provider;
 use crate::aem::{Catalog, WorkspaceEntry, WorkspaceProvider};
 use crate::core::durable::{DurableError, EventLog};
 use crate::core::envelope::Envelope;
-use crate::core::event_kind::EventKind;
 use crate::core::identity::{self, Authority, FRESH_FOR, IdentityError, Statement};
 use crate::jobs::{self, JobError, JobState};
 use crate::memory::{EmitError, emit};
+use crate::protocol::Payload;
+use crate::protocol::payload::{
+    EffectConfirmed, EffectIntent, HunkApplied, HunkDecided, OperatorRefused, VerifyFinished,
+};
 use crate::spine::durable::AnyLog;
 
 /// The flow of a review job (registered in every runner for any role).
@@ -92,13 +93,18 @@ pub async fn record_refused(
     operator: &str,
     why: &str,
 ) -> Result<(), EmitError> {
-    let payload = json!({"what": what, "operator_id": operator, "reason": why});
+    let refused = OperatorRefused {
+        task_id: None,
+        operator_id: operator.to_string(),
+        what: what.to_string(),
+        reason: why.to_string(),
+    };
     let event = Envelope::new(
         tenant,
         ["operators"],
         actor,
-        EventKind::OperatorRefused,
-        payload,
+        OperatorRefused::KIND,
+        refused.to_value(),
     );
     emit(log, &event).await.map(|_| ())
 }
@@ -229,13 +235,13 @@ pub struct Reviewer<'a> {
 }
 
 impl Reviewer<'_> {
-    async fn record(&self, task: &str, kind: EventKind, payload: Value) -> Result<(), LandError> {
+    async fn record<T: Payload>(&self, task: &str, payload: &T) -> Result<(), LandError> {
         let event = Envelope::new(
             self.tenant,
             ["tasks", task],
             self.actor.clone(),
-            kind,
-            payload,
+            T::KIND,
+            payload.to_value(),
         );
         emit(self.log, &event).await?;
         Ok(())
@@ -292,9 +298,16 @@ impl Reviewer<'_> {
     /// Rejects governance hunk `p`, which nobody may approve: the rule decides, so no
     /// operator's statement is needed (the fold takes a governance rejection from anyone).
     pub async fn reject_governance(&self, p: &Proposed) -> Result<(), LandError> {
-        let payload = json!({"hunk": p.hunk.id, "task_id": p.task, "decision": "rejected",
-                             "operator": self.actor, "path": p.hunk.path, "governance": true});
-        self.record(&p.task, EventKind::HunkDecided, payload).await
+        let decided = HunkDecided {
+            hunk: p.hunk.id.clone(),
+            task_id: p.task.clone(),
+            decision: "rejected".into(),
+            operator: self.actor.clone(),
+            path: p.hunk.path.clone(),
+            statement: None,
+            governance: true,
+        };
+        self.record(&p.task, &decided).await
     }
 
     /// Records the decision `statement` takes on `p` (without answering its job).
@@ -303,10 +316,16 @@ impl Reviewer<'_> {
         p: &Proposed,
         statement: &Statement,
     ) -> Result<(), LandError> {
-        let payload = json!({"hunk": p.hunk.id, "task_id": p.task,
-                             "decision": statement.decision, "operator": statement.operator,
-                             "path": p.hunk.path, "statement": statement});
-        self.record(&p.task, EventKind::HunkDecided, payload).await
+        let decided = HunkDecided {
+            hunk: p.hunk.id.clone(),
+            task_id: p.task.clone(),
+            decision: statement.decision.clone(),
+            operator: statement.operator.clone(),
+            path: p.hunk.path.clone(),
+            statement: Some(statement.clone()),
+            governance: false,
+        };
+        self.record(&p.task, &decided).await
     }
 
     /// Answers the approval of `p` in its task's review job, when that job exists and is
@@ -378,13 +397,14 @@ impl Reviewer<'_> {
         if approved.is_empty() {
             return Ok(landed);
         }
-        let ids: Vec<&String> = approved.iter().collect();
-        self.record(
-            task,
-            EventKind::EffectIntent,
-            json!({"task_id": task, "what": "apply approved hunks", "hunks": ids, "target": target}),
-        )
-        .await?;
+        let ids: Vec<String> = approved.iter().cloned().collect();
+        let intent = EffectIntent {
+            task_id: task.to_string(),
+            what: "apply approved hunks".into(),
+            hunks: ids.clone(),
+            target: target.to_path_buf(),
+        };
+        self.record(task, &intent).await?;
         let files = review.files_of(task);
         match hunks::apply(target, &files, &approved).await {
             Ok(()) => {}
@@ -394,22 +414,22 @@ impl Reviewer<'_> {
             Err(e) => return Err(e.into()),
         }
         for id in &approved {
-            self.record(
-                task,
-                EventKind::HunkApplied,
-                json!({"hunk": id, "task_id": task, "target": target}),
-            )
-            .await?;
+            let applied = HunkApplied {
+                hunk: id.clone(),
+                task_id: task.to_string(),
+                target: target.to_path_buf(),
+            };
+            self.record(task, &applied).await?;
         }
         // Observed, not assumed: the applied patch now reverses cleanly on the tree.
         if hunks::are_applied(target, &files, &approved).await {
-            self.record(
-                task,
-                EventKind::EffectConfirmed,
-                json!({"task_id": task, "hunks": ids, "target": target,
-                       "observed": "every applied hunk reverses cleanly on the tree"}),
-            )
-            .await?;
+            let confirmed = EffectConfirmed {
+                task_id: task.to_string(),
+                hunks: ids,
+                target: target.to_path_buf(),
+                observed: "every applied hunk reverses cleanly on the tree".into(),
+            };
+            self.record(task, &confirmed).await?;
             landed.confirmed = true;
         }
         landed.applied = approved.into_iter().collect();
@@ -462,17 +482,32 @@ impl Reviewer<'_> {
                 } else {
                     Verified::Failed(out.ended.clone(), tail(&out.stderr))
                 },
-                json!({"task_id": task, "command": ws.verify, "ok": out.success(),
-                       "ended": format!("{:?}", out.ended), "secs": out.elapsed.as_secs_f64(),
-                       "stdout_tail": tail(&out.stdout), "stderr_tail": tail(&out.stderr)}),
+                VerifyFinished {
+                    task_id: task.to_string(),
+                    command: ws.verify.clone(),
+                    ok: out.success(),
+                    ended: Some(format!("{:?}", out.ended)),
+                    secs: Some(out.elapsed.as_secs_f64()),
+                    stdout_tail: Some(tail(&out.stdout)),
+                    stderr_tail: Some(tail(&out.stderr)),
+                    error: None,
+                },
             ),
             Err(why) => (
                 Verified::DidNotRun(why.clone()),
-                json!({"task_id": task, "command": ws.verify, "ok": false, "error": why}),
+                VerifyFinished {
+                    task_id: task.to_string(),
+                    command: ws.verify.clone(),
+                    ok: false,
+                    ended: None,
+                    secs: None,
+                    stdout_tail: None,
+                    stderr_tail: None,
+                    error: Some(why.clone()),
+                },
             ),
         };
-        self.record(task, EventKind::VerifyFinished, payload)
-            .await?;
+        self.record(task, &payload).await?;
         Ok(Some(verified))
     }
 }

@@ -17,14 +17,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::display::shown;
 use super::hunks::{FileChange, Hunk, HunkError, parse_bytes, reread};
 use super::scratch::{Scratch, ScratchError};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
-use crate::core::identity::{self, Authority, Registry, Statement};
+use crate::core::identity::{self, Authority, Registry};
+use crate::protocol::Payload;
+use crate::protocol::payload::{ChangeUnreviewable, HunkApplied, HunkDecided, HunkProposed};
 
 /// The review job of `task`.
 pub fn review_job(task: &str) -> String {
@@ -139,48 +141,91 @@ pub struct Unreviewable {
     pub scratch: PathBuf,
 }
 
-/// The payload of a `change_unreviewable` saying that nothing of `scratch` could be proposed,
-/// and why.
+/// The `change_unreviewable` saying that nothing of `scratch` could be proposed, and why.
 pub fn unproposable(
     task: &str,
     expert: &str,
     target: &Path,
     scratch: &Scratch,
     why: &str,
-) -> Value {
-    json!({"task_id": task, "expert": expert, "path": null,
-           "why": format!("what changed could not be proposed: {why}"),
-           "target": target, "scratch": scratch.dir})
+) -> ChangeUnreviewable {
+    ChangeUnreviewable {
+        task_id: task.to_string(),
+        expert: expert.to_string(),
+        path: None,
+        why: format!("what changed could not be proposed: {why}"),
+        header: None,
+        summary: None,
+        target: target.to_path_buf(),
+        scratch: scratch.dir.clone(),
+    }
+}
+
+/// One event proposing part of a scratch for review.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Proposal {
+    /// A hunk (`hunk_proposed`).
+    Hunk(HunkProposed),
+    /// A file without hunks (`change_unreviewable`).
+    Unreviewable(ChangeUnreviewable),
+}
+
+impl Proposal {
+    /// Its kind.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Proposal::Hunk(_) => HunkProposed::KIND,
+            Proposal::Unreviewable(_) => ChangeUnreviewable::KIND,
+        }
+    }
+
+    /// Its payload.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Proposal::Hunk(p) => p.to_value(),
+            Proposal::Unreviewable(p) => p.to_value(),
+        }
+    }
 }
 
 /// The events that propose what `scratch` holds: one `hunk_proposed` per hunk, one
-/// `change_unreviewable` per file without hunks, as (kind, payload).
+/// `change_unreviewable` per file without hunks.
 pub fn proposals(
     task: &str,
     expert: &str,
     target: &Path,
     scratch: &Scratch,
     files: &[FileChange],
-) -> Vec<(EventKind, Value)> {
+) -> Vec<Proposal> {
     let mut out = Vec::new();
     for file in files {
         if let Some(why) = &file.unreadable {
-            out.push((
-                EventKind::ChangeUnreviewable,
-                json!({"task_id": task, "expert": expert, "path": file.path, "why": why,
-                       "header": file.header, "summary": file.meaning.summary(),
-                       "target": target, "scratch": scratch.dir}),
-            ));
+            out.push(Proposal::Unreviewable(ChangeUnreviewable {
+                task_id: task.to_string(),
+                expert: expert.to_string(),
+                path: Some(file.path.clone()),
+                why: why.clone(),
+                header: Some(file.header.clone()),
+                summary: Some(file.meaning.summary()),
+                target: target.to_path_buf(),
+                scratch: scratch.dir.clone(),
+            }));
         }
         for hunk in &file.hunks {
-            out.push((
-                EventKind::HunkProposed,
-                json!({"hunk": hunk.id, "task_id": task, "expert": expert, "path": hunk.path,
-                       "range": hunk.range, "lines": hunk.lines, "header": file.header,
-                       "summary": file.meaning.summary(),
-                       "governance": hunk.governance, "target": target,
-                       "scratch": scratch.dir, "base": scratch.base}),
-            ));
+            out.push(Proposal::Hunk(HunkProposed {
+                hunk: hunk.id.clone(),
+                task_id: task.to_string(),
+                expert: expert.to_string(),
+                path: hunk.path.clone(),
+                range: hunk.range.clone(),
+                lines: hunk.lines.clone(),
+                header: file.header.clone(),
+                summary: file.meaning.summary(),
+                governance: hunk.governance,
+                target: target.to_path_buf(),
+                scratch: scratch.dir.clone(),
+                base: scratch.base.clone(),
+            }));
         }
     }
     out
@@ -204,18 +249,13 @@ enum NotTaken {
 /// statement (the event's `statement`) decides that hunk, or answers its approval in the
 /// task's review job, and verifies with `people`.
 fn decided_by(
-    e: &Envelope,
+    e: &HunkDecided,
     p: &Proposed,
-    decision: &str,
     people: &Authority,
     registry: &Registry,
 ) -> Result<String, NotTaken> {
-    let statement: Statement = e
-        .payload
-        .get("statement")
-        .cloned()
-        .and_then(|s| serde_json::from_value(s).ok())
-        .ok_or(NotTaken::Unsigned)?;
+    let statement = e.statement.as_ref().ok_or(NotTaken::Unsigned)?;
+    let decision = e.decision.as_str();
     let approval = format!("{}/{}", review_job(&p.task), approval_of(&p.hunk.id));
     if !statement.decides_hunk(&p.hunk.id, decision)
         && !statement.says(identity::action::JOB_APPROVE, &approval, decision)
@@ -225,8 +265,8 @@ fn decided_by(
             statement.action, statement.subject, statement.decision
         )));
     }
-    people.check(registry, &statement, None, None)?;
-    Ok(statement.operator)
+    people.check(registry, statement, None, None)?;
+    Ok(statement.operator.clone())
 }
 
 /// Every hunk of the log's review events, in the order they were proposed.
@@ -243,105 +283,100 @@ impl Review {
     /// whose header cannot be read or whose id is not that of its header and lines; a later
     /// decision replaces an earlier one, except that an applied hunk stays applied. A decision
     /// counts only when `people` takes its signed statement ([`decided_by`]).
+    /// Takes a proposal: judged here, never taken from the event. The proposal is written as
+    /// the patch it would apply and read back; its id must be that hunk's. A hunk proposed
+    /// again (the same change, from a later task of a resident expert) keeps its first
+    /// proposal and whatever was decided about it.
+    fn propose(&mut self, e: HunkProposed) {
+        let id = e.hunk;
+        let hunk = match reread(&e.header, &e.range, &e.lines) {
+            Ok(h) if h.id == id => h,
+            Ok(_) => {
+                tracing::warn!(
+                    "hunk {} on the log is not its content's id: ignored",
+                    shown(&id)
+                );
+                return;
+            }
+            Err(why) => {
+                tracing::warn!(
+                    "hunk {} on the log cannot be read back ({}): ignored",
+                    shown(&id),
+                    shown(&why.to_string())
+                );
+                return;
+            }
+        };
+        if let std::collections::btree_map::Entry::Vacant(slot) = self.hunks.entry(id.clone()) {
+            slot.insert(Proposed {
+                hunk,
+                header: e.header,
+                task: e.task_id,
+                expert: e.expert,
+                target: e.target,
+                scratch: e.scratch,
+                decision: Decision::Pending,
+            });
+            self.order.push(id);
+        }
+    }
+
+    /// Takes a decision written by `actor`, unless its hunk was never proposed or is applied
+    /// already, or `people` do not take its statement. Nobody may approve governance: its
+    /// rejection is the rule's, not a person's, and needs no statement.
+    fn decide(&mut self, e: &HunkDecided, actor: &str, people: &Authority, registry: &Registry) {
+        let Some(p) = self.hunks.get_mut(&e.hunk) else {
+            return;
+        };
+        if p.decision == Decision::Applied {
+            return;
+        }
+        let by = if p.hunk.governance && e.decision == "rejected" {
+            Ok(actor.to_string())
+        } else {
+            decided_by(e, p, people, registry)
+        };
+        match by {
+            Ok(by) if e.decision == "approved" => p.decision = Decision::Approved(by),
+            Ok(by) if e.decision == "rejected" => p.decision = Decision::Rejected(by),
+            Ok(_) => {}
+            Err(why) => tracing::warn!("a decision on hunk {} is not taken: {why}", shown(&e.hunk)),
+        }
+    }
+
     pub fn fold<'a>(events: impl IntoIterator<Item = &'a Envelope>, people: &Authority) -> Review {
         let registry = people.registry();
         let mut review = Review::default();
         for e in events {
-            let text = |k: &str| e.payload.get(k).and_then(Value::as_str).unwrap_or("");
-            let id = text("hunk").to_string();
             match e.kind {
-                EventKind::HunkProposed if !id.is_empty() => {
-                    let lines = |k: &str| -> Vec<String> {
-                        e.payload
-                            .get(k)
-                            .and_then(Value::as_array)
-                            .map(|a| {
-                                a.iter()
-                                    .filter_map(|l| l.as_str().map(str::to_string))
-                                    .collect()
-                            })
-                            .unwrap_or_default()
-                    };
-                    let header = lines("header");
-                    // Judged here, never taken from the event: the proposal is written as the
-                    // patch it would apply and read back; its id must be that hunk's.
-                    let hunk = match reread(&header, text("range"), &lines("lines")) {
-                        Ok(h) if h.id == id => h,
-                        Ok(_) => {
-                            tracing::warn!(
-                                "hunk {} on the log is not its content's id: ignored",
-                                shown(&id)
-                            );
-                            continue;
-                        }
-                        Err(why) => {
-                            tracing::warn!(
-                                "hunk {} on the log cannot be read back ({}): ignored",
-                                shown(&id),
-                                shown(&why.to_string())
-                            );
-                            continue;
-                        }
-                    };
-                    let proposed = Proposed {
-                        hunk,
-                        header,
-                        task: text("task_id").to_string(),
-                        expert: text("expert").to_string(),
-                        target: PathBuf::from(text("target")),
-                        scratch: PathBuf::from(text("scratch")),
-                        decision: Decision::Pending,
-                    };
-                    // A hunk proposed again (the same change, from a later task of a resident
-                    // expert) keeps its first proposal and whatever was decided about it.
-                    if let std::collections::btree_map::Entry::Vacant(slot) =
-                        review.hunks.entry(id.clone())
-                    {
-                        slot.insert(proposed);
-                        review.order.push(id);
+                EventKind::HunkProposed => match e.payload::<HunkProposed>() {
+                    Ok(proposed) => review.propose(proposed),
+                    Err(why) => tracing::warn!("a proposal on the log is ignored: {why}"),
+                },
+                EventKind::HunkDecided => match e.payload::<HunkDecided>() {
+                    Ok(decided) => review.decide(&decided, &e.actor, people, &registry),
+                    Err(why) => tracing::warn!("a decision on the log is ignored: {why}"),
+                },
+                EventKind::ChangeUnreviewable => match e.payload::<ChangeUnreviewable>() {
+                    Ok(u) => review.unreviewable.push(Unreviewable {
+                        task: u.task_id,
+                        expert: u.expert,
+                        path: u.path,
+                        why: u.why,
+                        scratch: u.scratch,
+                    }),
+                    Err(why) => {
+                        tracing::warn!("an unreviewable change on the log is ignored: {why}")
                     }
-                }
-                EventKind::HunkDecided => {
-                    if let Some(p) = review.hunks.get_mut(&id)
-                        && p.decision != Decision::Applied
-                    {
-                        let decision = text("decision");
-                        // Nobody may approve governance: its rejection is the rule's, not a
-                        // person's, and needs no statement.
-                        let by = if p.hunk.governance && decision == "rejected" {
-                            Ok(e.actor.clone())
-                        } else {
-                            decided_by(e, p, decision, people, &registry)
-                        };
-                        match by {
-                            Ok(by) if decision == "approved" => p.decision = Decision::Approved(by),
-                            Ok(by) if decision == "rejected" => p.decision = Decision::Rejected(by),
-                            Ok(_) => {}
-                            Err(why) => tracing::warn!(
-                                "a decision on hunk {} is not taken: {why}",
-                                shown(&id)
-                            ),
+                },
+                EventKind::HunkApplied => match e.payload::<HunkApplied>() {
+                    Ok(applied) => {
+                        if let Some(p) = review.hunks.get_mut(&applied.hunk) {
+                            p.decision = Decision::Applied;
                         }
                     }
-                }
-                EventKind::ChangeUnreviewable => {
-                    review.unreviewable.push(Unreviewable {
-                        task: text("task_id").to_string(),
-                        expert: text("expert").to_string(),
-                        path: e
-                            .payload
-                            .get("path")
-                            .and_then(Value::as_str)
-                            .map(str::to_string),
-                        why: text("why").to_string(),
-                        scratch: PathBuf::from(text("scratch")),
-                    });
-                }
-                EventKind::HunkApplied => {
-                    if let Some(p) = review.hunks.get_mut(&id) {
-                        p.decision = Decision::Applied;
-                    }
-                }
+                    Err(why) => tracing::warn!("an application on the log is ignored: {why}"),
+                },
                 _ => {}
             }
         }
@@ -401,7 +436,7 @@ impl Review {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::identity::OperatorKey;
+    use crate::core::identity::{OperatorKey, Statement};
     use crate::workspace::hunks::parse;
 
     const DIFF: &str = "diff --git a/a.txt b/a.txt
@@ -438,7 +473,7 @@ index 1..2 100644
         let mut events: Vec<Envelope> =
             proposals("t1", "dev/engineer", Path::new("/r"), &scratch, &files)
                 .into_iter()
-                .map(|(k, p)| event(k, p))
+                .map(|p| event(p.kind(), p.to_value()))
                 .collect();
         let (a, b) = (files[0].hunks[0].id.clone(), files[0].hunks[1].id.clone());
         let (dir, people) = people();
@@ -448,11 +483,24 @@ index 1..2 100644
         Registry::register(dir.path(), &ana).unwrap();
         Registry::register(dir.path(), &bo).unwrap();
         let decided = |id: &str, decision: &str, statement: Option<Statement>| {
-            event(
-                EventKind::HunkDecided,
-                json!({"hunk": id, "decision": decision, "operator": "ana",
-                       "statement": statement}),
-            )
+            let decided = HunkDecided {
+                hunk: id.to_string(),
+                task_id: "t1".into(),
+                decision: decision.to_string(),
+                operator: "ana".into(),
+                path: "a.txt".into(),
+                statement,
+                governance: false,
+            };
+            event(HunkDecided::KIND, decided.to_value())
+        };
+        let applied = |id: &str| {
+            let applied = HunkApplied {
+                hunk: id.to_string(),
+                task_id: "t1".into(),
+                target: "/r".into(),
+            };
+            event(HunkApplied::KIND, applied.to_value())
         };
         let ana_approves_a = ana.sign(identity::action::HUNKS, &format!("{a} x"), "approved");
         events.push(decided(&a, "approved", Some(ana_approves_a.clone())));
@@ -483,19 +531,19 @@ index 1..2 100644
             Review::fold(&events, &people).get(&b).unwrap().decision,
             Decision::Rejected("ana".into())
         );
-        events.push(event(EventKind::HunkApplied, json!({"hunk": a})));
+        events.push(applied(&a));
         // A late decision does not undo an application; an unknown hunk is ignored.
         events.push(decided(
             &a,
             "rejected",
             Some(bo.sign(identity::action::HUNKS, &a, "rejected")),
         ));
-        events.push(event(EventKind::HunkApplied, json!({"hunk": "nope"})));
+        events.push(applied("nope"));
         // The same changes proposed again by a later task change nothing.
         let again: Vec<Envelope> =
             proposals("t2", "dev/engineer", Path::new("/r"), &scratch, &files)
                 .into_iter()
-                .map(|(k, p)| event(k, p))
+                .map(|p| event(p.kind(), p.to_value()))
                 .collect();
         events.extend(again);
         let review = Review::fold(&events, &people);
@@ -517,56 +565,68 @@ index 1..2 100644
             dir: "/s".into(),
             base: "abc".into(),
         };
-        let mut events: Vec<Envelope> =
+        let hunks: Vec<HunkProposed> =
             proposals("t1", "dev/engineer", Path::new("/r"), &scratch, &files)
                 .into_iter()
-                .map(|(k, p)| event(k, p))
+                .filter_map(|p| match p {
+                    Proposal::Hunk(h) => Some(h),
+                    Proposal::Unreviewable(_) => None,
+                })
                 .collect();
+        let header = |lines: &[&str]| lines.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+        let proposed = |h: &HunkProposed| event(HunkProposed::KIND, h.to_value());
         // The first proposal keeps its id and lines but now says the file is a symlink.
-        events[0].payload["header"] = json!([
-            "diff --git a/a.txt b/a.txt",
-            "index 1..2 120000",
-            "--- a/a.txt",
-            "+++ b/a.txt"
-        ]);
-        events[1].payload["header"] = json!(["diff --git a/a.txt b/a.txt", "from: nowhere"]);
+        let mut events = vec![
+            proposed(&HunkProposed {
+                header: header(&[
+                    "diff --git a/a.txt b/a.txt",
+                    "index 1..2 120000",
+                    "--- a/a.txt",
+                    "+++ b/a.txt",
+                ]),
+                ..hunks[0].clone()
+            }),
+            proposed(&HunkProposed {
+                header: header(&["diff --git a/a.txt b/a.txt", "from: nowhere"]),
+                ..hunks[1].clone()
+            }),
+        ];
         // Lines that would smuggle a second file into the patch, with the ids recomputed: a
         // newline inside a header or hunk line, and a hunk line that is a header.
-        let smuggled = |header: Value, lines: Value| {
-            let (h, l): (Vec<String>, Vec<String>) = (
-                serde_json::from_value(header).unwrap(),
-                serde_json::from_value(lines).unwrap(),
-            );
+        let smuggled = |h: Vec<String>, l: &[&str]| {
+            let l = header(l);
             let meaning = crate::workspace::header::FileHeader::read(&h).unwrap();
             let id = crate::workspace::hunks::hunk_id(&meaning, "@@ -1 +1 @@", &l);
-            event(
-                EventKind::HunkProposed,
-                json!({"hunk": id, "task_id": "t1", "expert": "dev/engineer", "path": "a.txt",
-                       "range": "@@ -1 +1 @@", "lines": l, "header": h}),
-            )
+            proposed(&HunkProposed {
+                hunk: id,
+                range: "@@ -1 +1 @@".into(),
+                lines: l,
+                header: h,
+                ..hunks[0].clone()
+            })
         };
-        let header = json!([
+        let plain = header(&[
             "diff --git a/a.txt b/a.txt",
             "index 1..2 100644",
             "--- a/a.txt",
-            "+++ b/a.txt"
+            "+++ b/a.txt",
         ]);
         events.push(smuggled(
-            header.clone(),
-            json!(["-x", "+y\ndiff --git a/aem/dev/AEM.md b/aem/dev/AEM.md"]),
+            plain.clone(),
+            &["-x", "+y\ndiff --git a/aem/dev/AEM.md b/aem/dev/AEM.md"],
         ));
         events.push(smuggled(
-            header.clone(),
-            json!(["-x", "+y", "diff --git a/aem/dev/AEM.md b/aem/dev/AEM.md"]),
+            plain.clone(),
+            &["-x", "+y", "diff --git a/aem/dev/AEM.md b/aem/dev/AEM.md"],
         ));
         events.push(smuggled(
-            json!([
+            header(&[
                 "diff --git a/a.txt b/a.txt\nnew file mode 120000",
                 "index 1..2 100644",
                 "--- a/a.txt",
-                "+++ b/a.txt"
+                "+++ b/a.txt",
             ]),
-            json!(["-x", "+y"]),
+            &["-x", "+y"],
         ));
         let review = Review::fold(&events, &people);
         assert_eq!(
@@ -578,7 +638,7 @@ index 1..2 100644
         let untouched = Review::fold(
             &proposals("t1", "dev/engineer", Path::new("/r"), &scratch, &files)
                 .into_iter()
-                .map(|(k, p)| event(k, p))
+                .map(|p| event(p.kind(), p.to_value()))
                 .collect::<Vec<_>>(),
             &people,
         );

@@ -108,5 +108,6 @@ async fn a_flow_gets_an_experts_answer_through_the_gateway() {
     // Each request ran as a task of the engine, on an expert process spawned for it.
     let routed = w.events("routing_decided").await;
     assert_eq!(routed.len(), 1, "{routed:#?}");
-    assert_eq!(routed[0].payload["domain"], "test/judge");
+    let routed: iron::protocol::payload::RoutingDecided = routed[0].payload().unwrap();
+    assert_eq!(routed.domain, "test/judge");
 }

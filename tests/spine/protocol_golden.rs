@@ -2,8 +2,11 @@
 //! and writes it back byte-equal, so a process built before it, a ROS 2 peer or a log written
 //! months ago sees no change.
 //!
-//! `tests/golden/protocol/events.jsonl` holds events as a run of the README's first command
-//! wrote them to the log (before the protocol module), one envelope per line.
+//! `tests/golden/protocol/events.jsonl` holds events as the processes wrote them to the log
+//! before their kinds had payload types, one envelope per line. The first 15: a run of the
+//! README's first command. The rest, one or more of each other kind: the same command with one
+//! `iron ask`, and the workspace, operator, inbox and memory tests, captured at the log's
+//! append (commit e2184d0).
 //! `contexts.jsonl` holds a goal context of each sender, as each wrote it then: the inbox,
 //! the engine (adding memory and its span), a delegating expert, the jobs gateway and
 //! `iron task send --context`.
@@ -12,8 +15,12 @@ use iron::core::envelope::Envelope;
 use iron::core::event_kind::EventKind;
 use iron::protocol::TaskContext;
 use iron::protocol::payload::{
-    ChatTurn, FactLearned, Payload, ReplyDelivered, SourceChanged, TaskDelegated, TaskJudged,
-    TaskRejected,
+    AnswerReceived, ChangeUnreviewable, ChatTurn, DeadLetter, DocumentSaved, EffectConfirmed,
+    EffectIntent, ExpertFinished, ExpertWoke, FactLearned, FactSuperseded, HunkApplied,
+    HunkDecided, HunkProposed, InterjectionRead, LessonLearned, MemoryInjected, ModelCall,
+    OperatorRefused, Payload, PerceptionRead, ProjectorGap, QuestionAsked, ReplyDelivered,
+    RoutingDecided, SourceChanged, SourceHealth, TaskDelegated, TaskJudged, TaskRejected,
+    TriggerFired, VerifyFinished,
 };
 
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/protocol");
@@ -44,6 +51,30 @@ fn recorded_events_are_read_as_their_kinds_and_written_back_byte_equal() {
             EventKind::FactLearned => round_trip::<FactLearned>(&event),
             EventKind::ChatTurn => round_trip::<ChatTurn>(&event),
             EventKind::SourceChanged => round_trip::<SourceChanged>(&event),
+            EventKind::FactSuperseded => round_trip::<FactSuperseded>(&event),
+            EventKind::LessonLearned => round_trip::<LessonLearned>(&event),
+            EventKind::DocumentSaved => round_trip::<DocumentSaved>(&event),
+            EventKind::RoutingDecided => round_trip::<RoutingDecided>(&event),
+            EventKind::ExpertWoke => round_trip::<ExpertWoke>(&event),
+            EventKind::MemoryInjected => round_trip::<MemoryInjected>(&event),
+            EventKind::PerceptionRead => round_trip::<PerceptionRead>(&event),
+            EventKind::ModelCalled => round_trip::<ModelCall>(&event),
+            EventKind::InterjectionRead => round_trip::<InterjectionRead>(&event),
+            EventKind::ExpertFinished => round_trip::<ExpertFinished>(&event),
+            EventKind::QuestionAsked => round_trip::<QuestionAsked>(&event),
+            EventKind::AnswerReceived => round_trip::<AnswerReceived>(&event),
+            EventKind::OperatorRefused => round_trip::<OperatorRefused>(&event),
+            EventKind::SourceHealth => round_trip::<SourceHealth>(&event),
+            EventKind::TriggerFired => round_trip::<TriggerFired>(&event),
+            EventKind::DeadLetter => round_trip::<DeadLetter>(&event),
+            EventKind::ProjectorGap => round_trip::<ProjectorGap>(&event),
+            EventKind::HunkProposed => round_trip::<HunkProposed>(&event),
+            EventKind::ChangeUnreviewable => round_trip::<ChangeUnreviewable>(&event),
+            EventKind::HunkDecided => round_trip::<HunkDecided>(&event),
+            EventKind::HunkApplied => round_trip::<HunkApplied>(&event),
+            EventKind::EffectIntent => round_trip::<EffectIntent>(&event),
+            EventKind::EffectConfirmed => round_trip::<EffectConfirmed>(&event),
+            EventKind::VerifyFinished => round_trip::<VerifyFinished>(&event),
             other => panic!("no payload type for {other} in the golden file"),
         };
         assert_eq!(written, event.payload.to_string(), "{}", event.kind);
@@ -53,13 +84,37 @@ fn recorded_events_are_read_as_their_kinds_and_written_back_byte_equal() {
     assert_eq!(
         kinds.into_iter().collect::<Vec<_>>(),
         [
+            "answer_received",
+            "change_unreviewable",
             "chat_turn",
+            "dead_letter",
+            "document_saved",
+            "effect_confirmed",
+            "effect_intent",
+            "expert_finished",
+            "expert_woke",
             "fact_learned",
+            "fact_superseded",
+            "hunk_applied",
+            "hunk_decided",
+            "hunk_proposed",
+            "interjection_read",
+            "lesson_learned",
+            "memory_injected",
+            "model_called",
+            "operator_refused",
+            "perception_read",
+            "projector_gap",
+            "question_asked",
             "reply_delivered",
+            "routing_decided",
             "source_changed",
+            "source_health",
             "task_delegated",
             "task_judged",
-            "task_rejected"
+            "task_rejected",
+            "trigger_fired",
+            "verify_finished"
         ]
     );
 }

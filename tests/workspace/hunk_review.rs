@@ -23,9 +23,11 @@ use std::time::Duration;
 
 use iron::core::envelope::Envelope;
 use iron::memory::emit;
+use iron::protocol::Payload;
+use iron::protocol::payload::HunkProposed;
 use iron::workspace::display::shown;
 use iron::workspace::hunks::{self, FileChange};
-use iron::workspace::review::{changes_of, proposals};
+use iron::workspace::review::{Proposal, changes_of, proposals};
 use iron::workspace::scratch::{GitWorktree, Scratch, ScratchProvider};
 use support::{copy_dir, git, project::Project};
 
@@ -84,13 +86,13 @@ async fn scratch_of(p: &Project, repo: &Path, task: &str) -> Scratch {
 async fn propose(p: &Project, repo: &Path, scratch: &Scratch, task: &str) -> Vec<FileChange> {
     let files = hunks::parse(&scratch.diff().await.unwrap()).unwrap();
     let log = p.log().await;
-    for (kind, payload) in proposals(task, "dev/engineer", repo, scratch, &files) {
+    for proposal in proposals(task, "dev/engineer", repo, scratch, &files) {
         let event = Envelope::new(
             "default",
             ["tasks", task],
             "expert/dev/engineer",
-            kind,
-            payload,
+            proposal.kind(),
+            proposal.to_value(),
         );
         emit(&log, &event).await.unwrap();
     }
@@ -252,15 +254,18 @@ async fn a_hunk_id_changes_when_a_new_file_becomes_a_symlink() {
 
     // An expert proposes the symlink under the id of the plain file: it is no hunk at all.
     let log = p.log().await;
-    for (kind, mut payload) in proposals("t-link", "dev/engineer", &repo, &linked, &link) {
-        payload["hunk"] = file_id.clone().into();
-        payload["summary"] = "".into();
+    for proposal in proposals("t-link", "dev/engineer", &repo, &linked, &link) {
+        let Proposal::Hunk(mut forged) = proposal else {
+            panic!("the symlink is proposed as a hunk: {proposal:?}");
+        };
+        forged.hunk = file_id.clone();
+        forged.summary = String::new();
         let event = Envelope::new(
             "default",
             ["tasks", "t-link"],
             "expert/dev/engineer",
-            kind,
-            payload,
+            HunkProposed::KIND,
+            forged.to_value(),
         );
         emit(&log, &event).await.unwrap();
     }
@@ -290,13 +295,13 @@ async fn a_file_that_is_not_utf8_is_unreviewable_and_the_rest_is_proposed() {
     let files = changes_of(&scratch).await.unwrap();
     assert_eq!(files.len(), 2, "{files:#?}");
     let log = p.log().await;
-    for (kind, payload) in proposals(task, "dev/engineer", &repo, &scratch, &files) {
+    for proposal in proposals(task, "dev/engineer", &repo, &scratch, &files) {
         let event = Envelope::new(
             "default",
             ["tasks", task],
             "expert/dev/engineer",
-            kind,
-            payload,
+            proposal.kind(),
+            proposal.to_value(),
         );
         emit(&log, &event).await.unwrap();
     }

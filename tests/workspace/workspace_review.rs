@@ -18,7 +18,21 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use iron::core::envelope::Envelope;
+use iron::protocol::Payload;
+use iron::protocol::payload::{
+    HunkApplied, HunkDecided, HunkProposed, OperatorRefused, VerifyFinished,
+};
+use iron::protocol::tool::{ToolOutcome, ToolRecord};
 use support::{copy_dir, git, project::Project};
+
+/// `events` read as their kind's payload.
+fn read<T: Payload>(events: Vec<Envelope>) -> Vec<T> {
+    events
+        .iter()
+        .map(|e| e.payload().unwrap_or_else(|why| panic!("{why}")))
+        .collect()
+}
 
 const BOUND: Duration = Duration::from_secs(90);
 
@@ -139,44 +153,43 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
     // Nothing touched the fixture.
     assert!(git(&repo, &["status", "--porcelain"]).is_empty());
     assert_eq!(git(&repo, &["rev-parse", "HEAD"]), head);
-    let proposed = p.events("hunk_proposed").await;
+    let proposed: Vec<HunkProposed> = read(p.events("hunk_proposed").await);
     assert_eq!(proposed.len(), 3, "{proposed:#?}");
-    let task = proposed[0].payload["task_id"].as_str().unwrap().to_string();
-    let scratch = proposed[0].payload["scratch"].as_str().unwrap().to_string();
-    assert!(Path::new(&scratch).join("JSON.md").exists());
+    let task = proposed[0].task_id.clone();
+    let scratch = proposed[0].scratch.clone();
+    assert!(scratch.join("JSON.md").exists());
     let id_of = |path: &str| {
         proposed
             .iter()
-            .find(|e| e.payload["path"] == path)
+            .find(|h| h.path == path)
             .unwrap_or_else(|| panic!("a hunk of {path}: {proposed:#?}"))
-            .payload["hunk"]
-            .as_str()
-            .unwrap()
-            .to_string()
+            .hunk
+            .clone()
     };
     let (cli, docs, changes) = (id_of("src/cli.txt"), id_of("JSON.md"), id_of("CHANGES.md"));
     // Gate 2 stopped the write to the scratch's governance and a command run outside it.
-    let denied = p.events("gate_denied").await;
+    let denied: Vec<ToolRecord> = read(p.events("gate_denied").await);
     assert_eq!(denied.len(), 2, "{denied:#?}");
     assert!(
         denied
             .iter()
-            .any(|d| d.payload.to_string().contains("aem/dev/AEM.md"))
+            .any(|d| d.arguments.to_string().contains("aem/dev/AEM.md"))
     );
     assert!(
-        denied
-            .iter()
-            .any(|d| d.payload["tool"] == "sandbox/run_confined"),
+        denied.iter().any(|d| d.tool == "sandbox/run_confined"),
         "{denied:#?}"
     );
     // The confined command saw the edit and could not write outside the scratch.
-    let ran = p
-        .events("tool_result")
-        .await
-        .into_iter()
-        .find(|r| r.payload.to_string().contains("exit_code"))
+    let results: Vec<ToolRecord> = read(p.events("tool_result").await);
+    let result = results
+        .iter()
+        .find_map(|r| match &r.outcome {
+            ToolOutcome::Answered { result, .. } if r.tool == "sandbox/run_confined" => {
+                Some(result)
+            }
+            _ => None,
+        })
         .expect("the confined command's result");
-    let result = &ran.payload["outcome"]["result"];
     assert_eq!(result["stdout"], "1\n", "{result}");
     assert_eq!(result["exit_code"], 2, "{result}");
     assert!(
@@ -189,13 +202,11 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
     assert!(!Path::new("/etc/escaped").exists());
     // The real git server (PyPI, from the package store) ran confined in the scratch and
     // read it: it sees the engineer's new file.
-    let status = p
-        .events("tool_result")
-        .await
-        .into_iter()
-        .find(|r| r.payload["tool"] == "git/git_status")
+    let status = results
+        .iter()
+        .find(|r| r.tool == "git/git_status")
         .expect("git_status's result");
-    let status = status.payload["outcome"].to_string();
+    let status = serde_json::to_string(&status.outcome).unwrap();
     assert!(status.contains("JSON.md"), "{status}");
 
     // The review job waits for a person.
@@ -357,13 +368,11 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
         assert!(answer["error"].as_str().unwrap().contains(why), "{answer}");
     }
     // Each refusal is on the log, with why.
-    let refused = p.events("operator_refused").await;
+    let refused: Vec<OperatorRefused> = read(p.events("operator_refused").await);
     assert!(
-        refused.iter().any(|e| e.payload["what"] == "hunk decision"
-            && e.payload["operator_id"] == "eve"
-            && e.payload["reason"]
-                .as_str()
-                .is_some_and(|r| r.contains("not registered"))),
+        refused.iter().any(|r| r.what == "hunk decision"
+            && r.operator_id == "eve"
+            && r.reason.contains("not registered")),
         "{refused:#?}"
     );
 
@@ -393,15 +402,18 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
     let decided = p.events("hunk_decided").await;
     let by_job = format!("job/{job}");
     assert!(
-        decided.iter().any(|d| d.payload["hunk"] == changes.as_str()
-            && d.payload["decision"] == "rejected"
-            && d.actor == by_job),
+        decided.iter().any(|e| {
+            let d: HunkDecided = e.payload().unwrap();
+            d.hunk == changes && d.decision == "rejected" && e.actor == by_job
+        }),
         "the decision taken on the job is on the review: {decided:#?}"
     );
     let applied = p.events("hunk_applied").await;
-    let actors: Vec<(&str, &str)> = applied
+    let hunks: Vec<HunkApplied> = read(applied.clone());
+    let actors: Vec<(&str, &str)> = hunks
         .iter()
-        .map(|e| (e.payload["hunk"].as_str().unwrap(), e.actor.as_str()))
+        .zip(&applied)
+        .map(|(h, e)| (h.hunk.as_str(), e.actor.as_str()))
         .collect();
     assert_eq!(
         actors,
@@ -415,12 +427,8 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
         assert_eq!(events.len(), 2, "{kind}: {events:#?}");
         assert_eq!(events[1].actor, by_job, "{kind}");
     }
-    assert!(
-        p.events("verify_finished")
-            .await
-            .iter()
-            .all(|v| v.payload["ok"] == true)
-    );
+    let verified: Vec<VerifyFinished> = read(p.events("verify_finished").await);
+    assert!(verified.iter().all(|v| v.ok), "{verified:#?}");
     // The job's own diary carries the effect gate around the landing.
     let diary = show();
     assert!(

@@ -3,7 +3,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::aem::TaskBudget;
-use crate::llm::ChatResponse;
 
 /// Model calls a task may make when the caller gives no bound (the catalog's default).
 pub use crate::aem::DEFAULT_MAX_ITERATIONS;
@@ -59,37 +58,7 @@ impl From<&TaskBudget> for Limits {
     }
 }
 
-/// What a task has spent.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct Spend {
-    /// Model calls that answered.
-    pub model_calls: u32,
-    /// Prompt tokens.
-    pub input_tokens: u64,
-    /// Completion tokens.
-    pub output_tokens: u64,
-    /// Estimated cost in US dollars.
-    pub cost_usd: f64,
-}
-
-impl Spend {
-    /// Adds one answer.
-    pub fn add(&mut self, response: &ChatResponse) {
-        self.model_calls += 1;
-        self.input_tokens = self
-            .input_tokens
-            .saturating_add(response.usage.input_tokens);
-        self.output_tokens = self
-            .output_tokens
-            .saturating_add(response.usage.output_tokens);
-        self.cost_usd += response.cost_usd.unwrap_or(0.0);
-    }
-
-    /// Input plus output tokens.
-    pub fn tokens(&self) -> u64 {
-        self.input_tokens.saturating_add(self.output_tokens)
-    }
-}
+pub use crate::protocol::payload::Spend;
 
 /// Which bound a task passed.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

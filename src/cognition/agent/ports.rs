@@ -370,6 +370,75 @@ impl LoopEvents for EventRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::{FinishReason, ToolCall, Usage};
+    use crate::protocol::Payload;
+    use crate::protocol::payload::{ExpertFinished, InterjectionRead, ModelCall};
+
+    /// `event` as the expert's recorder writes it (with its task), read back as `T` and
+    /// written again.
+    fn recorded<T: Payload>(event: &LoopEvent) -> (String, String) {
+        let mut written = serde_json::to_value(event).unwrap();
+        written["task_id"] = "t1".into();
+        let read: T =
+            serde_json::from_value(written.clone()).unwrap_or_else(|e| panic!("{e}: {written}"));
+        (written.to_string(), read.to_value().to_string())
+    }
+
+    #[test]
+    fn what_the_loop_records_is_read_by_the_protocol_unchanged() {
+        let called = LoopEvent::ModelCalled {
+            iteration: 2,
+            backend: "openai".into(),
+            model: "small".into(),
+            prompt: Prompt::of(
+                &[Message::User {
+                    content: "hi (m)".into(),
+                }],
+                0,
+                "(m)",
+            ),
+            calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "files__read".into(),
+                arguments: serde_json::json!({"path": "a"}),
+            }],
+            usage: Usage {
+                input_tokens: 12,
+                output_tokens: 3,
+            },
+            cost_usd: None,
+            finish: FinishReason::ToolCalls,
+            text: None,
+            tool_calls: vec!["files__read".into()],
+            latency_ms: 40,
+        };
+        let failed = LoopEvent::ModelFailed {
+            iteration: 3,
+            code: "timeout".into(),
+            message: "no answer in 30 s".into(),
+            latency_ms: 30_000,
+        };
+        let corrected = LoopEvent::InterjectionRead {
+            text: "use official sources".into(),
+        };
+        let finished = LoopEvent::Finished {
+            status: "done".into(),
+            spend: Spend {
+                model_calls: 2,
+                input_tokens: 20,
+                output_tokens: 5,
+                cost_usd: 0.25,
+            },
+        };
+        for (written, read) in [
+            recorded::<ModelCall>(&called),
+            recorded::<ModelCall>(&failed),
+            recorded::<InterjectionRead>(&corrected),
+            recorded::<ExpertFinished>(&finished),
+        ] {
+            assert_eq!(read, written);
+        }
+    }
 
     #[test]
     fn interjections_drain_in_order_and_only_once() {

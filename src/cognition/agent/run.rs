@@ -38,16 +38,7 @@ without a fact, decision or permission only they can give. The task resumes with
     }
 }
 
-/// The task as handed to the expert (recorded with `expert_woke`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct TaskInput {
-    /// What to do.
-    pub instruction: String,
-    /// Recalled memory to inject, if any.
-    pub memory: Option<String>,
-    /// Perception to inject, if any.
-    pub perception: Option<String>,
-}
+pub use crate::protocol::payload::TaskInput;
 
 /// A question waiting for the operator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -394,7 +385,7 @@ impl<'a> AgentLoop<'a> {
                     });
                 }
             };
-            state.spend.add(&response);
+            state.spend.add_call(response.usage, response.cost_usd);
             self.record(LoopEvent::ModelCalled {
                 iteration,
                 backend: response.backend.clone(),

@@ -6,10 +6,10 @@
 //! recalls facts and reads its sources itself, through what its declaration grants.
 //! Without a projection (no projector running yet) the background is empty, never an error.
 
-use crate::protocol::payload::{ChatTurn, SourceChanged};
+use crate::protocol::payload::{self, ChatTurn, RoutingContext, SourceChanged};
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tracing::debug;
 
 use crate::core::event_kind::EventKind;
@@ -151,15 +151,21 @@ impl Background {
     }
 
     /// A summary for the `routing_decided` event.
-    pub fn summary(&self) -> Value {
-        json!({
-            "turns": self.turns.len(),
-            "facts": self.facts.len(),
-            "scorecard": self.scorecard.iter().map(|s| json!({
-                "domain": s.domain, "answered": s.answered, "judged": s.judged,
-            })).collect::<Vec<_>>(),
-            "perceived": self.perceived,
-        })
+    pub fn summary(&self) -> RoutingContext {
+        RoutingContext {
+            turns: self.turns.len(),
+            facts: self.facts.len(),
+            scorecard: self
+                .scorecard
+                .iter()
+                .map(|s| payload::Score {
+                    domain: s.domain.clone(),
+                    answered: s.answered,
+                    judged: s.judged,
+                })
+                .collect(),
+            perceived: self.perceived.clone(),
+        }
     }
 }
 

@@ -1,8 +1,13 @@
 //! The engine as a managed node.
 
-use crate::protocol::{Payload, TaskContext, TaskOutcome, payload::ReplyDelivered};
+use crate::protocol::payload::{
+    ReplyDelivered, RouteMethod, RoutingContext, RoutingDecided, TaskDelegated, TaskJudged,
+    TaskRejected,
+};
+use crate::protocol::{Payload, TaskContext, TaskOutcome, TaskReport};
 use crate::spine::control::lifecycle::RunError;
 use crate::tools::CallerKey;
+use serde_json::Map;
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use tokio::{sync::Mutex, task::JoinSet};
@@ -22,7 +27,6 @@ use crate::{
     core::{
         config::Config,
         envelope::Envelope,
-        event_kind::EventKind,
         ids::EventId,
         trace::{SpanContext, SpanKind, Tracer},
     },
@@ -93,9 +97,9 @@ struct Step {
     error: String,
     answered: bool,
     judged: Option<EventId>,
-    /// What the expert spent and its budget, as it reported them (`{spent, budget}`; `null`
-    /// when it reported nothing).
-    report: serde_json::Value,
+    /// What the expert spent and its budget, as it reported them (none when it reported
+    /// nothing).
+    report: Option<TaskReport>,
 }
 
 impl Step {
@@ -109,7 +113,7 @@ impl Step {
             error,
             answered: false,
             judged: None,
-            report: serde_json::Value::Null,
+            report: None,
         }
     }
 }
@@ -294,11 +298,10 @@ impl EngineDeps {
     }
 
     /// Writes one event of this task; a failure to write is logged loudly, never swallowed.
-    async fn record(
+    async fn record<T: Payload>(
         &self,
         goal: &AolTaskGoal,
-        kind: EventKind,
-        payload: serde_json::Value,
+        payload: &T,
         cause: Option<&EventId>,
     ) -> Option<EventId> {
         let ns: Vec<&str> = if goal.session_id.is_empty() {
@@ -306,7 +309,13 @@ impl EngineDeps {
         } else {
             vec!["sessions", goal.session_id.as_str()]
         };
-        let mut envelope = Envelope::new(self.config.tenant.clone(), ns, "engine", kind, payload);
+        let mut envelope = Envelope::new(
+            self.config.tenant.clone(),
+            ns,
+            "engine",
+            T::KIND,
+            payload.to_value(),
+        );
         if let Some(c) = cause {
             envelope = envelope.with_cause(c.clone());
         }
@@ -334,13 +343,13 @@ impl EngineDeps {
             warn!(task = %goal.task_id, "rejected: {why}");
             self.record(
                 &goal,
-                EventKind::TaskRejected,
-                serde_json::json!({
-                    "task_id": goal.task_id,
-                    "domain": goal.domain,
-                    "code": why.code(),
-                    "reason": why.to_string(),
-                }),
+                &TaskRejected {
+                    task_id: goal.task_id.clone(),
+                    domain: Some(goal.domain.clone()),
+                    code: why.code().to_string(),
+                    reason: why.to_string(),
+                    rest: Map::new(),
+                },
                 ctx.cause.as_ref(),
             )
             .await;
@@ -367,13 +376,10 @@ impl EngineDeps {
             feedback(&handle, "routing", "choosing an expert", 0.05).await;
             let known = background.known();
             match self.router.route_in(&goal.instruction, &known).await {
-                Ok(decision) => (
-                    decision.assignments,
-                    serde_json::to_value(&decision.method).unwrap_or_default(),
-                ),
+                Ok(decision) => (decision.assignments, decision.method),
                 Err(e) => {
                     warn!(task = %goal.task_id, "routing failed: {e}");
-                    (Vec::new(), serde_json::Value::Null)
+                    (Vec::new(), RouteMethod::Given)
                 }
             }
         } else {
@@ -381,15 +387,20 @@ impl EngineDeps {
                 domain: goal.domain.clone(),
                 instruction: goal.instruction.clone(),
             };
-            (vec![given], serde_json::json!({"method": "given"}))
+            (vec![given], RouteMethod::Given)
         };
         if assignments.is_empty() {
             let why = Rejection::NoRouter.to_string();
             span.fail("no_route", why.clone());
             self.record(
                 &goal,
-                EventKind::TaskRejected,
-                serde_json::json!({"task_id": goal.task_id, "code": Rejection::NoRouter.code(), "reason": why}),
+                &TaskRejected {
+                    task_id: goal.task_id.clone(),
+                    domain: None,
+                    code: Rejection::NoRouter.code().to_string(),
+                    reason: why.clone(),
+                    rest: Map::new(),
+                },
                 ctx.cause.as_ref(),
             )
             .await;
@@ -461,7 +472,8 @@ impl EngineDeps {
                 "answered": all_answered,
                 "steps": steps.iter().map(|s| serde_json::json!({
                     "domain": s.domain, "expert": s.expert_node, "status": s.result_status,
-                    "spent": s.report["spent"], "budget": s.report["budget"],
+                    "spent": s.report.as_ref().map(|r| r.spent),
+                    "budget": s.report.as_ref().map(|r| r.budget),
                 })).collect::<Vec<_>>(),
             })
             .to_string(),
@@ -480,25 +492,33 @@ impl EngineDeps {
         part: &AolTaskGoal,
         handle: &GoalHandle<AolTask>,
         ctx: &Context,
-        by: &serde_json::Value,
-        known: &serde_json::Value,
+        by: &RouteMethod,
+        known: &RoutingContext,
         (index, total): (usize, usize),
     ) -> Step {
         let domain = part.domain.clone();
-        let mut decided = serde_json::json!({"task_id": part.task_id, "domain": domain, "instruction": part.instruction, "by": by, "part": index + 1, "of": total, "context": known, "depth": part.depth, "parent_task_id": part.parent_task_id});
-        // A fork names the task and the model call it branches from.
-        if let Some(fork) = &ctx.carried.fork {
-            decided["forked_from"] = fork.from.as_str().into();
-            decided["fork_at"] = fork.at.into();
-        }
-        // A job's step names the job and the signal its answer goes back on.
-        if let Some(job) = &ctx.job {
-            decided["job"] = job.as_str().into();
-            decided["signal"] = ctx.carried.signal.as_deref().unwrap_or_default().into();
-        }
-        let routed = self
-            .record(part, EventKind::RoutingDecided, decided, ctx.cause.as_ref())
-            .await;
+        let fork = ctx.carried.fork.as_ref();
+        let decided = RoutingDecided {
+            task_id: part.task_id.clone(),
+            domain: domain.clone(),
+            instruction: part.instruction.clone(),
+            by: by.clone(),
+            part: index + 1,
+            of: total,
+            context: known.clone(),
+            depth: part.depth,
+            parent_task_id: part.parent_task_id.clone(),
+            // A fork names the task and the model call it branches from.
+            forked_from: fork.map(|f| f.from.clone()),
+            fork_at: fork.map(|f| f.at),
+            // A job's step names the job and the signal its answer goes back on.
+            job: ctx.job.clone(),
+            signal: ctx
+                .job
+                .as_ref()
+                .map(|_| ctx.carried.signal.clone().unwrap_or_default()),
+        };
+        let routed = self.record(part, &decided, ctx.cause.as_ref()).await;
         feedback(handle, "spawning", &format!("starting {domain}"), 0.1).await;
         let (fb_tx, mut fb_rx) = tokio::sync::mpsc::unbounded_channel();
         let Some((mesh, role)) = part.domain.split_once('/') else {
@@ -542,17 +562,29 @@ impl EngineDeps {
                 e.to_string(),
             ),
         };
-        let report = delegated
-            .as_ref()
-            .ok()
-            .and_then(|d| serde_json::from_str::<serde_json::Value>(&d.result.result_json).ok())
-            .map(|r| serde_json::json!({"spent": r["spent"], "budget": r["budget"]}))
-            .unwrap_or_default();
+        let report = match &delegated {
+            Ok(d) => TaskReport::parse(&d.result.result_json).unwrap_or_else(|e| {
+                warn!(task = %part.task_id, "{domain} reported nothing readable: {e}");
+                None
+            }),
+            Err(_) => None,
+        };
+        let report_part = |part: fn(&TaskReport) -> serde_json::Value| {
+            report.as_ref().map_or(serde_json::Value::Null, part)
+        };
         let delegated_id = self
             .record(
                 part,
-                EventKind::TaskDelegated,
-                serde_json::json!({"task_id": part.task_id, "domain": domain, "expert": expert_node, "status": format!("{status:?}").to_lowercase(), "error": error, "spent": report["spent"], "budget": report["budget"]}),
+                &TaskDelegated {
+                    task_id: part.task_id.clone(),
+                    domain: domain.clone(),
+                    expert: expert_node.clone(),
+                    status: format!("{status:?}").to_lowercase(),
+                    error: error.clone(),
+                    spent: report_part(|r| serde_json::json!(r.spent)),
+                    budget: report_part(|r| serde_json::json!(r.budget)),
+                    rest: Map::new(),
+                },
                 routed.as_ref(),
             )
             .await;
@@ -581,9 +613,20 @@ impl EngineDeps {
         let judged = self
             .record(
                 part,
-                EventKind::TaskJudged,
-                serde_json::json!({"task_id": part.task_id, "domain": domain, "answered": answered, "method": "status_and_nonempty_text",
-                    "instruction": clip(&part.instruction, JUDGED_CHARS), "answer": if answered { clip(&text, JUDGED_CHARS) } else { String::new() }, "reason": clip(&reason, JUDGED_CHARS)}),
+                &TaskJudged {
+                    task_id: part.task_id.clone(),
+                    domain: domain.clone(),
+                    answered,
+                    method: Some("status_and_nonempty_text".into()),
+                    instruction: Some(clip(&part.instruction, JUDGED_CHARS)),
+                    answer: Some(if answered {
+                        clip(&text, JUDGED_CHARS)
+                    } else {
+                        String::new()
+                    }),
+                    reason: Some(clip(&reason, JUDGED_CHARS)),
+                    rest: Map::new(),
+                },
                 delegated_id.as_ref(),
             )
             .await;
@@ -654,8 +697,7 @@ impl EngineDeps {
             data,
             rest: answer,
         };
-        self.record(goal, EventKind::ReplyDelivered, reply.to_value(), cause)
-            .await;
+        self.record(goal, &reply, cause).await;
     }
 }
 

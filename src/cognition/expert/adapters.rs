@@ -19,6 +19,7 @@ use crate::{
     },
     llm::{BoxFuture, ToolSpec},
     memory::{EmitError, emit},
+    protocol::Payload,
     spine::durable::AnyLog,
     tools::{CallContext, RecordError, ToolEvent, ToolEvents, ToolManager, events::RecordFuture},
 };
@@ -143,6 +144,16 @@ impl TaskTrace {
 }
 
 impl Recorder {
+    /// Writes `payload` as an event of its kind.
+    pub async fn record<T: Payload>(
+        &self,
+        payload: &T,
+        cause: Option<EventId>,
+    ) -> Result<EventId, EmitError> {
+        self.write(T::KIND, payload.to_value(), cause).await
+    }
+
+    /// Writes an event of `kind` with `payload` (which gets the task's id when it has none).
     pub async fn write(
         &self,
         kind: EventKind,

@@ -19,10 +19,9 @@ use super::StartError;
 use super::adapters::Recorder;
 use crate::aem::workspace::works_in_scratch;
 use crate::aem::{Catalog, ExpertEntry};
-use crate::core::event_kind::EventKind;
 use crate::jobs::ops::Start;
 use crate::workspace::flow::{REVIEW_FLOW, review_job};
-use crate::workspace::review::{changes_of, proposals, unproposable};
+use crate::workspace::review::{Proposal as ReviewProposal, changes_of, proposals, unproposable};
 use crate::workspace::scratch::{Scratch, claim, keep_for_review, provider, remove_dir, sweep};
 
 /// An expert's scratch and how it was made.
@@ -147,10 +146,7 @@ impl ExpertScratch {
                 );
                 self.keep(task);
                 let payload = unproposable(task, expert, &self.target, &self.scratch, &why);
-                if let Err(e) = recorder
-                    .write(EventKind::ChangeUnreviewable, payload, None)
-                    .await
-                {
+                if let Err(e) = recorder.record(&payload, None).await {
                     warn!(
                         task,
                         "why the change was not proposed is not on the log: {e}"
@@ -163,9 +159,12 @@ impl ExpertScratch {
             }
         };
         let mut out = Proposal::default();
-        for (kind, payload) in proposals(task, expert, &self.target, &self.scratch, &files) {
-            let hunk = kind == EventKind::HunkProposed;
-            match recorder.write(kind, payload, None).await {
+        for proposal in proposals(task, expert, &self.target, &self.scratch, &files) {
+            let hunk = matches!(proposal, ReviewProposal::Hunk(_));
+            match recorder
+                .write(proposal.kind(), proposal.to_value(), None)
+                .await
+            {
                 Ok(_) if hunk => out.hunks += 1,
                 Ok(_) => out.unreviewable += 1,
                 Err(e) => {

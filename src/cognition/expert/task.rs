@@ -18,12 +18,15 @@ use super::{
 };
 use crate::{
     cognition::agent::{self, AgentLoop, Limits, TaskInput, TaskState, TaskStatus},
-    core::{
-        event_kind::EventKind,
-        trace::{Span, SpanContext, SpanKind},
-    },
+    core::trace::{Span, SpanContext, SpanKind},
     interfaces::{AolTask, AolTaskFeedback, AolTaskGoal, AolTaskResult},
     llm::Message,
+    msp::reader::Reading,
+    protocol::payload::{
+        AnswerReceived, ExpertWoke, ForkedAt, MemoryInjected, OperatorRefused, PerceptionRead,
+        QuestionAsked,
+    },
+    protocol::report::{Allowed, Spent, TaskReport},
     protocol::{Fork, TaskContext, TaskOutcome},
     spine::control::action::{GoalHandle, GoalRequest},
 };
@@ -108,13 +111,17 @@ impl ExpertDeps {
             }
         };
         // What a replay of this task starts from.
-        let mut woke = serde_json::json!({
-            "model": model.name(), "input": input, "tools": agent.offered(),
-        });
-        if let Some(f) = &context.fork {
-            woke["fork"] = serde_json::json!({"from": f.from, "at": f.at});
-        }
-        if let Err(e) = recorder.write(EventKind::ExpertWoke, woke, None).await {
+        let woke = ExpertWoke {
+            task_id: goal.task_id.clone(),
+            model: model.name().to_string(),
+            input,
+            tools: agent.offered().to_vec(),
+            fork: context.fork.as_ref().map(|f| ForkedAt {
+                from: f.from.clone(),
+                at: f.at,
+            }),
+        };
+        if let Err(e) = recorder.record(&woke, None).await {
             warn!(task = %goal.task_id, "could not record the task's start: {e}");
         }
         let limit = Duration::from_secs(self.entry.timeouts.task_secs.max(1));
@@ -218,15 +225,13 @@ impl ExpertDeps {
             Arc::new(move |refused: Refused| {
                 let recorder = recorder.clone();
                 runtime.spawn(async move {
-                    let payload = serde_json::json!({
-                        "task_id": refused.task_id, "operator_id": refused.operator_id,
-                        "what": refused.what,
-                        "reason": refused.why,
-                    });
-                    if let Err(e) = recorder
-                        .write(EventKind::OperatorRefused, payload, None)
-                        .await
-                    {
+                    let payload = OperatorRefused {
+                        task_id: Some(refused.task_id.clone()),
+                        operator_id: refused.operator_id,
+                        what: refused.what.to_string(),
+                        reason: refused.why,
+                    };
+                    if let Err(e) = recorder.record(&payload, None).await {
                         warn!(task = %refused.task_id, "the refusal is not on the log: {e}");
                     }
                 });
@@ -245,22 +250,13 @@ impl ExpertDeps {
     ) -> TaskInput {
         let recalled = match self.mounts.recall(&goal.instruction).await {
             Some(injected) => {
-                /// `memory_injected`: what memory gave the task.
-                #[derive(serde::Serialize)]
-                struct Given<'a> {
-                    task: &'a str,
-                    #[serde(flatten)]
-                    injected: &'a super::wake::Injected,
-                }
-                let given = Given {
-                    task: &goal.task_id,
-                    injected: &injected,
+                let given = MemoryInjected {
+                    task_id: goal.task_id.clone(),
+                    task: goal.task_id.clone(),
+                    prefixes: injected.prefixes.clone(),
+                    items: injected.items.clone(),
                 };
-                let payload = serde_json::to_value(&given).expect("a recall serialises");
-                if let Err(e) = recorder
-                    .write(EventKind::MemoryInjected, payload, None)
-                    .await
-                {
+                if let Err(e) = recorder.record(&given, None).await {
                     warn!(task = %goal.task_id, "could not record what memory was given: {e}");
                 }
                 Some(injected.text)
@@ -276,11 +272,12 @@ impl ExpertDeps {
             .perceive(&self.ctx.node, &self.log, &self.entry.id)
             .await;
         if !readings.is_empty() {
-            let payload = serde_json::json!({"task": goal.task_id, "sources": readings});
-            if let Err(e) = recorder
-                .write(EventKind::PerceptionRead, payload, None)
-                .await
-            {
+            let payload = PerceptionRead {
+                task_id: goal.task_id.clone(),
+                task: goal.task_id.clone(),
+                sources: readings.iter().map(Reading::record).collect(),
+            };
+            if let Err(e) = recorder.record(&payload, None).await {
                 warn!(task = %goal.task_id, "could not record what was perceived: {e}");
             }
         }
@@ -322,11 +319,13 @@ impl ExpertDeps {
                 }
             };
             // On the log, so a question outlives this process and any listener's.
-            let asked = serde_json::json!({
-                "question_id": question_id, "task_id": goal.task_id,
-                "expert": self.entry.id, "question": question,
-            });
-            if let Err(e) = recorder.write(EventKind::QuestionAsked, asked, None).await {
+            let asked = QuestionAsked {
+                question_id: question_id.clone(),
+                task_id: goal.task_id.clone(),
+                expert: self.entry.id.clone(),
+                question: question.clone(),
+            };
+            if let Err(e) = recorder.record(&asked, None).await {
                 warn!(task = %goal.task_id, "the question is not on the log: {e}");
             }
             info!(task = %goal.task_id, question = %question_id, "asked the operator: {question}");
@@ -344,14 +343,13 @@ impl ExpertDeps {
                 &format!("{} answered {question_id}", answer.operator_id),
             )
             .await;
-            let answered = serde_json::json!({
-                "question_id": question_id, "task_id": goal.task_id,
-                "operator_id": answer.operator_id, "answer": answer.text,
-            });
-            if let Err(e) = recorder
-                .write(EventKind::AnswerReceived, answered, None)
-                .await
-            {
+            let answered = AnswerReceived {
+                question_id: question_id.clone(),
+                task_id: goal.task_id.clone(),
+                operator_id: answer.operator_id.clone(),
+                answer: answer.text.clone(),
+            };
+            if let Err(e) = recorder.record(&answered, None).await {
                 warn!(task = %goal.task_id, "the answer is not on the log: {e}");
             }
             outcome = agent.resume(state, &answer.text).await;
@@ -362,24 +360,23 @@ impl ExpertDeps {
     /// ending).
     fn spent(&self, state: &TaskState, started: Instant) -> String {
         let b = &self.entry.budget;
-        serde_json::json!({
-            "expert": self.entry.id,
-            "spent": {
-                "model_calls": state.iterations,
-                "input_tokens": state.spend.input_tokens,
-                "output_tokens": state.spend.output_tokens,
-                "cost_usd": state.spend.cost_usd,
-                "secs": started.elapsed().as_secs_f64(),
+        TaskReport {
+            expert: self.entry.id.clone(),
+            spent: Spent {
+                model_calls: state.iterations,
+                input_tokens: state.spend.input_tokens,
+                output_tokens: state.spend.output_tokens,
+                cost_usd: state.spend.cost_usd,
+                secs: started.elapsed().as_secs_f64(),
             },
-            // Unbounded axes are `null`.
-            "budget": {
-                "max_iterations": b.max_iterations,
-                "max_tokens": b.max_tokens,
-                "max_cost_usd": b.max_cost_usd(),
-                "task_secs": self.entry.timeouts.task_secs,
+            budget: Allowed {
+                max_iterations: b.max_iterations,
+                max_tokens: b.max_tokens,
+                max_cost_usd: b.max_cost_usd(),
+                task_secs: self.entry.timeouts.task_secs,
             },
-        })
-        .to_string()
+        }
+        .to_json()
     }
 
     /// Reports how the task ended. What it changed in its scratch goes to review whatever

@@ -8,7 +8,7 @@
 //! newest lessons under its prefixes, whatever the task. No declaration, no memory. Perception
 //! follows the grants: only the sources `capabilities.md` names are read.
 
-use crate::protocol::payload::{FactLearned, LessonLearned};
+use crate::protocol::payload::{FactLearned, InjectedItem, LessonLearned};
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use tracing::debug;
@@ -105,29 +105,14 @@ fn readable(event: &Recalled) -> String {
 
 /// What recall gave one task: the memory block the model reads, and which events it holds
 /// (written to the log as `memory_injected`).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone)]
 pub struct Injected {
     /// The block, one line per item, each with its namespace.
-    #[serde(skip)]
     pub text: String,
     /// The prefixes searched.
     pub prefixes: Vec<String>,
     /// The events in the block, best first.
     pub items: Vec<InjectedItem>,
-}
-
-/// One recalled event in a memory block.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct InjectedItem {
-    /// Its id.
-    pub event_id: String,
-    /// Where it lives.
-    pub namespace: String,
-    /// Its kind.
-    pub kind: String,
-    /// For a saved document (`document_saved`): which of its passages.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub passage: Option<u64>,
 }
 
 /// An expert's mounts, resolved at `configure`.

@@ -2,6 +2,7 @@
 
 use crate::protocol::Payload;
 use crate::protocol::TaskContext;
+use crate::protocol::payload::DeadLetter;
 use crate::protocol::payload::{ChatTurn, ReplyDelivered, TaskJudged, TaskRejected};
 use crate::spine::control::lifecycle::RunError;
 use std::{
@@ -677,12 +678,17 @@ impl InboxDeps {
             self.config.tenant.clone(),
             ["inbox", "dead_letters"],
             "inbox",
-            EventKind::DeadLetter,
-            serde_json::json!({
-                "session_id": q.session_id, "source": q.source, "user_id": q.user_id,
-                "destination": q.destination, "bytes": q.text.len() + q.attachments_json.len(),
-                "reason": reason, "event_id": q.event_id,
-            }),
+            DeadLetter::KIND,
+            DeadLetter {
+                session_id: q.session_id.clone(),
+                source: q.source.clone(),
+                user_id: q.user_id.clone(),
+                destination: q.destination.clone(),
+                bytes: q.text.len() + q.attachments_json.len(),
+                reason: reason.to_string(),
+                event_id: q.event_id.clone(),
+            }
+            .to_value(),
         )
         .with_id(EventId::computed(&["dead_letter", &q.event_id]));
         if let Err(e) = emit(&self.log, &record).await {

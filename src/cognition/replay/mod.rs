@@ -17,8 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use stand_ins::{ReplayInterjections, ReplayModel, ReplayTools};
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::Serialize;
 
 use super::agent::{
     ASK_OPERATOR, AgentLoop, ExpertBrief, Limits, MARKER_SHOWN, TaskInput, TaskStatus,
@@ -28,7 +27,11 @@ use crate::aem::Catalog;
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 use crate::llm::offline::DELIVER_TOOL;
-use crate::llm::{ChatResponse, FinishReason, Message, ToolCall, ToolSpec, Usage};
+use crate::llm::{ChatResponse, Message, ToolCall, ToolSpec};
+use crate::protocol::ProtocolError;
+use crate::protocol::payload::{
+    AnswerReceived, ExpertFinished, ExpertWoke, ForkedAt, InterjectionRead, ModelCall,
+};
 use crate::tools::names::{ToolNames, ToolRef};
 
 /// Why a task cannot be replayed at all.
@@ -83,51 +86,6 @@ enum Answer {
     Failed(String),
 }
 
-/// The `expert_woke` payload.
-#[derive(Deserialize)]
-struct Woke {
-    model: String,
-    input: TaskInput,
-    tools: Vec<ToolSpec>,
-    #[serde(default)]
-    fork: Option<ForkedAt>,
-}
-
-/// Where a fork began: its first model call's number (the record's conversation before it was
-/// given, not made).
-#[derive(Debug, Clone, Copy, Deserialize)]
-struct ForkedAt {
-    at: u32,
-}
-
-/// The parts of a `model_called` payload a replay reads.
-#[derive(Deserialize)]
-struct Called {
-    #[serde(default)]
-    event: String,
-    prompt: Option<RecordedPrompt>,
-    #[serde(default)]
-    calls: Vec<ToolCall>,
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    usage: Usage,
-    finish: Option<FinishReason>,
-    #[serde(default)]
-    backend: String,
-    #[serde(default)]
-    model: String,
-    #[serde(default)]
-    cost_usd: Option<f64>,
-    #[serde(default)]
-    message: String,
-}
-
-#[derive(Deserialize)]
-struct RecordedPrompt {
-    new: Vec<Message>,
-}
-
 impl Record {
     /// Reads the record of task `task_id` from its events, in log order.
     pub fn read(task_id: &str, events: &[Envelope]) -> Result<Self, ReplayError> {
@@ -146,7 +104,8 @@ impl Record {
                 }
             })?;
         let woke_event = &events[woke_at];
-        let woke: Woke = serde_json::from_value(woke_event.payload.clone())
+        let woke: ExpertWoke = woke_event
+            .payload()
             .map_err(|e| not_recorded(format!("its expert_woke is unreadable: {e}")))?;
         let mut record = Record {
             task_id: task_id.to_string(),
@@ -166,31 +125,45 @@ impl Record {
             if e.actor != record.expert {
                 continue;
             }
-            let p = &e.payload;
+            let unreadable = |e: ProtocolError| not_recorded(e.to_string());
             match &e.kind {
                 EventKind::ModelCalled => {
-                    let c: Called = serde_json::from_value(p.clone()).map_err(|err| {
-                        not_recorded(format!("a model_called is unreadable: {err}"))
-                    })?;
-                    let Some(prompt) = c.prompt else {
+                    let (prompt, answer) = match e.payload::<ModelCall>().map_err(unreadable)? {
+                        ModelCall::ModelCalled {
+                            prompt,
+                            text,
+                            calls,
+                            usage,
+                            finish,
+                            backend,
+                            model,
+                            cost_usd,
+                            ..
+                        } => (
+                            prompt,
+                            Answer::Gave(ChatResponse {
+                                text,
+                                tool_calls: calls,
+                                usage,
+                                finish,
+                                backend,
+                                model,
+                                cost_usd,
+                            }),
+                        ),
+                        ModelCall::ModelFailed { message, .. } => (None, Answer::Failed(message)),
+                    };
+                    let Some(prompt) = prompt else {
                         return Err(not_recorded(
                             "a model call was recorded without its prompt".into(),
                         ));
                     };
-                    conversation.extend(prompt.new);
-                    let answer = if c.event == "model_failed" {
-                        Answer::Failed(c.message)
-                    } else {
-                        Answer::Gave(ChatResponse {
-                            text: c.text,
-                            tool_calls: c.calls,
-                            usage: c.usage,
-                            finish: c.finish.unwrap_or(FinishReason::Stop),
-                            backend: c.backend,
-                            model: c.model,
-                            cost_usd: c.cost_usd,
-                        })
-                    };
+                    for m in prompt.new {
+                        let m = serde_json::from_value::<Message>(m).map_err(|err| {
+                            not_recorded(format!("a model_called's prompt is unreadable: {err}"))
+                        })?;
+                        conversation.push(m);
+                    }
                     record.calls.push(Call {
                         request: conversation.clone(),
                         answer,
@@ -198,20 +171,18 @@ impl Record {
                     record.interjections.push(Vec::new());
                 }
                 EventKind::InterjectionRead => {
-                    if let (Some(text), Some(before)) = (
-                        p.get("text").and_then(Value::as_str),
-                        record.interjections.last_mut(),
-                    ) {
-                        before.push(text.to_string());
+                    let read = e.payload::<InterjectionRead>().map_err(unreadable)?;
+                    if let Some(before) = record.interjections.last_mut() {
+                        before.push(read.text);
                     }
                 }
                 EventKind::ExpertFinished => {
-                    record.status = p.get("status").and_then(Value::as_str).map(str::to_string);
+                    let finished = e.payload::<ExpertFinished>().map_err(unreadable)?;
+                    record.status = Some(finished.status);
                 }
                 EventKind::AnswerReceived => {
-                    if let Some(answer) = p.get("answer").and_then(Value::as_str) {
-                        record.answers.push(answer.to_string());
-                    }
+                    let answered = e.payload::<AnswerReceived>().map_err(unreadable)?;
+                    record.answers.push(answered.answer);
                 }
                 _ => {}
             }
@@ -375,7 +346,7 @@ pub async fn replay(record: &Record, catalog: &Catalog) -> Replayed {
         .with_interjections(&interjections);
     // A fork was given its start (the conversation of the task it branched from): its
     // replay is given the same, and checks what the fork did from there.
-    let mut state = match (record.fork, record.calls.first()) {
+    let mut state = match (&record.fork, record.calls.first()) {
         (Some(fork), Some(first)) => AgentLoop::resume_from(
             first.request.clone(),
             fork.at.saturating_sub(1),
@@ -433,6 +404,7 @@ mod tests {
     };
     use crate::llm::BoxFuture;
     use crate::llm::{Script, ScriptedBackend};
+    use serde_json::Value;
     use serde_json::json;
 
     const MESH: &str = "---

@@ -16,6 +16,8 @@ pub mod schedule;
 pub mod sources;
 pub mod webhook;
 
+use crate::protocol::Payload;
+use crate::protocol::payload::TriggerFired;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tracing::info;
@@ -23,7 +25,6 @@ use tracing::info;
 use crate::aem::TriggerEntry;
 use crate::core::durable::EventLog;
 use crate::core::envelope::Envelope;
-use crate::core::event_kind::EventKind;
 use crate::core::ids::EventId;
 use crate::memory::emit;
 
@@ -118,12 +119,15 @@ impl Trigger {
             tenant.to_string(),
             ["triggers", self.mesh.as_str(), self.name.as_str()],
             by,
-            EventKind::TriggerFired,
-            json!({
-                "mesh": self.mesh, "trigger": self.name, "job": job,
-                "flow": format!("{}/{}/{}", self.mesh, self.entry.role, self.entry.flow),
-                "what": summary,
-            }),
+            TriggerFired::KIND,
+            TriggerFired {
+                mesh: self.mesh.clone(),
+                trigger: self.name.clone(),
+                job: job.clone(),
+                flow: format!("{}/{}/{}", self.mesh, self.entry.role, self.entry.flow),
+                what: summary.to_string(),
+            }
+            .to_value(),
         )
         .with_id(EventId::computed(&["trigger_fired", &job]));
         if let Err(e) = emit(log, &envelope).await {

@@ -28,28 +28,7 @@ pub struct Assignment {
     pub instruction: String,
 }
 
-/// How a routing decision was reached (recorded with `routing_decided`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "method", rename_all = "snake_case")]
-pub enum RouteMethod {
-    /// Lexical scoring; the best score of each assignment, in order.
-    Offline {
-        /// Scores, one per assignment.
-        scores: Vec<f64>,
-    },
-    /// A model's answer, validated against the catalog.
-    Model {
-        /// The model (logical name) that answered.
-        model: String,
-    },
-    /// The model's answer was unusable; the offline router decided.
-    OfflineFallback {
-        /// Why the model's answer was not used.
-        reason: String,
-        /// Offline scores, one per assignment.
-        scores: Vec<f64>,
-    },
-}
+pub use crate::protocol::payload::RouteMethod;
 
 /// The routers' answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,11 +7,13 @@
 //! The consumer's filter must cover the whole stream (`mem.>` for `MEM`): sequences are then
 //! contiguous and any jump is a real gap.
 
+use crate::protocol::Payload;
+use crate::protocol::payload::{ProjectorGap, SequenceProblem};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 mod schema;
@@ -467,15 +469,14 @@ async fn acknowledge<C: LogConsumer>(
 /// Writes a `projector_gap` event (id computed, so a restarted projector does not repeat it)
 /// and returns the error to stop with.
 async fn record_stop<L: EventLog>(deps: &ProjectorDeps<L>, stop: Stop) -> ProjectorError {
-    let (error, payload) = match stop {
+    let (error, problem) = match stop {
         Stop::Gap { expected, found } => (
             ProjectorError::Gap {
                 stream: deps.stream.clone(),
                 expected,
                 found,
             },
-            json!({"stream": deps.stream, "consumer": deps.consumer, "problem": "gap",
-                   "expected": expected, "found": found}),
+            SequenceProblem::Gap { expected, found },
         ),
         Stop::Backwards { found, last } => (
             ProjectorError::Backwards {
@@ -483,11 +484,16 @@ async fn record_stop<L: EventLog>(deps: &ProjectorDeps<L>, stop: Stop) -> Projec
                 found,
                 last,
             },
-            json!({"stream": deps.stream, "consumer": deps.consumer, "problem": "backwards",
-                   "found": found, "last": last}),
+            SequenceProblem::Backwards { found, last },
         ),
     };
     tracing::error!(%error, "projector stopped");
+    let payload = ProjectorGap {
+        stream: deps.stream.clone(),
+        consumer: deps.consumer.clone(),
+        problem,
+    }
+    .to_value();
     let id = EventId::computed(&[
         "projector_gap",
         &deps.stream,
@@ -498,7 +504,7 @@ async fn record_stop<L: EventLog>(deps: &ProjectorDeps<L>, stop: Stop) -> Projec
         "system",
         ["system", "projector"],
         deps.consumer.as_str(),
-        EventKind::ProjectorGap,
+        ProjectorGap::KIND,
         payload,
     )
     .with_id(id);

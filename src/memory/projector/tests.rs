@@ -1,5 +1,6 @@
 use super::*;
 use crate::memory::recall::{Recall, RecallFilter};
+use serde_json::json;
 
 fn stored(seq: u64, namespace: &[&str], text: &str) -> StoredMessage {
     let e = Envelope::new(

@@ -22,6 +22,7 @@ use super::{
     lifecycle::{CallbackError, ManagedNode, NodeContext, State},
 };
 use crate::interfaces::{AolTask, AolTaskFeedback, AolTaskResult};
+use crate::protocol::{TaskContext, TaskOutcome};
 
 /// Which callbacks should refuse (`Failure`) or break (`Error`), and how many runs end in an
 /// error: for exercising the lifecycle and its supervision.
@@ -154,14 +155,27 @@ impl ManagedNode for DemoNode {
 async fn execute(request: GoalRequest<AolTask>, echo_prefix: String) {
     let (goal, handle) = request.accept().await;
     info!(task = %goal.task_id, "goal accepted: {:?}", goal.instruction);
-    let ctx: serde_json::Value = serde_json::from_str(&goal.context_json).unwrap_or_default();
-    let quick = goal.instruction.is_empty() && ctx.get("steps").is_none();
-    let steps = if quick {
-        0
-    } else {
-        ctx.get("steps").and_then(|v| v.as_u64()).unwrap_or(3)
+    // Like an expert: a malformed context is refused with its reason, never read as empty.
+    let ctx = match TaskContext::parse(&goal.context_json) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            let result = AolTaskResult {
+                status: TaskOutcome::Rejected.to_string(),
+                text: e.to_string(),
+                result_json: "{}".into(),
+            };
+            handle.abort(result).await;
+            return;
+        }
     };
-    let step = Duration::from_millis(ctx.get("step_ms").and_then(|v| v.as_u64()).unwrap_or(100));
+    // The demo's own fields, which the protocol carries unread (`extra`).
+    let number = |key: &str| ctx.extra.get(key).and_then(serde_json::Value::as_u64);
+    let steps = match number("steps") {
+        Some(n) => n,
+        None if goal.instruction.is_empty() => 0,
+        None => 3,
+    };
+    let step = Duration::from_millis(number("step_ms").unwrap_or(100));
     for i in 0..steps {
         let fb = AolTaskFeedback {
             stage: "working".into(),
@@ -173,7 +187,7 @@ async fn execute(request: GoalRequest<AolTask>, echo_prefix: String) {
             _ = tokio::time::sleep(step) => {}
             _ = handle.cancel_requested() => {
                 let result = AolTaskResult {
-                    status: "canceled".into(),
+                    status: TaskOutcome::Canceled.to_string(),
                     text: format!("canceled after {i} of {steps} steps"),
                     result_json: "{}".into(),
                 };
@@ -183,7 +197,7 @@ async fn execute(request: GoalRequest<AolTask>, echo_prefix: String) {
         }
     }
     let result = AolTaskResult {
-        status: "succeeded".into(),
+        status: TaskOutcome::Succeeded.to_string(),
         text: format!("{echo_prefix}{}", goal.instruction),
         result_json: serde_json::json!({ "task_id": goal.task_id, "steps": steps }).to_string(),
     };

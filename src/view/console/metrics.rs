@@ -5,16 +5,17 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use serde_json::Value;
-
 use crate::cognition::inbox::store::depth_at;
 use crate::core::durable::{DurableError, EventLog};
 use crate::core::envelope::Envelope;
+use crate::core::event_kind::EventKind;
 use crate::jobs::JobState;
 use crate::memory::projector::projected_to;
+use crate::protocol::payload::{ExpertFinished, ModelCall, RoutingDecided, TaskRejected};
+use crate::protocol::tool::{ToolOutcome, ToolRecord};
 use crate::spine::durable::AnyLog;
 use crate::spine::durable::streams::{JOBS, LOGS, MEM};
-use crate::view::overview::{fold_mem, tool_succeeded};
+use crate::view::overview::fold_mem;
 use tracing::warn;
 
 /// Why the log could not be read for metrics.
@@ -76,126 +77,151 @@ impl Metrics {
         family.series.insert(labels, value);
     }
 
-    /// Folds one MEM event.
+    /// Folds one MEM event. Each is counted by kind; one whose payload does not have its
+    /// kind's shape adds to nothing else.
     fn absorb(&mut self, e: &Envelope) {
-        let text = |v: &Value, k: &str| match v.get(k) {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Null) | None => String::new(),
-            Some(other) => other.to_string(),
-        };
-        let p = &e.payload;
-        let kind = e.kind.as_str().to_string();
         self.add(
             "iron_events_total",
             "Events on the MEM stream, by kind.",
-            vec![("kind", kind.clone())],
+            vec![("kind", e.kind.as_str().to_string())],
             1.0,
         );
-        match kind.as_str() {
-            "expert_finished" => {
+        match &e.kind {
+            EventKind::ExpertFinished => {
+                let Ok(f) = e.payload::<ExpertFinished>() else {
+                    return;
+                };
                 self.add(
                     "iron_tasks_total",
                     "Tasks experts finished, by status.",
-                    vec![("status", text(p, "status"))],
+                    vec![("status", f.status)],
                     1.0,
                 );
             }
-            "model_called" => {
-                let failed = text(p, "event") == "model_failed";
-                self.add(
-                    "iron_model_calls_total",
-                    "Model calls, by backend, model and outcome.",
-                    vec![
-                        ("backend", text(p, "backend")),
-                        ("model", text(p, "model")),
-                        ("outcome", if failed { "failed" } else { "answered" }.into()),
-                    ],
-                    1.0,
-                );
-                let latency = p.get("latency_ms").and_then(Value::as_f64).unwrap_or(0.0);
-                self.add(
-                    "iron_model_latency_seconds_total",
-                    "Time spent waiting for models, by backend (divide by the calls for the mean).",
-                    vec![("backend", text(p, "backend"))],
-                    latency / 1000.0,
-                );
-                let usage = p.get("usage").cloned().unwrap_or(Value::Null);
-                for direction in ["input", "output"] {
-                    let key = format!("{direction}_tokens");
-                    let n = usage.get(&key).and_then(Value::as_f64).unwrap_or(0.0);
+            EventKind::ModelCalled => match e.payload::<ModelCall>() {
+                Ok(ModelCall::ModelCalled {
+                    backend,
+                    model,
+                    usage,
+                    cost_usd,
+                    latency_ms,
+                    ..
+                }) => {
+                    self.model_call(&backend, &model, "answered", latency_ms);
+                    for (direction, n) in [
+                        ("input", usage.input_tokens),
+                        ("output", usage.output_tokens),
+                    ] {
+                        self.add(
+                            "iron_model_tokens_total",
+                            "Model tokens spent by experts, by direction.",
+                            vec![("direction", direction.into())],
+                            n as f64,
+                        );
+                    }
                     self.add(
-                        "iron_model_tokens_total",
-                        "Model tokens spent by experts, by direction.",
-                        vec![("direction", direction.into())],
-                        n,
+                        "iron_model_cost_usd_total",
+                        "What experts' model calls cost, in US dollars.",
+                        Vec::new(),
+                        cost_usd.unwrap_or(0.0),
                     );
                 }
-                let cost = p.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
-                self.add(
-                    "iron_model_cost_usd_total",
-                    "What experts' model calls cost, in US dollars.",
-                    Vec::new(),
-                    cost,
-                );
-            }
-            "routing_decided" => {
-                let method = p.get("by").map(|b| text(b, "method")).unwrap_or_default();
+                Ok(ModelCall::ModelFailed { latency_ms, .. }) => {
+                    self.model_call("", "", "failed", latency_ms);
+                }
+                Err(_) => {}
+            },
+            EventKind::RoutingDecided => {
+                let Ok(r) = e.payload::<RoutingDecided>() else {
+                    return;
+                };
                 self.add(
                     "iron_routing_decisions_total",
                     "Routing decisions, by chosen domain and method.",
-                    vec![("domain", text(p, "domain")), ("method", method)],
+                    vec![("domain", r.domain), ("method", r.by.name().into())],
                     1.0,
                 );
             }
-            "task_rejected" => self.add(
-                "iron_tasks_rejected_total",
-                "Goals refused before any work, by code.",
-                vec![("code", text(p, "code"))],
-                1.0,
-            ),
-            "tool_call" => {
-                let outcome = p.get("outcome").cloned().unwrap_or(Value::Null);
+            EventKind::TaskRejected => {
+                let Ok(r) = e.payload::<TaskRejected>() else {
+                    return;
+                };
+                self.add(
+                    "iron_tasks_rejected_total",
+                    "Goals refused before any work, by code.",
+                    vec![("code", r.code)],
+                    1.0,
+                );
+            }
+            EventKind::ToolCall | EventKind::ToolResult | EventKind::GateDenied => {
+                let Ok(r) = e.payload::<ToolRecord>() else {
+                    return;
+                };
+                self.tool(r);
+            }
+            _ => {}
+        }
+    }
+
+    /// One model call, by backend, model and outcome, and the time it took.
+    fn model_call(&mut self, backend: &str, model: &str, outcome: &str, latency_ms: u64) {
+        self.add(
+            "iron_model_calls_total",
+            "Model calls, by backend, model and outcome.",
+            vec![
+                ("backend", backend.into()),
+                ("model", model.into()),
+                ("outcome", outcome.into()),
+            ],
+            1.0,
+        );
+        self.add(
+            "iron_model_latency_seconds_total",
+            "Time spent waiting for models, by backend (divide by the calls for the mean).",
+            vec![("backend", backend.into())],
+            latency_ms as f64 / 1000.0,
+        );
+    }
+
+    /// One tool event: a call both gates admitted, a result, or a gate's refusal.
+    fn tool(&mut self, r: ToolRecord) {
+        let gate = "Gate decisions on tool calls, by gate and decision.";
+        match r.outcome {
+            ToolOutcome::Admitted { effect } => {
                 self.add(
                     "iron_tool_calls_total",
                     "Tool calls both gates admitted, by tool and effect.",
-                    vec![
-                        ("tool", text(p, "tool")),
-                        ("effect", text(&outcome, "effect")),
-                    ],
+                    vec![("tool", r.tool), ("effect", effect.as_str().into())],
                     1.0,
                 );
                 self.add(
                     "iron_gate_decisions_total",
-                    "Gate decisions on tool calls, by gate and decision.",
+                    gate,
                     vec![("gate", "both".into()), ("decision", "allowed".into())],
                     1.0,
                 );
             }
-            "tool_result" => self.add(
+            outcome @ (ToolOutcome::Answered { .. } | ToolOutcome::Failed { .. }) => self.add(
                 "iron_tool_results_total",
                 "Tool call results, by tool and outcome.",
                 vec![
-                    ("tool", text(p, "tool")),
+                    ("tool", r.tool),
                     (
                         "outcome",
-                        if tool_succeeded(p) { "ok" } else { "error" }.into(),
+                        if outcome.succeeded() { "ok" } else { "error" }.into(),
                     ),
                 ],
                 1.0,
             ),
-            "gate_denied" => {
-                let outcome = p.get("outcome").cloned().unwrap_or(Value::Null);
-                self.add(
-                    "iron_gate_decisions_total",
-                    "Gate decisions on tool calls, by gate and decision.",
-                    vec![
-                        ("gate", text(&outcome, "gate_number")),
-                        ("decision", "denied".into()),
-                    ],
-                    1.0,
-                );
-            }
-            _ => {}
+            ToolOutcome::Denied { gate_number, .. } => self.add(
+                "iron_gate_decisions_total",
+                gate,
+                vec![
+                    ("gate", gate_number.to_string()),
+                    ("decision", "denied".into()),
+                ],
+                1.0,
+            ),
         }
     }
 

@@ -19,7 +19,7 @@ use crate::core::durable::{DurableError, EventLog};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 use crate::core::text::{one_line, utc};
-use crate::protocol::payload::TaskDelegated;
+use crate::protocol::payload::{ExpertFinished, ModelCall, RoutingDecided, Spend, TaskDelegated};
 use steps::describe;
 
 /// Longest excerpt of a text (an answer, an instruction) in a step's one line.
@@ -102,19 +102,6 @@ pub struct Timeline {
     pub forks: Vec<Timeline>,
 }
 
-/// What a task spent.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Spend {
-    /// Model calls made.
-    pub model_calls: u64,
-    /// Tokens in.
-    pub input_tokens: u64,
-    /// Tokens out.
-    pub output_tokens: u64,
-    /// US dollars, when priced.
-    pub cost_usd: f64,
-}
-
 /// Which tasks hang under which: parts under their parent, forks under their origin.
 struct Tree {
     parts: BTreeMap<String, Vec<String>>,
@@ -132,55 +119,12 @@ pub struct TaskLog {
 
 /// The task an event belongs to, if any.
 fn task_of(e: &Envelope) -> Option<String> {
-    let named = ["task_id", "task"]
-        .iter()
-        .filter_map(|k| e.payload.get(*k).and_then(Value::as_str))
-        .find(|t| !t.is_empty());
-    match named {
+    match e.task_named() {
         Some(t) => Some(t.to_string()),
         None if e.namespace.first().map(String::as_str) == Some("tasks") => {
             e.namespace.get(1).cloned()
         }
         None => None,
-    }
-}
-
-fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// The items of an array field, each read by `read` (those it cannot read are left out).
-fn items<'a, T>(v: &'a Value, key: &str, read: impl Fn(&'a Value) -> Option<T>) -> Vec<T> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(read)
-        .collect()
-}
-
-/// A number field, 0 when absent.
-fn number(v: &Value, key: &str) -> f64 {
-    v.get(key).and_then(Value::as_f64).unwrap_or(0.0)
-}
-
-impl Spend {
-    /// A recorded `spend` object (absent fields 0).
-    fn of(spend: Option<&Value>) -> Self {
-        let spend = spend.unwrap_or(&Value::Null);
-        Spend {
-            model_calls: number(spend, "model_calls") as u64,
-            input_tokens: number(spend, "input_tokens") as u64,
-            output_tokens: number(spend, "output_tokens") as u64,
-            cost_usd: number(spend, "cost_usd"),
-        }
-    }
-
-    fn add(&mut self, other: &Spend) {
-        self.model_calls += other.model_calls;
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cost_usd += other.cost_usd;
     }
 }
 
@@ -195,14 +139,13 @@ impl TaskLog {
     /// Adds one event.
     pub fn absorb(&mut self, e: &Envelope) {
         let Some(task) = task_of(e) else { return };
-        if e.kind == EventKind::RoutingDecided {
-            let parent = str_of(&e.payload, "parent_task_id");
+        if let Ok(routed) = e.payload::<RoutingDecided>() {
+            let parent = routed.parent_task_id;
             if !parent.is_empty() && parent != task {
-                self.parent.insert(task.clone(), parent.to_string());
+                self.parent.insert(task.clone(), parent);
             }
-            let from = str_of(&e.payload, "forked_from");
-            if !from.is_empty() && from != task {
-                self.forked_from.insert(task.clone(), from.to_string());
+            if let Some(from) = routed.forked_from.filter(|f| !f.is_empty() && *f != task) {
+                self.forked_from.insert(task.clone(), from);
             }
         }
         self.events.entry(task).or_default().push(e.clone());
@@ -287,19 +230,17 @@ impl TaskLog {
             forks: Vec::new(),
         };
         for e in events {
-            let p = &e.payload;
             match &e.kind {
                 EventKind::RoutingDecided => {
-                    t.domain = str_of(p, "domain").to_string();
-                    t.instruction = str_of(p, "instruction").to_string();
-                    let from = str_of(p, "forked_from");
-                    if !from.is_empty() {
-                        let at = p.get("fork_at").and_then(Value::as_u64).unwrap_or(0);
-                        t.forked_from = Some((from.to_string(), at));
-                    }
-                    let job = str_of(p, "job");
-                    if !job.is_empty() {
-                        t.job = Some((job.to_string(), str_of(p, "signal").to_string()));
+                    if let Ok(r) = e.payload::<RoutingDecided>() {
+                        t.domain = r.domain;
+                        t.instruction = r.instruction;
+                        if let Some(from) = r.forked_from.filter(|f| !f.is_empty()) {
+                            t.forked_from = Some((from, r.fork_at.unwrap_or(0).into()));
+                        }
+                        if let Some(job) = r.job.filter(|j| !j.is_empty()) {
+                            t.job = Some((job, r.signal.unwrap_or_default()));
+                        }
                     }
                 }
                 EventKind::TaskDelegated => {
@@ -311,16 +252,19 @@ impl TaskLog {
                 EventKind::TaskRejected => t.status = "rejected".into(),
                 // The calls counted as they come; the expert's own total, once it reports
                 // one, wins (it counts what a resumed run spent before).
-                EventKind::ModelCalled if str_of(p, "event") != "model_failed" => {
-                    let usage = p.get("usage").unwrap_or(&Value::Null);
-                    t.spend.add(&Spend {
-                        model_calls: 1,
-                        input_tokens: number(usage, "input_tokens") as u64,
-                        output_tokens: number(usage, "output_tokens") as u64,
-                        cost_usd: number(p, "cost_usd"),
-                    });
+                EventKind::ModelCalled => {
+                    if let Ok(ModelCall::ModelCalled {
+                        usage, cost_usd, ..
+                    }) = e.payload::<ModelCall>()
+                    {
+                        t.spend.add_call(usage, cost_usd);
+                    }
                 }
-                EventKind::ExpertFinished => t.spend = Spend::of(p.get("spend")),
+                EventKind::ExpertFinished => {
+                    if let Ok(f) = e.payload::<ExpertFinished>() {
+                        t.spend = f.spend;
+                    }
+                }
                 _ => {}
             }
             let (label, summary) = describe(e);

@@ -1,250 +1,214 @@
 //! Each step of a timeline in one line, read from its event's payload: what a person needs to
 //! follow the task without opening the payload (which `--json` keeps whole).
 
-use serde_json::Value;
-
-use super::{EXCERPT, Spend, items, str_of};
+use super::EXCERPT;
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 use crate::core::text::{clip, one_line};
-use crate::protocol::payload::{ReplyDelivered, TaskDelegated, TaskJudged, TaskRejected};
+use crate::protocol::Payload;
+use crate::protocol::payload::{
+    AnswerReceived, ChangeUnreviewable, EffectConfirmed, EffectIntent, ExpertFinished, ExpertWoke,
+    FactLearned, HunkApplied, HunkDecided, HunkProposed, InterjectionRead, LessonLearned,
+    MemoryInjected, ModelCall, OperatorRefused, PerceptionRead, QuestionAsked, ReadOutcome,
+    ReplyDelivered, RoutingDecided, TaskDelegated, TaskJudged, TaskRejected, VerifyFinished,
+};
 use crate::protocol::tool::{ToolOutcome, ToolRecord};
 
 /// A step's label and one line, read from its payload. A payload that does not have its
 /// kind's shape is shown as such, never skipped.
 pub(super) fn describe(e: &Envelope) -> (&'static str, String) {
-    let p = &e.payload;
-    let excerpt = |key: &str| one_line(str_of(p, key), EXCERPT);
+    let excerpt = |text: &str| one_line(text, EXCERPT);
     match &e.kind {
-        EventKind::RoutingDecided => {
-            let by = match str_of(p, "forked_from") {
-                "" => p.get("by").map(|b| str_of(b, "method")).unwrap_or(""),
-                _ => "a fork",
+        EventKind::RoutingDecided => read(e, "routed", |r: RoutingDecided| {
+            let by = match r.forked_from {
+                Some(_) => "a fork",
+                None => r.by.name(),
             };
-            let of = p.get("of").and_then(Value::as_u64).unwrap_or(1);
-            let part = match of {
+            let part = match r.of {
                 0 | 1 => String::new(),
-                _ => format!(
-                    "; part {} of {of}",
-                    p.get("part").and_then(Value::as_u64).unwrap_or(1)
-                ),
+                of => format!("; part {} of {of}", r.part),
             };
-            let ctx = p.get("context").unwrap_or(&Value::Null);
-            let count = |k: &str| ctx.get(k).and_then(Value::as_u64).unwrap_or(0);
-            (
-                "routed",
-                format!(
-                    "to {} ({by}{part}); memory of the conversation: {} facts, {} turns",
-                    str_of(p, "domain"),
-                    count("facts"),
-                    count("turns"),
-                ),
-            )
-        }
-        EventKind::TaskRejected => match e.payload::<TaskRejected>() {
-            Ok(r) => ("rejected", format!("{}: {}", r.code, r.reason)),
-            Err(why) => ("rejected", format!("(unreadable: {why})")),
-        },
-        EventKind::PerceptionRead => {
-            let sources = items(p, "sources", |s| {
-                let n = s.get("items").and_then(Value::as_u64).unwrap_or(0);
-                Some(match str_of(s, "status") {
-                    "read" => format!("{} ({n} items)", str_of(s, "source")),
-                    other => format!("{} ({other})", str_of(s, "source")),
-                })
-            });
-            ("perceived", sources.join(", "))
-        }
-        EventKind::MemoryInjected => {
-            let recalled = p.get("items").and_then(Value::as_array).map_or(0, Vec::len);
-            let prefixes = items(p, "prefixes", Value::as_str);
-            (
-                "memory",
-                format!("{recalled} recalled events from {}", prefixes.join(", ")),
-            )
-        }
-        EventKind::ExpertWoke => {
-            let input = p.get("input").unwrap_or(&Value::Null);
-            let chars = |k: &str| {
-                input
-                    .get(k)
-                    .and_then(Value::as_str)
-                    .map_or(0, |t| t.chars().count())
-            };
-            let tools = items(p, "tools", |t| t.get("name").and_then(Value::as_str));
-            (
-                "woke",
-                format!(
-                    "on model {}; given {} chars of memory, {} of perception; offered {}",
-                    str_of(p, "model"),
-                    chars("memory"),
-                    chars("perception"),
-                    if tools.is_empty() {
-                        "no tools".to_string()
-                    } else {
-                        tools.join(", ")
-                    }
-                ),
-            )
-        }
-        EventKind::ModelCalled if str_of(p, "event") == "model_failed" => (
-            "model",
             format!(
-                "call {} failed ({}): {}",
-                p.get("iteration").and_then(Value::as_u64).unwrap_or(0),
-                str_of(p, "code"),
-                excerpt("message")
-            ),
-        ),
-        EventKind::ModelCalled => {
-            let usage = p.get("usage").unwrap_or(&Value::Null);
-            let tokens = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-            let cost = p
-                .get("cost_usd")
-                .and_then(Value::as_f64)
-                .map(|c| format!(", ${c:.4}"))
-                .unwrap_or_default();
-            let prompt = match p.get("prompt") {
-                Some(prompt) => format!(
-                    "; asked {} messages, {} chars",
-                    prompt.get("messages").and_then(Value::as_u64).unwrap_or(0),
-                    prompt.get("chars").and_then(Value::as_u64).unwrap_or(0)
-                ),
-                None => String::new(),
-            };
-            let calls = items(p, "tool_calls", Value::as_str);
-            let answer = if calls.is_empty() {
-                format!("answered \"{}\"", excerpt("text"))
-            } else {
-                format!("asked for {}", calls.join(", "))
-            };
-            (
-                "model",
-                format!(
-                    "call {} to {}/{}{prompt}: {answer} ({} ms, {}+{} tokens{cost})",
-                    p.get("iteration").and_then(Value::as_u64).unwrap_or(0),
-                    str_of(p, "backend"),
-                    str_of(p, "model"),
-                    p.get("latency_ms").and_then(Value::as_u64).unwrap_or(0),
-                    tokens("input_tokens"),
-                    tokens("output_tokens"),
-                ),
+                "to {} ({by}{part}); memory of the conversation: {} facts, {} turns",
+                r.domain, r.context.facts, r.context.turns,
             )
-        }
+        }),
+        EventKind::TaskRejected => read(e, "rejected", |r: TaskRejected| {
+            format!("{}: {}", r.code, r.reason)
+        }),
+        EventKind::PerceptionRead => read(e, "perceived", |p: PerceptionRead| {
+            let sources: Vec<String> = p
+                .sources
+                .iter()
+                .map(|s| match &s.outcome {
+                    ReadOutcome::Read { items, .. } => format!("{} ({items} items)", s.source),
+                    other => format!("{} ({})", s.source, other.status()),
+                })
+                .collect();
+            sources.join(", ")
+        }),
+        EventKind::MemoryInjected => read(e, "memory", |m: MemoryInjected| {
+            format!(
+                "{} recalled events from {}",
+                m.items.len(),
+                m.prefixes.join(", ")
+            )
+        }),
+        EventKind::ExpertWoke => read(e, "woke", |w: ExpertWoke| {
+            let chars = |t: &Option<String>| t.as_deref().map_or(0, |t| t.chars().count());
+            let tools: Vec<&str> = w.tools.iter().map(|t| t.name.as_str()).collect();
+            format!(
+                "on model {}; given {} chars of memory, {} of perception; offered {}",
+                w.model,
+                chars(&w.input.memory),
+                chars(&w.input.perception),
+                if tools.is_empty() {
+                    "no tools".to_string()
+                } else {
+                    tools.join(", ")
+                }
+            )
+        }),
+        EventKind::ModelCalled => read(e, "model", |call: ModelCall| match call {
+            ModelCall::ModelFailed {
+                iteration,
+                code,
+                message,
+                ..
+            } => format!("call {iteration} failed ({code}): {}", excerpt(&message)),
+            ModelCall::ModelCalled {
+                iteration,
+                backend,
+                model,
+                usage,
+                cost_usd,
+                text,
+                tool_calls,
+                latency_ms,
+                prompt,
+                ..
+            } => {
+                let cost = cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default();
+                let prompt = prompt
+                    .map(|p| format!("; asked {} messages, {} chars", p.messages, p.chars))
+                    .unwrap_or_default();
+                let answer = if tool_calls.is_empty() {
+                    format!("answered \"{}\"", excerpt(text.as_deref().unwrap_or("")))
+                } else {
+                    format!("asked for {}", tool_calls.join(", "))
+                };
+                format!(
+                    "call {iteration} to {backend}/{model}{prompt}: {answer} ({latency_ms} ms, \
+                     {}+{} tokens{cost})",
+                    usage.input_tokens, usage.output_tokens,
+                )
+            }
+        }),
         EventKind::ToolCall | EventKind::ToolResult | EventKind::GateDenied => {
             match e.payload::<ToolRecord>() {
                 Ok(r) => tool_line(&r),
                 Err(why) => ("tool", format!("(unreadable: {why})")),
             }
         }
-        EventKind::QuestionAsked => (
-            "asked",
-            format!("{}: \"{}\"", str_of(p, "question_id"), excerpt("question")),
-        ),
-        EventKind::AnswerReceived => (
-            "answered",
+        EventKind::QuestionAsked => read(e, "asked", |q: QuestionAsked| {
+            format!("{}: \"{}\"", q.question_id, excerpt(&q.question))
+        }),
+        EventKind::AnswerReceived => read(e, "answered", |a: AnswerReceived| {
             format!(
                 "{} by {}: \"{}\"",
-                str_of(p, "question_id"),
-                str_of(p, "operator_id"),
-                excerpt("answer")
-            ),
-        ),
-        EventKind::InterjectionRead => ("corrected", format!("\"{}\"", excerpt("text"))),
-        EventKind::OperatorRefused => ("refused", excerpt("reason")),
-        EventKind::ReplyDelivered => match e.payload::<ReplyDelivered>() {
-            Ok(r) if r.delivered => (
-                "delivered",
-                format!(
-                    "to {}: \"{}\"",
-                    r.channel.as_deref().unwrap_or("the asker"),
-                    one_line(&r.text, EXCERPT)
-                ),
-            ),
-            Ok(r) => (
-                "delivered",
-                format!(
-                    "NOT delivered to {}: {}",
-                    r.channel.as_deref().unwrap_or("the asker"),
-                    r.reason.as_deref().unwrap_or("no reason given")
-                ),
-            ),
-            Err(why) => ("delivered", format!("(unreadable: {why})")),
-        },
-        EventKind::ExpertFinished => {
-            let s = Spend::of(p.get("spend"));
-            (
-                "finished",
-                format!(
-                    "{}: {} model calls, {}+{} tokens, ${:.4}",
-                    str_of(p, "status"),
-                    s.model_calls,
-                    s.input_tokens,
-                    s.output_tokens,
-                    s.cost_usd
-                ),
+                a.question_id,
+                a.operator_id,
+                excerpt(&a.answer)
             )
-        }
-        EventKind::TaskDelegated => match e.payload::<TaskDelegated>() {
-            Ok(d) => {
-                let secs = d.spent.get("secs").and_then(Value::as_f64).unwrap_or(0.0);
-                let error = if d.error.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", d.error)
-                };
-                (
-                    "ran",
-                    format!("{} {} in {secs:.2} s{error}", d.expert, d.status),
+        }),
+        EventKind::InterjectionRead => read(e, "corrected", |i: InterjectionRead| {
+            format!("\"{}\"", excerpt(&i.text))
+        }),
+        EventKind::OperatorRefused => read(e, "refused", |r: OperatorRefused| {
+            format!("{} by {}: {}", r.what, r.operator_id, excerpt(&r.reason))
+        }),
+        EventKind::ReplyDelivered => read(e, "delivered", |r: ReplyDelivered| {
+            let to = r.channel.as_deref().unwrap_or("the asker");
+            if r.delivered {
+                format!("to {to}: \"{}\"", excerpt(&r.text))
+            } else {
+                format!(
+                    "NOT delivered to {to}: {}",
+                    r.reason.as_deref().unwrap_or("no reason given")
                 )
             }
-            Err(why) => ("ran", format!("(unreadable: {why})")),
-        },
-        EventKind::TaskJudged => match e.payload::<TaskJudged>() {
-            Ok(j) if j.answered => (
-                "judged",
+        }),
+        EventKind::ExpertFinished => read(e, "finished", |f: ExpertFinished| {
+            let s = f.spend;
+            format!(
+                "{}: {} model calls, {}+{} tokens, ${:.4}",
+                f.status, s.model_calls, s.input_tokens, s.output_tokens, s.cost_usd
+            )
+        }),
+        EventKind::TaskDelegated => read(e, "ran", |d: TaskDelegated| {
+            let secs = d.spent.get("secs").and_then(|s| s.as_f64()).unwrap_or(0.0);
+            let error = if d.error.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", d.error)
+            };
+            format!("{} {} in {secs:.2} s{error}", d.expert, d.status)
+        }),
+        EventKind::TaskJudged => read(e, "judged", |j: TaskJudged| {
+            if j.answered {
                 format!(
                     "answered{}",
                     j.method.map(|m| format!(" ({m})")).unwrap_or_default()
-                ),
-            ),
-            Ok(j) => (
-                "judged",
+                )
+            } else {
                 format!(
                     "not answered: {}",
                     j.reason.as_deref().unwrap_or("no reason given")
-                ),
-            ),
-            Err(why) => ("judged", format!("(unreadable: {why})")),
-        },
-        EventKind::HunkProposed => ("hunk", format!("proposed {}", excerpt("hunk"))),
-        EventKind::HunkDecided => (
-            "hunk",
-            format!(
-                "{} {} by {}",
-                str_of(p, "hunk"),
-                str_of(p, "decision"),
-                str_of(p, "operator_id")
-            ),
-        ),
-        EventKind::HunkApplied => ("hunk", format!("{} applied", str_of(p, "hunk"))),
-        EventKind::ChangeUnreviewable => ("hunk", format!("unreviewable: {}", excerpt("reason"))),
-        EventKind::EffectIntent => ("effect", format!("intends to {}", excerpt("what"))),
-        EventKind::EffectConfirmed => ("effect", format!("confirmed {}", excerpt("what"))),
-        EventKind::VerifyFinished => (
-            "verified",
-            format!(
-                "{} {}",
-                str_of(p, "command"),
-                if p.get("ok").and_then(Value::as_bool) == Some(true) {
-                    "passed"
-                } else {
-                    "failed"
-                }
-            ),
-        ),
-        EventKind::FactLearned | EventKind::LessonLearned => ("learned", excerpt("statement")),
+                )
+            }
+        }),
+        EventKind::HunkProposed => read(e, "hunk", |h: HunkProposed| {
+            format!("proposed {} in {}", h.hunk, h.path)
+        }),
+        EventKind::HunkDecided => read(e, "hunk", |h: HunkDecided| {
+            format!("{} {} by {}", h.hunk, h.decision, h.operator)
+        }),
+        EventKind::HunkApplied => read(e, "hunk", |h: HunkApplied| format!("{} applied", h.hunk)),
+        EventKind::ChangeUnreviewable => read(e, "hunk", |c: ChangeUnreviewable| {
+            format!("unreviewable: {}", excerpt(&c.why))
+        }),
+        EventKind::EffectIntent => read(e, "effect", |i: EffectIntent| {
+            format!("intends to {}", excerpt(&i.what))
+        }),
+        EventKind::EffectConfirmed => read(e, "effect", |c: EffectConfirmed| {
+            format!("confirmed: {}", excerpt(&c.observed))
+        }),
+        EventKind::VerifyFinished => read(e, "verified", |v: VerifyFinished| {
+            let outcome = match (&v.error, v.ok) {
+                (Some(why), _) => format!("did not run: {}", excerpt(why)),
+                (None, true) => "passed".to_string(),
+                (None, false) => "failed".to_string(),
+            };
+            format!("{} {outcome}", v.command.join(" "))
+        }),
+        EventKind::FactLearned => read(e, "learned", |f: FactLearned| {
+            excerpt(f.statement.as_deref().unwrap_or(""))
+        }),
+        EventKind::LessonLearned => read(e, "learned", |l: LessonLearned| excerpt(&l.statement)),
         other => ("event", other.as_str().to_string()),
+    }
+}
+
+/// The step of `e` read as its kind's payload `T` and written as `line` makes it, or marked
+/// unreadable.
+fn read<T: Payload>(
+    e: &Envelope,
+    label: &'static str,
+    line: impl FnOnce(T) -> String,
+) -> (&'static str, String) {
+    match e.payload::<T>() {
+        Ok(p) => (label, line(p)),
+        Err(why) => (label, format!("(unreadable: {why})")),
     }
 }
 

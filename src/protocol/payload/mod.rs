@@ -1,5 +1,6 @@
-//! Event payloads as types: one struct per event kind that more than one process reads, and
-//! [`Envelope::payload`], which reads an event as its kind's struct or says why it cannot.
+//! Event payloads as types: one per event kind, and [`Envelope::payload`], which reads an
+//! event as its kind's type or says why it cannot. Writers build these types and readers read
+//! them, so the compiler checks both ends of every event.
 //!
 //! A struct keeps what it does not name in `rest`, so an event written by a newer process
 //! (or carrying a delivery channel's own fields) is read without loss and written back as it
@@ -9,6 +10,24 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+mod plane;
+mod run;
+mod workspace;
+
+pub use plane::{
+    DeadLetter, FeedHealth, ProjectorGap, SequenceProblem, SourceHealth, Status, TriggerFired,
+};
+pub use run::{
+    AnswerReceived, ExpertFinished, ExpertWoke, FinishReason, ForkedAt, InjectedItem,
+    InterjectionRead, MemoryInjected, ModelCall, OperatorRefused, PerceptionRead, QuestionAsked,
+    ReadOutcome, RecordedPrompt, RouteMethod, RoutingContext, RoutingDecided, Score, SourceRead,
+    Spend, TaskInput, ToolCall, ToolSpec, Usage,
+};
+pub use workspace::{
+    ChangeUnreviewable, EffectConfirmed, EffectIntent, HunkApplied, HunkDecided, HunkProposed,
+    VerifyFinished,
+};
 
 use super::ProtocolError;
 use crate::core::envelope::Envelope;
@@ -47,6 +66,15 @@ impl Envelope {
             kind: self.kind.clone(),
             source,
         })
+    }
+
+    /// The task an event's payload names: its `task_id`, or its `task` (what tool events
+    /// call it), when not empty. Events of every kind that is about a task name it so.
+    pub fn task_named(&self) -> Option<&str> {
+        ["task_id", "task"]
+            .iter()
+            .filter_map(|k| self.payload.get(*k).and_then(Value::as_str))
+            .find(|t| !t.is_empty())
     }
 }
 
@@ -180,7 +208,7 @@ impl Payload for TaskDelegated {
 }
 
 /// `fact_learned`: something memory now believes, in the namespace it was learned for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FactLearned {
     /// What it is about; a later fact about the same subject in the same namespace replaces
     /// it. A fact with none is about nothing in particular and is never replaced.
@@ -226,9 +254,17 @@ impl Payload for FactLearned {
 pub struct LessonLearned {
     /// The lesson, for the role's next tasks.
     pub statement: String,
-    /// The evidence (`role`, `reason`, `failures`, `tasks`, `subject`).
-    #[serde(flatten)]
-    pub rest: Map<String, Value>,
+    /// The role it is for (`<mesh>/<role>`).
+    pub role: String,
+    /// The reason its tasks failed, clipped.
+    pub reason: String,
+    /// How many of its tasks failed for it.
+    pub failures: u64,
+    /// What it is about (`lesson/<digest of role and reason>`): a later lesson on the same
+    /// subject replaces it.
+    pub subject: String,
+    /// The tasks that failed, latest first.
+    pub tasks: Vec<String>,
 }
 
 impl Payload for LessonLearned {
