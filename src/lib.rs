@@ -27,6 +27,8 @@ pub mod view;
 
 pub mod launch;
 
+pub mod bench;
+
 pub mod cli;
 
 // The generated interface code names these paths from the crate root.

@@ -4,7 +4,6 @@
 //!
 //! The format is documented in `aem/README.md`. This layer uses `crate::core` only.
 
-pub mod bench;
 mod channels;
 mod error;
 mod expert;

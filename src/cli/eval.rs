@@ -260,7 +260,7 @@ async fn routing(
         false => sets,
     };
     let catalog = crate::aem::compile(aem)?;
-    let mut router = super::bench::offline_router(&catalog)?;
+    let mut router = crate::bench::routing::offline_router(&catalog)?;
     let model = match lexical {
         true => None,
         false => local_model(dir, "routing by the rules alone")?,

@@ -3,12 +3,6 @@
 
 mod ask;
 mod bench;
-mod bench_cognition;
-mod bench_console;
-mod bench_embed;
-mod bench_newsroom;
-mod bench_stats;
-mod bench_workspace;
 mod catalog;
 mod commands;
 mod connect;
@@ -62,7 +56,7 @@ pub enum CliError {
     #[error(transparent)]
     Memory(#[from] crate::memory::cli::CliError),
     #[error(transparent)]
-    Bench(#[from] crate::memory::bench::BenchError),
+    Bench(#[from] crate::bench::BenchError),
     #[error(transparent)]
     Jobs(#[from] crate::jobs::JobError),
     #[error(transparent)]

@@ -6,7 +6,6 @@
 //! turns due timers into `timer_due` events. See ARCHITECTURE.md §8.
 
 pub mod awake;
-pub mod bench;
 pub mod clock;
 pub mod ctx;
 pub mod event;

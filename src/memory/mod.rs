@@ -3,8 +3,6 @@
 //! reviewer) derive facts, vectors, entities and lessons from the log; recall and replay read
 //! the projection read-only.
 
-pub mod bench;
-pub mod bench_memory;
 pub mod bridge;
 pub mod cli;
 pub mod consolidator;

@@ -242,8 +242,10 @@ impl Deriver for SemanticIndex {
     }
 }
 
-/// Stores the vector of the fact `event` (stream sequence `seq`) made by `embedder`.
-pub(super) fn store(
+/// Stores the vector of the fact `event` (stream sequence `seq`) made by `embedder`. Public
+/// for `iron bench memory` (`crate::bench::memory`), which builds an index of a generated
+/// corpus row by row, as the semantic worker writes it.
+pub fn store(
     conn: &Connection,
     event: &Envelope,
     seq: u64,

@@ -4,7 +4,6 @@
 //! decision produces, and both ends of `iron/srv/ToolCall` for `native`/`remote` servers
 //! (with the delivery bridge as the shipped native server). Uses the layers below it.
 
-pub mod bench;
 pub mod caller;
 pub mod client;
 pub mod delivery;

@@ -70,7 +70,7 @@ fn no_declaration_means_no_memory_tools_or_peers() {
 #[test]
 fn generated_bench_mesh_compiles() {
     let dir = tempfile::tempdir().unwrap();
-    let root = aem::bench::generate_mesh(dir.path(), 60).unwrap();
+    let root = iron::bench::catalog::generate_mesh(dir.path(), 60).unwrap();
     let c = aem::compile(&root).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(c.experts.len(), 60);
     let first = c.expert("bench/expert-00000").unwrap();
@@ -81,7 +81,7 @@ fn generated_bench_mesh_compiles() {
         serde_json::json!({"mesh": true})
     );
     let twice = tempfile::tempdir().unwrap();
-    let root = aem::bench::generate_mesh(twice.path(), 120).unwrap();
+    let root = iron::bench::catalog::generate_mesh(twice.path(), 120).unwrap();
     let bigger = aem::compile(&root).unwrap_or_else(|e| panic!("{e}"));
     let growth = bigger.to_json().len() as f64 / c.to_json().len() as f64;
     assert!(

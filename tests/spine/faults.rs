@@ -425,14 +425,14 @@ async fn bench_prints_every_figure() {
     let server = NatsServer::start();
     let js = connect(&server, Duration::from_secs(5)).await;
     let dir = tempfile::tempdir().unwrap();
-    let options = iron::memory::bench::BenchOptions {
+    let options = iron::bench::log::BenchOptions {
         events: 30,
         burst: 200,
         payload_bytes: 100,
         scratch_dir: dir.path().to_path_buf(),
     };
     let mut out = Vec::new();
-    iron::memory::bench::log(&js, &options, &mut out)
+    iron::bench::log::log(&js, &options, &mut out)
         .await
         .unwrap();
     let out = String::from_utf8(out).unwrap();
@@ -472,7 +472,7 @@ async fn bench_prints_every_figure() {
         assert!(fields[2].parse::<f64>().unwrap() > 0.0, "{line}");
     }
     assert!(
-        js.stream_config(iron::memory::bench::BENCH_STREAM)
+        js.stream_config(iron::bench::log::BENCH_STREAM)
             .await
             .unwrap()
             .is_none(),

@@ -25,8 +25,14 @@ const LAYERS: &[&str] = &[
     "cognition",
     "view",
     "launch",
+    // The benchmarks (`iron bench`): they measure every layer below through its API, and only
+    // the command line above calls them.
+    "bench",
     "cli",
 ];
+
+/// The module above every library layer that only `cli` may use.
+const BENCH: &str = "bench";
 
 fn rank(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| *l == module)
@@ -94,15 +100,15 @@ fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-#[test]
-fn lower_layers_never_use_higher_ones() {
+/// Every source file of a layer under `src/` (the crate root and `src/bin/` left out): its
+/// layer, its path below `src/`, its text.
+fn layer_sources() -> Vec<(String, PathBuf, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     walk(&src, &mut files);
-    let mut problems = Vec::new();
-    let mut checked = 0;
+    let mut sources = Vec::new();
     for file in files {
-        let rel = file.strip_prefix(&src).unwrap();
+        let rel = file.strip_prefix(&src).unwrap().to_path_buf();
         let first = rel
             .components()
             .next()
@@ -114,16 +120,25 @@ fn lower_layers_never_use_higher_ones() {
         if module == "lib" || module == "bin" {
             continue;
         }
-        checked += 1;
         let text = fs::read_to_string(&file).unwrap();
+        sources.push((module, rel, text));
+    }
+    assert!(
+        sources.len() > 10,
+        "only {} files checked; is the walk broken?",
+        sources.len()
+    );
+    sources
+}
+
+#[test]
+fn lower_layers_never_use_higher_ones() {
+    let mut problems = Vec::new();
+    for (module, rel, text) in layer_sources() {
         for v in violations(&module, &text) {
             problems.push(format!("{}: {v}", rel.display()));
         }
     }
-    assert!(
-        checked > 10,
-        "only {checked} files checked; is the walk broken?"
-    );
     assert!(
         problems.is_empty(),
         "layer violations:\n{}",
@@ -145,6 +160,40 @@ fn the_checker_catches_upward_and_grouped_uses() {
     assert_eq!(violations("memory", "let x = crate::cli::run;").len(), 1);
     assert!(violations("memory", "// use crate::cli::run;").is_empty());
     assert_eq!(violations("nowhere", "").len(), 1);
+    assert_eq!(
+        violations("launch", "use crate::bench::stats::Figures;").len(),
+        1
+    );
+    assert!(violations("cli", "crate::bench::catalog::run(10)").is_empty());
+}
+
+#[test]
+fn the_benches_sit_above_every_library_layer_and_below_the_command_line() {
+    let (bench, cli) = (rank(BENCH).unwrap(), rank("cli").unwrap());
+    assert_eq!(cli, LAYERS.len() - 1, "`cli` is the top of the stack");
+    assert_eq!(bench, cli - 1, "nothing sits between `bench` and `cli`");
+    for layer in &LAYERS[..bench] {
+        let uses = format!("use crate::{layer}::Thing;");
+        assert!(
+            violations(BENCH, &uses).is_empty(),
+            "`bench` may use `{layer}`"
+        );
+    }
+}
+
+#[test]
+fn no_library_layer_uses_the_benches() {
+    let problems: Vec<String> = layer_sources()
+        .into_iter()
+        .filter(|(module, _, _)| module != BENCH && module != "cli")
+        .filter(|(_, _, text)| referenced(text).contains(BENCH))
+        .map(|(module, rel, _)| format!("{}: `{module}` uses `{BENCH}`", rel.display()))
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "only `cli` may use the benches:\n{}",
+        problems.join("\n")
+    );
 }
 
 /// The sibling modules of `siblings` that `source` (code of one of them, inside `folder`) names

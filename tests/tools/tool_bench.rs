@@ -4,10 +4,8 @@ use crate::support_tools as support;
 
 use std::sync::Arc;
 
-use iron::tools::{
-    MemoryEvents, ToolEvents,
-    bench::{EventSink, ToolsBench, tools},
-};
+use iron::bench::tools::{EventSink, ToolsBench, tools};
+use iron::tools::{MemoryEvents, ToolEvents};
 use serde_json::json;
 
 #[tokio::test]

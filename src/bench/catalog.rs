@@ -1,10 +1,13 @@
-//! A generated mesh for `iron bench catalog`: many experts, each with tools, memory,
-//! peers and a capabilities file, so a build exercises every resolution step.
+//! `iron bench catalog`: the build time of a generated mesh of many experts, each with tools,
+//! memory, peers and a capabilities file, so a build exercises every resolution step.
 
 use std::fmt::Write as _;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::BenchError;
 
 const BENCH_AEM: &str = r#"---
 name: bench
@@ -68,4 +71,42 @@ pub fn generate_mesh(dir: &Path, n: usize) -> io::Result<PathBuf> {
         fs::write(skill.join("capabilities.md"), caps)?;
     }
     Ok(dir.to_path_buf())
+}
+
+/// `iron bench catalog`: generates a mesh of `experts` experts in a temporary directory and
+/// times one compile of it and the writing of its files (`catalog.json`, the tool manifest),
+/// as `iron catalog build` does; prints the catalog's size.
+pub fn run(experts: usize) -> Result<(), BenchError> {
+    super::stats::print_machine("catalog");
+    let io = |what: &str| {
+        let what = what.to_string();
+        move |source| BenchError::Io { what, source }
+    };
+    let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
+    generate_mesh(dir.path(), experts).map_err(io("generating the mesh"))?;
+    let started = Instant::now();
+    let catalog = crate::aem::compile(dir.path())?;
+    let compiled = started.elapsed();
+    let out = dir.path().join("out");
+    let written = crate::aem::write_catalog(&catalog, &out).map_err(io("writing the catalog"))?;
+    let took = started.elapsed();
+    let size = std::fs::metadata(&written)
+        .map_err(io("reading the catalog's size"))?
+        .len();
+    if catalog.experts.len() != experts {
+        return Err(BenchError::Failed(format!(
+            "compiled {} experts, expected {experts}",
+            catalog.experts.len()
+        )));
+    }
+    println!(
+        "bench catalog.build_and_write_{experts} {:.1} ms (compile {:.1} ms)",
+        took.as_secs_f64() * 1000.0,
+        compiled.as_secs_f64() * 1000.0
+    );
+    println!(
+        "bench catalog.size_{experts} {:.1} KiB",
+        size as f64 / 1024.0
+    );
+    Ok(())
 }

@@ -13,13 +13,14 @@ use async_nats::jetstream::message::PublishMessage;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::ctx::{Ctx, Exit, StepError};
-use super::flow::{Flow, FlowFuture, Registry};
-use super::journal::Fence;
-use super::python::PythonFlows;
-use super::run::{Flows, run_job};
-use super::{JobError, JobState, ops};
+use super::BenchError;
 use crate::core::identity::Authority;
+use crate::jobs::ctx::{Ctx, Exit, StepError};
+use crate::jobs::flow::{Flow, FlowFuture, Registry};
+use crate::jobs::journal::Fence;
+use crate::jobs::python::PythonFlows;
+use crate::jobs::run::{Flows, run_job};
+use crate::jobs::{JobError, JobState, ops};
 use crate::spine::durable::lease::Lease;
 use crate::spine::durable::{AnyLog, JetStream};
 
@@ -31,7 +32,7 @@ pub enum JobsBenchError {
     Job(#[from] JobError),
     /// The Python helper could not be set up.
     #[error("bench jobs: {0}")]
-    Python(#[from] super::python::PythonSetupError),
+    Python(#[from] crate::jobs::python::PythonSetupError),
     /// A job did not end as the benchmark expects.
     #[error("bench jobs: {0}")]
     Unexpected(String),
@@ -241,4 +242,41 @@ pub async fn jobs(
         took.as_secs_f64() * 1e3
     )?;
     Ok(())
+}
+
+/// `iron bench jobs`: on a local nats-server started on free ports (or `nats`).
+pub async fn run(
+    steps: usize,
+    resume_steps: usize,
+    python: std::path::PathBuf,
+    nats: Option<String>,
+) -> Result<(), BenchError> {
+    super::stats::print_machine("jobs");
+    use crate::spine::durable::{JetStream, JetStreamOptions, StreamSpec, bootstrap};
+    let dir = super::stats::scratch_dir()?;
+    let nats = super::stats::BenchNats::given_or_local(nats, dir.path()).await?;
+    let (url, monitor) = (nats.url.clone(), nats.monitor.clone());
+    let result = async {
+        let js = JetStream::connect(&url, JetStreamOptions::default())
+            .await
+            .map_err(|e| BenchError::Failed(format!("cannot reach NATS at {url}: {e}")))?;
+        let check = bootstrap::BootstrapOptions {
+            monitor,
+            quiet: false,
+        };
+        bootstrap::bootstrap(&js, &StreamSpec::all(), &check)
+            .await
+            .map_err(|e| BenchError::Failed(e.to_string()))?;
+        let options = JobsBenchOptions {
+            steps,
+            resume_steps,
+            python: Some(python),
+        };
+        jobs(&js, &options, dir.path(), &mut std::io::stdout())
+            .await
+            .map_err(|e| BenchError::Failed(e.to_string()))
+    }
+    .await;
+    nats.stop().await;
+    result
 }

@@ -14,23 +14,24 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::bench::{BenchError, remove_db, series};
-use super::consolidator::Consolidator;
-use super::documents::DocumentIndex;
-use super::emit::Emitter;
-use super::extractor::Extractor;
-use super::graph::KnowledgeGraph;
-use super::projector::{self, ProjectorDeps};
-use super::recall::{Recall, RecallFilter};
-use super::reviewer::Reviewer;
-use super::semantic::{self, HashingEmbedder, SemanticIndex};
-use super::worker::Deriver;
-use super::worker::{self, WorkerDeps};
+use super::BenchError;
+use super::log::{LogBenchError, remove_db, series};
 use crate::aem::{Access, MemoryMount, Scope};
 use crate::core::durable::{EventLog, StoredMessage};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 use crate::core::ids::EventId;
+use crate::memory::consolidator::Consolidator;
+use crate::memory::documents::DocumentIndex;
+use crate::memory::emit::Emitter;
+use crate::memory::extractor::Extractor;
+use crate::memory::graph::KnowledgeGraph;
+use crate::memory::projector::{self, ProjectorDeps};
+use crate::memory::recall::{Recall, RecallFilter};
+use crate::memory::reviewer::Reviewer;
+use crate::memory::semantic::{self, HashingEmbedder, SemanticIndex};
+use crate::memory::worker::Deriver;
+use crate::memory::worker::{self, WorkerDeps};
 use crate::protocol::payload::FactLearned;
 use crate::spine::durable::{Embedded, EmbeddedOptions, StreamSpec};
 
@@ -147,7 +148,10 @@ fn corpus_event(i: usize, rng: &mut Rng, words: &[String]) -> Envelope {
 }
 
 /// Runs everything and prints its lines to `out`.
-pub async fn memory(options: &MemoryBenchOptions, out: &mut impl Write) -> Result<(), BenchError> {
+pub async fn memory(
+    options: &MemoryBenchOptions,
+    out: &mut impl Write,
+) -> Result<(), LogBenchError> {
     std::fs::create_dir_all(&options.scratch_dir)?;
     recall_at_scale(options, out).await?;
     workers(options, out).await
@@ -156,12 +160,12 @@ pub async fn memory(options: &MemoryBenchOptions, out: &mut impl Write) -> Resul
 async fn recall_at_scale(
     options: &MemoryBenchOptions,
     out: &mut impl Write,
-) -> Result<(), BenchError> {
+) -> Result<(), LogBenchError> {
     let db = options.scratch_dir.join("bench-recall.db");
     remove_db(&db);
     let (n, queries) = (options.corpus, options.queries);
     let path = db.clone();
-    let built = tokio::task::spawn_blocking(move || -> Result<Duration, BenchError> {
+    let built = tokio::task::spawn_blocking(move || -> Result<Duration, LogBenchError> {
         let words = vocabulary();
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let mut conn = projector::open_writer(&path)?;
@@ -184,7 +188,7 @@ async fn recall_at_scale(
         Ok(start.elapsed())
     })
     .await
-    .map_err(|e| BenchError::Stalled(e.to_string()))??;
+    .map_err(|e| LogBenchError::Stalled(e.to_string()))??;
     let size = std::fs::metadata(&db)?.len() + wal_size(&db);
     writeln!(out, "bench memory.corpus_events {n} events")?;
     writeln!(
@@ -207,12 +211,12 @@ async fn recall_at_scale(
     let index = options.scratch_dir.join("bench-semantic.db");
     remove_db(&index);
     let path = index.clone();
-    let indexed = tokio::task::spawn_blocking(move || -> Result<Duration, BenchError> {
+    let indexed = tokio::task::spawn_blocking(move || -> Result<Duration, LogBenchError> {
         let words = vocabulary();
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let schema = SemanticIndex::new(Arc::new(HashingEmbedder)).schema();
         let mut conn =
-            worker::open_state(&path, schema).map_err(|e| BenchError::Stalled(e.to_string()))?;
+            worker::open_state(&path, schema).map_err(|e| LogBenchError::Stalled(e.to_string()))?;
         let start = Instant::now();
         for from in (0..n).step_by(10_000) {
             let tx = conn.transaction()?;
@@ -227,7 +231,7 @@ async fn recall_at_scale(
         Ok(start.elapsed())
     })
     .await
-    .map_err(|e| BenchError::Stalled(e.to_string()))??;
+    .map_err(|e| LogBenchError::Stalled(e.to_string()))??;
     writeln!(
         out,
         "bench memory.semantic_index_build {:.1} s",
@@ -240,7 +244,7 @@ async fn recall_at_scale(
     )?;
 
     let path = db.clone();
-    let lines = tokio::task::spawn_blocking(move || -> Result<Vec<String>, BenchError> {
+    let lines = tokio::task::spawn_blocking(move || -> Result<Vec<String>, LogBenchError> {
         let words = vocabulary();
         let mut rng = Rng(42);
         let recall = Recall::open(&path)?;
@@ -284,7 +288,7 @@ async fn recall_at_scale(
         ])
     })
     .await
-    .map_err(|e| BenchError::Stalled(e.to_string()))??;
+    .map_err(|e| LogBenchError::Stalled(e.to_string()))??;
     for line in lines {
         writeln!(out, "{line}")?;
     }
@@ -467,7 +471,7 @@ impl Consumers {
         &self,
         names: &[&'static str],
         seq: u64,
-    ) -> Result<Vec<(&'static str, Duration)>, BenchError> {
+    ) -> Result<Vec<(&'static str, Duration)>, LogBenchError> {
         let start = Instant::now();
         let mut reached: Vec<(&'static str, Duration)> = Vec::new();
         loop {
@@ -480,7 +484,7 @@ impl Consumers {
                 return Ok(reached);
             }
             if start.elapsed() > Duration::from_secs(600) {
-                return Err(BenchError::Stalled(format!(
+                return Err(LogBenchError::Stalled(format!(
                     "not every one of {names:?} reached {seq}: {:?}",
                     self.cursors()
                 )));
@@ -490,7 +494,7 @@ impl Consumers {
     }
 }
 
-async fn emit_all(log: &Embedded, events: &[Envelope]) -> Result<Duration, BenchError> {
+async fn emit_all(log: &Embedded, events: &[Envelope]) -> Result<Duration, LogBenchError> {
     let emitter = Emitter::new(log.clone());
     let start = Instant::now();
     for e in events {
@@ -499,7 +503,7 @@ async fn emit_all(log: &Embedded, events: &[Envelope]) -> Result<Duration, Bench
     Ok(start.elapsed())
 }
 
-async fn workers(options: &MemoryBenchOptions, out: &mut impl Write) -> Result<(), BenchError> {
+async fn workers(options: &MemoryBenchOptions, out: &mut impl Write) -> Result<(), LogBenchError> {
     let dir = &options.scratch_dir;
     let log_path = dir.join("bench-workers-log.db");
     remove_db(&log_path);
@@ -557,4 +561,29 @@ async fn workers(options: &MemoryBenchOptions, out: &mut impl Write) -> Result<(
         )?;
     }
     Ok(())
+}
+
+/// `iron bench memory`: in a temporary directory (or `dir`, kept, to inspect the databases).
+pub async fn run(
+    corpus: usize,
+    burst: usize,
+    queries: usize,
+    dir: Option<std::path::PathBuf>,
+) -> Result<(), BenchError> {
+    super::stats::print_machine("memory");
+    let temp = tempfile::tempdir().map_err(|source| BenchError::Io {
+        what: "creating a temporary directory".into(),
+        source,
+    })?;
+    let options = MemoryBenchOptions {
+        corpus,
+        burst,
+        queries,
+        scratch_dir: dir.unwrap_or_else(|| temp.path().to_path_buf()),
+    };
+    eprintln!(
+        "building a projection of {corpus} events in {} (this takes a while)",
+        options.scratch_dir.display()
+    );
+    Ok(memory(&options, &mut std::io::stdout()).await?)
 }

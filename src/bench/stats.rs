@@ -1,6 +1,6 @@
 //! What the `iron bench` commands share: the statistics they compute from their samples, the
-//! executables they start and the environment they start them with, and the private router
-//! they measure on.
+//! executables they start and the environment they start them with, the private router they
+//! measure on and the connection they open to it.
 
 use std::{
     ffi::{OsStr, OsString},
@@ -10,8 +10,11 @@ use std::{
 
 use tokio_util::sync::CancellationToken;
 
-use super::CliError;
-use crate::spine::control::router::{Router, RouterConfig};
+use super::BenchError;
+use crate::spine::control::{
+    ControlConfig, ControlPlane,
+    router::{Router, RouterConfig},
+};
 
 pub(super) use crate::core::stats::percentile as pct;
 
@@ -50,7 +53,7 @@ impl Figures {
         self.lines.push(line);
     }
 
-    /// Every line of `text` (what a bench in a lower layer wrote).
+    /// Every line of `text` (what a bench wrote to a buffer: `log::log`).
     pub fn lines_of(&mut self, text: &[u8]) {
         for line in String::from_utf8_lossy(text).lines() {
             self.line(line.to_string());
@@ -78,13 +81,13 @@ pub(super) fn ms(d: Duration) -> f64 {
 }
 
 /// Iron's executable `name` beside the running `iron`; an error says how to build it.
-pub(super) fn beside_iron(name: &str) -> Result<PathBuf, CliError> {
+pub(super) fn beside_iron(name: &str) -> Result<PathBuf, BenchError> {
     std::env::current_exe()
         .ok()
         .and_then(|e| e.parent().map(|d| d.join(name)))
         .filter(|p| p.is_file())
         .ok_or_else(|| {
-            CliError::Failed(format!(
+            BenchError::Failed(format!(
                 "{name} is not beside iron; run `cargo build --release --bins`"
             ))
         })
@@ -256,8 +259,8 @@ pub(super) struct PrivateRouter {
 
 impl PrivateRouter {
     /// Starts the router.
-    pub async fn start() -> Result<Self, CliError> {
-        let port = crate::launch::nats::free_port().map_err(|source| CliError::Io {
+    pub async fn start() -> Result<Self, BenchError> {
+        let port = crate::launch::nats::free_port().map_err(|source| BenchError::Io {
             what: "finding a free port".into(),
             source,
         })?;
@@ -283,9 +286,25 @@ impl PrivateRouter {
     }
 }
 
+/// A session on `router` and a client node, once the router answers: the connection every
+/// `iron` command that talks to a running system opens (`cli::connect`).
+pub(super) async fn connect(
+    router: &str,
+    timeout: Duration,
+) -> Result<(ControlPlane, hiroz::node::ZNode), BenchError> {
+    let config = ControlConfig {
+        router: router.to_string(),
+        ..ControlConfig::from_env()?
+    };
+    let control = ControlPlane::connect(config).await?;
+    let node = control.node(&format!("iron_cli_{}", std::process::id()), "/")?;
+    control.wait_for_router(&node, timeout).await?;
+    Ok((control, node))
+}
+
 /// A temporary directory for a bench's files, removed when dropped.
-pub(super) fn scratch_dir() -> Result<tempfile::TempDir, CliError> {
-    tempfile::tempdir().map_err(|source| CliError::Io {
+pub(super) fn scratch_dir() -> Result<tempfile::TempDir, BenchError> {
+    tempfile::tempdir().map_err(|source| BenchError::Io {
         what: "creating a temporary directory".into(),
         source,
     })
@@ -305,7 +324,7 @@ impl BenchNats {
     pub async fn given_or_local(
         nats: Option<String>,
         dir: &std::path::Path,
-    ) -> Result<Self, CliError> {
+    ) -> Result<Self, BenchError> {
         if let Some(url) = nats {
             return Ok(Self {
                 url,
@@ -314,7 +333,7 @@ impl BenchNats {
             });
         }
         let port = || {
-            crate::launch::nats::free_port().map_err(|source| CliError::Io {
+            crate::launch::nats::free_port().map_err(|source| BenchError::Io {
                 what: "finding a free port".into(),
                 source,
             })

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{
-    CliError,
-    bench_cognition::{Stage, activate, node_command, stop},
-    bench_stats::{Figures, beside_iron, ms, pct, print_machine},
+    BenchError,
+    cognition::{Stage, activate, node_command, stop},
+    stats::{Figures, beside_iron, ms, pct, print_machine},
 };
 use crate::{
     core::{envelope::Envelope, event_kind::EventKind},
@@ -34,23 +34,23 @@ use crate::{
     view::console::events::events as sse,
 };
 
-fn io(what: &str) -> impl FnOnce(std::io::Error) -> CliError {
+fn io(what: &str) -> impl FnOnce(std::io::Error) -> BenchError {
     let what = what.to_string();
-    move |source| CliError::Io { what, source }
+    move |source| BenchError::Io { what, source }
 }
 
-fn failed(what: &str) -> impl FnOnce(String) -> CliError {
+fn failed(what: &str) -> impl FnOnce(String) -> BenchError {
     let what = what.to_string();
-    move |e| CliError::Failed(format!("{what}: {e}"))
+    move |e| BenchError::Failed(format!("{what}: {e}"))
 }
 
 /// `iron bench console`.
-pub(super) async fn console(
+pub async fn run(
     events: usize,
     clients: usize,
     tasks: usize,
     timeout: Duration,
-) -> Result<(), CliError> {
+) -> Result<(), BenchError> {
     print_machine("console");
     let mut figs = Figures::default();
     streaming(events, clients, &mut figs).await?;
@@ -59,7 +59,7 @@ pub(super) async fn console(
     Ok(())
 }
 
-async fn streaming(events: usize, clients: usize, figs: &mut Figures) -> Result<(), CliError> {
+async fn streaming(events: usize, clients: usize, figs: &mut Figures) -> Result<(), BenchError> {
     let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
     let log = Embedded::open(
         dir.path().join("log.db"),
@@ -67,7 +67,7 @@ async fn streaming(events: usize, clients: usize, figs: &mut Figures) -> Result<
         EmbeddedOptions::default(),
     )
     .await
-    .map_err(|e| CliError::Failed(e.to_string()))?;
+    .map_err(|e| BenchError::Failed(e.to_string()))?;
     let log = AnyLog::Embedded(log);
     let filled = Instant::now();
     for i in 0..events {
@@ -80,7 +80,7 @@ async fn streaming(events: usize, clients: usize, figs: &mut Figures) -> Result<
         );
         emit(&log, &e)
             .await
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+            .map_err(|e| BenchError::Failed(e.to_string()))?;
     }
     eprintln!(
         "wrote {events} events in {:.1} s",
@@ -124,7 +124,7 @@ async fn read_all(
     client: &reqwest::Client,
     url: &str,
     events: usize,
-) -> Result<Duration, CliError> {
+) -> Result<Duration, BenchError> {
     let started = Instant::now();
     let mut response = client
         .get(url)
@@ -136,9 +136,9 @@ async fn read_all(
     while seen < events {
         let chunk = tokio::time::timeout(Duration::from_secs(30), response.chunk())
             .await
-            .map_err(|_| CliError::Failed(format!("the stream stalled after {seen} events")))?
+            .map_err(|_| BenchError::Failed(format!("the stream stalled after {seen} events")))?
             .map_err(|e| failed("reading the stream")(e.to_string()))?
-            .ok_or_else(|| CliError::Failed(format!("the stream ended after {seen} events")))?;
+            .ok_or_else(|| BenchError::Failed(format!("the stream ended after {seen} events")))?;
         tail.extend_from_slice(&chunk);
         // Whole lines only: an `id:` line split across chunks is counted once it is whole.
         if let Some(end) = tail.iter().rposition(|b| *b == b'\n') {
@@ -152,7 +152,11 @@ async fn read_all(
     Ok(started.elapsed())
 }
 
-async fn tracing_cost(tasks: usize, timeout: Duration, figs: &mut Figures) -> Result<(), CliError> {
+async fn tracing_cost(
+    tasks: usize,
+    timeout: Duration,
+    figs: &mut Figures,
+) -> Result<(), BenchError> {
     let Stage {
         dir: _dir,
         control: _control,
@@ -220,7 +224,7 @@ async fn run_engine(
     otlp: Option<&String>,
     tasks: usize,
     timeout: Duration,
-) -> Result<Vec<Duration>, CliError> {
+) -> Result<Vec<Duration>, BenchError> {
     let exe = beside_iron("engine_node")?;
     let mut cmd = node_command(&exe, &[], "/iron", "engine", endpoint, config, false);
     if let Some(url) = otlp {
@@ -241,7 +245,7 @@ async fn run_engine(
         let started = Instant::now();
         let outcome = actions.run(goal, timeout * 3).await?;
         if outcome.result.status != TaskOutcome::Succeeded.as_str() {
-            return Err(CliError::Failed(format!(
+            return Err(BenchError::Failed(format!(
                 "a task did not succeed: {} {}",
                 outcome.result.status, outcome.result.text
             )));
@@ -253,7 +257,7 @@ async fn run_engine(
 }
 
 /// A minimal OTLP/HTTP receiver on loopback: its base URL and the spans it has counted.
-async fn receiver() -> Result<(String, Arc<AtomicUsize>), CliError> {
+async fn receiver() -> Result<(String, Arc<AtomicUsize>), BenchError> {
     let count = Arc::new(AtomicUsize::new(0));
     let seen = count.clone();
     let app = axum::Router::new().route(

@@ -8,10 +8,12 @@
 //! call, then all are called `calls` times in turn, so machine noise hits them alike; the
 //! figures are medians (p50) of wall time per call.
 
-use super::env::EnvMap;
-use super::events::ToolEvents;
-use super::manager::{CallContext, ManagerSetup, ToolManager};
-use super::paths::PathPolicy;
+use super::BenchError;
+use super::stats::{BenchEnv, BenchNats, scratch_dir};
+use crate::tools::env::EnvMap;
+use crate::tools::events::{RecordFuture, ToolEvents};
+use crate::tools::paths::PathPolicy;
+use crate::tools::{CallContext, ManagerSetup, MemoryEvents, RecordError, ToolEvent, ToolManager};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
 use serde_json::Value;
@@ -261,5 +263,90 @@ mod echo {
             ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
                 .with_instructions("iron bench tools: one tool, echo.")
         }
+    }
+}
+
+/// `iron bench tools`: a managed call (the manager, both gates, its two events) against a
+/// direct call, on an MCP server's echo tool (`iron bench echo-server`, this same program, so
+/// the bench needs nothing the release build does not make), with the events kept in memory,
+/// on the embedded log and on JetStream (`nats`, or a local server).
+pub async fn run(calls: usize, nats: Option<String>) -> Result<(), BenchError> {
+    super::stats::print_machine("tools");
+    let server = std::env::current_exe().map_err(|source| BenchError::Io {
+        what: "finding the iron executable".into(),
+        source,
+    })?;
+    let dir = scratch_dir()?;
+    let nats = BenchNats::given_or_local(nats, dir.path()).await?;
+    let result = async {
+        let open = |backend, nats_url: &str| {
+            let mut config = crate::core::config::Config {
+                state_dir: dir.path().join("state"),
+                ..Default::default()
+            };
+            config.durable.backend = backend;
+            config.durable.nats_url = nats_url.to_string();
+            config.durable.checked = true;
+            async move { crate::spine::durable::AnyLog::open(&config).await }
+        };
+        use crate::core::config::Backend;
+        let sink = |name: &str, events: Arc<dyn ToolEvents>| EventSink {
+            name: name.into(),
+            events,
+        };
+        let bench = ToolsBench {
+            command: server.display().to_string(),
+            args: vec!["bench".into(), "echo-server".into()],
+            tool: "echo".into(),
+            arguments: serde_json::json!({"text": "ping"}),
+            calls,
+            env: BenchEnv::new().vars(),
+            sinks: vec![
+                sink("memory", Arc::new(MemoryEvents::default())),
+                sink(
+                    "embedded",
+                    Arc::new(LogEvents(open(Backend::Embedded, "").await?)),
+                ),
+                sink(
+                    "jetstream",
+                    Arc::new(LogEvents(open(Backend::Jetstream, &nats.url).await?)),
+                ),
+            ],
+        };
+        tools(&bench, &mut std::io::stdout())
+            .await
+            .map_err(|source| BenchError::Io {
+                what: "bench tools".into(),
+                source,
+            })
+    }
+    .await;
+    nats.stop().await;
+    result.map(|_| ())
+}
+
+/// Tool events written to a durable log through `emit()`, under `tasks/<task>`, as an
+/// expert's are.
+struct LogEvents(crate::spine::durable::AnyLog);
+
+impl ToolEvents for LogEvents {
+    fn record(&self, event: ToolEvent) -> RecordFuture<'_> {
+        use crate::core::{envelope::Envelope, ids::EventId};
+        Box::pin(async move {
+            let mut envelope = Envelope::new(
+                "default",
+                ["tasks", event.task.as_str()],
+                event.actor.clone(),
+                event.kind.into(),
+                event.payload(),
+            );
+            if let Some(cause) = event.cause.as_deref().and_then(|c| EventId::parse(c).ok()) {
+                envelope = envelope.with_cause(cause);
+            }
+            crate::memory::emit(&self.0, &envelope)
+                .await
+                .map(|e| e.event_id.to_string())
+                .map_err(|e| RecordError(e.to_string()))
+        })
     }
 }

@@ -6,17 +6,17 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::bench_stats::{Figures, ms, pct, us};
-use super::{CliError, failed};
+use super::stats::{Figures, ms, pct, us};
+use super::{BenchError, failed};
 use crate::aem::WorkspaceProvider;
 use crate::workspace::sandbox::{Confined, Sandbox};
 use crate::workspace::scratch::provider;
 
 /// A committed repository of `files` small files in 100 directories under `dir`.
-fn make_repo(dir: &Path, files: usize) -> Result<(), CliError> {
+fn make_repo(dir: &Path, files: usize) -> Result<(), BenchError> {
     let io = |what: &str| {
         let what = what.to_string();
-        move |source| CliError::Io { what, source }
+        move |source| BenchError::Io { what, source }
     };
     for i in 0..files {
         let d = dir.join(format!("d{:02}", i % 100));
@@ -52,10 +52,10 @@ fn make_repo(dir: &Path, files: usize) -> Result<(), CliError> {
 }
 
 /// Runs the benchmark and prints `bench workspace.<name> <value> <unit>` lines.
-pub(super) async fn workspace(files: usize, scratches: usize, runs: usize) -> Result<(), CliError> {
-    super::bench_stats::print_machine("workspace");
+pub async fn run(files: usize, scratches: usize, runs: usize) -> Result<(), BenchError> {
+    super::stats::print_machine("workspace");
     let sandbox = Sandbox::locate().await.map_err(failed)?;
-    let temp = tempfile::tempdir().map_err(|source| CliError::Io {
+    let temp = tempfile::tempdir().map_err(|source| BenchError::Io {
         what: "making a temporary directory".into(),
         source,
     })?;
@@ -94,7 +94,7 @@ pub(super) async fn workspace(files: usize, scratches: usize, runs: usize) -> Re
         ));
     }
     let scratch = temp.path().join("confined");
-    std::fs::create_dir_all(&scratch).map_err(|source| CliError::Io {
+    std::fs::create_dir_all(&scratch).map_err(|source| BenchError::Io {
         what: "making the sandbox's scratch".into(),
         source,
     })?;
@@ -111,7 +111,7 @@ pub(super) async fn workspace(files: usize, scratches: usize, runs: usize) -> Re
         let status = tokio::process::Command::new("true")
             .status()
             .await
-            .map_err(|source| CliError::Io {
+            .map_err(|source| BenchError::Io {
                 what: "spawning true".into(),
                 source,
             })?;

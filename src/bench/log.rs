@@ -14,12 +14,14 @@ use rusqlite::{Connection, params};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::emit::{EmitError, Emitter};
-use super::projector::{self, ProjectorDeps, ProjectorError};
-use super::recall::{Recall, RecallError};
+use super::BenchError;
+use super::stats::{BenchNats, Figures, scratch_dir};
 use crate::core::durable::{DurableError, EventLog};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
+use crate::memory::emit::{EmitError, Emitter};
+use crate::memory::projector::{self, ProjectorDeps, ProjectorError};
+use crate::memory::recall::{Recall, RecallError};
 use crate::spine::durable::bootstrap::BootstrapError;
 use crate::spine::durable::embedded::Stages;
 use crate::spine::durable::{Embedded, EmbeddedOptions, JetStream, StreamSpec};
@@ -44,7 +46,7 @@ pub struct BenchOptions {
 
 /// Why the benchmark failed.
 #[derive(Debug, thiserror::Error)]
-pub enum BenchError {
+pub enum LogBenchError {
     /// The log failed.
     #[error("bench: {0}")]
     Durable(#[from] DurableError),
@@ -176,12 +178,15 @@ fn envelopes(n: usize, payload_bytes: usize) -> Vec<Envelope> {
 }
 
 /// One `emit()`, as the series time it.
-async fn emit_one<L: EventLog>(emitter: &Emitter<L>, event: &Envelope) -> Result<(), BenchError> {
+async fn emit_one<L: EventLog>(
+    emitter: &Emitter<L>,
+    event: &Envelope,
+) -> Result<(), LogBenchError> {
     emitter
         .emit(event)
         .await
         .map(drop)
-        .map_err(BenchError::from)
+        .map_err(LogBenchError::from)
 }
 
 /// One operation of a series: its `i`-th call.
@@ -240,7 +245,7 @@ pub async fn log(
     js: &JetStream,
     options: &BenchOptions,
     out: &mut impl Write,
-) -> Result<(), BenchError> {
+) -> Result<(), LogBenchError> {
     let n = options.events;
     std::fs::create_dir_all(&options.scratch_dir)?;
     let spec = StreamSpec::mem().renamed(BENCH_STREAM, vec![format!("{BENCH_ROOT}.>")]);
@@ -258,7 +263,7 @@ pub async fn log(
     let context = js.context().clone();
     let emitter_js = Emitter::new(js.clone()).with_root(BENCH_ROOT);
     let events = envelopes(n, options.payload_bytes);
-    let [raw, emitted] = measure_interleaved::<2, BenchError>(
+    let [raw, emitted] = measure_interleaved::<2, LogBenchError>(
         n,
         [
             Box::new(|i| {
@@ -316,35 +321,37 @@ pub async fn log(
     let events = envelopes(n, options.payload_bytes);
     let raw_conn = raw_sqlite(&dir.join("bench-raw.db"))?;
     let off_runtime_conn = Arc::new(Mutex::new(raw_sqlite(&dir.join("bench-raw-off.db"))?));
-    let [embedded_series, raw_sqlite_series, off_runtime_series] =
-        measure_interleaved::<3, BenchError>(
-            n,
-            [
-                Box::new(|i| emit_one(&emitter, &events[i]).boxed_local()),
-                // On the caller's thread, as the goal is set: no hand-off, the runtime blocked.
-                Box::new(|i| {
-                    let inserted = raw_insert(&raw_conn, i, &raw_payloads[i]);
-                    std::future::ready(inserted.map_err(BenchError::from)).boxed_local()
-                }),
-                // As async code would call it without blocking its runtime: on a blocking
-                // thread, and back.
-                Box::new(|i| {
-                    let conn = off_runtime_conn.clone();
-                    let payload = raw_payloads[i].clone();
-                    async move {
-                        tokio::task::spawn_blocking(move || {
-                            let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                            raw_insert(&conn, i, &payload)
-                        })
-                        .await
-                        .map_err(|e| BenchError::Stalled(format!("a blocking insert failed: {e}")))?
-                        .map_err(BenchError::from)
-                    }
-                    .boxed_local()
-                }),
-            ],
-        )
-        .await?;
+    let [embedded_series, raw_sqlite_series, off_runtime_series] = measure_interleaved::<
+        3,
+        LogBenchError,
+    >(
+        n,
+        [
+            Box::new(|i| emit_one(&emitter, &events[i]).boxed_local()),
+            // On the caller's thread, as the goal is set: no hand-off, the runtime blocked.
+            Box::new(|i| {
+                let inserted = raw_insert(&raw_conn, i, &raw_payloads[i]);
+                std::future::ready(inserted.map_err(LogBenchError::from)).boxed_local()
+            }),
+            // As async code would call it without blocking its runtime: on a blocking
+            // thread, and back.
+            Box::new(|i| {
+                let conn = off_runtime_conn.clone();
+                let payload = raw_payloads[i].clone();
+                async move {
+                    tokio::task::spawn_blocking(move || {
+                        let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                        raw_insert(&conn, i, &payload)
+                    })
+                    .await
+                    .map_err(|e| LogBenchError::Stalled(format!("a blocking insert failed: {e}")))?
+                    .map_err(LogBenchError::from)
+                }
+                .boxed_local()
+            }),
+        ],
+    )
+    .await?;
     print_series(out, "embedded_emit", &embedded_series)?;
     print_series(out, "sqlite_insert", &raw_sqlite_series)?;
     print_series(out, "sqlite_insert_off_runtime", &off_runtime_series)?;
@@ -384,7 +391,7 @@ pub async fn log(
     for writer in writers {
         writer
             .await
-            .map_err(|e| BenchError::Stalled(format!("a writer task failed: {e}")))??;
+            .map_err(|e| LogBenchError::Stalled(format!("a writer task failed: {e}")))??;
     }
     let concurrent = n as f64 / start.elapsed().as_secs_f64();
     writeln!(
@@ -477,7 +484,7 @@ async fn wait_projected(
     seq: u64,
     task: &mut tokio::task::JoinHandle<Result<projector::ProjectorExit, ProjectorError>>,
     shutdown: &CancellationToken,
-) -> Result<(), BenchError> {
+) -> Result<(), LogBenchError> {
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         if let Ok(recall) = Recall::open(db)
@@ -488,7 +495,7 @@ async fn wait_projected(
         if task.is_finished() || Instant::now() > deadline {
             shutdown.cancel();
             let outcome = (&mut *task).await;
-            return Err(BenchError::Stalled(format!(
+            return Err(LogBenchError::Stalled(format!(
                 "the projector did not reach sequence {seq}: {outcome:?}"
             )));
         }
@@ -503,7 +510,7 @@ const RAW_BATCH: usize = 256;
 /// cursor once per batch) in a projection of its own schema, with raw prepared inserts of
 /// values computed beforehand: what the projector's SQL costs without the log, the parsing
 /// and the acknowledgements. Events per second.
-fn raw_projection_rows(path: &std::path::Path, events: &[Envelope]) -> Result<f64, BenchError> {
+fn raw_projection_rows(path: &std::path::Path, events: &[Envelope]) -> Result<f64, LogBenchError> {
     remove_db(path);
     let mut conn = projector::open_writer(path)?;
     let rows: Vec<_> = events
@@ -549,7 +556,7 @@ fn raw_projection_rows(path: &std::path::Path, events: &[Envelope]) -> Result<f6
 
 /// The same number of rows (each event's JSON twice, as the stream holds two series) into a
 /// plain table of one B-tree: the floor of what SQLite can do. Rows per second.
-fn raw_plain_rows(path: &std::path::Path, payloads: &[Vec<u8>]) -> Result<f64, BenchError> {
+fn raw_plain_rows(path: &std::path::Path, payloads: &[Vec<u8>]) -> Result<f64, LogBenchError> {
     remove_db(path);
     let batched = raw_sqlite(path)?;
     let all: Vec<&Vec<u8>> = payloads.iter().chain(payloads).collect();
@@ -565,4 +572,34 @@ fn raw_plain_rows(path: &std::path::Path, payloads: &[Vec<u8>]) -> Result<f64, B
         tx.commit()?;
     }
     Ok(all.len() as f64 / start.elapsed().as_secs_f64())
+}
+
+/// `iron bench log`: against `nats` if given, else a local nats-server on free ports with its
+/// store in a temporary directory.
+pub async fn run(events: usize, burst: usize, nats: Option<String>) -> Result<(), BenchError> {
+    super::stats::print_machine("log");
+    use crate::spine::durable::{JetStream, JetStreamOptions};
+    let dir = scratch_dir()?;
+    let nats = BenchNats::given_or_local(nats, dir.path()).await?;
+    let result = async {
+        let js = JetStream::connect(&nats.url, JetStreamOptions::default())
+            .await
+            .map_err(|e| BenchError::Failed(format!("cannot reach NATS at {}: {e}", nats.url)))?;
+        let options = BenchOptions {
+            events,
+            burst,
+            payload_bytes: 256,
+            scratch_dir: dir.path().join("sqlite"),
+        };
+        // Written whole once measured, so the ratios can lead.
+        let mut out = Vec::new();
+        log(&js, &options, &mut out).await?;
+        Ok::<_, BenchError>(out)
+    }
+    .await;
+    nats.stop().await;
+    let mut figs = Figures::default();
+    figs.lines_of(&result?);
+    figs.print();
+    Ok(())
 }

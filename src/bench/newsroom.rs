@@ -27,8 +27,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 use tokio::process::Child;
 
-use super::CliError;
-use super::bench_stats::{BenchEnv, TreeUsage, beside_iron, ms, pct, tree_usage};
+use super::BenchError;
+use super::stats::{BenchEnv, TreeUsage, beside_iron, ms, pct, tree_usage};
 use crate::core::{
     durable::{AppendRequest, EventLog},
     envelope::Envelope,
@@ -109,9 +109,9 @@ const MIXED_SHOWN: usize = 20;
 /// Feed owners: official feeds own themselves; outlets come in pairs under one owner.
 const FEEDS_PER_OWNER: usize = 2;
 
-fn io(what: &str) -> impl FnOnce(std::io::Error) -> CliError {
+fn io(what: &str) -> impl FnOnce(std::io::Error) -> BenchError {
     let what = what.to_string();
-    move |source| CliError::Io { what, source }
+    move |source| BenchError::Io { what, source }
 }
 
 fn now_ms() -> u64 {
@@ -180,7 +180,7 @@ fn rss(title: &str, items: &[&Item]) -> String {
 }
 
 /// Writes the feeds and the two feed lists; returns the lists.
-fn write_feeds(dir: &Path, feeds: usize, items: &[Item]) -> Result<(PathBuf, PathBuf), CliError> {
+fn write_feeds(dir: &Path, feeds: usize, items: &[Item]) -> Result<(PathBuf, PathBuf), BenchError> {
     std::fs::create_dir_all(dir).map_err(io("creating the feeds folder"))?;
     let (mut official, mut wires) = (String::new(), String::new());
     for f in 0..feeds {
@@ -239,17 +239,17 @@ fn reports(items: &[Item]) -> Vec<claims::Report> {
 
 /// Runs the benchmark.
 /// `first_within` bounds the wait for the first bulletin.
-pub(super) async fn newsroom(
+pub async fn run(
     feeds: usize,
     items: usize,
     new: usize,
     first_within: Duration,
-) -> Result<(), CliError> {
-    super::bench_stats::print_machine("newsroom");
+) -> Result<(), BenchError> {
+    super::stats::print_machine("newsroom");
     // Distinct events the generator can make, one to three reports each (two on average).
     let most = 2 * OBJECTS.len() * PLACES.len() * HAPPENINGS.len() * DISTRICTS.len();
     if feeds < 2 || items < feeds || items > most || new > NEW_EVENTS.len() {
-        return Err(CliError::Failed(format!(
+        return Err(BenchError::Failed(format!(
             "give at least 2 feeds, from one item per feed to {most} items, and at most {} new \
              items",
             NEW_EVENTS.len()
@@ -257,7 +257,7 @@ pub(super) async fn newsroom(
     }
     for needed in ["launch/bringup.yaml", "aem/newsroom/AEM.md"] {
         if !Path::new(needed).is_file() {
-            return Err(CliError::Failed(format!(
+            return Err(BenchError::Failed(format!(
                 "{needed} is not here; run iron bench newsroom from the repository root"
             )));
         }
@@ -271,7 +271,7 @@ pub(super) async fn newsroom(
 
     // The judgment on the same items, in this process, with the model the newsroom's judge
     // loads from the same directory when it is there.
-    let models = local::models_dir_from_env(None).map_err(|e| CliError::Failed(e.to_string()))?;
+    let models = local::models_dir_from_env(None).map_err(|e| BenchError::Failed(e.to_string()))?;
     let model = LocalEmbedder::load(&models)
         .inspect_err(|e| println!("# no local model ({e}): the judge reads words alone"))
         .ok();
@@ -358,7 +358,7 @@ pub(super) async fn newsroom(
         println!("# mixed: {}", titles.join(" | "));
     }
     if let Some(v) = mixed.first() {
-        return Err(CliError::Failed(format!(
+        return Err(BenchError::Failed(format!(
             "{} confirmed claims rest on different events, e.g. {:?} on {}",
             mixed.len(),
             v.text,
@@ -438,7 +438,7 @@ fn spawn_up(
     wires: &Path,
     items: usize,
     models: &Path,
-) -> Result<Child, CliError> {
+) -> Result<Child, BenchError> {
     let log = std::fs::File::create(up_log).map_err(io("creating iron up's log"))?;
     BenchEnv::new()
         .config(config)
@@ -477,7 +477,7 @@ async fn nth_record(
     limit: Duration,
     up: &mut Up,
     log: &AnyLog,
-) -> Result<Value, CliError> {
+) -> Result<Value, BenchError> {
     let until = Instant::now() + limit;
     let mut diaries = Diaries::of("*");
     let mut looked = Instant::now();
@@ -493,19 +493,19 @@ async fn nth_record(
                 .map(|(k, d)| (k, state_of(d)))
                 .find(|(_, s)| matches!(s, JobState::Parked { .. }))
             {
-                return Err(CliError::Failed(format!(
+                return Err(BenchError::Failed(format!(
                     "no bulletin #{n}: the newsroom's job {job} parked: {reason}"
                 )));
             }
         }
         if let Some(status) = up.exited() {
-            return Err(CliError::Failed(format!(
+            return Err(BenchError::Failed(format!(
                 "iron up ended ({status}) before bulletin #{n}; its last lines:\n  {}",
                 up.tail()
             )));
         }
         if Instant::now() > until {
-            return Err(CliError::Failed(format!(
+            return Err(BenchError::Failed(format!(
                 "no bulletin #{n} within {}s; iron up's last lines:\n  {}",
                 limit.as_secs(),
                 up.tail()
@@ -527,7 +527,7 @@ async fn measure(
     new: usize,
     generated: &[Item],
     first_within: Duration,
-) -> Result<(), CliError> {
+) -> Result<(), BenchError> {
     let first = nth_record(outbox_path, 1, first_within, up, log).await?;
     let cost = up.child.as_ref().and_then(Child::id).and_then(tree_usage);
     let published = first["ts_ms"].as_u64().unwrap_or(0);
@@ -647,12 +647,12 @@ fn steps(jobs: &[crate::core::durable::StoredMessage]) -> String {
     parts.join(", ")
 }
 
-fn fail(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(format!("reading the log: {e}"))
+fn fail(e: impl std::fmt::Display) -> BenchError {
+    BenchError::Failed(format!("reading the log: {e}"))
 }
 
 /// Appends messages of `sizes` one after another to a fresh embedded log; how long it took.
-async fn replay_writes(sizes: &[usize]) -> Result<Duration, CliError> {
+async fn replay_writes(sizes: &[usize]) -> Result<Duration, BenchError> {
     let dir = tempfile::tempdir().map_err(io("creating a scratch log"))?;
     let log = AnyLog::open(&crate::core::config::Config {
         state_dir: dir.path().to_path_buf(),

@@ -36,8 +36,8 @@ use tokio::{
 };
 
 use super::{
-    CliError,
-    bench_stats::{BenchEnv, Figures, PrivateRouter, beside_iron, ms, pct},
+    BenchError,
+    stats::{BenchEnv, Figures, PrivateRouter, beside_iron, ms, pct},
 };
 use crate::{
     interfaces::{AolTask, AolTaskGoal, InboxMessage},
@@ -51,13 +51,13 @@ use crate::{
 const MESH: &str = "---\nname: bench\nstatus: active\ndescription: Generated mesh for the cognition benchmark.\ndefaults:\n  model: scripted\n  clearance: read\n---\n\nA generated mesh.\n";
 const SKILL: &str = "---\nname: idle\nidentity: The benchmark's expert.\ndescription: Answers once, at once.\n---\n\nAnswer.\n";
 
-fn io(what: &str) -> impl FnOnce(std::io::Error) -> CliError {
+fn io(what: &str) -> impl FnOnce(std::io::Error) -> BenchError {
     let what = what.to_string();
-    move |source| CliError::Io { what, source }
+    move |source| BenchError::Io { what, source }
 }
 
 /// The state directory: config with a scripted model, a one-expert mesh compiled into it.
-fn write_state(dir: &Path) -> Result<PathBuf, CliError> {
+fn write_state(dir: &Path) -> Result<PathBuf, BenchError> {
     let mesh = dir.join("aem/bench");
     std::fs::create_dir_all(mesh.join("skills/idle")).map_err(io("creating the mesh"))?;
     std::fs::write(mesh.join("AEM.md"), MESH).map_err(io("writing AEM.md"))?;
@@ -94,12 +94,12 @@ pub(super) struct Stage {
 
 impl Stage {
     /// Sets it all up, the router reachable within `timeout`.
-    pub async fn start(timeout: Duration) -> Result<Stage, CliError> {
+    pub async fn start(timeout: Duration) -> Result<Stage, BenchError> {
         let dir = tempfile::tempdir().map_err(io("creating a temporary directory"))?;
         let config = write_state(dir.path())?;
         let router = PrivateRouter::start().await?;
         let endpoint = router.endpoint.clone();
-        let (control, node) = super::connect::connect(&endpoint, timeout).await?;
+        let (control, node) = super::stats::connect(&endpoint, timeout).await?;
         Ok(Stage {
             dir,
             config,
@@ -120,7 +120,7 @@ pub(super) fn spawn(
     endpoint: &str,
     config: &Path,
     capture: bool,
-) -> Result<Child, CliError> {
+) -> Result<Child, BenchError> {
     node_command(exe, args, ns, name, endpoint, config, capture)
         .spawn()
         .map_err(io(&format!("starting {}", exe.display())))
@@ -197,7 +197,7 @@ pub(super) async fn activate(
     node: &hiroz::node::ZNode,
     fqn: &str,
     timeout: Duration,
-) -> Result<(), CliError> {
+) -> Result<(), BenchError> {
     Ok(LifecycleClient::watching(node, fqn, timeout)?
         .activate()
         .await?)
@@ -218,13 +218,13 @@ pub(super) async fn stop(
 }
 
 /// `iron bench cognition`.
-pub(super) async fn cognition(
+pub async fn run(
     messages: usize,
     rate: f64,
     starts: usize,
     timeout: Duration,
-) -> Result<(), CliError> {
-    super::bench_stats::print_machine("cognition");
+) -> Result<(), BenchError> {
+    super::stats::print_machine("cognition");
     let Stage {
         dir,
         control: _control,
@@ -238,7 +238,7 @@ pub(super) async fn cognition(
     // declaration.
     let newsroom = Path::new("aem/newsroom");
     if !newsroom.join("AEM.md").is_file() {
-        return Err(CliError::Failed(
+        return Err(BenchError::Failed(
             "aem/newsroom is not here: run `iron bench cognition` from the repository".into(),
         ));
     }
@@ -268,7 +268,7 @@ async fn inbox(
     messages: usize,
     rate: f64,
     figs: &mut Figures,
-) -> Result<(), CliError> {
+) -> Result<(), BenchError> {
     let Site {
         node,
         endpoint,
@@ -280,7 +280,7 @@ async fn inbox(
     let stderr = child
         .stderr
         .take()
-        .ok_or_else(|| CliError::Failed("inbox stderr not captured".into()))?;
+        .ok_or_else(|| BenchError::Failed("inbox stderr not captured".into()))?;
     // "queued a message from bench:<user>" → when the inbox wrote it.
     let (tx, mut acks) = tokio::sync::mpsc::unbounded_channel::<(String, i64)>();
     let reader = tokio::spawn(async move {
@@ -305,7 +305,7 @@ async fn inbox(
             source,
         })?;
     if !publisher.wait_for_subscription(1, timeout).await {
-        return Err(CliError::Failed(
+        return Err(BenchError::Failed(
             "the inbox does not subscribe /iron/raw_inbox".into(),
         ));
     }
@@ -416,12 +416,12 @@ struct Series {
 
 impl Series {
     /// From the publish times of `<prefix><i>` and the acknowledgements.
-    fn of(prefix: &str, sent: &[i64], acked: &HashMap<String, i64>) -> Result<Self, CliError> {
+    fn of(prefix: &str, sent: &[i64], acked: &HashMap<String, i64>) -> Result<Self, BenchError> {
         let mut latencies = Vec::with_capacity(sent.len());
         let mut last = 0;
         for (i, at_sent) in sent.iter().enumerate() {
             let at = *acked.get(&format!("{prefix}{i}")).ok_or_else(|| {
-                CliError::Failed(format!("message {prefix}{i} was not acknowledged"))
+                BenchError::Failed(format!("message {prefix}{i} was not acknowledged"))
             })?;
             last = last.max(at);
             latencies.push(Duration::from_micros((at - at_sent).max(0) as u64));
@@ -456,7 +456,7 @@ async fn collect(
     acks: &mut tokio::sync::mpsc::UnboundedReceiver<(String, i64)>,
     want: usize,
     limit: Duration,
-) -> Result<HashMap<String, i64>, CliError> {
+) -> Result<HashMap<String, i64>, BenchError> {
     let mut got = HashMap::with_capacity(want);
     let until = Instant::now() + limit;
     while got.len() < want {
@@ -466,7 +466,7 @@ async fn collect(
                 got.insert(user, at);
             }
             _ => {
-                return Err(CliError::Failed(format!(
+                return Err(BenchError::Failed(format!(
                     "the inbox acknowledged {} of {want} messages within {limit:?}",
                     got.len()
                 )));
@@ -499,7 +499,7 @@ async fn start_once(
     args: &[&str],
     ns: &str,
     name: &str,
-) -> Result<Started, CliError> {
+) -> Result<Started, BenchError> {
     let fqn = format!("{ns}/{name}");
     let started = Instant::now();
     let child = spawn(exe, args, ns, name, site.endpoint, site.config, false)?;
@@ -545,12 +545,12 @@ struct Kind<'a> {
 impl Kind<'_> {
     /// Starts one, waits for its goal's end and (when `measured`) records the start and the
     /// idle memory, then shuts it down.
-    async fn start(&mut self, site: &Site<'_>, i: usize, measured: bool) -> Result<(), CliError> {
+    async fn start(&mut self, site: &Site<'_>, i: usize, measured: bool) -> Result<(), BenchError> {
         let name = format!("{}_{i}", self.name);
         let s = start_once(site, &self.exe, &self.args, self.ns, &name).await?;
         let outcome = s.actions.result(s.goal, site.timeout * 3).await?;
         if outcome.result.status != TaskOutcome::Succeeded.as_str() {
-            return Err(CliError::Failed(format!(
+            return Err(BenchError::Failed(format!(
                 "the goal of {} ended {}: {}",
                 self.name, outcome.result.status, outcome.result.text
             )));
@@ -590,7 +590,7 @@ impl Kind<'_> {
 /// expert (no tools, sources or memory), the newsroom's analyst with its real declaration
 /// (four memory mounts, two sources, two MCP servers, its peers; started on demand, so
 /// not at start), and the demo node (a bare lifecycle node).
-async fn cold_start(site: &Site<'_>, starts: usize, figs: &mut Figures) -> Result<(), CliError> {
+async fn cold_start(site: &Site<'_>, starts: usize, figs: &mut Figures) -> Result<(), BenchError> {
     let expert = beside_iron("expert_node")?;
     let kind = |name, exe: &PathBuf, args, ns| Kind {
         name,

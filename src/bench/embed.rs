@@ -10,8 +10,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::CliError;
-use super::bench_stats::{Figures, status_kib};
+use super::BenchError;
+use super::stats::{Figures, status_kib};
 use crate::llm::local::{self, BATCH, LocalEmbedder};
 
 const SUBJECTS: &[&str] = &[
@@ -67,14 +67,15 @@ fn mib(kib: Option<u64>) -> String {
     kib.map_or_else(|| "nan".into(), |k| format!("{:.1}", k as f64 / 1024.0))
 }
 
-pub(super) async fn embed(sentences: usize, dir: Option<PathBuf>) -> Result<(), CliError> {
+/// `iron bench embed`: loads the model, then embeds `sentences` in batches of 32.
+pub async fn run(sentences: usize, dir: Option<PathBuf>) -> Result<(), BenchError> {
     tokio::task::spawn_blocking(move || embed_blocking(sentences, dir))
         .await
         .map_err(super::failed)?
 }
 
-fn embed_blocking(sentences: usize, dir: Option<PathBuf>) -> Result<(), CliError> {
-    super::bench_stats::print_machine("embed");
+fn embed_blocking(sentences: usize, dir: Option<PathBuf>) -> Result<(), BenchError> {
+    super::stats::print_machine("embed");
     let models_dir = local::models_dir_from_env(dir.as_deref())?;
     let anon_before = status_kib(None, "RssAnon");
     let started = Instant::now();
@@ -92,7 +93,7 @@ fn embed_blocking(sentences: usize, dir: Option<PathBuf>) -> Result<(), CliError
     let vectors = embedder.embed(&refs).map_err(super::failed)?;
     let took = started.elapsed();
     if vectors.len() != sentences || vectors.iter().any(|v| v.len() != local::DIMS) {
-        return Err(CliError::Failed(format!(
+        return Err(BenchError::Failed(format!(
             "{} vectors for {sentences} sentences",
             vectors.len()
         )));
