@@ -58,9 +58,12 @@ impl TaskReport {
             .map_err(ProtocolError::Report)
     }
 
-    /// As `result_json` carries it.
+    /// As `result_json` carries it: an object with sorted keys, as it was written before
+    /// the report had a type.
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("a report serialises")
+        serde_json::to_value(self)
+            .expect("a report serialises")
+            .to_string()
     }
 }
 

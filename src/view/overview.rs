@@ -305,44 +305,11 @@ impl Overview {
                 task.output_tokens += usage.output_tokens;
                 task.cost_usd += cost_usd.unwrap_or(0.0);
             }
-            EventKind::ToolCall | EventKind::GateDenied if about_task => {
+            EventKind::ToolCall | EventKind::ToolResult | EventKind::GateDenied if about_task => {
                 let Ok(r) = e.payload::<ToolRecord>() else {
                     return;
                 };
-                let (effect, ok) = match &r.outcome {
-                    ToolOutcome::Denied { gate_number, .. } => {
-                        (format!("denied by gate {gate_number}"), Some(false))
-                    }
-                    ToolOutcome::Admitted { effect } => (effect.as_str().to_string(), None),
-                    _ => (String::new(), None),
-                };
-                self.task(&task_id, e.ts).tools.push(ToolUse {
-                    tool: r.tool,
-                    effect,
-                    ok,
-                    ts: e.ts,
-                });
-            }
-            EventKind::ToolResult if about_task => {
-                let Ok(r) = e.payload::<ToolRecord>() else {
-                    return;
-                };
-                let ok = r.outcome.succeeded();
-                let task = self.task(&task_id, e.ts);
-                match task
-                    .tools
-                    .iter_mut()
-                    .rev()
-                    .find(|t| t.tool == r.tool && t.ok.is_none())
-                {
-                    Some(call) => call.ok = Some(ok),
-                    None => task.tools.push(ToolUse {
-                        tool: r.tool,
-                        effect: String::new(),
-                        ok: Some(ok),
-                        ts: e.ts,
-                    }),
-                }
+                self.tool(&task_id, e.ts, r);
             }
             EventKind::ReplyDelivered if about_task => {
                 let Ok(r) = e.payload::<ReplyDelivered>() else {
@@ -397,6 +364,42 @@ impl Overview {
             }
             _ => {}
         }
+    }
+
+    /// A tool event of `task`: a call (admitted, or refused by a gate) is listed; a result
+    /// marks the last call of its tool still waiting for one, or is listed when none waits.
+    fn tool(&mut self, task: &str, ts: u64, r: ToolRecord) {
+        let (effect, ok) = match &r.outcome {
+            ToolOutcome::Admitted { effect } => (effect.as_str().to_string(), None),
+            ToolOutcome::Denied { gate_number, .. } => {
+                (format!("denied by gate {gate_number}"), Some(false))
+            }
+            outcome @ (ToolOutcome::Answered { .. } | ToolOutcome::Failed { .. }) => {
+                let ok = outcome.succeeded();
+                let task = self.task(task, ts);
+                let waiting = task
+                    .tools
+                    .iter_mut()
+                    .rev()
+                    .find(|t| t.tool == r.tool && t.ok.is_none());
+                match waiting {
+                    Some(call) => call.ok = Some(ok),
+                    None => task.tools.push(ToolUse {
+                        tool: r.tool,
+                        effect: String::new(),
+                        ok: Some(ok),
+                        ts,
+                    }),
+                }
+                return;
+            }
+        };
+        self.task(task, ts).tools.push(ToolUse {
+            tool: r.tool,
+            effect,
+            ok,
+            ts,
+        });
     }
 
     /// The session whose turn made `task` (or its root task).
@@ -476,6 +479,24 @@ mod tests {
         Envelope::new("t", ["sessions", "s"], "test", kind, payload)
     }
 
+    fn routed(task: &str, instruction: &str, parent: &str) -> Envelope {
+        event(
+            EventKind::RoutingDecided,
+            json!({"task_id": task, "domain": "newsroom/analyst", "instruction": instruction,
+                   "by": {"method": "given"}, "part": 1, "of": 1, "depth": 0,
+                   "parent_task_id": parent,
+                   "context": {"facts": 0, "turns": 0, "scorecard": [], "perceived": []}}),
+        )
+    }
+
+    fn delegated(task: &str, status: &str) -> Envelope {
+        event(
+            EventKind::TaskDelegated,
+            json!({"task_id": task, "domain": "newsroom/analyst", "expert": "",
+                   "status": status, "error": "", "spent": null, "budget": null}),
+        )
+    }
+
     #[test]
     fn a_question_is_open_until_answered_or_its_task_ends() {
         let asked = |q: &str, t: &str| {
@@ -491,12 +512,10 @@ mod tests {
             asked("q3", "t3"),
             event(
                 EventKind::AnswerReceived,
-                json!({"question_id": "q1", "answer": "the first"}),
+                json!({"question_id": "q1", "task_id": "t1", "operator_id": "desk",
+                       "answer": "the first"}),
             ),
-            event(
-                EventKind::TaskDelegated,
-                json!({"task_id": "t2", "status": "aborted"}),
-            ),
+            delegated("t2", "aborted"),
             // The loop's own record of older versions has no question id: not listed.
             event(
                 EventKind::QuestionAsked,
@@ -527,41 +546,47 @@ mod tests {
         let part = format!("{task}-1");
         o.absorb(&turn);
         for e in [
-            event(
-                EventKind::RoutingDecided,
-                json!({"task_id": part, "domain": "newsroom/analyst", "instruction": "check", "parent_task_id": task}),
-            ),
-            event(
-                EventKind::RoutingDecided,
-                json!({"task_id": task, "domain": "newsroom/analyst", "instruction": "is the bridge closed?", "parent_task_id": ""}),
-            ),
+            routed(&part, "check", &task),
+            routed(&task, "is the bridge closed?", ""),
             event(
                 EventKind::ToolCall,
-                json!({"task": part, "tool": "web/fetch", "outcome": {"status": "admitted", "effect": "read"}}),
+                json!({"task": part, "tool": "web/fetch", "arguments": {},
+                       "outcome": {"status": "admitted", "effect": "read"}}),
             ),
             event(
                 EventKind::ModelCalled,
-                json!({"task_id": part, "usage": {"input_tokens": 100, "output_tokens": 20}}),
+                json!({"event": "model_called", "task_id": part, "iteration": 1, "backend": "b",
+                       "model": "m", "usage": {"input_tokens": 100, "output_tokens": 20},
+                       "cost_usd": null, "text": "", "tool_calls": [], "latency_ms": 5,
+                       "calls": [], "finish": "stop"}),
             ),
             event(
                 EventKind::ToolResult,
-                json!({"task": part, "tool": "web/fetch", "outcome": {"status": "answered", "is_error": false}}),
+                json!({"task": part, "tool": "web/fetch", "arguments": {},
+                       "outcome": {"status": "answered", "is_error": false, "result": {}}}),
             ),
             event(
                 EventKind::GateDenied,
-                json!({"task": part, "tool": "fs/write", "outcome": {"status": "denied", "gate_number": 2}}),
+                json!({"task": part, "tool": "fs/write", "arguments": {"path": "/etc"},
+                       "outcome": {"status": "denied", "gate": "path", "gate_number": 2,
+                                   "message": "outside the roots",
+                                   "denial": {"gate": "path", "tool": "fs/write",
+                                              "reason": "not_granted"}}}),
             ),
             event(
                 EventKind::ExpertFinished,
-                json!({"task_id": part, "spend": {"input_tokens": 120, "output_tokens": 30, "cost_usd": 0.002}}),
+                json!({"event": "finished", "task_id": part, "status": "done",
+                       "spend": {"model_calls": 1, "input_tokens": 120, "output_tokens": 30,
+                                 "cost_usd": 0.002}}),
             ),
-            event(
-                EventKind::TaskDelegated,
-                json!({"task_id": part, "domain": "newsroom/analyst", "expert": "/iron/experts/x", "status": "succeeded", "error": null}),
-            ),
+            {
+                let mut d = delegated(&part, "succeeded");
+                d.payload["expert"] = "/iron/experts/x".into();
+                d
+            },
             event(
                 EventKind::ReplyDelivered,
-                json!({"task_id": task, "text": "Closed."}),
+                json!({"task_id": task, "delivered": true, "text": "Closed."}),
             ),
         ] {
             o.absorb(&e);

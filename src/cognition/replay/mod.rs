@@ -398,6 +398,7 @@ pub async fn replay(record: &Record, catalog: &Catalog) -> Replayed {
 mod tests {
     use super::stand_ins::SYSTEM_CHANGED;
     use super::*;
+    use crate::protocol::Payload;
     use crate::cognition::agent::{
         EventRecorder, LoopEvent, ToolExecutor, ToolFailure, interjection_channel,
         unwrap_tool_output, wrap_tool_output,
@@ -496,12 +497,19 @@ The desk.
         let mut state = AgentLoop::start(&brief, &input);
         let outcome = agent.run(&mut state).await;
         assert_eq!(outcome.status.code(), "done");
-        let write =
-            |kind, payload| Envelope::new("t", ["tasks", "t1"], "desk/assistant", kind, payload);
-        let mut log = vec![write(
-            EventKind::ExpertWoke,
-            json!({"model": "demo", "input": input, "tools": agent.offered()}),
-        )];
+        // As the expert's recorder writes them: each names its task.
+        let write = |kind, mut payload: Value| {
+            payload["task_id"] = "t1".into();
+            Envelope::new("t", ["tasks", "t1"], "desk/assistant", kind, payload)
+        };
+        let woke = ExpertWoke {
+            task_id: "t1".into(),
+            model: "demo".into(),
+            input,
+            tools: agent.offered(),
+            fork: None,
+        };
+        let mut log = vec![write(ExpertWoke::KIND, woke.to_value())];
         for e in events.events() {
             let kind = match &e {
                 LoopEvent::ModelCalled { .. } | LoopEvent::ModelFailed { .. } => {

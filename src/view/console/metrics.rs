@@ -372,27 +372,41 @@ mod tests {
         let e = |kind, payload| Envelope::new("t", ["tasks", "a"], "x", kind, payload);
         m.absorb(&e(
             EventKind::ModelCalled,
-            json!({"event": "model_called", "backend": "b", "model": "m", "usage": {"input_tokens": 10, "output_tokens": 4}, "cost_usd": 0.5, "latency_ms": 250}),
+            json!({"event": "model_called", "task_id": "a", "iteration": 1, "backend": "b",
+                   "model": "m", "usage": {"input_tokens": 10, "output_tokens": 4},
+                   "cost_usd": 0.5, "latency_ms": 250, "text": "ok", "tool_calls": [],
+                   "calls": [], "finish": "stop"}),
         ));
         m.absorb(&e(
             EventKind::ExpertFinished,
-            json!({"status": "done", "spend": {"input_tokens": 10, "output_tokens": 4, "cost_usd": 0.5}}),
+            json!({"event": "finished", "task_id": "a", "status": "done",
+                   "spend": {"model_calls": 1, "input_tokens": 10, "output_tokens": 4,
+                             "cost_usd": 0.5}}),
         ));
         m.absorb(&e(
             EventKind::ToolCall,
-            json!({"tool": "fs/read", "outcome": {"status": "admitted", "effect": "read"}}),
+            json!({"task": "a", "tool": "fs/read", "arguments": {},
+                   "outcome": {"status": "admitted", "effect": "read"}}),
         ));
         m.absorb(&e(
             EventKind::ToolResult,
-            json!({"tool": "fs/read", "outcome": {"status": "answered", "is_error": false}}),
+            json!({"task": "a", "tool": "fs/read", "arguments": {},
+                   "outcome": {"status": "answered", "is_error": false, "result": {}}}),
         ));
         m.absorb(&e(
             EventKind::GateDenied,
-            json!({"tool": "fs/write", "outcome": {"status": "denied", "gate_number": 2}}),
+            json!({"task": "a", "tool": "fs/write", "arguments": {},
+                   "outcome": {"status": "denied", "gate": "path", "gate_number": 2,
+                               "message": "outside the roots",
+                               "denial": {"gate": "path", "tool": "fs/write",
+                                          "reason": "not_granted"}}}),
         ));
         m.absorb(&e(
             EventKind::RoutingDecided,
-            json!({"domain": "a/\"b\"", "by": {"method": "given"}}),
+            json!({"task_id": "a", "domain": "a/\"b\"", "instruction": "x",
+                   "by": {"method": "given"}, "part": 1, "of": 1, "depth": 0,
+                   "parent_task_id": "",
+                   "context": {"facts": 0, "turns": 0, "scorecard": [], "perceived": []}}),
         ));
         let text = m.render();
         assert!(

@@ -389,6 +389,10 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Payload;
+    use crate::protocol::payload::{
+        FinishReason, RecordedPrompt, RouteMethod, RoutingContext, Usage,
+    };
     use serde_json::json;
 
     fn event(task: &str, actor: &str, kind: EventKind, payload: Value) -> Envelope {
@@ -396,14 +400,51 @@ mod tests {
     }
 
     fn routed(task: &str, domain: &str, parent: &str) -> Envelope {
-        event(
-            task,
-            "engine",
-            EventKind::RoutingDecided,
-            json!({"task_id": task, "domain": domain, "instruction": "check\nthe bridge",
-                   "by": {"method": "given"}, "part": 1, "of": 1, "parent_task_id": parent,
-                   "context": {"facts": 2, "turns": 1}}),
-        )
+        let routed = RoutingDecided {
+            task_id: task.into(),
+            domain: domain.into(),
+            instruction: "check\nthe bridge".into(),
+            by: RouteMethod::Given,
+            part: 1,
+            of: 1,
+            context: RoutingContext {
+                facts: 2,
+                turns: 1,
+                ..RoutingContext::default()
+            },
+            depth: 0,
+            parent_task_id: parent.into(),
+            forked_from: None,
+            fork_at: None,
+            job: None,
+            signal: None,
+        };
+        event(task, "engine", RoutingDecided::KIND, routed.to_value())
+    }
+
+    fn model_called(task: &str) -> Envelope {
+        let called = ModelCall::ModelCalled {
+            task_id: task.into(),
+            iteration: 1,
+            backend: "b".into(),
+            model: "m".into(),
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 4,
+            },
+            cost_usd: Some(0.01),
+            text: None,
+            tool_calls: vec!["delegate".into()],
+            latency_ms: 20,
+            prompt: Some(RecordedPrompt {
+                messages: 2,
+                chars: 900,
+                new: Vec::new(),
+            }),
+            calls: Vec::new(),
+            finish: FinishReason::ToolCalls,
+        };
+        event(task, "news/desk", ModelCall::KIND, called.to_value())
     }
 
     /// A task that delegated one part, the part denied a tool, and a stray fact.
@@ -411,15 +452,7 @@ mod tests {
         let mut tasks = TaskLog::default();
         for e in [
             routed("abc1", "news/desk", ""),
-            event(
-                "abc1",
-                "news/desk",
-                EventKind::ModelCalled,
-                json!({"event": "model_called", "iteration": 1, "backend": "b", "model": "m",
-                       "prompt": {"messages": 2, "chars": 900}, "tool_calls": ["delegate"],
-                       "usage": {"input_tokens": 10, "output_tokens": 4}, "cost_usd": 0.01,
-                       "latency_ms": 20}),
-            ),
+            model_called("abc1"),
             routed("abc1-x", "news/checker", "abc1"),
             Envelope::new(
                 "t",

@@ -16,6 +16,9 @@ use crate::protocol::tool::{ToolOutcome, ToolRecord};
 
 /// A step's label and one line, read from its payload. A payload that does not have its
 /// kind's shape is shown as such, never skipped.
+///
+/// Long because it is a table: one arm per event kind, each the line a person reads for it.
+/// Kept whole so that a kind's line is found by its kind, in one place.
 pub(super) fn describe(e: &Envelope) -> (&'static str, String) {
     let excerpt = |text: &str| one_line(text, EXCERPT);
     match &e.kind {
