@@ -12,6 +12,8 @@ use crate::support_llm;
 use std::{collections::HashMap, time::Duration};
 
 use iron::core::envelope::Envelope;
+use iron::core::event_kind::EventKind;
+use iron::protocol::payload::{ReplyDelivered, RoutingDecided, TaskJudged};
 use serde_json::{Value, json};
 use support::{Proc, project::Project};
 use support_llm::{FakeServer, Reply, openai_text, openai_tools};
@@ -88,18 +90,24 @@ fn list_args(archive: &std::path::Path) -> Value {
     json!({"path": archive.display().to_string()})
 }
 
+/// The first `reply_delivered` of `events` on `channel`, and its payload.
+fn delivery_on<'a>(
+    events: &'a [Envelope],
+    channel: &str,
+) -> Option<(&'a Envelope, ReplyDelivered)> {
+    events
+        .iter()
+        .filter(|e| e.kind == EventKind::ReplyDelivered)
+        .map(|e| (e, support::read_one::<ReplyDelivered>(e)))
+        .find(|(_, r)| r.channel.as_deref() == Some(channel))
+}
+
 /// One task's events, checked: routed to the analyst, the tool call and its result, the
 /// judgement and the delivery on `channel`, each caused by the step before it.
 fn assert_task_chain(events: &[Envelope], channel: &str) {
-    let delivered = events
-        .iter()
-        .find(|e| e.kind.as_str() == "reply_delivered" && e.payload["channel"] == channel)
+    let (delivered, reply) = delivery_on(events, channel)
         .unwrap_or_else(|| panic!("no reply_delivered on {channel}: {:#?}", kinds(events)));
-    assert_eq!(
-        delivered.payload["delivered"], true,
-        "{}",
-        delivered.payload
-    );
+    assert!(reply.delivered, "{reply:?}");
     let by_id: HashMap<_, _> = events.iter().map(|e| (e.event_id.clone(), e)).collect();
     let cause_of = |e: &Envelope| {
         let id = e
@@ -110,13 +118,14 @@ fn assert_task_chain(events: &[Envelope], channel: &str) {
     };
     let judged = cause_of(delivered);
     assert_eq!(judged.kind.as_str(), "task_judged");
-    assert_eq!(judged.payload["answered"], true);
+    assert!(support::read_one::<TaskJudged>(judged).answered);
     let delegated = cause_of(judged);
     assert_eq!(delegated.kind.as_str(), "task_delegated");
     let routed = cause_of(delegated);
     assert_eq!(routed.kind.as_str(), "routing_decided");
     assert_eq!(
-        routed.payload["domain"], "newsroom/analyst",
+        support::read_one::<RoutingDecided>(routed).domain,
+        "newsroom/analyst",
         "the offline router picks the analyst"
     );
     let turn = cause_of(routed);
@@ -197,12 +206,10 @@ async fn scripted_a_message_is_routed_answered_with_a_tool_and_delivered() {
     assert_eq!(sends[0]["caller"], "engine");
     assert_task_chain(&events, "terminal");
     assert_task_chain(&events, "chat");
-    let chat = events
-        .iter()
-        .find(|e| e.kind.as_str() == "reply_delivered" && e.payload["channel"] == "chat")
-        .unwrap();
-    assert_eq!(chat.payload["via"], "delivery/send_message");
-    assert_eq!(chat.payload["destination"], "#desk");
+    let (_, chat) = delivery_on(&events, "chat").unwrap();
+    // The channel's own fields, which the protocol leaves to it.
+    assert_eq!(chat.rest["via"], "delivery/send_message");
+    assert_eq!(chat.rest["destination"], "#desk");
     assert_unique(&events);
 }
 

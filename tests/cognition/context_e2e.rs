@@ -11,6 +11,7 @@ use std::time::Duration;
 use iron::{
     core::{envelope::Envelope, event_kind::EventKind},
     memory::{emit, recall::Recall},
+    protocol::payload::{RoutingDecided, Score},
 };
 use serde_json::json;
 use support::{eventually, project::Project};
@@ -93,16 +94,17 @@ async fn the_second_turn_is_routed_and_answered_knowing_the_first() {
     );
 
     // What the engine knew, on the log.
-    let routed = support::mem_events_of(&log, "routing_decided").await;
+    let routed: Vec<RoutingDecided> =
+        support::read(&support::mem_events_of(&log, "routing_decided").await);
     assert_eq!(routed.len(), 2);
-    assert_eq!(routed[0].payload["context"]["turns"], 0);
-    let known = &routed[1].payload["context"];
-    assert_eq!(known["turns"], 1, "{known}");
-    assert_eq!(known["facts"], 1, "{known}");
-    let first_domain = routed[0].payload["domain"].as_str().unwrap();
-    assert_eq!(
-        known["scorecard"][0],
-        json!({"domain": first_domain, "answered": 1, "judged": 1}),
-        "{known}"
-    );
+    assert_eq!(routed[0].context.turns, 0);
+    let known = &routed[1].context;
+    assert_eq!(known.turns, 1, "{known:?}");
+    assert_eq!(known.facts, 1, "{known:?}");
+    let first = Score {
+        domain: routed[0].domain.clone(),
+        answered: 1,
+        judged: 1,
+    };
+    assert_eq!(known.scorecard.first(), Some(&first), "{known:?}");
 }

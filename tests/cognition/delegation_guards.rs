@@ -11,6 +11,8 @@ use std::time::Duration;
 use iron::{
     cognition::delegation::{MAX_CONCURRENT, MAX_DEPTH},
     interfaces::{AolTask, AolTaskGoal},
+    protocol::payload::{RoutingDecided, TaskRejected},
+    protocol::tool::ToolRecord,
     spine::control::{
         ControlConfig, ControlPlane,
         action::{ActionClient, GoalStatus},
@@ -114,13 +116,13 @@ async fn refused_goals_say_why_and_the_deepest_allowed_goal_runs() {
         );
         // …and writes it to the log.
         let rejected = eventually("task_rejected on the log", T, || async {
-            lab.events_where("task_rejected", "task_id", &id)
+            lab.payloads_where("task_rejected", |r: &TaskRejected| r.task_id == id)
                 .await
                 .into_iter()
                 .next()
         })
         .await;
-        let reason = rejected.payload["reason"].as_str().unwrap_or_default();
+        let reason = &rejected.reason;
         assert!(reason.contains(&why), "expected {why:?} in {reason:?}");
         lab.engine.wait_for(&format!("rejected: {reason}"), T);
     }
@@ -186,7 +188,9 @@ async fn fill_the_slots(lab: &Lab) -> Vec<std::process::Child> {
         .map(|i| lab.send("lab/sleeper", &format!("wait {i}")))
         .collect();
     eventually("every slot held by a hanging expert", FILL, || async {
-        let hanging = lab.events_where("tool_call", "tool", "faulty/hang").await;
+        let hanging = lab
+            .payloads_where("tool_call", |c: &ToolRecord| c.tool == "faulty/hang")
+            .await;
         (hanging.len() == MAX_CONCURRENT).then_some(())
     })
     .await;
@@ -254,7 +258,9 @@ async fn a_sixth_delegation_waits_for_a_slot_and_then_runs() {
     let sixth = lab.send("lab/clerk", "file this note");
     eventually("the sixth task routed", T, || async {
         let routed = lab
-            .events_where("routing_decided", "domain", "lab/clerk")
+            .payloads_where("routing_decided", |r: &RoutingDecided| {
+                r.domain == "lab/clerk"
+            })
             .await;
         (!routed.is_empty()).then_some(())
     })

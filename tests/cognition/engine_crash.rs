@@ -7,6 +7,7 @@ use crate::support;
 
 use std::time::Duration;
 
+use iron::protocol::tool::ToolRecord;
 use support::{
     bin,
     cognition::{Lab, alive, descendants, kill9},
@@ -52,7 +53,7 @@ async fn a_client_of_a_killed_engine_fails_fast_and_says_why() {
     // The goal is accepted and running: its expert hangs in a tool call.
     eventually("the sleeper's hanging tool call on the log", T, || async {
         (!lab
-            .events_where("tool_call", "tool", "faulty/hang")
+            .payloads_where("tool_call", |c: &ToolRecord| c.tool == "faulty/hang")
             .await
             .is_empty())
         .then_some(())

@@ -7,6 +7,8 @@ use crate::support;
 
 use std::time::Duration;
 
+use iron::protocol::payload::TaskDelegated;
+use iron::protocol::tool::ToolRecord;
 use support::{
     cognition::{CLERK_ANSWER, Lab, descendants, kill9},
     eventually,
@@ -48,7 +50,7 @@ async fn a_killed_expert_aborts_its_goal_and_the_engine_carries_on() {
     );
     let deadline = std::time::Instant::now() + T;
     while lab
-        .events_where("tool_call", "tool", "faulty/hang")
+        .payloads_where("tool_call", |c: &ToolRecord| c.tool == "faulty/hang")
         .await
         .is_empty()
     {
@@ -78,7 +80,8 @@ async fn a_killed_expert_aborts_its_goal_and_the_engine_carries_on() {
         lab.engine.output().join("\n")
     );
     assert!(
-        lab.events_where("task_delegated", "domain", "lab/sleeper")
+        lab.payloads_where("task_delegated", |d: &TaskDelegated| d.domain
+            == "lab/sleeper")
             .await
             .is_empty(),
         "the engine gave up on a running task"
@@ -105,19 +108,16 @@ async fn a_killed_expert_aborts_its_goal_and_the_engine_carries_on() {
 
     // The log says the delegation failed, and why.
     let delegated = eventually("task_delegated on the log", T, || async {
-        lab.events_where("task_delegated", "domain", "lab/sleeper")
-            .await
-            .into_iter()
-            .next()
+        lab.payloads_where("task_delegated", |d: &TaskDelegated| {
+            d.domain == "lab/sleeper"
+        })
+        .await
+        .into_iter()
+        .next()
     })
     .await;
-    assert_eq!(
-        delegated.payload["status"], "aborted",
-        "{}",
-        delegated.payload
-    );
-    let error = delegated.payload["error"].as_str().unwrap_or_default();
-    assert!(error.contains("crash"), "{error}");
+    assert_eq!(delegated.status, "aborted", "{delegated:?}");
+    assert!(delegated.error.contains("crash"), "{}", delegated.error);
 
     // The engine is still active and answers the next task.
     let state = lab.p.iron_ok(&["lifecycle", "get", "/iron/engine"]);

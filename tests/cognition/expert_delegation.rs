@@ -7,6 +7,7 @@
 
 use crate::support;
 
+use iron::protocol::payload::{ReplyDelivered, RoutingDecided, TaskDelegated, TaskRejected};
 use support::cognition::{CHIEF_ANSWER, Lab};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -24,30 +25,29 @@ async fn an_expert_delegates_to_its_peer_through_the_engine() {
         lab.engine.output().join("\n")
     );
 
-    let routed = lab.p.all_events().await;
-    let routed: Vec<_> = routed
-        .iter()
-        .filter(|e| e.kind.as_str() == "routing_decided")
-        .collect();
-    let domains: Vec<&str> = routed
-        .iter()
-        .filter_map(|e| e.payload["domain"].as_str())
-        .collect();
+    let routed: Vec<RoutingDecided> = support::read(&lab.p.events("routing_decided").await);
+    let domains: Vec<&str> = routed.iter().map(|r| r.domain.as_str()).collect();
     assert_eq!(domains, ["lab/chief", "lab/clerk"], "{routed:#?}");
     // The refused call never reached the engine: no task for lab/nowhere, no rejection.
     assert!(
-        lab.events_where("task_rejected", "domain", "lab/nowhere")
-            .await
-            .is_empty()
+        lab.payloads_where("task_rejected", |r: &TaskRejected| {
+            r.domain.as_deref() == Some("lab/nowhere")
+        })
+        .await
+        .is_empty()
     );
 
     // The clerk's task knows its parent and depth, and its answer went back to the chief.
     let delegated = lab
-        .events_where("task_delegated", "domain", "lab/clerk")
+        .payloads_where("task_delegated", |d: &TaskDelegated| {
+            d.domain == "lab/clerk"
+        })
         .await;
     assert_eq!(delegated.len(), 1, "{delegated:#?}");
     let chief = lab
-        .events_where("task_delegated", "domain", "lab/chief")
+        .payloads_where("task_delegated", |d: &TaskDelegated| {
+            d.domain == "lab/chief"
+        })
         .await;
     assert_eq!(chief.len(), 1);
     let tool_results: Vec<String> = lab
@@ -63,33 +63,17 @@ async fn an_expert_delegates_to_its_peer_through_the_engine() {
     );
     // Only the person's task is delivered (the lab declares no channel, so it is recorded
     // as not delivered), with the chief's answer; the clerk's answer went to the chief.
-    let deliveries = lab.p.all_events().await;
-    let deliveries: Vec<_> = deliveries
-        .iter()
-        .filter(|e| e.kind.as_str() == "reply_delivered")
-        .collect();
+    let deliveries: Vec<ReplyDelivered> = support::read(&lab.p.events("reply_delivered").await);
     assert_eq!(deliveries.len(), 1, "{deliveries:#?}");
-    assert_eq!(
-        deliveries[0].payload["text"], CHIEF_ANSWER,
-        "{deliveries:#?}"
-    );
-    let clerk_task = delegated[0].payload["task_id"].as_str().unwrap();
-    let chief_task = chief[0].payload["task_id"].as_str().unwrap();
+    assert_eq!(deliveries[0].text, CHIEF_ANSWER, "{deliveries:#?}");
+    let clerk_task = &delegated[0].task_id;
+    let chief_task = &chief[0].task_id;
     assert_ne!(clerk_task, chief_task);
-    let clerk_route = routed
-        .iter()
-        .find(|e| e.payload["domain"] == "lab/clerk")
-        .unwrap();
-    assert_eq!(clerk_route.payload["depth"], 1, "{clerk_route:#?}");
-    assert_eq!(
-        clerk_route.payload["parent_task_id"], chief_task,
-        "{clerk_route:#?}"
-    );
-    let chief_route = routed
-        .iter()
-        .find(|e| e.payload["domain"] == "lab/chief")
-        .unwrap();
-    assert_eq!(chief_route.payload["depth"], 0);
+    let clerk_route = routed.iter().find(|r| r.domain == "lab/clerk").unwrap();
+    assert_eq!(clerk_route.depth, 1, "{clerk_route:#?}");
+    assert_eq!(&clerk_route.parent_task_id, chief_task, "{clerk_route:#?}");
+    let chief_route = routed.iter().find(|r| r.domain == "lab/chief").unwrap();
+    assert_eq!(chief_route.depth, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,7 +94,9 @@ async fn five_tasks_that_all_delegate_do_not_starve_their_delegations() {
         );
     }
     let clerks = lab
-        .events_where("task_delegated", "domain", "lab/clerk")
+        .payloads_where("task_delegated", |d: &TaskDelegated| {
+            d.domain == "lab/clerk"
+        })
         .await;
     assert_eq!(clerks.len(), 5, "{clerks:#?}");
 }

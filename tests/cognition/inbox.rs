@@ -6,7 +6,10 @@ use crate::support;
 
 use std::time::Duration;
 
-use support::{Proc, bin, project::Project, wait_until};
+use iron::core::envelope::Envelope;
+use iron::core::event_kind::EventKind;
+use iron::protocol::payload::{ChatTurn, DeadLetter, ReplyDelivered, TaskRejected};
+use support::{Proc, bin, project::Project, read, read_one, wait_until};
 
 /// Bound on every wait: generous, because it only bounds waiting on a loaded machine; whether
 /// the behaviour is right is decided by the assertions, never by how long it took.
@@ -15,6 +18,14 @@ const T: Duration = Duration::from_secs(60);
 /// A project with a router, and its inbox node `/iron/inbox`, active.
 fn start_inbox(p: &Project) -> Proc {
     p.start_active(&bin("inbox_node"), "/iron/inbox", &[])
+}
+
+/// Whether a person's message `text` is on the log (a `chat_turn`).
+fn said(events: &[Envelope], text: &str) -> bool {
+    events
+        .iter()
+        .filter(|e| e.kind == EventKind::ChatTurn)
+        .any(|e| read_one::<ChatTurn>(e).text == text)
 }
 
 #[test]
@@ -137,38 +148,27 @@ fn a_message_the_log_cannot_take_is_set_aside_and_blocks_nothing() {
         || {
             let events = log();
             events.iter().any(|e| e.kind.as_str() == "dead_letter")
-                && events
-                    .iter()
-                    .any(|e| e.payload["text"] == "after the big one")
+                && said(&events, "after the big one")
         },
         || {
             let kinds: Vec<String> = log().iter().map(|e| e.kind.as_str().to_owned()).collect();
             format!("{kinds:?}\n{}", inbox.output().join("\n"))
         },
     );
-    let dead = log()
-        .into_iter()
+    let dead: DeadLetter = log()
+        .iter()
         .find(|e| e.kind.as_str() == "dead_letter")
+        .map(read_one)
         .unwrap();
-    assert!(dead.payload["bytes"].as_u64().unwrap() >= big as u64);
-    assert!(
-        dead.payload["reason"]
-            .as_str()
-            .unwrap()
-            .contains("over the log's limit"),
-        "{dead:?}"
-    );
+    assert!(dead.bytes >= big, "{dead:?}");
+    assert!(dead.reason.contains("over the log's limit"), "{dead:?}");
     // A restart does not bring it back to the head of the queue.
     drop(inbox);
     let inbox = start();
     send("after the restart");
     wait_until(
         T,
-        || {
-            log()
-                .iter()
-                .any(|e| e.payload["text"] == "after the restart")
-        },
+        || said(&log(), "after the restart"),
         || inbox.output().join("\n"),
     );
     assert_eq!(
@@ -233,10 +233,10 @@ async fn messages_in_the_hands_of_a_killed_engine_are_offered_again() {
         "every message answered",
         Duration::from_secs(120),
         || async {
-            let delivered = p.events("reply_delivered").await;
+            let delivered: Vec<ReplyDelivered> = read(&p.events("reply_delivered").await);
             tasks
                 .iter()
-                .all(|t| delivered.iter().any(|d| d.payload["task_id"] == t.as_str()))
+                .all(|t| delivered.iter().any(|d| &d.task_id == t))
                 .then_some(())
         },
     )
@@ -323,7 +323,9 @@ fn a_session_stuck_to_an_expert_the_engine_refuses_is_routed_instead() {
         );
     };
     send("first", 1);
-    let session = events("chat_turn")[0].payload["session_id"]
+    let turn: ChatTurn = read_one(&events("chat_turn")[0]);
+    // The inbox's own field, which the protocol leaves to it.
+    let session = turn.rest["session_id"]
         .as_str()
         .expect("a turn names its session")
         .to_string();
@@ -358,13 +360,13 @@ fn a_session_stuck_to_an_expert_the_engine_refuses_is_routed_instead() {
         p.iron_ok(&["lifecycle", "set", "/iron/engine", step]);
     }
     send("third", 3);
-    let rejected = events("task_rejected");
+    let rejected: Vec<TaskRejected> = read(&events("task_rejected"));
     assert_eq!(rejected.len(), 1, "{rejected:#?}");
-    assert_eq!(rejected[0].payload["code"], "parked_mesh");
-    let task = rejected[0].payload["task_id"].as_str().unwrap();
-    let replies = events("reply_delivered");
+    assert_eq!(rejected[0].code, "parked_mesh");
+    let task = &rejected[0].task_id;
+    let replies: Vec<ReplyDelivered> = read(&events("reply_delivered"));
     assert_eq!(
-        replies[2].payload["task_id"], task,
+        &replies[2].task_id, task,
         "the third reply is not the refused task's, routed: {replies:#?}"
     );
     assert_eq!(

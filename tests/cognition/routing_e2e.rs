@@ -9,6 +9,7 @@ use crate::support_llm;
 
 use std::time::Duration;
 
+use iron::protocol::payload::{RouteMethod, RoutingDecided};
 use serde_json::json;
 use support::{bin, project::Project};
 use support_llm::{FakeServer, Reply, openai_text};
@@ -79,29 +80,22 @@ async fn a_router_model_splits_an_instruction_and_each_part_runs_in_order() {
     );
 
     drop(engine);
-    let routed = p.events("routing_decided").await;
+    let routed: Vec<RoutingDecided> = support::read(&p.events("routing_decided").await);
     assert_eq!(routed.len(), 3, "{routed:#?}");
-    assert_eq!(routed[0].payload["domain"], "newsroom/analyst");
-    assert_eq!(routed[0].payload["part"], 1);
-    assert_eq!(routed[0].payload["of"], 2);
+    assert_eq!(routed[0].domain, "newsroom/analyst");
+    assert_eq!(routed[0].part, 1);
+    assert_eq!(routed[0].of, 2);
     assert_eq!(
-        routed[0].payload["by"],
-        json!({"method": "model", "model": "router"})
+        routed[0].by,
+        RouteMethod::Model {
+            model: "router".into()
+        }
     );
-    assert_eq!(routed[1].payload["domain"], "core/writer");
-    assert_eq!(routed[1].payload["part"], 2);
-    assert_eq!(
-        routed[2].payload["by"]["method"], "offline_fallback",
-        "{}",
-        routed[2].payload
-    );
-    assert!(
-        routed[2].payload["by"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("astrologer"),
-        "{}",
-        routed[2].payload
-    );
-    assert_eq!(routed[2].payload["domain"], "newsroom/analyst");
+    assert_eq!(routed[1].domain, "core/writer");
+    assert_eq!(routed[1].part, 2);
+    let RouteMethod::OfflineFallback { reason, .. } = &routed[2].by else {
+        panic!("not an offline fallback: {:?}", routed[2]);
+    };
+    assert!(reason.contains("astrologer"), "{:?}", routed[2]);
+    assert_eq!(routed[2].domain, "newsroom/analyst");
 }

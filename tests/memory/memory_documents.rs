@@ -13,7 +13,8 @@ use std::time::Duration;
 use iron::core::durable::ObjectStore;
 use iron::memory::documents::BUCKET;
 use iron::memory::text::sample_pdf;
-use support::{eventually, project::Project};
+use iron::protocol::payload::DocumentSaved;
+use support::{eventually, project::Project, read};
 use support_llm::{FakeServer, Reply};
 
 const BOUND: Duration = Duration::from_secs(90);
@@ -67,27 +68,27 @@ async fn documents_are_saved_and_found(p: Project) {
         let said = save(source, scope);
         assert!(said.contains(&format!("-> {scope}")), "{said}");
     }
-    let saved = p.events("document_saved").await;
+    let saved: Vec<DocumentSaved> = read(&p.events("document_saved").await);
     assert_eq!(saved.len(), 4, "{saved:#?}");
     let pdf = saved
         .iter()
-        .find(|e| e.payload["media_type"] == "application/pdf")
+        .find(|d| d.media_type == "application/pdf")
         .unwrap();
-    assert_eq!(pdf.payload["pages"], 2);
+    assert_eq!(pdf.pages, 2);
     // The bytes are in the object store, under their digest.
     let log = p.log().await;
     log.object_open(BUCKET).await.unwrap();
     let stored = log
-        .object_get(BUCKET, pdf.payload["digest"].as_str().unwrap())
+        .object_get(BUCKET, &pdf.digest)
         .await
         .unwrap()
         .expect("the PDF is in the object store");
     assert_eq!(stored, std::fs::read(&report).unwrap());
     let html = saved
         .iter()
-        .find(|e| e.payload["media_type"] == "text/html")
+        .find(|d| d.media_type == "text/html")
         .expect("the page, told HTML by its content (served as JSON)");
-    assert_eq!(html.payload["name"], url.as_str());
+    assert_eq!(html.name, url);
 
     // A passage, with its document, page and position; the scope holds.
     let found = eventually("the PDF's passages", BOUND, || async {
@@ -278,8 +279,9 @@ async fn an_expert_saves_documents_within_its_grants() {
         assert_eq!(e.actor, "newsroom/editor");
         assert_eq!(e.namespace_path(), "facts/newsroom/editor");
     }
-    assert_eq!(saved[0].payload["title"], "Harbour notice");
-    assert_eq!(saved[1].payload["name"], allowed.as_str());
+    let documents: Vec<DocumentSaved> = read(&saved);
+    assert_eq!(documents[0].title, "Harbour notice");
+    assert_eq!(documents[1].name, allowed);
     let fetched: Vec<String> = site.requests().into_iter().map(|r| r.path).collect();
     assert_eq!(
         fetched,

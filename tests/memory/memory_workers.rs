@@ -17,11 +17,30 @@ use iron::core::event_kind::EventKind;
 use iron::memory::documents::{Saving, save};
 use iron::memory::emit;
 use iron::memory::text::MediaType;
-use serde_json::{Value, json};
-use support::{eventually, project::Project};
+use iron::protocol::Payload;
+use iron::protocol::payload::{
+    FactLearned, FactSuperseded, LessonLearned, MemoryInjected, ReplyDelivered, TaskJudged,
+};
+use serde_json::{Map, Value, json};
+use support::{eventually, project::Project, read, read_one};
 use support_llm::{FakeServer, Recorded, Reply, openai_text, openai_tools};
 
 const BOUND: Duration = Duration::from_secs(90);
+
+/// What a `fact_learned` event says.
+fn statement(fact: &Envelope) -> String {
+    read_one::<FactLearned>(fact)
+        .statement
+        .unwrap_or_else(|| panic!("a statement: {fact:?}"))
+}
+
+/// Whether a `memory_injected` event recalled an event of `kind`.
+fn recalled(injected: &Envelope, kind: &str) -> bool {
+    read_one::<MemoryInjected>(injected)
+        .items
+        .iter()
+        .any(|i| i.kind == kind)
+}
 
 /// The facts in the log, by namespace prefix.
 async fn facts(p: &Project, kind: &str, prefix: &str) -> Vec<Envelope> {
@@ -52,9 +71,12 @@ async fn learns_from_the_newsroom(p: Project) {
     }
     let bridge = learned
         .iter()
-        .find(|f| f.payload["statement"].as_str().unwrap().contains("bridge"))
+        .find(|f| statement(f).contains("bridge"))
         .expect("a fact about the harbour bridge");
-    assert_eq!(bridge.payload["status"], "confirmed");
+    assert_eq!(
+        read_one::<FactLearned>(bridge).status.as_deref(),
+        Some("confirmed")
+    );
 
     // The analyst's `mesh` scope reaches the publisher's facts: `--as` shows its block.
     let block = eventually("the facts projected", BOUND, || async {
@@ -108,21 +130,19 @@ async fn learns_from_the_newsroom(p: Project) {
     let answer = p.iron_ok(&["ask", "is the harbour bridge closed?"]);
     assert!(!answer.trim().is_empty());
     let injected = eventually("memory_injected", BOUND, || async {
-        p.events("memory_injected").await.into_iter().find(|e| {
-            e.payload["items"]
-                .as_array()
-                .is_some_and(|items| items.iter().any(|i| i["kind"] == "fact_learned"))
-        })
+        p.events("memory_injected")
+            .await
+            .into_iter()
+            .find(|e| recalled(e, "fact_learned"))
     })
     .await;
     assert_ne!(injected.actor, "newsroom/publisher");
     let ids: BTreeSet<&str> = learned.iter().map(|f| f.event_id.as_str()).collect();
     assert!(
-        injected.payload["items"]
-            .as_array()
-            .unwrap()
+        read_one::<MemoryInjected>(&injected)
+            .items
             .iter()
-            .any(|i| ids.contains(i["event_id"].as_str().unwrap())),
+            .any(|i| ids.contains(i.event_id.as_str())),
         "{injected:?}"
     );
 
@@ -138,14 +158,18 @@ async fn learns_from_the_newsroom(p: Project) {
         p.events("fact_superseded").await.into_iter().next()
     })
     .await;
-    assert_eq!(superseded.payload["reason"], "replaced");
+    let replacement: FactSuperseded = read_one(&superseded);
+    assert_eq!(replacement.reason, "replaced");
     assert_eq!(superseded.actor, "memory/consolidator");
     let quay = learned
         .iter()
-        .find(|f| f.payload["statement"].as_str().unwrap().contains("Quay"))
+        .find(|f| statement(f).contains("Quay"))
         .unwrap();
-    assert_eq!(superseded.payload["fact"], quay.event_id.as_str());
-    assert_eq!(quay.payload["status"], "single_source");
+    assert_eq!(replacement.fact, quay.event_id.as_str());
+    assert_eq!(
+        read_one::<FactLearned>(quay).status.as_deref(),
+        Some("single_source")
+    );
     let current = eventually("the superseded fact projected", BOUND, || async {
         let out = p.iron_ok(&["recall", "Quay", "--scope", "facts/newsroom"]);
         (!out.contains(quay.event_id.as_str())).then_some(out)
@@ -210,8 +234,11 @@ fn learning_stays_when_the_folder_travels(p: &Project, learned: &[Envelope]) {
         std::fs::read_to_string(shipped.join("newsroom/skills/publisher/SKILL.md")).unwrap()
     );
     for fact in learned {
-        let statement = fact.payload["statement"].as_str().unwrap();
-        assert!(!skill.contains(statement), "{statement} left with SKILL.md");
+        let statement = statement(fact);
+        assert!(
+            !skill.contains(&statement),
+            "{statement} left with SKILL.md"
+        );
         assert!(!skill.contains(fact.event_id.as_str()));
     }
 
@@ -231,8 +258,8 @@ fn learning_stays_when_the_folder_travels(p: &Project, learned: &[Envelope]) {
     ]);
     assert!(said.contains("mesh defaults"), "{said}");
     other.build_catalog();
-    let asked = learned[0].payload["statement"].as_str().unwrap();
-    let knows = other.iron(&["recall", "--as", "newsroom/publisher", asked]);
+    let asked = statement(&learned[0]);
+    let knows = other.iron(&["recall", "--as", "newsroom/publisher", &asked]);
     assert!(
         knows.status.success() && knows.stdout.is_empty(),
         "{knows:?}"
@@ -307,13 +334,15 @@ async fn with_a_model_the_extractor_reads_facts_in_answers() {
         p.events("fact_learned").await.into_iter().next()
     })
     .await;
-    assert_eq!(fact.payload["method"], "model");
-    assert_eq!(fact.payload["subject"], "harbour bridge");
+    let learned: FactLearned = read_one(&fact);
+    assert_eq!(learned.method.as_deref(), Some("model"));
+    assert_eq!(learned.subject.as_deref(), Some("harbour bridge"));
     assert_eq!(
-        fact.payload["statement"],
-        "The harbour bridge is closed for inspection until Friday."
+        learned.statement.as_deref(),
+        Some("The harbour bridge is closed for inspection until Friday.")
     );
-    let expert = fact.payload["expert"].as_str().unwrap().to_string();
+    // The extractor's own field, which the protocol leaves to it.
+    let expert = learned.rest["expert"].as_str().unwrap().to_string();
     assert!(
         fact.namespace_path()
             .starts_with(&format!("facts/{expert}")),
@@ -352,14 +381,26 @@ fn delivery(actor: &str, n: usize, claims: usize, status: &str) -> Envelope {
                    "status": status, "sources": [{"outlet": "Wire", "owner": "wire"}]})
         })
         .collect();
+    bulletin(actor, n, claims)
+}
+
+/// The `n`th delivery of `actor`: a bulletin of `claims`.
+fn bulletin(actor: &str, n: usize, claims: Vec<Value>) -> Envelope {
+    let delivered = ReplyDelivered {
+        task_id: format!("t-bulletin-{n}"),
+        delivered: true,
+        channel: None,
+        text: format!("bulletin {n}"),
+        reason: None,
+        data: Some(json!({"id": format!("b-{n}"), "claims": claims})),
+        rest: Map::new(),
+    };
     Envelope::new(
         "default",
         ["sessions", "s"],
         actor,
         EventKind::ReplyDelivered,
-        json!({"task_id": format!("t-bulletin-{n}"), "delivered": true,
-               "text": format!("bulletin {n}"),
-               "data": {"id": format!("b-{n}"), "claims": claims}}),
+        delivered.to_value(),
     )
 }
 
@@ -524,7 +565,7 @@ async fn killed_mid_backlog(p: Project) {
     let unique: BTreeSet<_> = events.iter().map(|e| e.event_id.as_str()).collect();
     assert_eq!(unique.len(), events.len(), "no event id twice in the log");
     for s in &superseded {
-        assert_eq!(s.payload["reason"], "replaced");
+        assert_eq!(read_one::<FactSuperseded>(s).reason, "replaced");
     }
     let caught_up = || async {
         let status = p.iron_ok(&["memory", "status"]);
@@ -623,10 +664,10 @@ async fn repeated_failures_become_a_lesson_the_next_expert_is_shown() {
     })
     .await;
     assert_eq!(judged.len(), 2, "{judged:#?}");
-    for j in &judged {
-        assert_eq!(j.payload["answered"], false);
+    for j in read::<TaskJudged>(&judged) {
+        assert!(!j.answered, "{j:?}");
         assert!(
-            j.payload["reason"].as_str().unwrap().contains(REASON),
+            j.reason.as_deref().unwrap().contains(REASON),
             "the judgement says why: {j:?}"
         );
     }
@@ -636,15 +677,10 @@ async fn repeated_failures_become_a_lesson_the_next_expert_is_shown() {
     .await;
     assert_eq!(lesson.actor, "memory/reviewer");
     assert_eq!(lesson.namespace_path(), "facts/core/assistant");
-    assert_eq!(lesson.payload["failures"], 2);
+    let learned: LessonLearned = read_one(&lesson);
+    assert_eq!(learned.failures, 2);
     assert_eq!(lesson.cause.as_ref(), Some(&judged[1].event_id));
-    assert!(
-        lesson.payload["statement"]
-            .as_str()
-            .unwrap()
-            .contains(REASON),
-        "{lesson:?}"
-    );
+    assert!(learned.statement.contains(REASON), "{lesson:?}");
     // What the role's next expert would be given, whatever the task.
     let shown = eventually("the lesson projected", BOUND, || async {
         let out = p.iron_ok(&["recall", "--as", "core/assistant", "anything at all"]);
@@ -662,11 +698,10 @@ async fn repeated_failures_become_a_lesson_the_next_expert_is_shown() {
     let out = send(3);
     assert!(out.status.success(), "{out:?}");
     let injected = eventually("memory_injected", BOUND, || async {
-        p.events("memory_injected").await.into_iter().find(|e| {
-            e.payload["items"]
-                .as_array()
-                .is_some_and(|items| items.iter().any(|i| i["kind"] == "lesson_learned"))
-        })
+        p.events("memory_injected")
+            .await
+            .into_iter()
+            .find(|e| recalled(e, "lesson_learned"))
     })
     .await;
     assert_eq!(injected.actor, "core/assistant");
@@ -727,13 +762,16 @@ async fn a_configured_embeddings_endpoint_finds_facts_by_meaning() {
     p.build_shipped_catalog();
     let _up = p.up(LEARN_AND_EMBED, &[]);
     let log = p.log().await;
-    let mut bulletin = delivery("newsroom/publisher", 1, 0, "confirmed");
-    bulletin.payload["data"]["claims"] = json!([
-        {"claim": "c-bridge", "text": "The harbour bridge is closed.", "status": "confirmed",
-         "sources": [{"outlet": "Harbour Authority", "owner": "city"}]},
-        {"claim": "c-quay", "text": "Quay Street basements flooded.", "status": "single_source",
-         "sources": [{"outlet": "Portside", "owner": "portside"}]},
-    ]);
+    let bulletin = bulletin(
+        "newsroom/publisher",
+        1,
+        vec![
+            json!({"claim": "c-bridge", "text": "The harbour bridge is closed.", "status": "confirmed",
+                   "sources": [{"outlet": "Harbour Authority", "owner": "city"}]}),
+            json!({"claim": "c-quay", "text": "Quay Street basements flooded.", "status": "single_source",
+                   "sources": [{"outlet": "Portside", "owner": "portside"}]}),
+        ],
+    );
     emit(&log, &bulletin).await.unwrap();
     let status = eventually("both facts embedded by the server", BOUND, || async {
         let out = p.iron_ok(&["memory", "status"]);

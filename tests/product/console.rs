@@ -10,6 +10,7 @@ use crate::support;
 use std::process::Command;
 use std::time::Duration;
 
+use iron::protocol::payload::OperatorRefused;
 use support::project::Project;
 
 const T: Duration = Duration::from_secs(90);
@@ -344,12 +345,11 @@ async fn the_console_needs_its_token_and_shows_metrics_and_live_events() {
     assert_eq!(r.status(), 403);
     let why = r.text().await.unwrap();
     assert!(why.contains("not registered"), "{why}");
-    let refused = p.events("operator_refused").await;
+    let refused: Vec<OperatorRefused> = support::read(&p.events("operator_refused").await);
     assert!(
-        refused.iter().any(|e| e.payload["operator_id"] == "desk"
-            && e.payload["what"]
-                .as_str()
-                .is_some_and(|w| w.contains("/iron/engine"))),
+        refused
+            .iter()
+            .any(|r| r.operator_id == "desk" && r.what.contains("/iron/engine")),
         "the refusal is recorded: {refused:#?}"
     );
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use iron::core::durable::EventLog;
 use iron::core::{envelope::Envelope, event_kind::EventKind};
 use iron::jobs::{JobState, ops};
+use iron::protocol::payload::AnswerReceived;
 use serde_json::json;
 use support::project::Project;
 
@@ -142,9 +143,9 @@ async fn the_page_answers_a_question_shows_the_task_and_resumes_a_parked_job() {
         "{:?}",
         ask.output()
     );
-    let answers = p.events("answer_received").await;
+    let answers: Vec<AnswerReceived> = support::read(&p.events("answer_received").await);
     assert_eq!(answers.len(), 1, "{answers:#?}");
-    assert_eq!(answers[0].payload["operator_id"], "desk", "{answers:#?}");
+    assert_eq!(answers[0].operator_id, "desk", "{answers:#?}");
     assert!(matches!(job_state(&log, &job).await, JobState::Done { .. }));
     assert_eq!(
         std::fs::read_to_string(missing.join("steps")).unwrap(),

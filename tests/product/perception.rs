@@ -13,6 +13,7 @@ use std::time::Duration;
 use iron::{
     core::{envelope::Envelope, event_kind::EventKind},
     memory::{emit, recall::Recall},
+    protocol::payload::{PerceptionRead, ReadOutcome},
 };
 use serde_json::json;
 use support::{eventually, project::Project};
@@ -140,12 +141,15 @@ async fn an_expert_wakes_with_its_granted_sources_and_mounted_memory_only() {
     // What the expert perceived is on the log: one source read, one not running.
     let perceived = p.events("perception_read").await;
     assert_eq!(perceived.len(), 1, "{perceived:#?}");
-    let sources = &perceived[0].payload["sources"];
-    assert_eq!(sources[0]["source"], "news_wires");
-    assert_eq!(sources[0]["status"], "not_running");
-    assert_eq!(sources[1]["source"], "official_feeds");
-    assert_eq!(sources[1]["status"], "read");
-    assert_eq!(sources[1]["items"], 1);
+    let read: PerceptionRead = support::read_one(&perceived[0]);
+    let sources = &read.sources;
+    assert_eq!(sources[0].source, "news_wires");
+    assert_eq!(sources[0].outcome, ReadOutcome::NotRunning);
+    assert_eq!(sources[1].source, "official_feeds");
+    assert!(
+        matches!(sources[1].outcome, ReadOutcome::Read { items: 1, .. }),
+        "{sources:?}"
+    );
     assert_eq!(perceived[0].actor, "newsroom/analyst");
 
     // Deactivated, the source leaves the phone book at once.

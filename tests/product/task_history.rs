@@ -12,6 +12,7 @@ use crate::support;
 
 use std::time::Duration;
 
+use iron::protocol::payload::RoutingDecided;
 use serde_json::Value;
 use support::{eventually, project::Project};
 
@@ -124,12 +125,10 @@ async fn task_show_tells_what_each_newsroom_task_did() {
     })
     .await;
     assert!(diary.contains(&format!("[fork/{job}]")), "{diary}");
-    let asked: Vec<String> = p
-        .events("routing_decided")
-        .await
-        .iter()
-        .filter(|e| e.payload["job"] == fork.as_str())
-        .map(|e| e.payload["domain"].as_str().unwrap_or("").to_string())
+    let asked: Vec<String> = support::read::<RoutingDecided>(&p.events("routing_decided").await)
+        .into_iter()
+        .filter(|r| r.job.as_deref() == Some(fork.as_str()))
+        .map(|r| r.domain)
         .collect();
     assert!(
         !asked.iter().any(|d| d == "newsroom/monitor"),

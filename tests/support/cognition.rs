@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use iron::core::envelope::Envelope;
+use iron::protocol::Payload;
 
 use super::project::Project;
 use super::{Proc, bin, copy_dir};
@@ -149,13 +149,16 @@ impl Lab {
             .collect()
     }
 
-    /// Events of `kind` whose payload field `field` is `value`.
-    pub async fn events_where(&self, kind: &str, field: &str, value: &str) -> Vec<Envelope> {
-        self.p
-            .events(kind)
-            .await
+    /// The payloads of the events of `kind` that `keep` keeps, each read as `T` (an event of
+    /// the kind that is not a `T` fails the test).
+    pub async fn payloads_where<T: Payload>(
+        &self,
+        kind: &str,
+        keep: impl Fn(&T) -> bool,
+    ) -> Vec<T> {
+        super::read::<T>(&self.p.events(kind).await)
             .into_iter()
-            .filter(|e| e.payload[field] == value)
+            .filter(|p| keep(p))
             .collect()
     }
 }

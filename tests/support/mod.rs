@@ -403,6 +403,17 @@ pub fn assert_no_error_lines(args: &[&str], stderr: &[u8]) {
     );
 }
 
+/// `event`'s payload read as `T`: an event of another kind, or whose payload does not have
+/// `T`'s shape, fails the test, naming the event and what was wrong.
+pub fn read_one<T: iron::protocol::Payload>(event: &iron::core::envelope::Envelope) -> T {
+    event.payload().unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// `events` read as their kind's payload (as [`read_one`]), in order.
+pub fn read<T: iron::protocol::Payload>(events: &[iron::core::envelope::Envelope]) -> Vec<T> {
+    events.iter().map(read_one).collect()
+}
+
 /// Every event on the MEM stream of `log`, oldest first (messages that are not envelopes are
 /// passed over).
 pub async fn mem_events(

@@ -14,7 +14,9 @@ use crate::support_tools;
 use std::os::unix::net::UnixListener;
 use std::time::Duration;
 
-use support::{git, project::Project};
+use iron::protocol::payload::HunkProposed;
+use iron::protocol::tool::{ToolOutcome, ToolRecord};
+use support::{git, project::Project, read};
 
 const SCRIPT: &str = r#"turns:
   - expect: "probe the host"
@@ -143,21 +145,24 @@ Confined servers.
     ]);
     assert!(said.contains("Probed."), "{said}");
 
-    let results = p.events("tool_result").await;
+    let results: Vec<ToolRecord> = read(&p.events("tool_result").await);
     let result_of = |tool: &str| {
         results
             .iter()
-            .find(|r| r.payload["tool"] == tool)
+            .find(|r| r.tool == tool)
             .unwrap_or_else(|| panic!("a result of {tool}: {results:#?}"))
-            .payload["outcome"]
+            .outcome
             .clone()
     };
     let probed = result_of("probe/probe_host");
+    let ToolOutcome::Answered { result, .. } = &probed else {
+        panic!("a report: {probed:?}");
+    };
     // Each refusal says the thing is not there, or cannot be written or reached.
     let report: serde_json::Value = serde_json::from_str(
-        probed["result"]["content"][0]["text"]
+        result["content"][0]["text"]
             .as_str()
-            .unwrap_or_else(|| panic!("a report: {probed}")),
+            .unwrap_or_else(|| panic!("a report: {probed:?}")),
     )
     .unwrap();
     let scratch = report["cwd"].as_str().unwrap();
@@ -184,13 +189,16 @@ Confined servers.
         ("fetched/anything", "iron tools install"),
         ("unpinned/anything", "names no exact version"),
     ] {
-        let outcome = result_of(tool).to_string();
-        assert!(outcome.contains(says), "{tool}: {outcome}");
+        let outcome = result_of(tool);
+        let ToolOutcome::Failed { message, .. } = &outcome else {
+            panic!("{tool} did not fail: {outcome:?}");
+        };
+        assert!(message.contains(says), "{tool}: {outcome:?}");
     }
     // The write inside the scratch is proposed like any change.
-    let proposed = p.events("hunk_proposed").await;
+    let proposed: Vec<HunkProposed> = read(&p.events("hunk_proposed").await);
     assert!(
-        proposed.iter().any(|e| e.payload["path"] == "inside.txt"),
+        proposed.iter().any(|h| h.path == "inside.txt"),
         "{proposed:#?}"
     );
 }

@@ -24,7 +24,7 @@ use std::time::Duration;
 use iron::core::envelope::Envelope;
 use iron::memory::emit;
 use iron::protocol::Payload;
-use iron::protocol::payload::HunkProposed;
+use iron::protocol::payload::{ChangeUnreviewable, HunkProposed};
 use iron::workspace::display::shown;
 use iron::workspace::hunks::{self, FileChange};
 use iron::workspace::review::{Proposal, changes_of, proposals};
@@ -389,21 +389,15 @@ async fn an_unproposable_change_keeps_its_scratch_and_says_why() {
         said.contains("index.lock") && said.contains("is kept"),
         "{said}"
     );
-    let why = p.events("change_unreviewable").await;
+    let why: Vec<ChangeUnreviewable> = support::read(&p.events("change_unreviewable").await);
     assert_eq!(why.len(), 1, "{why:#?}");
-    assert!(why[0].payload["path"].is_null(), "{why:#?}");
-    assert!(
-        why[0].payload["why"]
-            .as_str()
-            .unwrap()
-            .contains("index.lock"),
-        "{why:#?}"
-    );
-    assert_eq!(why[0].payload["scratch"], scratch.display().to_string());
+    assert!(why[0].path.is_none(), "{why:#?}");
+    assert!(why[0].why.contains("index.lock"), "{why:#?}");
+    assert_eq!(why[0].scratch.as_os_str(), scratch.as_os_str());
     assert!(p.events("hunk_proposed").await.is_empty());
     // The expert goes when idle (it removes a scratch it proposed nothing from); the work
     // stays, and a person is shown where.
-    let task = why[0].payload["task_id"].as_str().unwrap().to_string();
+    let task = why[0].task_id.clone();
     let mut owner = scratch.as_os_str().to_owned();
     owner.push(".owner");
     let pid = std::fs::read_to_string(&owner).unwrap();

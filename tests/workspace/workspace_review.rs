@@ -18,21 +18,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use iron::core::envelope::Envelope;
-use iron::protocol::Payload;
 use iron::protocol::payload::{
     HunkApplied, HunkDecided, HunkProposed, OperatorRefused, VerifyFinished,
 };
 use iron::protocol::tool::{ToolOutcome, ToolRecord};
-use support::{copy_dir, git, project::Project};
-
-/// `events` read as their kind's payload.
-fn read<T: Payload>(events: Vec<Envelope>) -> Vec<T> {
-    events
-        .iter()
-        .map(|e| e.payload().unwrap_or_else(|why| panic!("{why}")))
-        .collect()
-}
+use support::{copy_dir, git, project::Project, read};
 
 const BOUND: Duration = Duration::from_secs(90);
 
@@ -153,7 +143,7 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
     // Nothing touched the fixture.
     assert!(git(&repo, &["status", "--porcelain"]).is_empty());
     assert_eq!(git(&repo, &["rev-parse", "HEAD"]), head);
-    let proposed: Vec<HunkProposed> = read(p.events("hunk_proposed").await);
+    let proposed: Vec<HunkProposed> = read(&p.events("hunk_proposed").await);
     assert_eq!(proposed.len(), 3, "{proposed:#?}");
     let task = proposed[0].task_id.clone();
     let scratch = proposed[0].scratch.clone();
@@ -168,7 +158,7 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
     };
     let (cli, docs, changes) = (id_of("src/cli.txt"), id_of("JSON.md"), id_of("CHANGES.md"));
     // Gate 2 stopped the write to the scratch's governance and a command run outside it.
-    let denied: Vec<ToolRecord> = read(p.events("gate_denied").await);
+    let denied: Vec<ToolRecord> = read(&p.events("gate_denied").await);
     assert_eq!(denied.len(), 2, "{denied:#?}");
     assert!(
         denied
@@ -180,7 +170,7 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
         "{denied:#?}"
     );
     // The confined command saw the edit and could not write outside the scratch.
-    let results: Vec<ToolRecord> = read(p.events("tool_result").await);
+    let results: Vec<ToolRecord> = read(&p.events("tool_result").await);
     let result = results
         .iter()
         .find_map(|r| match &r.outcome {
@@ -368,7 +358,7 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
         assert!(answer["error"].as_str().unwrap().contains(why), "{answer}");
     }
     // Each refusal is on the log, with why.
-    let refused: Vec<OperatorRefused> = read(p.events("operator_refused").await);
+    let refused: Vec<OperatorRefused> = read(&p.events("operator_refused").await);
     assert!(
         refused.iter().any(|r| r.what == "hunk decision"
             && r.operator_id == "eve"
@@ -409,7 +399,7 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
         "the decision taken on the job is on the review: {decided:#?}"
     );
     let applied = p.events("hunk_applied").await;
-    let hunks: Vec<HunkApplied> = read(applied.clone());
+    let hunks: Vec<HunkApplied> = read(&applied);
     let actors: Vec<(&str, &str)> = hunks
         .iter()
         .zip(&applied)
@@ -427,7 +417,7 @@ async fn the_engineer_proposes_and_only_approved_hunks_land() {
         assert_eq!(events.len(), 2, "{kind}: {events:#?}");
         assert_eq!(events[1].actor, by_job, "{kind}");
     }
-    let verified: Vec<VerifyFinished> = read(p.events("verify_finished").await);
+    let verified: Vec<VerifyFinished> = read(&p.events("verify_finished").await);
     assert!(verified.iter().all(|v| v.ok), "{verified:#?}");
     // The job's own diary carries the effect gate around the landing.
     let diary = show();
