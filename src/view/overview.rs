@@ -489,10 +489,10 @@ mod tests {
         )
     }
 
-    fn delegated(task: &str, status: &str) -> Envelope {
+    fn delegated(task: &str, expert: &str, status: &str) -> Envelope {
         event(
             EventKind::TaskDelegated,
-            json!({"task_id": task, "domain": "newsroom/analyst", "expert": "",
+            json!({"task_id": task, "domain": "newsroom/analyst", "expert": expert,
                    "status": status, "error": "", "spent": null, "budget": null}),
         )
     }
@@ -515,7 +515,7 @@ mod tests {
                 json!({"question_id": "q1", "task_id": "t1", "operator_id": "desk",
                        "answer": "the first"}),
             ),
-            delegated("t2", "aborted"),
+            delegated("t2", "", "aborted"),
             // The loop's own record of older versions has no question id: not listed.
             event(
                 EventKind::QuestionAsked,
@@ -579,11 +579,7 @@ mod tests {
                        "spend": {"model_calls": 1, "input_tokens": 120, "output_tokens": 30,
                                  "cost_usd": 0.002}}),
             ),
-            {
-                let mut d = delegated(&part, "succeeded");
-                d.payload["expert"] = "/iron/experts/x".into();
-                d
-            },
+            delegated(&part, "/iron/experts/x", "succeeded"),
             event(
                 EventKind::ReplyDelivered,
                 json!({"task_id": task, "delivered": true, "text": "Closed."}),

@@ -398,13 +398,13 @@ pub async fn replay(record: &Record, catalog: &Catalog) -> Replayed {
 mod tests {
     use super::stand_ins::SYSTEM_CHANGED;
     use super::*;
-    use crate::protocol::Payload;
     use crate::cognition::agent::{
         EventRecorder, LoopEvent, ToolExecutor, ToolFailure, interjection_channel,
         unwrap_tool_output, wrap_tool_output,
     };
     use crate::llm::BoxFuture;
     use crate::llm::{Script, ScriptedBackend};
+    use crate::protocol::Payload;
     use serde_json::Value;
     use serde_json::json;
 
