@@ -99,7 +99,7 @@ impl Stage {
         let config = write_state(dir.path())?;
         let router = PrivateRouter::start().await?;
         let endpoint = router.endpoint.clone();
-        let (control, node) = super::stats::connect(&endpoint, timeout).await?;
+        let (control, node) = ControlPlane::client(&endpoint, timeout).await?;
         Ok(Stage {
             dir,
             config,
@@ -263,6 +263,9 @@ pub async fn run(
     result
 }
 
+///
+/// Long because it is the bench's script: its series run in order in one run, and the lines it
+/// prints follow that order; split, the order would be spread over functions.
 async fn inbox(
     site: &Site<'_>,
     messages: usize,

@@ -8,6 +8,7 @@ use super::stats::{BenchEnv, Figures, PrivateRouter, beside_iron, pct, us};
 use crate::{
     interfaces::{AolTask, AolTaskGoal},
     spine::control::{
+        ControlPlane,
         action::{ActionClient, GoalStatus},
         demo::echo_key,
         lifecycle::LifecycleClient,
@@ -41,7 +42,7 @@ pub async fn run(iterations: usize, timeout: Duration) -> Result<(), BenchError>
             source,
         })?;
 
-    let (_control, node) = super::stats::connect(&endpoint, timeout).await?;
+    let (_control, node) = ControlPlane::client(&endpoint, timeout).await?;
     let life = LifecycleClient::watching(&node, "/iron/bench", timeout * 3)?;
     life.activate().await?;
     let actions = ActionClient::<AolTask>::new(&node, "/iron/bench/task")?;

@@ -11,10 +11,7 @@ use std::{
 use tokio_util::sync::CancellationToken;
 
 use super::BenchError;
-use crate::spine::control::{
-    ControlConfig, ControlPlane,
-    router::{Router, RouterConfig},
-};
+use crate::spine::control::router::{Router, RouterConfig};
 
 pub(super) use crate::core::stats::percentile as pct;
 
@@ -284,22 +281,6 @@ impl PrivateRouter {
         self.stop.cancel();
         let _ = self.task.await;
     }
-}
-
-/// A session on `router` and a client node, once the router answers: the connection every
-/// `iron` command that talks to a running system opens (`cli::connect`).
-pub(super) async fn connect(
-    router: &str,
-    timeout: Duration,
-) -> Result<(ControlPlane, hiroz::node::ZNode), BenchError> {
-    let config = ControlConfig {
-        router: router.to_string(),
-        ..ControlConfig::from_env()?
-    };
-    let control = ControlPlane::connect(config).await?;
-    let node = control.node(&format!("iron_cli_{}", std::process::id()), "/")?;
-    control.wait_for_router(&node, timeout).await?;
-    Ok((control, node))
 }
 
 /// A temporary directory for a bench's files, removed when dropped.

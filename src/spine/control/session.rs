@@ -156,6 +156,23 @@ impl ControlPlane {
         &self.config
     }
 
+    /// A session on `router` (the rest of the configuration from the environment) and a
+    /// client node named for this process, once the router answers within `timeout`: the
+    /// connection every `iron` command that talks to a running system opens.
+    pub async fn client(
+        router: &str,
+        timeout: Duration,
+    ) -> Result<(ControlPlane, hiroz::node::ZNode), ControlError> {
+        let config = ControlConfig {
+            router: router.to_string(),
+            ..ControlConfig::from_env()?
+        };
+        let control = ControlPlane::connect(config).await?;
+        let node = control.node(&format!("iron_cli_{}", std::process::id()), "/")?;
+        control.wait_for_router(&node, timeout).await?;
+        Ok((control, node))
+    }
+
     /// Waits until `node`'s session is connected to a router, or fails after `timeout`.
     pub async fn wait_for_router(
         &self,
