@@ -118,6 +118,9 @@ fn pct_us(sorted: &[Duration], p: f64) -> f64 {
 }
 
 /// Runs the benchmark against `js` (a server the caller owns: it writes jobs of mesh `bench`).
+///
+/// Long because it is the bench's script: its series run in order in one run, and the lines it
+/// prints follow that order; split, the order would be spread over functions.
 pub async fn jobs(
     js: &JetStream,
     options: &JobsBenchOptions,

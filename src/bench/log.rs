@@ -241,6 +241,9 @@ fn raw_insert(conn: &Connection, i: usize, payload: &[u8]) -> rusqlite::Result<(
 
 /// Runs every series and prints its lines to `out`. Needs a running JetStream server; the
 /// embedded and raw SQLite series use files in `scratch_dir`.
+///
+/// Long because it is the bench's script: its series run in order in one run, and the lines it
+/// prints follow that order; split, the order would be spread over functions.
 pub async fn log(
     js: &JetStream,
     options: &BenchOptions,
@@ -370,9 +373,35 @@ pub async fn log(
     if let Some(stages) = embedded.take_stages() {
         print_stages(out, &stages, &embedded_series)?;
     }
+    writers(
+        &emitter,
+        &embedded,
+        embedded_series.per_second,
+        options,
+        out,
+    )
+    .await?;
+    let written = Written {
+        events: raw_events,
+        payloads: raw_payloads,
+    };
+    projector_series(js, options, &emitter_js, written, out).await?;
+    let _ = js.context().delete_stream(BENCH_STREAM).await;
+    Ok(())
+}
+
+/// Eight writers at once on one embedded log's handle, each its own task as concurrent callers
+/// in a process are: appends waiting together share a commit. Prints the throughput, its
+/// ratio to one writer's (`one_per_second`) and the batch sizes.
+async fn writers(
+    emitter: &Emitter<Embedded>,
+    embedded: &Embedded,
+    one_per_second: f64,
+    options: &BenchOptions,
+    out: &mut impl Write,
+) -> Result<(), LogBenchError> {
+    let n = options.events;
     tracing::info!("bench log: {n} appends from eight writers");
-    // Eight writers at once on the same handle, each its own task as concurrent callers in a
-    // process are: appends waiting together share a commit.
     const WRITERS: usize = 8;
     let events = envelopes(n, options.payload_bytes);
     let start = Instant::now();
@@ -401,18 +430,36 @@ pub async fn log(
     writeln!(
         out,
         "bench log.embedded_{WRITERS}_writers_vs_one_ratio {:.3} x",
-        concurrent / embedded_series.per_second
+        concurrent / one_per_second
     )?;
     if let Some(stages) = embedded.take_stages() {
         print_batches(out, WRITERS, &stages)?;
     }
+    Ok(())
+}
 
+/// What the JetStream series wrote, which the projector series reads back.
+struct Written {
+    /// The envelopes published raw.
+    events: Vec<Envelope>,
+    /// Their bytes.
+    payloads: Vec<Vec<u8>>,
+}
+
+/// The projector over the JetStream stream written before, against raw batched inserts of the
+/// same rows; then its lag behind a burst of `options.burst` events while it runs.
+async fn projector_series(
+    js: &JetStream,
+    options: &BenchOptions,
+    emitter_js: &Emitter<JetStream>,
+    written: Written,
+    out: &mut impl Write,
+) -> Result<(), LogBenchError> {
+    let (n, dir) = (options.events, &options.scratch_dir);
     tracing::info!(
         "bench log: the projector over those events, then its lag behind {} more",
         options.burst
     );
-    // Projector over the JetStream stream written above, against raw batched inserts of the
-    // same rows; then its lag behind a burst while it runs.
     let last = js.last_sequence(BENCH_STREAM).await?;
     let db = dir.join("bench-projection.db");
     let mut deps = ProjectorDeps::new(js.clone(), &db);
@@ -424,15 +471,15 @@ pub async fn log(
     let mut task = tokio::spawn(projector::run(deps, shutdown.clone()));
     wait_projected(&db, last, &mut task, &shutdown).await?;
     let projector_rate = last as f64 / start.elapsed().as_secs_f64();
-    let mut all: Vec<Envelope> = raw_events;
+    let mut all: Vec<Envelope> = written.events;
     all.extend(envelopes(n, options.payload_bytes));
     let same_rows_rate = raw_projection_rows(&dir.join("bench-same-rows.db"), &all)?;
-    let plain_rate = raw_plain_rows(&dir.join("bench-batched.db"), &raw_payloads)?;
+    let plain_rate = raw_plain_rows(&dir.join("bench-batched.db"), &written.payloads)?;
     // The burst: `options.burst` events published at once (acks awaited together), then the
     // time until the running projector has them all.
     let burst = envelopes(options.burst, options.payload_bytes);
     let burst_start = Instant::now();
-    let acks = burst.iter().map(|event| emit_one(&emitter_js, event));
+    let acks = burst.iter().map(|event| emit_one(emitter_js, event));
     futures_util::future::try_join_all(acks).await?;
     let burst_written = burst_start.elapsed();
     let burst_end = Instant::now();
@@ -473,7 +520,6 @@ pub async fn log(
         "bench log.projector_lag_after_burst {:.1} ms",
         lag.as_secs_f64() * 1e3
     )?;
-    let _ = js.context().delete_stream(BENCH_STREAM).await;
     Ok(())
 }
 

@@ -157,6 +157,9 @@ pub async fn memory(
     workers(options, out).await
 }
 
+///
+/// Long because it is the bench's script: its series run in order in one run, and the lines it
+/// prints follow that order; split, the order would be spread over functions.
 async fn recall_at_scale(
     options: &MemoryBenchOptions,
     out: &mut impl Write,

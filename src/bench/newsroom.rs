@@ -239,6 +239,9 @@ fn reports(items: &[Item]) -> Vec<claims::Report> {
 
 /// Runs the benchmark.
 /// `first_within` bounds the wait for the first bulletin.
+///
+/// Long because it is the bench's script: its series run in order in one run, and the lines it
+/// prints follow that order; split, the order would be spread over functions.
 pub async fn run(
     feeds: usize,
     items: usize,

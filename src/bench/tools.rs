@@ -75,6 +75,9 @@ fn invalid(e: impl std::fmt::Display) -> io::Error {
 }
 
 /// Runs the benchmark, writes its lines to `out`, and returns them.
+///
+/// Long because it is the bench's script: its series run in order in one run, and the lines it
+/// prints follow that order; split, the order would be spread over functions.
 pub async fn tools(bench: &ToolsBench, out: &mut dyn Write) -> io::Result<Vec<BenchLine>> {
     if bench.sinks.is_empty() {
         return Err(io::Error::other(

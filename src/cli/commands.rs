@@ -41,53 +41,13 @@ async fn up(
     // The runtime reads only the compiled catalog: compile the agent folders first, refusing
     // to start on any error in them.
     if aem.is_dir() {
-        let catalog = crate::aem::compile(aem)?;
-        crate::aem::write_catalog(&catalog, &config.state_dir).map_err(|source| CliError::Io {
-            what: format!("writing the catalog into {}", config.state_dir.display()),
-            source,
-        })?;
-        tracing::info!(
-            "catalog: {} expert(s) -> {}",
-            catalog.experts.len(),
-            config.state_dir.display()
-        );
-        if let Some(note) = super::tools::missing_note(&catalog) {
-            println!("{note}");
-        }
+        compile_into_state(aem, &config)?;
     }
     super::models::ensure_local_model().await;
-    let mut env = Vec::new();
-    let mut local = None;
-    if let Some(nats) = nats {
-        let (url, monitor) = if nats == "auto" {
-            let store = config.state_path(std::path::Path::new("nats"));
-            let server = crate::launch::nats::LocalNats::start(
-                std::path::Path::new("config/nats-server.conf"),
-                &store,
-                4222,
-                8222,
-            )
-            .await?;
-            tracing::info!(
-                "nats-server up at {} (store {})",
-                server.url,
-                store.display()
-            );
-            let urls = (server.url.clone(), server.monitor.clone());
-            local = Some(server);
-            urls
-        } else {
-            (
-                nats,
-                config.durable.nats_monitor.clone().unwrap_or_default(),
-            )
-        };
-        env.push(("IRON_DURABLE".to_string(), "jetstream".to_string()));
-        env.push(("IRON_NATS_URL".to_string(), url));
-        if !monitor.is_empty() {
-            env.push(("IRON_NATS_MONITOR".to_string(), monitor));
-        }
-    }
+    let (mut env, local) = match nats {
+        Some(nats) => nats_plane(nats, &config).await?,
+        None => (Vec::new(), None),
+    };
     // Open the durable plane once before any node: a plane that refuses to start (a drifted
     // stream, an old server) stops `iron up` with why, instead of leaving every node
     // unconfigured; its warnings are said here once, not again by every node.
@@ -117,6 +77,97 @@ async fn up(
             ),
             source,
         })?;
+    announce(&plan, &config)?;
+    let shutdown = CancellationToken::new();
+    stop_on_signals(shutdown.clone());
+    // Every node's output is shipped to the plane just checked (`iron logs <node>`).
+    plane.apply_env(|k| (k == crate::core::config::PLANE_CHECKED_ENV).then(|| "1".into()))?;
+    let (shipper, shipping) = crate::view::ship::Shipper::start(plane);
+    let launch = crate::launch::Launch {
+        router,
+        env: &env,
+        shipper: &shipper,
+    };
+    let result = crate::launch::up(plan, launch, start_router, timeout, shutdown).await;
+    drop(shipper);
+    if !shipping.finish(Duration::from_secs(3)).await {
+        eprintln!("some output of the nodes was not shipped before `up` ended");
+    }
+    drop(running);
+    if let Some(server) = local {
+        server.stop().await;
+    }
+    Ok(result?)
+}
+
+/// Compiles the agent folders `aem` into the state directory's catalog, and says which tool
+/// servers are missing.
+fn compile_into_state(aem: &std::path::Path, config: &Config) -> Result<(), CliError> {
+    let catalog = crate::aem::compile(aem)?;
+    crate::aem::write_catalog(&catalog, &config.state_dir).map_err(|source| CliError::Io {
+        what: format!("writing the catalog into {}", config.state_dir.display()),
+        source,
+    })?;
+    tracing::info!(
+        "catalog: {} expert(s) -> {}",
+        catalog.experts.len(),
+        config.state_dir.display()
+    );
+    if let Some(note) = super::tools::missing_note(&catalog) {
+        println!("{note}");
+    }
+    Ok(())
+}
+
+/// The environment that puts every node on the NATS server `nats` (`auto`: one started here,
+/// storing under the state directory, returned so that it stops with `up`).
+async fn nats_plane(
+    nats: String,
+    config: &Config,
+) -> Result<
+    (
+        Vec<(String, String)>,
+        Option<crate::launch::nats::LocalNats>,
+    ),
+    CliError,
+> {
+    let mut local = None;
+    let (url, monitor) = if nats == "auto" {
+        let store = config.state_path(std::path::Path::new("nats"));
+        let server = crate::launch::nats::LocalNats::start(
+            std::path::Path::new("config/nats-server.conf"),
+            &store,
+            4222,
+            8222,
+        )
+        .await?;
+        tracing::info!(
+            "nats-server up at {} (store {})",
+            server.url,
+            store.display()
+        );
+        let urls = (server.url.clone(), server.monitor.clone());
+        local = Some(server);
+        urls
+    } else {
+        (
+            nats,
+            config.durable.nats_monitor.clone().unwrap_or_default(),
+        )
+    };
+    let mut env = vec![
+        ("IRON_DURABLE".to_string(), "jetstream".to_string()),
+        ("IRON_NATS_URL".to_string(), url),
+    ];
+    if !monitor.is_empty() {
+        env.push(("IRON_NATS_MONITOR".to_string(), monitor));
+    }
+    Ok((env, local))
+}
+
+/// Tells the person starting `up` where the console is (with its token) and that no operator
+/// is registered, when none is.
+fn announce(plan: &crate::launch::Plan, config: &Config) -> Result<(), CliError> {
     if plan.nodes.iter().any(|n| n.executable == "console_node") {
         let token = crate::view::console::console_token(&config.state_dir).map_err(|source| {
             CliError::Io {
@@ -139,26 +190,7 @@ async fn up(
              (`iron operator add NAME`)"
         );
     }
-    let shutdown = CancellationToken::new();
-    stop_on_signals(shutdown.clone());
-    // Every node's output is shipped to the plane just checked (`iron logs <node>`).
-    plane.apply_env(|k| (k == crate::core::config::PLANE_CHECKED_ENV).then(|| "1".into()))?;
-    let (shipper, shipping) = crate::view::ship::Shipper::start(plane);
-    let launch = crate::launch::Launch {
-        router,
-        env: &env,
-        shipper: &shipper,
-    };
-    let result = crate::launch::up(plan, launch, start_router, timeout, shutdown).await;
-    drop(shipper);
-    if !shipping.finish(Duration::from_secs(3)).await {
-        eprintln!("some output of the nodes was not shipped before `up` ended");
-    }
-    drop(running);
-    if let Some(server) = local {
-        server.stop().await;
-    }
-    Ok(result?)
+    Ok(())
 }
 
 /// Runs one parsed command line.

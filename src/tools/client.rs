@@ -357,6 +357,47 @@ async fn supervise(
     }
 }
 
+/// What must live as long as a confined server's process.
+type Held = Option<Box<dyn Send + Sync>>;
+
+/// The command that starts `spec`: as it is, its environment exactly the spec's, or through
+/// `confine`, with what must live as long as its process.
+fn command_of(
+    spec: &LaunchSpec,
+    confine: Option<&dyn Confine>,
+) -> Result<(Command, Held), ConfineError> {
+    match confine {
+        None => {
+            let mut cmd = Command::new(&spec.command);
+            cmd.args(&spec.args)
+                .env_clear()
+                .envs(&spec.env)
+                .current_dir(&spec.cwd);
+            Ok((cmd, None))
+        }
+        Some(confine) => {
+            let (cmd, held) = confine.command(spec)?;
+            Ok((cmd, Some(held)))
+        }
+    }
+}
+
+impl LiveTool {
+    /// A tool as the server's `tools/list` gave it.
+    fn listed(t: &rmcp::model::Tool) -> LiveTool {
+        let a = t.annotations.as_ref();
+        LiveTool {
+            name: t.name.to_string(),
+            description: t.description.as_ref().map(|d| d.to_string()),
+            input_schema: Value::Object((*t.input_schema).clone()),
+            read_only_hint: a.and_then(|a| a.read_only_hint),
+            destructive_hint: a.and_then(|a| a.destructive_hint),
+            idempotent_hint: a.and_then(|a| a.idempotent_hint),
+            open_world_hint: a.and_then(|a| a.open_world_hint),
+        }
+    }
+}
+
 impl McpClient {
     /// Starts the server (through `confine` when given), performs the MCP handshake and
     /// lists its tools, all within `start_timeout`.
@@ -371,22 +412,9 @@ impl McpClient {
             reason,
             stderr,
         };
-        let (mut cmd, held) = match confine {
-            None => {
-                let mut cmd = Command::new(&spec.command);
-                cmd.args(&spec.args)
-                    .env_clear()
-                    .envs(&spec.env)
-                    .current_dir(&spec.cwd);
-                (cmd, None)
-            }
-            Some(confine) => {
-                let (cmd, held) = confine.command(spec).map_err(|reason| {
-                    start_failed(format!("it cannot run confined: {reason}"), Vec::new())
-                })?;
-                (cmd, Some(held))
-            }
-        };
+        let (mut cmd, held) = command_of(spec, confine).map_err(|reason| {
+            start_failed(format!("it cannot run confined: {reason}"), Vec::new())
+        })?;
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -472,21 +500,7 @@ impl McpClient {
                 return Err(start_failed(reason, tail()));
             }
         };
-        let tools = tools
-            .into_iter()
-            .map(|t| {
-                let a = t.annotations.as_ref();
-                LiveTool {
-                    name: t.name.to_string(),
-                    description: t.description.as_ref().map(|d| d.to_string()),
-                    input_schema: Value::Object((*t.input_schema).clone()),
-                    read_only_hint: a.and_then(|a| a.read_only_hint),
-                    destructive_hint: a.and_then(|a| a.destructive_hint),
-                    idempotent_hint: a.and_then(|a| a.idempotent_hint),
-                    open_world_hint: a.and_then(|a| a.open_world_hint),
-                }
-            })
-            .collect();
+        let tools = tools.iter().map(LiveTool::listed).collect();
         Ok(McpClient {
             server,
             peer: service.peer().clone(),

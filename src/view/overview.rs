@@ -224,6 +224,9 @@ impl Overview {
     }
 
     /// Folds one MEM event. An event whose payload does not have its kind's shape is left out.
+    ///
+    /// Long because it is a table: one arm per event kind, each what the overview takes from
+    /// it. Kept whole so that a kind's part is found by its kind, in one place.
     pub fn absorb(&mut self, e: &Envelope) {
         let task_id = e.task_named().unwrap_or_default().to_string();
         let about_task = !task_id.is_empty();

@@ -28,7 +28,7 @@ use crate::{
         config::Config,
         envelope::Envelope,
         ids::EventId,
-        trace::{SpanContext, SpanKind, Tracer},
+        trace::{Span, SpanContext, SpanKind, Tracer},
     },
     interfaces::{AolTask, AolTaskFeedback, AolTaskGoal, AolTaskResult},
     llm::{
@@ -372,23 +372,7 @@ impl EngineDeps {
         }
         context.traceparent = Some(span.context().traceparent());
         goal.context_json = context.to_json();
-        let (assignments, by) = if goal.domain.is_empty() {
-            feedback(&handle, "routing", "choosing an expert", 0.05).await;
-            let known = background.known();
-            match self.router.route_in(&goal.instruction, &known).await {
-                Ok(decision) => (decision.assignments, decision.method),
-                Err(e) => {
-                    warn!(task = %goal.task_id, "routing failed: {e}");
-                    (Vec::new(), RouteMethod::Given)
-                }
-            }
-        } else {
-            let given = Assignment {
-                domain: goal.domain.clone(),
-                instruction: goal.instruction.clone(),
-            };
-            (vec![given], RouteMethod::Given)
-        };
+        let (assignments, by) = self.route(&goal, &background, &handle).await;
         if assignments.is_empty() {
             let why = Rejection::NoRouter.to_string();
             span.fail("no_route", why.clone());
@@ -435,6 +419,48 @@ impl EngineDeps {
                 break;
             }
         }
+        self.conclude(&goal, handle, span, &ctx, &steps, total)
+            .await;
+    }
+
+    /// The assignments of `goal`: the expert it names, else the router's choice in the light of
+    /// what the conversation holds (none when the router fails).
+    async fn route(
+        &self,
+        goal: &AolTaskGoal,
+        background: &Background,
+        handle: &GoalHandle<AolTask>,
+    ) -> (Vec<Assignment>, RouteMethod) {
+        if !goal.domain.is_empty() {
+            let given = Assignment {
+                domain: goal.domain.clone(),
+                instruction: goal.instruction.clone(),
+            };
+            return (vec![given], RouteMethod::Given);
+        }
+        feedback(handle, "routing", "choosing an expert", 0.05).await;
+        let known = background.known();
+        match self.router.route_in(&goal.instruction, &known).await {
+            Ok(decision) => (decision.assignments, decision.method),
+            Err(e) => {
+                warn!(task = %goal.task_id, "routing failed: {e}");
+                (Vec::new(), RouteMethod::Given)
+            }
+        }
+    }
+
+    /// Ends `goal` on what its `steps` (of `total` routed) came to: a person's task answered
+    /// in full is delivered, and the result carries the last step's status and every step's
+    /// spend.
+    async fn conclude(
+        &self,
+        goal: &AolTaskGoal,
+        handle: GoalHandle<AolTask>,
+        mut span: Span,
+        ctx: &Context,
+        steps: &[Step],
+        total: usize,
+    ) {
         let last = steps.last().expect("at least one assignment ran");
         let all_answered = steps.len() == total && steps.iter().all(|s| s.answered);
         let text = if total == 1 {
@@ -452,7 +478,7 @@ impl EngineDeps {
         if all_answered && goal.depth == 0 && ctx.job.is_none() {
             feedback(&handle, "delivering", "delivering the reply", 0.9).await;
             let mesh = last.domain.split_once('/').map_or("", |(m, _)| m);
-            self.deliver(&goal, mesh, &ctx, &text, last.judged.as_ref())
+            self.deliver(goal, mesh, ctx, &text, last.judged.as_ref())
                 .await;
         }
         let status = last.status;
@@ -598,38 +624,8 @@ impl EngineDeps {
             }),
         };
         let answered = status == GoalStatus::Succeeded && !text.trim().is_empty();
-        // Why it was not answered, for the procedural reviewer (repeated reasons become lessons).
-        let reason = if answered {
-            String::new()
-        } else if !error.is_empty() {
-            error.clone()
-        } else if !text.trim().is_empty() {
-            format!("{result_status}: {}", text.trim())
-        } else {
-            format!("ended {result_status} with no answer")
-        };
-        // What was asked and answered travels with the judgement: memory learns from it.
-        let clip = |t: &str, n: usize| t.chars().take(n).collect::<String>();
-        let judged = self
-            .record(
-                part,
-                &TaskJudged {
-                    task_id: part.task_id.clone(),
-                    domain: domain.clone(),
-                    answered,
-                    method: Some("status_and_nonempty_text".into()),
-                    instruction: Some(clip(&part.instruction, JUDGED_CHARS)),
-                    answer: Some(if answered {
-                        clip(&text, JUDGED_CHARS)
-                    } else {
-                        String::new()
-                    }),
-                    reason: Some(clip(&reason, JUDGED_CHARS)),
-                    rest: Map::new(),
-                },
-                delegated_id.as_ref(),
-            )
-            .await;
+        let verdict = judgement(part, &domain, answered, &text, &error, result_status);
+        let judged = self.record(part, &verdict, delegated_id.as_ref()).await;
         Step {
             domain,
             status,
@@ -709,4 +705,37 @@ async fn feedback(handle: &GoalHandle<AolTask>, stage: &str, message: &str, prog
             progress,
         })
         .await;
+}
+
+/// The engine's verdict on step `part`, run by `domain`: answered or not, and why not (for
+/// the procedural reviewer: repeated reasons become lessons), with what was asked and
+/// answered, clipped (memory learns from it).
+fn judgement(
+    part: &AolTaskGoal,
+    domain: &str,
+    answered: bool,
+    text: &str,
+    error: &str,
+    result_status: TaskOutcome,
+) -> TaskJudged {
+    let reason = if answered {
+        String::new()
+    } else if !error.is_empty() {
+        error.to_string()
+    } else if !text.trim().is_empty() {
+        format!("{result_status}: {}", text.trim())
+    } else {
+        format!("ended {result_status} with no answer")
+    };
+    let clip = |t: &str| t.chars().take(JUDGED_CHARS).collect::<String>();
+    TaskJudged {
+        task_id: part.task_id.clone(),
+        domain: domain.to_string(),
+        answered,
+        method: Some("status_and_nonempty_text".into()),
+        instruction: Some(clip(&part.instruction)),
+        answer: Some(if answered { clip(text) } else { String::new() }),
+        reason: Some(clip(&reason)),
+        rest: Map::new(),
+    }
 }

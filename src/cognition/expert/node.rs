@@ -128,71 +128,8 @@ impl ManagedNode for ExpertNode {
             CallbackError::refused_while(format!("the model of {}", self.expert), e)
         })?;
 
-        let recorder = Recorder {
-            log: log.clone(),
-            tenant: config.tenant.clone(),
-            namespace: vec!["experts".into(), entry.mesh.clone(), entry.role.clone()],
-            actor: self.expert.clone(),
-            cause: None,
-            task_id: None,
-            trace: None,
-        };
-        let manifest_path = config.state_path(Path::new(crate::aem::TOOL_MANIFEST_FILE));
-        let manifest = crate::aem::read_tool_manifest(&manifest_path)
-            .unwrap_or_else(|_| catalog.tool_manifest());
-        let mut env = roots::scrub_env(std::env::vars().collect());
-        // A scratch, when its mesh declares a workspace its servers work in: named to them by
-        // IRON_SCRATCH (which no inherited environment may set) and granted by gate 2.
-        let scratch =
-            ExpertScratch::open(&entry, &catalog, &config.state_dir, &base, ctx.node.name())
-                .await
-                .map_err(CallbackError::refused_by)?;
-        if let Some(s) = &scratch {
-            env.insert(SCRATCH_VAR.to_string(), s.dir().display().to_string());
-        }
-        // Gate 2 lets the expert write only in the workspace roots of its write-capable servers,
-        // and in its scratch, which is also the root of the confined commands it runs.
-        let (mut policy, mut granted) =
-            roots::expert_policy(&entry, &catalog, &base, &config.state_dir, &env)
-                .map_err(CallbackError::refused_by)?;
-        if let Some(s) = &scratch {
-            policy = policy
-                .grant_root(s.dir())
-                .map_err(CallbackError::refused_by)?;
-            granted.push(roots::GrantedRoot {
-                server: confined::SERVER.to_string(),
-                dir: s.dir().to_path_buf(),
-            });
-        }
-        // `native`/`remote` servers are reached over ROS; the manager bounds each call with the
-        // expert's own tool timeout, so the bridge's is only a backstop.
-        let key = CallerKey::open(&config.state_dir).map_err(CallbackError::refused_by)?;
-        let bridge = RosTools::new(ctx.node.clone(), Duration::from_secs(600), key.clone());
-        let run_policy = mesh_workspace(&catalog, &entry)
-            .map(|w| crate::workspace::sandbox::RunPolicy::of(w, &config.state_dir))
-            .unwrap_or_default();
-        // With a scratch, `run_confined` and the local servers run confined in it.
-        let confinement = match &scratch {
-            Some(s) => Some(confined::Confinement::locate(s.dir().to_path_buf(), run_policy).await),
-            None => None,
-        };
-        let servers = confinement.clone().map(|confinement| {
-            Arc::new(confined::ConfinedServers {
-                confinement,
-                store: PackageStore::from_env(|k| env.get(k).cloned()),
-                cpu: Duration::from_secs(entry.timeouts.task_secs.max(1)),
-            })
-        });
-        let remote = confined::ConfinedTools::new(Arc::new(bridge), confinement);
-        let mut setup = granted.into_iter().fold(
-            ManagerSetup::new(Arc::new(recorder), policy, &base, env).with_remote(Arc::new(remote)),
-            |setup, root| setup.with_server_root(&root.server, root.dir),
-        );
-        if let Some(servers) = servers {
-            setup = setup.with_confinement(servers);
-        }
-        let tools = ToolManager::new(&catalog, &manifest, &self.expert, setup)
-            .map_err(CallbackError::refused_by)?;
+        let (tools, scratch, key) =
+            expert_tools(ctx, &config, &catalog, &entry, &log, &base).await?;
 
         // On-demand sources it holds and nobody serves yet are started now, and stop with it.
         let granted: Vec<(String, crate::aem::SourceEntry)> = catalog
@@ -326,4 +263,83 @@ fn mesh_workspace<'a>(
     entry: &ExpertEntry,
 ) -> Option<&'a crate::aem::WorkspaceEntry> {
     catalog.mesh(&entry.mesh).and_then(|m| m.workspace.as_ref())
+}
+
+/// The expert's tools behind both gates: its scratch (when its mesh declares a workspace its
+/// servers work in), gate 2's roots (its write-capable servers' workspace roots and the
+/// scratch), the confinement of its local servers and `run_confined`, and the bridge to
+/// `native`/`remote` servers; with the caller key that bridge signs with.
+async fn expert_tools(
+    ctx: &NodeContext,
+    config: &Config,
+    catalog: &Catalog,
+    entry: &ExpertEntry,
+    log: &AnyLog,
+    base: &Path,
+) -> Result<(ToolManager, Option<ExpertScratch>, CallerKey), CallbackError> {
+    let recorder = Recorder {
+        log: log.clone(),
+        tenant: config.tenant.clone(),
+        namespace: vec!["experts".into(), entry.mesh.clone(), entry.role.clone()],
+        actor: entry.id.clone(),
+        cause: None,
+        task_id: None,
+        trace: None,
+    };
+    let manifest_path = config.state_path(Path::new(crate::aem::TOOL_MANIFEST_FILE));
+    let manifest =
+        crate::aem::read_tool_manifest(&manifest_path).unwrap_or_else(|_| catalog.tool_manifest());
+    let mut env = roots::scrub_env(std::env::vars().collect());
+    // A scratch, when its mesh declares a workspace its servers work in: named to them by
+    // IRON_SCRATCH (which no inherited environment may set) and granted by gate 2.
+    let scratch = ExpertScratch::open(entry, catalog, &config.state_dir, base, ctx.node.name())
+        .await
+        .map_err(CallbackError::refused_by)?;
+    if let Some(s) = &scratch {
+        env.insert(SCRATCH_VAR.to_string(), s.dir().display().to_string());
+    }
+    // Gate 2 lets the expert write only in the workspace roots of its write-capable servers,
+    // and in its scratch, which is also the root of the confined commands it runs.
+    let (mut policy, mut granted) =
+        roots::expert_policy(entry, catalog, base, &config.state_dir, &env)
+            .map_err(CallbackError::refused_by)?;
+    if let Some(s) = &scratch {
+        policy = policy
+            .grant_root(s.dir())
+            .map_err(CallbackError::refused_by)?;
+        granted.push(roots::GrantedRoot {
+            server: confined::SERVER.to_string(),
+            dir: s.dir().to_path_buf(),
+        });
+    }
+    // `native`/`remote` servers are reached over ROS; the manager bounds each call with the
+    // expert's own tool timeout, so the bridge's is only a backstop.
+    let key = CallerKey::open(&config.state_dir).map_err(CallbackError::refused_by)?;
+    let bridge = RosTools::new(ctx.node.clone(), Duration::from_secs(600), key.clone());
+    let run_policy = mesh_workspace(catalog, entry)
+        .map(|w| crate::workspace::sandbox::RunPolicy::of(w, &config.state_dir))
+        .unwrap_or_default();
+    // With a scratch, `run_confined` and the local servers run confined in it.
+    let confinement = match &scratch {
+        Some(s) => Some(confined::Confinement::locate(s.dir().to_path_buf(), run_policy).await),
+        None => None,
+    };
+    let servers = confinement.clone().map(|confinement| {
+        Arc::new(confined::ConfinedServers {
+            confinement,
+            store: PackageStore::from_env(|k| env.get(k).cloned()),
+            cpu: Duration::from_secs(entry.timeouts.task_secs.max(1)),
+        })
+    });
+    let remote = confined::ConfinedTools::new(Arc::new(bridge), confinement);
+    let mut setup = granted.into_iter().fold(
+        ManagerSetup::new(Arc::new(recorder), policy, base, env).with_remote(Arc::new(remote)),
+        |setup, root| setup.with_server_root(&root.server, root.dir),
+    );
+    if let Some(servers) = servers {
+        setup = setup.with_confinement(servers);
+    }
+    let tools = ToolManager::new(catalog, &manifest, &entry.id, setup)
+        .map_err(CallbackError::refused_by)?;
+    Ok((tools, scratch, key))
 }

@@ -259,30 +259,7 @@ impl Mounts {
         if hits.is_empty() && taught.is_empty() && passages.is_empty() {
             return None;
         }
-        let mut text = String::new();
-        for (items, heading, searched) in [
-            (&hits, "From your memory", &self.prefixes),
-            (&taught, "Lessons for your role", &self.lessons),
-        ] {
-            if items.is_empty() {
-                continue;
-            }
-            text.push_str(&format!("{heading} ({}):\n", searched.join(", ")));
-            for h in items {
-                let item: String = readable(h).chars().take(ITEM_CHARS).collect();
-                text.push_str(&format!("- [{}] {item}\n", h.namespace));
-            }
-        }
-        if !passages.is_empty() {
-            text.push_str("From saved documents:\n");
-            for p in &passages {
-                let item: String = p.text.chars().take(ITEM_CHARS).collect();
-                text.push_str(&format!(
-                    "- [{}] {} (p. {}): {item}\n",
-                    p.namespace, p.title, p.page
-                ));
-            }
-        }
+        let text = memory_block((&hits, &self.prefixes), (&taught, &self.lessons), &passages);
         let prefixes = [self.prefixes.clone(), self.lessons.clone()].concat();
         let items = hits
             .into_iter()
@@ -319,6 +296,40 @@ impl Mounts {
         }
         reader::read_all(node, kv, &self.mesh, &self.sources, reader, SOURCE_WAIT).await
     }
+}
+
+/// The memory block a model reads: recalled facts and lessons, each under its heading with the
+/// prefixes searched, then passages of saved documents; one line an item, with where it lives.
+fn memory_block(
+    (hits, prefixes): (&[Recalled], &[String]),
+    (taught, lessons): (&[Recalled], &[String]),
+    passages: &[documents::Found],
+) -> String {
+    let mut text = String::new();
+    for (items, heading, searched) in [
+        (hits, "From your memory", prefixes),
+        (taught, "Lessons for your role", lessons),
+    ] {
+        if items.is_empty() {
+            continue;
+        }
+        text.push_str(&format!("{heading} ({}):\n", searched.join(", ")));
+        for h in items {
+            let item: String = readable(h).chars().take(ITEM_CHARS).collect();
+            text.push_str(&format!("- [{}] {item}\n", h.namespace));
+        }
+    }
+    if !passages.is_empty() {
+        text.push_str("From saved documents:\n");
+        for p in passages {
+            let item: String = p.text.chars().take(ITEM_CHARS).collect();
+            text.push_str(&format!(
+                "- [{}] {} (p. {}): {item}\n",
+                p.namespace, p.title, p.page
+            ));
+        }
+    }
+    text
 }
 
 #[cfg(test)]

@@ -30,8 +30,9 @@ use tokio_util::sync::{CancellationToken, DropGuard, WaitForCancellationFuture};
 use tracing::{debug, warn};
 
 use super::{
-    Endpoints, Refusal, ServerRefusal, cancel::select_for_cancel, cancel_goal_type_info, now_stamp,
-    rejections_qos,
+    Endpoints, Refusal, ServerRefusal,
+    cancel::{CancelCode, select_for_cancel},
+    cancel_goal_type_info, now_stamp, rejections_qos,
 };
 use crate::{
     interfaces::GoalRejection,
@@ -255,34 +256,7 @@ where
                 let (inner, what) = (i.clone(), what.clone());
                 async move {
                     let info = &req.message().goal_info;
-                    let (code, canceling) = {
-                        let mut goals = inner.goals.lock().expect("goal table lock");
-                        let (code, ids) = select_for_cancel(
-                            goals
-                                .iter()
-                                .map(|(id, e)| (*id, e.stamp, e.status))
-                                .collect::<Vec<_>>(),
-                            info.goal_id,
-                            info.stamp,
-                        );
-                        let canceling: Vec<GoalInfo> = ids
-                            .iter()
-                            .filter_map(|id| {
-                                let e = goals.get_mut(id)?;
-                                e.status = GoalStatus::Canceling;
-                                e.cancel.cancel();
-                                Some(GoalInfo {
-                                    goal_id: *id,
-                                    stamp: e.stamp,
-                                })
-                            })
-                            .collect();
-                        (code, canceling)
-                    };
-                    debug!(action = %inner.name, "cancel request: {} goal(s) canceling, code {code:?}", canceling.len());
-                    if !canceling.is_empty() {
-                        inner.status_changed();
-                    }
+                    let (code, canceling) = inner.cancel(info.goal_id, info.stamp);
                     let resp = CancelGoalServiceResponse {
                         return_code: code as i8,
                         goals_canceling: canceling,
@@ -292,39 +266,7 @@ where
             },
         );
 
-        // The status topic: one publisher task, so snapshots go out in order.
-        let i = Arc::downgrade(&inner);
-        let status_stop = stop.clone();
-        tokio::spawn(async move {
-            loop {
-                let Some(inner) = i.upgrade() else { break };
-                tokio::select! {
-                    _ = inner.status_dirty.notified() => {}
-                    _ = status_stop.cancelled() => break,
-                }
-                tokio::select! {
-                    _ = tokio::time::sleep(inner.opts.status_coalesce) => {}
-                    _ = status_stop.cancelled() => break,
-                }
-                inner.publish_status().await;
-            }
-        });
-
-        // Finished goals are forgotten once their retention has passed.
-        let i = Arc::downgrade(&inner);
-        let sweep_stop = stop.clone();
-        tokio::spawn(async move {
-            let period = Duration::from_secs(1);
-            loop {
-                tokio::select! {
-                    _ = tokio::time::sleep(period) => {}
-                    _ = sweep_stop.cancelled() => break,
-                }
-                let Some(inner) = i.upgrade() else { break };
-                inner.purge_expired();
-            }
-        });
-
+        spawn_upkeep(&inner, &stop);
         Ok((
             Self {
                 inner,
@@ -399,10 +341,85 @@ impl<A: ZAction> Drop for Reserved<'_, A> {
     }
 }
 
+/// The server's two background tasks, both ended by `stop` or when the server is gone: the
+/// status topic's publisher (one task, so snapshots go out in order) and the sweep that
+/// forgets finished goals once their retention has passed.
+fn spawn_upkeep<A: ZAction>(inner: &Arc<Inner<A>>, stop: &CancellationToken)
+where
+    A::Result: Default,
+{
+    // The status topic: one publisher task, so snapshots go out in order.
+    let i = Arc::downgrade(inner);
+    let status_stop = stop.clone();
+    tokio::spawn(async move {
+        loop {
+            let Some(inner) = i.upgrade() else { break };
+            tokio::select! {
+                _ = inner.status_dirty.notified() => {}
+                _ = status_stop.cancelled() => break,
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(inner.opts.status_coalesce) => {}
+                _ = status_stop.cancelled() => break,
+            }
+            inner.publish_status().await;
+        }
+    });
+
+    // Finished goals are forgotten once their retention has passed.
+    let i = Arc::downgrade(inner);
+    let sweep_stop = stop.clone();
+    tokio::spawn(async move {
+        let period = Duration::from_secs(1);
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(period) => {}
+                _ = sweep_stop.cancelled() => break,
+            }
+            let Some(inner) = i.upgrade() else { break };
+            inner.purge_expired();
+        }
+    });
+}
+
 impl<A: ZAction> Inner<A>
 where
     A::Result: Default,
 {
+    /// Marks the goals a cancel request names (by id, by stamp, or all) as canceling and
+    /// tells their tasks; returns the answer's code and the goals it names.
+    fn cancel(&self, goal_id: GoalId, stamp: Time) -> (CancelCode, Vec<GoalInfo>) {
+        let (code, canceling) = {
+            let mut goals = self.goals.lock().expect("goal table lock");
+            let (code, ids) = select_for_cancel(
+                goals
+                    .iter()
+                    .map(|(id, e)| (*id, e.stamp, e.status))
+                    .collect::<Vec<_>>(),
+                goal_id,
+                stamp,
+            );
+            let canceling: Vec<GoalInfo> = ids
+                .iter()
+                .filter_map(|id| {
+                    let e = goals.get_mut(id)?;
+                    e.status = GoalStatus::Canceling;
+                    e.cancel.cancel();
+                    Some(GoalInfo {
+                        goal_id: *id,
+                        stamp: e.stamp,
+                    })
+                })
+                .collect();
+            (code, canceling)
+        };
+        debug!(action = %self.name, "cancel request: {} goal(s) canceling, code {code:?}", canceling.len());
+        if !canceling.is_empty() {
+            self.status_changed();
+        }
+        (code, canceling)
+    }
+
     /// Decides a goal: accepted (`true`), or refused, with the refusal published first
     /// when this server publishes them.
     async fn decide(
