@@ -139,17 +139,20 @@ impl Extractor {
         let Some(namespace) = self.namespace(&event.actor) else {
             return Vec::new();
         };
+        // A record of the wrong shape teaches nothing, and says so.
+        let unreadable = |why: crate::protocol::ProtocolError| {
+            tracing::warn!("no facts from it: {why}");
+            Vec::new()
+        };
         let facts = match event.kind {
-            EventKind::ReplyDelivered => event
-                .payload::<ReplyDelivered>()
-                .map(|reply| bulletin_claims(&reply))
-                .unwrap_or_default(),
-            EventKind::ToolResult => event
-                .payload::<ToolRecord>()
-                .ok()
-                .and_then(tool_result)
-                .into_iter()
-                .collect(),
+            EventKind::ReplyDelivered => match event.payload::<ReplyDelivered>() {
+                Ok(reply) => bulletin_claims(&reply),
+                Err(why) => unreadable(why),
+            },
+            EventKind::ToolResult => match event.payload::<ToolRecord>() {
+                Ok(record) => tool_result(record).into_iter().collect(),
+                Err(why) => unreadable(why),
+            },
             _ => Vec::new(),
         };
         facts

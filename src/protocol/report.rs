@@ -1,10 +1,10 @@
-//! What an expert reports with its result (the `result_json` of `AolTask`): what its task
-//! spent against what it was allowed. The engine copies both into `task_delegated` and its
-//! own result.
+//! What a result reports beside its text (the `result_json` of `AolTask`): an expert's, what
+//! its task spent against what it was allowed ([`TaskReport`]); the engine's, each routed
+//! step's expert, status and spend ([`RunReport`]), built from its experts' reports.
 
 use serde::{Deserialize, Serialize};
 
-use super::ProtocolError;
+use super::{ProtocolError, TaskOutcome};
 
 /// An expert's report on its task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +43,44 @@ pub struct Allowed {
     pub max_cost_usd: Option<f64>,
     /// Seconds.
     pub task_secs: u64,
+}
+
+/// The engine's report on a task it routed: the expert of its last step, whether every step
+/// answered, and each step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// The node of the last step's expert process (empty when none ran).
+    pub expert: String,
+    /// The last step's expert (`<mesh>/<role>`).
+    pub domain: String,
+    /// Whether every routed step ran and answered.
+    pub answered: bool,
+    /// The steps that ran, in order.
+    pub steps: Vec<StepReport>,
+}
+
+/// One routed step of a task, as the engine reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepReport {
+    /// Its expert (`<mesh>/<role>`).
+    pub domain: String,
+    /// The node of its expert process (empty when none ran).
+    pub expert: String,
+    /// How it ended.
+    pub status: TaskOutcome,
+    /// What it spent, as its expert reported (none when it reported nothing).
+    pub spent: Option<Spent>,
+    /// What it was allowed, as its expert reported.
+    pub budget: Option<Allowed>,
+}
+
+impl RunReport {
+    /// As `result_json` carries it (sorted keys, as before it had a type).
+    pub fn to_json(&self) -> String {
+        serde_json::to_value(self)
+            .expect("a report serialises")
+            .to_string()
+    }
 }
 
 impl TaskReport {

@@ -178,6 +178,27 @@ enum Fault {
     Exited(String),
 }
 
+/// Why a server that was spawned did not become a client.
+#[derive(Debug, thiserror::Error)]
+enum NotStarted {
+    /// The MCP handshake failed.
+    #[error("the MCP handshake failed: {0}")]
+    Handshake(#[source] Box<rmcp::service::ClientInitializeError>),
+    /// Listing its tools failed.
+    #[error("listing its tools failed: {0}")]
+    ListTools(#[source] ServiceError),
+    /// It broke the protocol or stopped first.
+    #[error("{}", match .0 {
+        Some(Fault::Malformed(line)) => format!("it wrote a line that is not JSON-RPC: {line:?}"),
+        Some(Fault::Closed(d) | Fault::Exited(d)) => d.clone(),
+        None => "it stopped".to_string(),
+    })]
+    Fault(Option<Fault>),
+    /// No answer in time.
+    #[error("no answer to the MCP handshake within {} s", .0.as_secs())]
+    TimedOut(Duration),
+}
+
 /// The handle to one running server.
 pub struct McpClient {
     server: String,
@@ -463,28 +484,23 @@ impl McpClient {
             let service = config
                 .serve((rmcp_end, stdin))
                 .await
-                .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+                .map_err(|e| NotStarted::Handshake(Box::new(e)))?;
             let tools = service
                 .peer()
                 .list_all_tools()
                 .await
-                .map_err(|e| format!("listing its tools failed: {e}"))?;
-            Ok::<_, String>((service, tools))
+                .map_err(NotStarted::ListTools)?;
+            Ok::<_, NotStarted>((service, tools))
         };
         let outcome = tokio::select! {
             biased;
             f = fault_rx.wait_for(Option::is_some) => {
                 let fault = f.map(|f| f.clone()).ok().flatten();
-                Err(match fault {
-                    Some(Fault::Malformed(line)) => format!("it wrote a line that is not JSON-RPC: {line:?}"),
-                    Some(Fault::Closed(d) | Fault::Exited(d)) => d,
-                    None => "it stopped".to_string(),
-                })
+                Err(NotStarted::Fault(fault))
             }
-            r = tokio::time::timeout(start_timeout, handshake) => match r {
-                Ok(r) => r,
-                Err(_) => Err(format!("no answer to the MCP handshake within {} s", start_timeout.as_secs())),
-            },
+            r = tokio::time::timeout(start_timeout, handshake) => {
+                r.unwrap_or(Err(NotStarted::TimedOut(start_timeout)))
+            }
         };
         let tail = || {
             ring.lock()
@@ -497,7 +513,7 @@ impl McpClient {
                 process.kill_now();
                 // Let the stderr task catch the last words before reporting them.
                 tokio::task::yield_now().await;
-                return Err(start_failed(reason, tail()));
+                return Err(start_failed(reason.to_string(), tail()));
             }
         };
         let tools = tools.iter().map(LiveTool::listed).collect();

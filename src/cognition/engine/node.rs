@@ -4,6 +4,7 @@ use crate::protocol::payload::{
     ReplyDelivered, RouteMethod, RoutingContext, RoutingDecided, TaskDelegated, TaskJudged,
     TaskRejected,
 };
+use crate::protocol::report::{RunReport, StepReport};
 use crate::protocol::{Payload, TaskContext, TaskOutcome, TaskReport};
 use crate::spine::control::lifecycle::RunError;
 use crate::tools::CallerKey;
@@ -492,17 +493,22 @@ impl EngineDeps {
             } else {
                 last.error.clone()
             },
-            result_json: serde_json::json!({
-                "expert": last.expert_node,
-                "domain": last.domain,
-                "answered": all_answered,
-                "steps": steps.iter().map(|s| serde_json::json!({
-                    "domain": s.domain, "expert": s.expert_node, "status": s.result_status,
-                    "spent": s.report.as_ref().map(|r| r.spent),
-                    "budget": s.report.as_ref().map(|r| r.budget),
-                })).collect::<Vec<_>>(),
-            })
-            .to_string(),
+            result_json: RunReport {
+                expert: last.expert_node.clone(),
+                domain: last.domain.clone(),
+                answered: all_answered,
+                steps: steps
+                    .iter()
+                    .map(|s| StepReport {
+                        domain: s.domain.clone(),
+                        expert: s.expert_node.clone(),
+                        status: s.result_status,
+                        spent: s.report.as_ref().map(|r| r.spent),
+                        budget: s.report.as_ref().map(|r| r.budget),
+                    })
+                    .collect(),
+            }
+            .to_json(),
         };
         match status {
             GoalStatus::Succeeded => handle.succeed(result).await,
