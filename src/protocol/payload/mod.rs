@@ -2,10 +2,12 @@
 //! event as its kind's type or says why it cannot. Writers build these types and readers read
 //! them, so the compiler checks both ends of every event.
 //!
-//! A struct keeps what it does not name in `rest`, so an event written by a newer process
-//! (or carrying a delivery channel's own fields) is read without loss and written back as it
-//! was: payloads go on the log as JSON objects with sorted keys, which is what
-//! `serde_json::to_value` makes of these structs.
+//! Payloads go on the log as JSON objects with sorted keys, which is what
+//! [`Payload::to_value`] makes of these types, so a payload read and written again is the
+//! same bytes (`tests/spine/protocol_golden.rs` holds a recorded event of every kind to
+//! that). The types of kinds whose writers add fields of their own (a delivery channel's, a
+//! fact's origin) keep what they do not name in `rest`; the others name every field their
+//! writer writes, and a field added later is optional, so older events still read.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
