@@ -113,40 +113,7 @@ fn descriptor_of(
             bad("`transport` is missing".to_string(), "transport", sink);
             None
         }
-        Some("local") => {
-            if raw.service.is_some() {
-                bad(
-                    "`service` is for remote servers".to_string(),
-                    "service",
-                    sink,
-                );
-            }
-            let command = raw.command.as_deref().map(str::trim).unwrap_or("");
-            if command.is_empty() {
-                bad(
-                    "a local server needs `command`".to_string(),
-                    "command",
-                    sink,
-                );
-            }
-            let args = raw.args.clone().unwrap_or_default();
-            for a in &args {
-                if super::portable_secret(a) {
-                    bad(
-                        "an argument looks like an inline secret; pass it through `env` as a reference".to_string(),
-                        "args",
-                        sink,
-                    );
-                }
-            }
-            let env = raw.env.clone().unwrap_or_default();
-            check_env(&env, &format!("{field}.env"), doc, sink);
-            Some(ServerDescriptor::Local {
-                command: command.to_string(),
-                args,
-                env,
-            })
-        }
+        Some("local") => Some(local_descriptor(name, raw, doc, sink)),
         Some("native") => {
             for (present, key) in [
                 (raw.command.is_some(), "command"),
@@ -196,12 +163,7 @@ fn descriptor_of(
                 }
             }
             let service = raw.service.clone().unwrap_or_default();
-            let valid = service.starts_with('/')
-                && service.len() > 1
-                && service[1..].split('/').all(|t| {
-                    !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                });
-            if !valid {
+            if !is_service_name(&service) {
                 bad(
                     "a remote server needs `service`, a ROS service name such as `/iron/tools/search`".to_string(),
                     "service",
@@ -221,6 +183,61 @@ fn descriptor_of(
             None
         }
     }
+}
+
+/// A local server's descriptor: its command (required), arguments (no inline secret) and
+/// environment (references, checked), each fault said to `sink`.
+fn local_descriptor(
+    name: &str,
+    raw: &RawServer,
+    doc: &Document,
+    sink: &mut Sink,
+) -> ServerDescriptor {
+    let field = format!("servers.{name}");
+    let bad = |what: String, key: &str, sink: &mut Sink| malformed(name, key, what, doc, sink);
+    if raw.service.is_some() {
+        bad(
+            "`service` is for remote servers".to_string(),
+            "service",
+            sink,
+        );
+    }
+    let command = raw.command.as_deref().map(str::trim).unwrap_or("");
+    if command.is_empty() {
+        bad(
+            "a local server needs `command`".to_string(),
+            "command",
+            sink,
+        );
+    }
+    let args = raw.args.clone().unwrap_or_default();
+    for a in &args {
+        if super::portable_secret(a) {
+            bad(
+                "an argument looks like an inline secret; pass it through `env` as a reference"
+                    .to_string(),
+                "args",
+                sink,
+            );
+        }
+    }
+    let env = raw.env.clone().unwrap_or_default();
+    check_env(&env, &format!("{field}.env"), doc, sink);
+    ServerDescriptor::Local {
+        command: command.to_string(),
+        args,
+        env,
+    }
+}
+
+/// Whether `service` is an absolute ROS service name (`/iron/tools/search`): slash-separated
+/// tokens of letters, digits and `_`.
+fn is_service_name(service: &str) -> bool {
+    service.starts_with('/')
+        && service.len() > 1
+        && service[1..]
+            .split('/')
+            .all(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
 }
 
 /// The tools server `name` declares, each with the effect its name and annotation give.

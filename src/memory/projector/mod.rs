@@ -394,39 +394,49 @@ pub async fn run<L: EventLog>(
             match stop {
                 None => {}
                 Some(Stop::Gap { expected, found }) => {
-                    // Redeliveries can arrive after newer messages. Ask the log whether the
-                    // missing sequences exist: if they do, project them from it; if not, stop.
-                    let fill = deps
-                        .log
-                        .read(
-                            &deps.stream,
-                            &deps.filter_subject,
-                            expected,
-                            (found - expected) as usize,
-                        )
-                        .await?;
-                    let contiguous = fill.len() as u64 == found - expected
-                        && fill.iter().zip(expected..).all(|(m, seq)| m.seq == seq);
-                    if !contiguous {
-                        return Err(record_stop(&deps, Stop::Gap { expected, found }).await);
-                    }
-                    tracing::info!(
-                        expected,
-                        found,
-                        "projector: delivery out of order, filled from the log"
-                    );
-                    let (filled, stop, last) =
-                        apply_blocking(&conn, &path, &deps.stream, &fill).await?;
-                    last_seq = last;
-                    if let Some(stop) = stop {
-                        return Err(record_stop(&deps, stop).await);
-                    }
-                    debug_assert_eq!(filled, fill.len());
+                    last_seq = fill_gap(&deps, &conn, &path, expected, found).await?;
                 }
                 Some(stop) => return Err(record_stop(&deps, stop).await),
             }
         }
     }
+}
+
+/// Sequences `expected..found` were not delivered before `found`. Redeliveries can arrive after
+/// newer messages, so the log is asked whether they exist: if they do, they are projected
+/// from it (the last sequence written is returned); if not, the projector stops, recorded.
+async fn fill_gap<L: EventLog>(
+    deps: &ProjectorDeps<L>,
+    conn: &std::sync::Arc<std::sync::Mutex<Connection>>,
+    path: &Path,
+    expected: u64,
+    found: u64,
+) -> Result<u64, ProjectorError> {
+    let fill = deps
+        .log
+        .read(
+            &deps.stream,
+            &deps.filter_subject,
+            expected,
+            (found - expected) as usize,
+        )
+        .await?;
+    let contiguous = fill.len() as u64 == found - expected
+        && fill.iter().zip(expected..).all(|(m, seq)| m.seq == seq);
+    if !contiguous {
+        return Err(record_stop(deps, Stop::Gap { expected, found }).await);
+    }
+    tracing::info!(
+        expected,
+        found,
+        "projector: delivery out of order, filled from the log"
+    );
+    let (filled, stop, last) = apply_blocking(conn, path, &deps.stream, &fill).await?;
+    if let Some(stop) = stop {
+        return Err(record_stop(deps, stop).await);
+    }
+    debug_assert_eq!(filled, fill.len());
+    Ok(last)
 }
 
 /// Starts writing `messages` on a blocking thread at once; the returned future is its outcome.
