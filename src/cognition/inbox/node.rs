@@ -1,9 +1,7 @@
 //! The inbox as a managed node.
 
-use crate::protocol::Payload;
-use crate::protocol::TaskContext;
-use crate::protocol::payload::DeadLetter;
-use crate::protocol::payload::{ChatTurn, ReplyDelivered, TaskJudged, TaskRejected};
+use crate::protocol::payload::{ChatTurn, DeadLetter, ReplyDelivered, TaskJudged, TaskRejected};
+use crate::protocol::{Payload, TaskContext};
 use crate::spine::control::lifecycle::RunError;
 use std::{
     sync::{Arc, Mutex},
