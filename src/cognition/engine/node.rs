@@ -601,9 +601,6 @@ impl EngineDeps {
             }),
             Err(_) => None,
         };
-        let report_part = |part: fn(&TaskReport) -> serde_json::Value| {
-            report.as_ref().map_or(serde_json::Value::Null, part)
-        };
         let delegated_id = self
             .record(
                 part,
@@ -613,8 +610,8 @@ impl EngineDeps {
                     expert: expert_node.clone(),
                     status: format!("{status:?}").to_lowercase(),
                     error: error.clone(),
-                    spent: report_part(|r| serde_json::json!(r.spent)),
-                    budget: report_part(|r| serde_json::json!(r.budget)),
+                    spent: report.as_ref().map(|r| r.spent),
+                    budget: report.as_ref().map(|r| r.budget),
                     rest: Map::new(),
                 },
                 routed.as_ref(),

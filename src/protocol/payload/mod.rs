@@ -32,6 +32,7 @@ pub use workspace::{
 };
 
 use super::ProtocolError;
+use super::report::{Allowed, Spent};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 
@@ -196,10 +197,10 @@ pub struct TaskDelegated {
     pub status: String,
     /// Why it could not run, when it could not.
     pub error: String,
-    /// What it spent, as it reported it.
-    pub spent: Value,
+    /// What it spent, as it reported it (none when it reported nothing).
+    pub spent: Option<Spent>,
     /// Its budget, as it reported it.
-    pub budget: Value,
+    pub budget: Option<Allowed>,
     /// Fields this version does not name.
     #[serde(flatten)]
     pub rest: Map<String, Value>,

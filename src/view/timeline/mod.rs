@@ -477,8 +477,10 @@ mod tests {
                 "engine",
                 EventKind::TaskDelegated,
                 json!({"task_id": "abc1", "domain": "news/desk", "expert": "/iron/x",
-                       "status": "succeeded", "error": "", "spent": {"secs": 1.5},
-                       "budget": {}}),
+                       "status": "succeeded", "error": "",
+                       "spent": {"model_calls": 1, "input_tokens": 10, "output_tokens": 4,
+                                 "cost_usd": 0.01, "secs": 1.5},
+                       "budget": null}),
             ),
             event(
                 "abc1",

@@ -149,7 +149,7 @@ pub(super) fn describe(e: &Envelope) -> (&'static str, String) {
             )
         }),
         EventKind::TaskDelegated => read(e, "ran", |d: TaskDelegated| {
-            let secs = d.spent.get("secs").and_then(|s| s.as_f64()).unwrap_or(0.0);
+            let secs = d.spent.map_or(0.0, |s| s.secs);
             let error = if d.error.is_empty() {
                 String::new()
             } else {
