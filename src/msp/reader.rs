@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use hiroz::{Builder, node::ZNode};
-use serde::Serialize;
 
 use crate::protocol::payload::{ReadOutcome, SourceRead};
 
@@ -27,20 +26,17 @@ pub const MAX_CHARS: u32 = 6_000;
 const DISCOVERY: Duration = Duration::from_secs(3);
 
 /// What reading one source gave.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Its state.
     Read {
         /// The state.
-        #[serde(skip)]
         text: String,
         /// Items in it.
         items: u32,
         /// When the source refreshed it (Unix ms).
         updated_at_ms: i64,
         /// The source's own note on its last refresh (a feed that failed …).
-        #[serde(skip_serializing_if = "String::is_empty")]
         warning: String,
     },
     /// Not listed in the phone book.
@@ -53,15 +49,13 @@ pub enum Outcome {
 }
 
 /// One granted source and what reading it gave.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reading {
     /// Source name.
     pub source: String,
     /// What it shows (from AEM.md).
-    #[serde(skip)]
     pub description: String,
     /// The outcome.
-    #[serde(flatten)]
     pub outcome: Outcome,
 }
 
@@ -266,7 +260,9 @@ mod tests {
             block.contains("### harbour\nUnavailable: every feed fails (1 listed); nothing can be shown:\nfailing · h.xml (h.txt:1): not found\nNothing can be known"),
             "{block}"
         );
-        let summary = serde_json::to_value(&readings).unwrap();
+        // What the log records of them (`perception_read`): the outcome, never the text.
+        let recorded: Vec<SourceRead> = readings.iter().map(Reading::record).collect();
+        let summary = serde_json::to_value(&recorded).unwrap();
         assert_eq!(summary[0]["status"], "read");
         assert_eq!(summary[0]["items"], 1);
         assert!(summary[0].get("text").is_none());
