@@ -246,7 +246,7 @@ pub(super) fn cross_check_batch(
         }
         let verb = by_count(deniers.len().max(1), "reports", "report");
         let reason = format!(
-            "contradicted: {} {verb} it otherwise (another winner, figure or role)",
+            "contradicted: {} {verb} it otherwise (another winner, figure, role or later state)",
             names(&deniers)
         );
         Verdict {

@@ -26,8 +26,8 @@ pub(super) struct Features {
     pub(super) strong_names: BTreeSet<String>,
     pub(super) mentions: BTreeSet<String>,
     pub(super) title_stems: Vec<String>,
-    /// The title's nouns, for telling two things in swapped roles ([`frame::noun_role_swap`]).
-    title_nouns: frame::TitleNouns,
+    /// Who may act on whom in the title ([`frame::role_swap`], [`frame::noun_role_swap`]).
+    actors: frame::Actors,
     /// Which words of the title are written as names ([`frame::capitalised`]).
     pub(super) title_capitals: Vec<bool>,
     /// The title's names as runs of words ([`name_runs`]), for [`Features::named_apart`].
@@ -138,8 +138,8 @@ impl Features {
         let title_stems = frame::title_stems(&report.title);
         let title_capitals = frame::capitalised(&report.title);
         let name_runs = name_runs(&title_stems, &title_capitals, &name_list);
-        let title_nouns = frame::TitleNouns::of(&title_stems, &name_list);
-        let contest = frame::contest(&title_stems, &name_list);
+        let actors = frame::Actors::of(&report.title, lexicon);
+        let contest = actors.contest();
         let all_figures = frame::figures(&format!("{}\n{}", report.title, report.summary));
         let mut anchors: BTreeSet<String> = lexicon
             .names(&report.summary)
@@ -171,7 +171,7 @@ impl Features {
             name_list,
             mentions,
             title_stems,
-            title_nouns,
+            actors,
             name_runs,
             title_capitals,
             contest,
@@ -199,8 +199,21 @@ impl Features {
             || matches!((&self.state, &other.state), (Some(x), Some(y)) if frame::states_oppose(x, y))
     }
 
+    /// Whether one headline tells a later moment of what the other tells ([`frame::later_than`])
+    /// about the same thing (water restored is no later moment of a power cut): one event at
+    /// two times, never one claim, the later report denying nothing.
+    pub(super) fn updates(&self, other: &Features) -> bool {
+        let later = |a: &Features, b: &Features| {
+            a.state
+                .as_ref()
+                .is_some_and(|s| frame::later_than(s, b.state.as_ref()))
+        };
+        (later(self, other) || later(other, self)) && !self.objects_differ(other)
+    }
+
     /// How the frames say different things, if they do: each title names someone or somewhere
-    /// the other report never mentions, different figures of one kind, or swapped roles.
+    /// the other report never mentions, a later state, different figures of one kind, one
+    /// template about another thing, or swapped roles.
     pub(super) fn conflict(&self, other: &Features) -> Option<Conflict> {
         if frame::names_conflict(
             &self.name_list,
@@ -209,6 +222,8 @@ impl Features {
             &other.mentions,
         ) {
             Some(Conflict::Names)
+        } else if self.updates(other) {
+            Some(Conflict::Update)
         } else if frame::figures_conflict(
             &self.title_figures,
             &self.all_figures,
@@ -226,20 +241,8 @@ impl Features {
         {
             Some(Conflict::Substitution)
         } else if frame::contests_conflict(&self.contest, &other.contest)
-            || frame::role_swap(
-                &self.title_stems,
-                &self.name_list,
-                &other.title_stems,
-                &other.name_list,
-            )
-            || frame::noun_role_swap(
-                &self.title_stems,
-                &self.name_list,
-                &self.title_nouns,
-                &other.title_stems,
-                &other.name_list,
-                &other.title_nouns,
-            )
+            || frame::role_swap(&self.actors, &other.actors)
+            || frame::noun_role_swap(&self.actors, &other.actors)
         {
             Some(Conflict::Roles)
         } else {
@@ -371,6 +374,8 @@ pub(super) enum Conflict {
     Names,
     Figures,
     Roles,
+    /// One headline tells a later state of what the other tells ([`Features::updates`]).
+    Update,
 }
 
 /// A figure as an anchor: its value, with its kind where the kind is read for certain (a share,

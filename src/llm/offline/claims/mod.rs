@@ -36,9 +36,13 @@
 //! report agreeing with it. Independence is by owner only (trimmed, lowercased; a blank owner
 //! never counts).
 //!
+//! Updates. A headline that tells a state as following its opposite ("bypass reopens", "open
+//! again", "teenager found safe", "lifts off after delay") is a later moment of the event: never
+//! in one claim with a report of the earlier state, and no denial of it ([`frame::later_than`]).
+//!
 //! Rivals. A claim whose frame conflicts with another claim about the same subject (a shared
-//! name, close in time, alike in words: another winner, figure or role) is contradicted by it
-//! ([`cross_check_all`]). When unclear, not confirmed: a confirmed claim beside a report of
+//! name, close in time, alike in words: another winner, figure, role or later state) is
+//! contradicted by it ([`cross_check_all`]). When unclear, not confirmed: a confirmed claim beside a report of
 //! another owner on the same subject that was not grouped with it is single-source (the judge
 //! cannot tell a paraphrase it missed from a denial it cannot read). [`enforce`] has the last
 //! word on every verdict.
@@ -46,7 +50,9 @@
 //! Limits. English headlines; no parser, so roles are positions around a verb and converse
 //! verbs ("X beats Y" / "Y loses to X") read as a swap (a split, never a merge). Paraphrases
 //! that share neither words nor names and figures stay apart. Updated figures ("toll rises to
-//! 15") read as rival accounts: safe, but noisy. A denial must share distinctive words with its
+//! 15") and later states read as rival accounts: safe, but noisy (a closure that a report from
+//! another owner says has ended is not confirmed). A state on none of the frame's oppositions
+//! ("bridge carries traffic") is not read at all. A denial must share distinctive words with its
 //! claim ("Authority denies closure" alone attaches to nothing). IDF and names come from the
 //! batch, so a pair can group differently in another batch, and a claim id changes if an
 //! earlier report joins later. Every pair of a batch is compared (on every core), so the cost
@@ -449,8 +455,9 @@ impl<'a> Batch<'a> {
         // The frames last: comparing them costs the most.
         match self.conflict(i, j) {
             // Swapped roles are another claim whatever the stance: "X has not sued Y" denies
-            // "X sues Y", not "Y sues X".
-            Some(Conflict::Roles) => true,
+            // "X sues Y", not "Y sues X". A later state is another moment: "bypass reopens"
+            // does not deny "bypass closed".
+            Some(Conflict::Roles | Conflict::Update) => true,
             Some(_) => !opposes,
             None => false,
         }
@@ -498,13 +505,14 @@ impl<'a> Batch<'a> {
 
     /// Whether reports `i` and `j` are plainly about different subjects: another place or
     /// person each side never mentions, another object, another kind of happening (a closure,
-    /// an evacuation, a fire), or one headline template about two things ("Quay Street depot
-    /// closed" / "Quay Street tunnel closed").
+    /// an evacuation, a fire; but "running as normal" may answer any of them), or one headline
+    /// template about two things ("Quay Street depot closed" / "Quay Street tunnel closed").
     fn apart(&self, i: usize, j: usize) -> bool {
         let (a, b) = (&self.features[i], &self.features[j]);
+        let status_quo = a.title_cues.status_quo || b.title_cues.status_quo;
         frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions)
             || disjoint(&a.objects, &b.objects)
-            || disjoint(&a.events, &b.events)
+            || (disjoint(&a.events, &b.events) && !status_quo)
             || self.conflict(i, j) == Some(Conflict::Substitution)
     }
 

@@ -147,7 +147,6 @@ fn denials_and_opposite_states_are_never_confirmed() {
         "authority | Authority: harbour bridge remains open",
         "authority | Bridge closure reports 'untrue', says authority",
         "authority | Harbour bridge will not close, authority says",
-        "council | Harbour bridge reopened after inspection",
     ];
     for denier in deniers {
         let closed = "wire | Harbour bridge closed for inspection";
@@ -160,6 +159,38 @@ fn denials_and_opposite_states_are_never_confirmed() {
             (Contradicted, &["c".to_string()][..])
         );
     }
+}
+
+#[test]
+fn a_later_state_is_its_own_claim_and_withholds_confirmation() {
+    let closed = [
+        "wire | Harbour bridge closed for inspection",
+        "radio | Harbour bridge shut for inspection",
+    ];
+    for later in [
+        "council | Harbour bridge reopened after inspection",
+        "council | Harbour bridge open again",
+        "council | Harbour bridge carries traffic after a closure",
+    ] {
+        let reports = batch(&[closed[0], closed[1], later]);
+        let verdicts = newsroom(&reports);
+        assert_eq!(verdicts.len(), 2, "{later}: {verdicts:#?}");
+        let closure = holding(&verdicts, "a");
+        assert_eq!(closure.supporting, ["a", "b"], "{later}");
+        assert_eq!(
+            (closure.status, closure.denying.as_slice()),
+            (Contradicted, &["c".to_string()][..]),
+            "{later}"
+        );
+        assert_ne!(holding(&verdicts, "c").status, Confirmed, "{later}");
+    }
+    // Running as usual, with no word of a change, still denies the closure.
+    let usual = batch(&[
+        closed[0],
+        closed[1],
+        "council | Harbour bridge traffic running as usual",
+    ]);
+    assert_eq!(newsroom(&usual).len(), 1);
 }
 
 #[test]

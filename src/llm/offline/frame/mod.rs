@@ -22,7 +22,12 @@
 //! - **States** ([`state`]): a few general oppositions (running/disrupted, rising/falling,
 //!   intact/broken, held/released, leaving/staying), each with the words before it in its clause as its subject. Two reports
 //!   oppose when they put one subject in opposite states: "Ferries operating as usual" against
-//!   "Ferry services suspended", with no cue word.
+//!   "Ferry services suspended", with no cue word. A state told as following its opposite
+//!   ("reopens", "open again", "missing ... found", "lifts off after a delay") is a later moment
+//!   ([`later_than`]), which opposes nothing earlier.
+//! - **Actors** ([`Actors`]): roles are read from a headline without a trailing attribution
+//!   ("…, Dalby says" names who speaks, not who acts), and a verb phrase never crosses a clause
+//!   ("bank raid: gunman escapes").
 //!
 //! Limits. English headlines only; no parser, so a role is a position around a shared verb, and
 //! a state's subject is what precedes it in its clause. Lower-case names ("port authority") are
@@ -243,10 +248,9 @@ mod state;
 
 pub use figures::{FigureKind, Figures, figures, figures_conflict};
 pub use roles::{
-    Contest, TitleNouns, contest, contests_conflict, exclusive_qualifiers, noun_role_swap,
-    role_swap,
+    Actors, Contest, contest, contests_conflict, exclusive_qualifiers, noun_role_swap, role_swap,
 };
-pub use state::{State, state, states_oppose};
+pub use state::{State, later_than, state, states_oppose};
 
 #[cfg(test)]
 mod tests;

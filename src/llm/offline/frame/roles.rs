@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::super::text::{self, stem};
-use super::Name;
+use super::{Lexicon, Name, cased_words};
 
 /// The most content words between two names that [`role_swap`] reads as one verb phrase.
 const MAX_VERB_WORDS: usize = 3;
@@ -45,28 +45,26 @@ fn same_verb(a: &str, b: &str) -> bool {
     a == b || (a.len().min(b.len()) >= 4 && (a.starts_with(b) || b.starts_with(a)))
 }
 
-/// Whether the titles (their [`super::title_stems`]) put two shared names in opposite roles around the same verb (see the
-/// module docs). `names_*` are [`super::Lexicon::names`] of the titles.
-pub fn role_swap(
-    words_a: &[String],
-    names_a: &[Name],
-    words_b: &[String],
-    names_b: &[Name],
-) -> bool {
+/// Whether two headlines put two shared names in opposite roles (see the module docs): around
+/// one verb, order against voice decides; around two, the order too, when both headlines open
+/// with one of the names and a short verb phrase joins them in one clause.
+pub fn role_swap(a: &Actors, b: &Actors) -> bool {
     let position = |names: &[Name], n: &str| names.iter().find(|m| m.stem == n).map(|m| m.position);
+    let face = stem("faces");
     let between = |words: &[String], i: usize, j: usize| -> Vec<String> {
         words[i.min(j) + 1..i.max(j)].to_vec()
     };
-    for (x, a) in names_a.iter().enumerate() {
-        for b in &names_a[x + 1..] {
-            let (ia, xa, ja, ya) = (&a.position, &a.stem, &b.position, &b.stem);
+    let (names_a, names_b) = (&a.names, &b.names);
+    for (x, first) in names_a.iter().enumerate() {
+        for second in &names_a[x + 1..] {
+            let (ia, xa, ja, ya) = (first.position, &first.stem, second.position, &second.stem);
             if xa == ya {
                 continue;
             }
             let (Some(ib), Some(jb)) = (position(names_b, xa), position(names_b, ya)) else {
                 continue;
             };
-            let (in_a, in_b) = (between(words_a, *ia, *ja), between(words_b, ib, jb));
+            let (in_a, in_b) = (between(&a.words, ia, ja), between(&b.words, ib, jb));
             // The words between that are neither function words nor names: the verb, if any.
             let content = |ws: &[String], names: &[Name]| -> Vec<String> {
                 let name = |w: &String| names.iter().any(|n| &n.stem == w);
@@ -81,14 +79,15 @@ pub fn role_swap(
             }
             let shared_verb = verbs_a
                 .iter()
-                .any(|a| verbs_b.iter().any(|b| same_verb(a, b)));
-            let passive = |ws: &[String]| ws.iter().any(|w| w == "by");
+                .any(|x| verbs_b.iter().any(|y| same_verb(x, y)));
+            // "By" turns the order round, and so does "faces" before the other's name: "X faces
+            // Y lawsuit" is Y suing X.
+            let passive = |ws: &[String]| ws.iter().any(|w| w == "by" || *w == face);
             let (reversed, one_passive) =
                 ((ib > jb) != (ia > ja), passive(&in_a) != passive(&in_b));
-            // Around one verb, order against voice decides. Around two verbs, the order alone
-            // when both headlines open with one of the two and a short verb phrase joins them:
-            // "X to buy Y" and "Y to acquire X" swap, and so (a split, never a false merge) do
-            // converse pairs such as "X beats Y" and "Y loses to X".
+            // Around two verbs: "X to buy Y" and "Y to acquire X" swap, "X sues Y" and "X faces
+            // Y lawsuit" swap, and so (a split, never a false merge) do converse pairs such as
+            // "X beats Y" and "Y loses to X".
             let short = |verbs: &[String]| verbs.len() <= MAX_VERB_WORDS;
             // A headline opens with a name when only names and function words come before it
             // ("The Hollow Pines will ...", "Mariel Estrada to ...").
@@ -96,16 +95,17 @@ pub fn role_swap(
                 let name = |w: &String| names.iter().any(|n| &n.stem == w);
                 words[..at].iter().all(|w| text::is_plain(w) || name(w))
             };
-            let opens = leads(words_a, names_a, *ia.min(ja)) && leads(words_b, names_b, ib.min(jb));
+            let phrase = |actors: &Actors, i: usize, j: usize| {
+                leads(&actors.words, &actors.names, i.min(j)) && actors.one_clause(i, j)
+            };
             let swapped = match shared_verb {
                 true => reversed != one_passive,
                 false => {
-                    reversed
-                        && opens
+                    reversed != one_passive
+                        && phrase(a, ia, ja)
+                        && phrase(b, ib, jb)
                         && short(&verbs_a)
                         && short(&verbs_b)
-                        && !passive(&in_a)
-                        && !passive(&in_b)
                 }
             };
             if swapped {
@@ -116,16 +116,48 @@ pub fn role_swap(
     false
 }
 
-/// The nouns of a title that [`noun_role_swap`] compares, each with its position: content
-/// words of three letters or more, used once, that the batch does not write as a strong name
-/// (a headline's unknown first word is a weak name; "Tanker" opening one is still the noun
-/// another writes in lower case). Read once per report, as every pair of reports asks.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TitleNouns(BTreeMap<String, usize>);
+/// Reporting verbs (compared by [`stem`]): a trailing clause with one of them says who speaks,
+/// not who acts ("…, Dalby says", "…, says Marlin Biotech", "…, study finds").
+const REPORTING: &str = "say says said tell told report find found suggest conclude confirm \
+    claim warn announce";
+/// The most words of a trailing attribution.
+const MAX_ATTRIBUTION_WORDS: usize = 6;
 
-impl TitleNouns {
-    /// The nouns of the title `words`, its names being `names`.
-    pub fn of(words: &[String], names: &[Name]) -> Self {
+/// `title` without a trailing attribution after its last comma (see [`REPORTING`]).
+fn without_attribution(title: &str) -> &str {
+    let Some((head, tail)) = title.rsplit_once(',') else {
+        return title;
+    };
+    let words = text::tokenize(tail);
+    let reporting = |w: &String| REPORTING.split_whitespace().any(|r| stem(r) == stem(w));
+    match words.len() <= MAX_ATTRIBUTION_WORDS && words.iter().any(reporting) {
+        true => head,
+        false => title,
+    }
+}
+
+/// Who may act on whom in a headline, read once per report for [`role_swap`],
+/// [`noun_role_swap`] and [`contest`]: its words ([`super::title_stems`]) and names
+/// ([`super::Lexicon::names`]) up to a trailing attribution, the clause of each word (after
+/// `:`, `;`, a dash...: a verb phrase never crosses one, "bank raid: gunman escapes"), and its
+/// nouns: content words of three letters or more, used once, that the batch does not write as
+/// a strong name (a headline's unknown first word is a weak name; "Tanker" opening one is
+/// still the noun another writes in lower case).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Actors {
+    words: Vec<String>,
+    names: Vec<Name>,
+    clause: Vec<usize>,
+    nouns: BTreeMap<String, usize>,
+}
+
+impl Actors {
+    /// The actors of `title`, its names read with `lexicon`.
+    pub fn of(title: &str, lexicon: &Lexicon) -> Self {
+        let title = without_attribution(title);
+        let cased = cased_words(title);
+        let names = lexicon.names(title);
+        let words: Vec<String> = cased.iter().map(|w| w.stem.clone()).collect();
         let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
         for (i, w) in words.iter().enumerate() {
             let named = names.iter().any(|n| &n.stem == w && n.strong);
@@ -134,44 +166,71 @@ impl TitleNouns {
             }
         }
         let once = seen.into_iter().filter(|(_, (_, n))| *n == 1);
-        Self(once.map(|(w, (i, _))| (w, i)).collect())
+        let clause = cased
+            .iter()
+            .scan(0, |n, w| {
+                *n += usize::from(w.opens);
+                Some(*n)
+            })
+            .collect();
+        Self {
+            nouns: once.map(|(w, (i, _))| (w, i)).collect(),
+            words,
+            names,
+            clause,
+        }
+    }
+
+    /// Who won and who lost, by the headline ([`contest`]).
+    pub fn contest(&self) -> Contest {
+        contest(&self.words, &self.names)
+    }
+
+    /// Whether words `i` and `j` are in one clause.
+    fn one_clause(&self, i: usize, j: usize) -> bool {
+        self.clause.get(i) == self.clause.get(j)
     }
 }
 
 /// Whether the titles put two things named by common nouns in opposite roles, each headline
-/// opening with one of them and joining it to the other by its own short verb phrase: "Tanker
-/// strikes ferry" and "Ferry rams tanker". A noun is a content word each title uses once that
-/// the batch does not write as a name (names are [`role_swap`]'s). Only different verbs count, and never a passive
-/// `by`: one verb read backwards ("Bridge closed after crash", "Crash closes bridge") is as
-/// often the same report in another voice as a swap.
-pub fn noun_role_swap(
-    words_a: &[String],
-    names_a: &[Name],
-    in_a: &TitleNouns,
-    words_b: &[String],
-    names_b: &[Name],
-    in_b: &TitleNouns,
-) -> bool {
-    let (in_a, in_b) = (&in_a.0, &in_b.0);
-    let shared: Vec<(&String, usize, usize)> = in_a
+/// opening with one of them and joining it to the other by a short verb phrase: "Tanker strikes
+/// ferry" and "Ferry rams tanker". A noun is a content word each title uses once that the
+/// batch does not write as a name (names are [`role_swap`]'s). One verb counts only when the
+/// phrase is word for word the same, and then names may come before the first noun ("Fan
+/// charged with assaulting Pennick winger" / "Pennick winger charged with assaulting fan"); a
+/// passive `by` never does: one verb read backwards ("Bridge closed after crash", "Crash
+/// closes bridge") is as often the same report in another voice as a swap.
+pub fn noun_role_swap(a: &Actors, b: &Actors) -> bool {
+    let shared: Vec<(&String, usize, usize)> = a
+        .nouns
         .iter()
-        .filter_map(|(w, i)| in_b.get(w).map(|j| (w, *i, *j)))
+        .filter_map(|(w, i)| b.nouns.get(w).map(|j| (w, *i, *j)))
         .collect();
     // The title opens with the first noun of the pair (only function words before it, no
-    // name: "Corriemore coast braces for…" is about Corriemore), and between the two comes a
-    // short verb phrase.
-    let verbs = |words: &[String], names: &[Name], from: usize, to: usize, pair: [&String; 2]| {
+    // name: "Corriemore coast braces for…" is about Corriemore, unless the verb phrases are one),
+    // and between the two comes a short verb phrase.
+    let verbs = |actors: &Actors, from: usize, to: usize, pair: [&String; 2]| {
+        let (words, names) = (&actors.words, &actors.names);
         let content = |w: &String| !text::is_plain(w) && !names.iter().any(|n| &n.stem == w);
-        let opens = words[..from].iter().all(|w| text::is_plain(w));
-        if !opens || words[from + 1..to].iter().any(|w| w == "by") {
+        // Only names before it, or nothing but function words ("plain"); one clause.
+        if !words[..from].iter().all(|w| !content(w))
+            || words[from + 1..to].iter().any(|w| w == "by")
+            || !actors.one_clause(from, to)
+        {
             return None;
         }
-        let between: Vec<String> = words[from + 1..to]
-            .iter()
+        let plain = words[..from].iter().all(|w| text::is_plain(w));
+        let phrase = || {
+            words[from + 1..to]
+                .iter()
+                .filter(|w| !names.iter().any(|n| &n.stem == *w))
+        };
+        let between: Vec<String> = phrase()
             .filter(|w| content(w) && !pair.contains(w))
             .cloned()
             .collect();
-        (!between.is_empty() && between.len() <= MAX_VERB_WORDS).then_some(between)
+        let whole: Vec<String> = phrase().cloned().collect();
+        (!between.is_empty() && between.len() <= MAX_VERB_WORDS).then_some((between, whole, plain))
     };
     for (k, (x, xa, xb)) in shared.iter().enumerate() {
         for (y, ya, yb) in &shared[k + 1..] {
@@ -180,13 +239,13 @@ pub fn noun_role_swap(
             if (xa < ya) == (xb < yb) {
                 continue;
             }
-            let (Some(va), Some(vb)) = (
-                verbs(words_a, names_a, *fa, *ta, [x, y]),
-                verbs(words_b, names_b, *fb, *tb, [x, y]),
-            ) else {
+            let (Some((va, whole_a, plain_a)), Some((vb, whole_b, plain_b))) =
+                (verbs(a, *fa, *ta, [x, y]), verbs(b, *fb, *tb, [x, y]))
+            else {
                 continue;
             };
-            if !va.iter().any(|a| vb.iter().any(|b| same_verb(a, b))) {
+            let other_verbs = !va.iter().any(|a| vb.iter().any(|b| same_verb(a, b)));
+            if whole_a == whole_b || (plain_a && plain_b && other_verbs) {
                 return true;
             }
         }

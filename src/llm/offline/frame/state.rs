@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::super::text::{self, stem};
-use super::{cased_words, title_case};
+use super::{Word, cased_words, title_case};
 
 /// A state a headline puts its subject in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +15,11 @@ pub struct State {
     pub pole: bool,
     /// Stems of the content words before the state in its clause (names included).
     pub subject: BTreeSet<String>,
+    /// Whether the headline states it as following its opposite: a reversal ("reopens",
+    /// "resumes", "found"), the state "again" or "back", or a state of the other pole read
+    /// after "after" ("lifts off after a delay"). Such a headline tells of a later moment of
+    /// the event: an update, not a denial ([`later_than`]).
+    pub after: bool,
 }
 
 /// General state oppositions of news writing: (axis, first pole's words, second pole's words),
@@ -24,7 +29,7 @@ const OPPOSITIONS: &[(&str, &str, &str)] = &[
         "running|disrupted",
         "open reopen resume restore operate operating run running normal normally usual \
          timetable schedule proceed unaffected uninterrupted unchanged",
-        "close shut suspend halt cancel disrupt delay stop outage ground strand",
+        "close closure shut suspend halt cancel disrupt delay postpone stop outage ground strand",
     ),
     (
         "rising|falling",
@@ -46,7 +51,17 @@ const OPPOSITIONS: &[(&str, &str, &str)] = &[
         "resign quit leave step oust sack depart exit",
         "stay remain serve continue retain keep",
     ),
+    ("missing|found", "missing disappear vanish", "found locate"),
 ];
+
+/// Words that state their pole as the end of its opposite, compared by [`stem`]: to reopen is to
+/// open what was closed, to locate is to find what was sought. (A headline that states both poles of an axis, the other one first,
+/// tells the later one too: "Missing teenager found safe".)
+const REVERSALS: &str = "reopen resume restore restart reinstate locate";
+/// Words that put a headline's state after its opposite ("open again").
+const AGAIN: &str = "again";
+/// Words after which a state is what came before the headline's news ("after a delay").
+const BEFORE: &str = "after following";
 
 /// The state `title` states, if it states one of [`OPPOSITIONS`]: the first such word decides
 /// (for leaving/staying, only when no other axis is stated: "remains closed" is about running).
@@ -78,16 +93,38 @@ fn state_of(title: &str) -> Option<State> {
         poles
     });
     let pole_of = |stem_: &str| poles.get(stem_).copied();
-    let found: Vec<(usize, &'static str, bool)> = words
+    let listed = |list: &str, w: &str| list.split_whitespace().any(|x| stem(x) == w);
+    // A state word just after "after" (a determiner between) is what came before the news.
+    let earlier = |i: usize| {
+        let before = words[..i]
+            .iter()
+            .rev()
+            .find(|w| !matches!(w.stem.as_str(), "a" | "the"));
+        before.is_some_and(|w| listed(BEFORE, &w.stem))
+    };
+    let stated: Vec<(usize, &'static str, bool)> = words
         .iter()
         .enumerate()
         .filter(|(_, w)| titled || w.opens || !w.upper)
         .filter_map(|(i, w)| pole_of(&w.stem).map(|(axis, pole)| (i, axis, pole)))
         .collect();
-    let &(at, axis, pole) = found
-        .iter()
-        .find(|(_, axis, _)| *axis != "leaving|staying")
-        .or_else(|| found.first())?;
+    let (found, before): (Vec<_>, Vec<_>) = stated.into_iter().partition(|(i, ..)| !earlier(*i));
+    let reversal = found.iter().enumerate().find(|(k, (i, axis, pole))| {
+        let ends_its_opposite = found[..*k].iter().any(|(_, a, p)| a == axis && p != pole);
+        listed(REVERSALS, &words[*i].stem) || ends_its_opposite
+    });
+    let reversal = reversal.map(|(_, state)| state);
+    let again = words.iter().any(|w| listed(AGAIN, &w.stem));
+    let (&(at, axis, pole), after) = match (reversal, found.first(), before.first()) {
+        (Some(state), ..) => (state, true),
+        (None, Some(_), _) => {
+            let first = found.iter().find(|(_, axis, _)| *axis != "leaving|staying");
+            (first.or(found.first())?, again)
+        }
+        // Only a state before the news: the headline states the other pole after it.
+        (None, None, Some(&(at, axis, pole))) => return Some(after_state(&words, at, axis, !pole)),
+        (None, None, None) => return None,
+    };
     let clause_start = words[..=at].iter().rposition(|w| w.opens).unwrap_or(0);
     let mut subject: BTreeSet<String> = words[clause_start..at]
         .iter()
@@ -108,10 +145,38 @@ fn state_of(title: &str) -> Option<State> {
         axis,
         pole,
         subject,
+        after,
     })
 }
 
-/// Whether two states put one subject (a shared subject word) in opposite states.
+/// The state a headline puts its subject in after the state at word `at` ("Harrier lifts off
+/// after delay": running, after disrupted), its subject being what precedes the "after".
+fn after_state(words: &[Word], at: usize, axis: &'static str, pole: bool) -> State {
+    let clause_start = words[..=at].iter().rposition(|w| w.opens).unwrap_or(0);
+    let subject = words[clause_start..at]
+        .iter()
+        .map(|w| w.stem.clone())
+        .filter(|s| !text::is_plain(s))
+        .collect();
+    State {
+        axis,
+        pole,
+        subject,
+        after: true,
+    }
+}
+
+/// Whether two states put one subject (a shared subject word) in opposite states. A state told
+/// as following its opposite opposes only another told so: "bridge reopens" tells what came
+/// after "bridge closed" and denies nothing ([`later_than`]).
 pub fn states_oppose(a: &State, b: &State) -> bool {
-    a.axis == b.axis && a.pole != b.pole && !a.subject.is_disjoint(&b.subject)
+    a.axis == b.axis && a.pole != b.pole && a.after == b.after && !a.subject.is_disjoint(&b.subject)
+}
+
+/// Whether `a` is a later moment of what `b` tells: `a` is told as following its opposite and
+/// `b` neither is nor states `a`'s state ("bypass reopens" / "bypass closed", "teenager found
+/// safe" / "police search for missing teenager", "lifts off after delay" / "launch postponed").
+/// `b` may state nothing on the axes: a reversal is news of its own.
+pub fn later_than(a: &State, b: Option<&State>) -> bool {
+    a.after && b.is_none_or(|b| !b.after && (b.axis != a.axis || b.pole != a.pole))
 }

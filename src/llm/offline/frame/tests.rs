@@ -6,12 +6,7 @@ fn lexicon(texts: &[&str]) -> Lexicon {
 
 /// Whether `a` and `b` swap roles, their names read with `lex`.
 fn swapped(lex: &Lexicon, a: &str, b: &str) -> bool {
-    role_swap(
-        &title_stems(a),
-        &lex.names(a),
-        &title_stems(b),
-        &lex.names(b),
-    )
+    role_swap(&Actors::of(a, lex), &Actors::of(b, lex))
 }
 
 fn names(lex: &Lexicon, title: &str) -> Vec<String> {
@@ -129,12 +124,7 @@ fn swapped_roles_are_found_and_the_passive_is_read() {
 #[test]
 fn common_nouns_in_swapped_roles_are_found_around_different_verbs_only() {
     let lex = lexicon(&["A collision off Kelby was reported at dawn."]);
-    let swap = |a: &str, b: &str| {
-        let (wa, wb) = (title_stems(a), title_stems(b));
-        let (na, nb) = (lex.names(a), lex.names(b));
-        let (ta, tb) = (TitleNouns::of(&wa, &na), TitleNouns::of(&wb, &nb));
-        noun_role_swap(&wa, &na, &ta, &wb, &nb, &tb)
-    };
+    let swap = |a: &str, b: &str| noun_role_swap(&Actors::of(a, &lex), &Actors::of(b, &lex));
     assert!(swap(
         "Tanker strikes ferry off Kelby",
         "Ferry rams tanker in fog off Kelby"
@@ -223,4 +213,20 @@ fn states_oppose_on_one_subject_without_cue_words() {
         without_names("Gas leak on Kiln Close, police say"),
         "Gas leak on  , police say"
     );
+}
+
+#[test]
+fn facing_a_lawsuit_is_being_sued() {
+    let lex =
+        lexicon(&["The dispute between Brightwell Optics and Nanterre Instruments began in May."]);
+    let swap = |a: &str, b: &str| swapped(&lex, a, b);
+    let faces = "Brightwell Optics faces Nanterre lawsuit over lens design";
+    assert!(swap(
+        "Brightwell Optics sues Nanterre Instruments over lens patent",
+        faces
+    ));
+    assert!(!swap(
+        "Nanterre Instruments sues Brightwell Optics over lens patent",
+        faces
+    ));
 }
