@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::claims::Status;
+use super::claims::{Status, owner_key};
 
 /// One source of a claim, as the bulletin cites it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,11 +99,11 @@ pub fn sentence(line: &Line) -> String {
     let text = line.text.trim().trim_end_matches('.');
     let supporters = cite(&line.sources, "supports");
     let owners = {
-        let mut o: Vec<&str> = line
+        let mut o: Vec<String> = line
             .sources
             .iter()
             .filter(|s| s.stance.as_deref().unwrap_or("supports") == "supports")
-            .map(|s| s.owner.as_str())
+            .map(|s| owner_key(&s.owner))
             .collect();
         o.sort_unstable();
         o.dedup();

@@ -159,7 +159,7 @@ pub struct Evaluation {
 }
 
 fn owner(r: &Report) -> String {
-    r.owner.trim().to_lowercase()
+    claims::owner_key(&r.owner)
 }
 
 /// Claim labels that can be confirmed (see the module docs).

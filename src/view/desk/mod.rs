@@ -22,6 +22,7 @@ use crate::core::durable::{DurableError, EventLog};
 use crate::core::envelope::Envelope;
 use crate::core::event_kind::EventKind;
 use crate::llm::offline::bulletin::Cited as Report;
+use crate::llm::offline::claims::owner_key;
 use crate::protocol::payload::ReplyDelivered;
 
 /// The reports of one owner behind a claim.
@@ -100,7 +101,7 @@ fn evidence(sources: &[Report]) -> Vec<Owner> {
         let supports = r.stance.as_deref() != Some("denies");
         match owners
             .iter_mut()
-            .find(|o| o.owner == r.owner && o.supports == supports)
+            .find(|o| owner_key(&o.owner) == owner_key(&r.owner) && o.supports == supports)
         {
             Some(o) => o.reports.push(r.clone()),
             None => owners.push(Owner {

@@ -8,17 +8,14 @@ use rayon::prelude::*;
 use super::super::frame;
 use super::{
     Batch, Claim, MERGE_THRESHOLD, Meanings, RIVAL_THRESHOLD, Report, Stance, Status, Verdict,
-    features_of, make_claim, sorted_unique,
+    features_of, make_claim, owner_key, sorted_unique,
 };
 
 /// Report id → normalised owner; `None` for a blank owner or an id given with several owners.
 pub(super) fn owners_by_id(reports: &[Report]) -> BTreeMap<&str, Option<String>> {
     let mut owners: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for r in reports {
-        owners
-            .entry(&r.id)
-            .or_default()
-            .insert(r.owner.trim().to_lowercase());
+        owners.entry(&r.id).or_default().insert(owner_key(&r.owner));
     }
     let single = |set: BTreeSet<String>| match Vec::from_iter(set).as_slice() {
         [owner] if !owner.is_empty() => Some(owner.clone()),
@@ -369,7 +366,7 @@ pub fn frame_conflict(claim: &Claim, reports: &[Report]) -> Option<String> {
         .filter(|r| r.stance == Stance::Supports)
         .filter_map(|r| index.get(r.id.as_str()).copied())
         .collect();
-    let owner = |i: usize| batch.sorted[i].owner.trim().to_lowercase();
+    let owner = |i: usize| owner_key(&batch.sorted[i].owner);
     for (n, &i) in supporting.iter().enumerate() {
         for &j in &supporting[n + 1..] {
             let (a, b) = (&batch.features[i], &batch.features[j]);

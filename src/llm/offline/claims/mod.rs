@@ -33,8 +33,8 @@
 //! Stance. The anchor is the earliest report without any cue, else the earliest report. A report
 //! denies when its cues differ from the anchor's, when it states the opposite state, or when its
 //! figures conflict with the claim's; states and figures the anchor lacks come from the earliest
-//! report agreeing with it. Independence is by owner only (trimmed, lowercased; a blank owner
-//! never counts).
+//! report agreeing with it. Independence is by owner only ([`owner_key`]: trimmed, spaces
+//! collapsed, lowercased; a blank owner never counts).
 //!
 //! Updates. A headline that tells a state as following its opposite ("bypass reopens", "open
 //! again", "teenager found safe", "lifts off after delay") is a later moment of the event: never
@@ -319,6 +319,17 @@ fn features_of(sorted: &[&Report]) -> Vec<Features> {
         .flat_map(|r| [r.title.as_str(), r.summary.as_str()]);
     let lexicon = Lexicon::new(texts);
     sorted.iter().map(|r| Features::new(r, &lexicon)).collect()
+}
+
+/// The independence token of an owner as every check compares it: trimmed, its runs of
+/// whitespace made one space, lower-cased ("Wexley  Media Partners " = "wexley media partners").
+/// Empty for a blank owner, which never counts. The newsroom's flows compare the same way.
+pub fn owner_key(owner: &str) -> String {
+    owner
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
 }
 
 /// `c-` and the first 16 hex digits of sha256(report id).

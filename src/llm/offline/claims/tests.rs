@@ -355,6 +355,16 @@ fn enforce_downgrades_fabricated_confirmations() {
 }
 
 #[test]
+fn an_owner_spelt_with_other_spacing_or_case_is_one_source() {
+    assert_eq!(owner_key("  Ambrook   Media\tGroup "), "ambrook media group");
+    let reports = batch(&[
+        "Ambrook  Media Group | Ferry services suspended at Kelby pier",
+        "ambrook media group | Ferry services suspended at Kelby pier",
+    ]);
+    assert_eq!(statuses(&reports), [SingleSource]);
+}
+
+#[test]
 fn reasons_name_the_owners() {
     let verdicts = newsroom(&fixture().reports);
     let reason = |id: &str| {

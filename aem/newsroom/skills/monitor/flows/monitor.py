@@ -327,9 +327,10 @@ def _changes(verdicts, history, by_id):
 
 
 def _owner(item):
-    """The owner of a report or a cited source as the Rust judge compares owners: trimmed,
-    lower-cased; blank counts as no owner."""
-    return str(item.get("owner") or "").strip().lower()
+    """The owner of a report or a cited source as the Rust judge compares owners
+    (`claims::owner_key`): trimmed, runs of whitespace made one space, lower-cased; blank
+    counts as no owner."""
+    return " ".join(str(item.get("owner") or "").split()).lower()
 
 
 def _one_per_owner(ids, by_id):
