@@ -180,7 +180,23 @@ impl Recall {
         filter: &RecallFilter,
     ) -> Result<Vec<Recalled>, RecallError> {
         let words = self.informative(any_words(query))?;
-        match fts_any(&words) {
+        self.search_any(&words, filter)
+    }
+
+    /// The words of `query` an any-word search looks for: [`any_words`] without those most
+    /// events hold (see [`Recall::recall_any`]).
+    pub(crate) fn informative_words(&self, query: &str) -> Result<Vec<String>, RecallError> {
+        self.informative(any_words(query))
+    }
+
+    /// Events that hold any of `words` (from [`Recall::informative_words`]) under `filter`,
+    /// best match first.
+    pub(crate) fn search_any(
+        &self,
+        words: &[String],
+        filter: &RecallFilter,
+    ) -> Result<Vec<Recalled>, RecallError> {
+        match fts_any(words) {
             Some(any) => self.search(&any, filter),
             None => Ok(Vec::new()),
         }

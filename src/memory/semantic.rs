@@ -410,12 +410,50 @@ pub fn hybrid(
     vector: Option<&QueryVector>,
     filter: &RecallFilter,
 ) -> Result<Vec<Recalled>, RecallError> {
+    hybrid_timed(
+        projection,
+        semantic,
+        query,
+        vector,
+        filter,
+        &mut HybridPhases::default(),
+    )
+}
+
+/// Where one [`hybrid`] recall's time went, phase by phase (`iron bench memory` prints them).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HybridPhases {
+    /// Choosing the query's informative words (their counts in the full-text index).
+    pub words: std::time::Duration,
+    /// The full-text search under the scope.
+    pub fulltext: std::time::Duration,
+    /// The nearest vectors under the scope.
+    pub vectors: std::time::Duration,
+    /// Fusing the two rankings and reading the events back.
+    pub fuse: std::time::Duration,
+}
+
+/// [`hybrid`], adding each phase's time to `phases`.
+pub fn hybrid_timed(
+    projection: &Recall,
+    semantic: &Path,
+    query: &str,
+    vector: Option<&QueryVector>,
+    filter: &RecallFilter,
+    phases: &mut HybridPhases,
+) -> Result<Vec<Recalled>, RecallError> {
     let limit = if filter.limit == 0 { 50 } else { filter.limit };
     let wide = RecallFilter {
         limit: limit * 4,
         ..filter.clone()
     };
-    let text = projection.recall_any(query, &wide)?;
+    let t = std::time::Instant::now();
+    let words = projection.informative_words(query)?;
+    phases.words += t.elapsed();
+    let t = std::time::Instant::now();
+    let text = projection.search_any(&words, &wide)?;
+    phases.fulltext += t.elapsed();
+    let t = std::time::Instant::now();
     let vectors = if let Some(q) = vector.filter(|_| semantic.is_file()) {
         nearest(semantic, &q.embedder, &q.vector, &wide, limit * 4).unwrap_or_else(|e| {
             tracing::debug!("no vector recall from {}: {e}", semantic.display());
@@ -424,6 +462,8 @@ pub fn hybrid(
     } else {
         Vec::new()
     };
+    phases.vectors += t.elapsed();
+    let t = std::time::Instant::now();
     let mut score: std::collections::HashMap<String, f32> = std::collections::HashMap::new();
     for (rank, r) in text.iter().enumerate() {
         *score.entry(r.event_id.clone()).or_default() += 1.0 / (RRF_K + rank as f32 + 1.0);
@@ -441,6 +481,7 @@ pub fn hybrid(
         .collect();
     found.sort_by_key(|r| rank.get(r.event_id.as_str()).copied().unwrap_or(usize::MAX));
     found.truncate(limit);
+    phases.fuse += t.elapsed();
     Ok(found)
 }
 
