@@ -314,6 +314,17 @@ impl Recall {
         ids: impl IntoIterator<Item = &'a str>,
         filter: &RecallFilter,
     ) -> Result<Vec<Recalled>, RecallError> {
+        self.first_by_ids(ids, filter, usize::MAX)
+    }
+
+    /// Like [`Recall::by_ids`], in the order of `ids`, stopping at the first `n` allowed (the
+    /// ids after them are not read).
+    pub fn first_by_ids<'a>(
+        &self,
+        ids: impl IntoIterator<Item = &'a str>,
+        filter: &RecallFilter,
+        n: usize,
+    ) -> Result<Vec<Recalled>, RecallError> {
         let scope = under("e.namespace", "?2");
         let sql = format!(
             "SELECT {COLUMNS} FROM events e
@@ -328,6 +339,9 @@ impl Recall {
         let prefix = filter.prefix.as_deref().map(|p| p.trim_end_matches('/'));
         let mut found = Vec::new();
         for id in ids {
+            if found.len() >= n {
+                break;
+            }
             let mut rows = stmt
                 .query_map(
                     params![id, prefix, filter.kind, filter.tenant, filter.history],

@@ -473,14 +473,9 @@ pub fn hybrid_timed(
     }
     let mut ids: Vec<(String, f32)> = score.into_iter().collect();
     ids.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let mut found = projection.by_ids(ids.iter().map(|(id, _)| id.as_str()), filter)?;
-    let rank: std::collections::HashMap<&str, usize> = ids
-        .iter()
-        .enumerate()
-        .map(|(i, (id, _))| (id.as_str(), i))
-        .collect();
-    found.sort_by_key(|r| rank.get(r.event_id.as_str()).copied().unwrap_or(usize::MAX));
-    found.truncate(limit);
+    // Best first, read until `limit` are allowed (an id may name a superseded fact, or one of
+    // another kind or tenant).
+    let found = projection.first_by_ids(ids.iter().map(|(id, _)| id.as_str()), filter, limit)?;
     phases.fuse += t.elapsed();
     Ok(found)
 }
