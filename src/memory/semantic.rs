@@ -145,12 +145,32 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 /// The dot product of `a` and a quantised vector's bytes (times its scale, it is the dot
 /// product with the vector).
+///
+/// Summed in [`LANES`] running sums, not one: a single sum is a chain of dependent additions
+/// as long as the vector, which the compiler may not reorder (floating-point addition is not
+/// associative), and it was most of the time of scanning a scope's vectors; independent sums
+/// it keeps in vector registers.
 fn dot_q8(a: &[f32], bytes: &[u8]) -> f32 {
-    a.iter()
-        .zip(bytes)
+    let n = a.len().min(bytes.len());
+    let (a, bytes) = (&a[..n], &bytes[..n]);
+    let mut sums = [0f32; LANES];
+    let (xs, bs) = (a.chunks_exact(LANES), bytes.chunks_exact(LANES));
+    let tail: f32 = xs
+        .remainder()
+        .iter()
+        .zip(bs.remainder())
         .map(|(x, b)| x * f32::from(*b as i8))
-        .sum()
+        .sum();
+    for (x, b) in xs.zip(bs) {
+        for ((sum, x), b) in sums.iter_mut().zip(x).zip(b) {
+            *sum += x * f32::from(*b as i8);
+        }
+    }
+    sums.iter().sum::<f32>() + tail
 }
+
+/// Running sums of [`dot_q8`].
+const LANES: usize = 16;
 
 /// The semantic index worker: a vector for each fact learned, removed when it is superseded.
 #[derive(Clone)]
