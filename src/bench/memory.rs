@@ -46,6 +46,11 @@ pub struct MemoryBenchOptions {
     pub queries: usize,
     /// Directory for the scratch databases (its files are replaced).
     pub scratch_dir: PathBuf,
+    /// Keep the corpus's projection and semantic index already in `scratch_dir` when they
+    /// hold `corpus` events (to time recall again, or profile it, without rebuilding them).
+    pub reuse: bool,
+    /// Only recall at scale: not the workers on the log.
+    pub recall_only: bool,
 }
 
 /// Words the corpus is written with: 36 common ones and a long tail of 5,000, so that queries
@@ -154,7 +159,24 @@ pub async fn memory(
 ) -> Result<(), LogBenchError> {
     std::fs::create_dir_all(&options.scratch_dir)?;
     recall_at_scale(options, out).await?;
+    if options.recall_only {
+        return Ok(());
+    }
     workers(options, out).await
+}
+
+/// Whether the projection at `db` holds the `n` events of the corpus (`--reuse` keeps it).
+fn projected(db: &Path, n: usize) -> bool {
+    db.is_file() && Recall::open(db).and_then(|r| r.count()).ok() == Some(n as u64)
+}
+
+/// Whether the semantic index at `index` holds the corpus's `n` vectors (`--reuse` keeps it).
+fn indexed(index: &Path, n: usize) -> bool {
+    index.is_file()
+        && semantic::indexed(index).is_some_and(|by| {
+            by.iter()
+                .any(|(name, count)| name == HashingEmbedder::NAME && *count == n as u64)
+        })
 }
 
 ///
@@ -165,9 +187,25 @@ async fn recall_at_scale(
     out: &mut impl Write,
 ) -> Result<(), LogBenchError> {
     let db = options.scratch_dir.join("bench-recall.db");
-    remove_db(&db);
+    let index = options.scratch_dir.join("bench-semantic.db");
     let (n, queries) = (options.corpus, options.queries);
-    let path = db.clone();
+    if options.reuse && projected(&db, n) {
+        writeln!(out, "bench memory.corpus_events {n} events (reused)")?;
+    } else {
+        project_corpus(&db, n, out).await?;
+    }
+    if options.reuse && indexed(&index, n) {
+        writeln!(out, "bench memory.semantic_index {n} vectors (reused)")?;
+    } else {
+        index_corpus(&index, n, out).await?;
+    }
+    time_recall(&db, &index, queries, out).await
+}
+
+/// Builds the corpus's projection (`n` events) at `db` and prints its build time and size.
+async fn project_corpus(db: &Path, n: usize, out: &mut impl Write) -> Result<(), LogBenchError> {
+    remove_db(db);
+    let path = db.to_path_buf();
     let built = tokio::task::spawn_blocking(move || -> Result<Duration, LogBenchError> {
         let words = vocabulary();
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -192,7 +230,7 @@ async fn recall_at_scale(
     })
     .await
     .map_err(|e| LogBenchError::Stalled(e.to_string()))??;
-    let size = std::fs::metadata(&db)?.len() + wal_size(&db);
+    let size = std::fs::metadata(db)?.len() + wal_size(db);
     writeln!(out, "bench memory.corpus_events {n} events")?;
     writeln!(
         out,
@@ -209,11 +247,14 @@ async fn recall_at_scale(
         "bench memory.corpus_db_size {:.1} MB",
         size as f64 / 1e6
     )?;
+    Ok(())
+}
 
-    // The semantic index of the same corpus, as the semantic worker writes it.
-    let index = options.scratch_dir.join("bench-semantic.db");
-    remove_db(&index);
-    let path = index.clone();
+/// Builds the semantic index of the corpus (`n` events) at `index`, as the semantic worker
+/// writes it, and prints its build time and size.
+async fn index_corpus(index: &Path, n: usize, out: &mut impl Write) -> Result<(), LogBenchError> {
+    remove_db(index);
+    let path = index.to_path_buf();
     let indexed = tokio::task::spawn_blocking(move || -> Result<Duration, LogBenchError> {
         let words = vocabulary();
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -243,10 +284,20 @@ async fn recall_at_scale(
     writeln!(
         out,
         "bench memory.semantic_index_size {:.1} MB",
-        (std::fs::metadata(&index)?.len() + wal_size(&index)) as f64 / 1e6
+        (std::fs::metadata(index)?.len() + wal_size(index)) as f64 / 1e6
     )?;
+    Ok(())
+}
 
-    let path = db.clone();
+/// Times `queries` recalls of each kind on the corpus at `db` and `index` and prints their
+/// p50 and p99, and where hybrid recall's time went, phase by phase.
+async fn time_recall(
+    db: &Path,
+    index: &Path,
+    queries: usize,
+    out: &mut impl Write,
+) -> Result<(), LogBenchError> {
+    let (path, index) = (db.to_path_buf(), index.to_path_buf());
     let lines = tokio::task::spawn_blocking(move || -> Result<Vec<String>, LogBenchError> {
         let words = vocabulary();
         let mut rng = Rng(42);
@@ -254,6 +305,7 @@ async fn recall_at_scale(
         let mut every = Vec::with_capacity(queries);
         let mut any = Vec::with_capacity(queries);
         let mut hybrid = Vec::with_capacity(queries);
+        let mut phases: Vec<semantic::HybridPhases> = Vec::with_capacity(queries);
         let mut hits = 0usize;
         for _ in 0..queries {
             let query = sentence(&mut rng, &words, 2);
@@ -277,13 +329,22 @@ async fn recall_at_scale(
             any.push(t.elapsed());
             let t = Instant::now();
             let q = HashingEmbedder::query(&instruction);
-            semantic::hybrid(&recall, &index, &instruction, Some(&q), &filter)?;
+            let mut phase = semantic::HybridPhases::default();
+            semantic::hybrid_timed(&recall, &index, &instruction, Some(&q), &filter, &mut phase)?;
             hybrid.push(t.elapsed());
+            phases.push(phase);
         }
+        let phase = |of: fn(&semantic::HybridPhases) -> Duration| -> Vec<Duration> {
+            phases.iter().map(of).collect()
+        };
         Ok(vec![
             percentiles("fulltext_every_word", every),
             percentiles("fulltext_any_word_scoped", any),
             percentiles("hybrid_scoped", hybrid),
+            percentiles("hybrid_scoped_words", phase(|p| p.words)),
+            percentiles("hybrid_scoped_fulltext", phase(|p| p.fulltext)),
+            percentiles("hybrid_scoped_vectors", phase(|p| p.vectors)),
+            percentiles("hybrid_scoped_fuse", phase(|p| p.fuse)),
             format!(
                 "bench memory.fulltext_mean_hits {:.1} events",
                 hits as f64 / queries.max(1) as f64
@@ -390,7 +451,8 @@ impl Consumers {
     fn path(&self, name: &str) -> PathBuf {
         match name {
             "projector" => self.dir.join("bench-workers-projection.db"),
-            worker => self.dir.join(format!("bench-{worker}.db")),
+            // Not `bench-semantic.db`: that is the corpus's index, which `--reuse` keeps.
+            worker => self.dir.join(format!("bench-workers-{worker}.db")),
         }
     }
 
@@ -566,12 +628,15 @@ async fn workers(options: &MemoryBenchOptions, out: &mut impl Write) -> Result<(
     Ok(())
 }
 
-/// `iron bench memory`: in a temporary directory (or `dir`, kept, to inspect the databases).
+/// `iron bench memory`: in a temporary directory (or `dir`, kept, to inspect the databases;
+/// with `reuse`, a corpus already built there is kept). With `recall_only`, not the workers.
 pub async fn run(
     corpus: usize,
     burst: usize,
     queries: usize,
     dir: Option<std::path::PathBuf>,
+    reuse: bool,
+    recall_only: bool,
 ) -> Result<(), BenchError> {
     super::stats::print_machine("memory");
     let temp = tempfile::tempdir().map_err(|source| BenchError::Io {
@@ -583,6 +648,8 @@ pub async fn run(
         burst,
         queries,
         scratch_dir: dir.unwrap_or_else(|| temp.path().to_path_buf()),
+        reuse,
+        recall_only,
     };
     eprintln!(
         "building a projection of {corpus} events in {} (this takes a while)",

@@ -41,12 +41,16 @@ pub(super) async fn run(args: BenchArgs, timeout: Duration) -> Result<(), CliErr
             burst,
             queries,
             dir,
+            reuse,
+            recall_only,
         } => {
             bench::memory::run(
                 n(corpus, 1_000_000, 1000),
                 n(burst, 10_000, 100),
                 n(queries, 500, 10),
                 dir,
+                reuse,
+                recall_only,
             )
             .await
         }

@@ -611,6 +611,13 @@ pub enum BenchCommand {
         /// Keep the scratch databases here instead of a temporary directory.
         #[arg(long)]
         dir: Option<std::path::PathBuf>,
+        /// With --dir: keep the corpus's databases already there when they hold --corpus
+        /// events, to time (or profile) recall again without rebuilding them.
+        #[arg(long, requires = "dir")]
+        reuse: bool,
+        /// Only recall over the corpus, not the workers on the log.
+        #[arg(long)]
+        recall_only: bool,
     },
     /// Offline routing accuracy on a labelled set of instructions (`{"cases": [{"instruction",
     /// "expert"}]}`) against the catalog compiled from --aem; prints each miss. (It has no

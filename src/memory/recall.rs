@@ -180,7 +180,23 @@ impl Recall {
         filter: &RecallFilter,
     ) -> Result<Vec<Recalled>, RecallError> {
         let words = self.informative(any_words(query))?;
-        match fts_any(&words) {
+        self.search_any(&words, filter)
+    }
+
+    /// The words of `query` an any-word search looks for: [`any_words`] without those most
+    /// events hold (see [`Recall::recall_any`]).
+    pub(crate) fn informative_words(&self, query: &str) -> Result<Vec<String>, RecallError> {
+        self.informative(any_words(query))
+    }
+
+    /// Events that hold any of `words` (from [`Recall::informative_words`]) under `filter`,
+    /// best match first.
+    pub(crate) fn search_any(
+        &self,
+        words: &[String],
+        filter: &RecallFilter,
+    ) -> Result<Vec<Recalled>, RecallError> {
+        match fts_any(words) {
             Some(any) => self.search(&any, filter),
             None => Ok(Vec::new()),
         }
@@ -189,6 +205,11 @@ impl Recall {
     /// `words` without those most events hold (see [`COMMON_SHARE`]), and without those no
     /// event holds; the rarest [`RAREST_KEPT`] when every word is common. Unchanged when the
     /// projection has no word counts (one made before them, until the projector opens it).
+    ///
+    /// A word's events are counted only up to one past the common share: past it, the word is
+    /// left out however many more hold it. Its full count (`events_vocab`, which reads the
+    /// word's whole list of events: 180,000 of them, several milliseconds, for each common word
+    /// of a query at a million events) is read only to choose the rarest when all are common.
     fn informative(&self, words: Vec<String>) -> Result<Vec<String>, RecallError> {
         let counted = self
             .conn
@@ -196,6 +217,14 @@ impl Recall {
         let Ok(mut count) = counted else {
             return Ok(words);
         };
+        // Events that hold the word (in any column, as `events_vocab` counts), up to ?2.
+        let mut count_upto = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM
+                 (SELECT 1 FROM events_fts WHERE events_fts MATCH ?1 LIMIT ?2)",
+            )
+            .map_err(self.err())?;
         let total: u64 = self
             .conn
             .query_row("SELECT coalesce(max(rowid), 0) FROM events_fts", [], |r| {
@@ -205,16 +234,26 @@ impl Recall {
         let common = (total / COMMON_SHARE).max(COMMON_FLOOR);
         let mut held: Vec<(u64, String)> = Vec::with_capacity(words.len());
         for word in words {
-            let docs: Option<i64> = count
-                .query_row([&word], |r| r.get(0))
-                .optional()
+            let docs: i64 = count_upto
+                .query_row(params![fts_query(&word), common as i64 + 1], |r| r.get(0))
                 .map_err(self.err())?;
-            if let Some(docs) = docs.filter(|d| *d > 0) {
+            if docs > 0 {
                 held.push((docs as u64, word));
             }
         }
         held.sort();
         let rare = held.iter().take_while(|(docs, _)| *docs <= common).count();
+        if rare == 0 && held.len() > RAREST_KEPT {
+            // All common: which are the rarest takes their full counts.
+            for (docs, word) in &mut held {
+                let full: Option<i64> = count
+                    .query_row([&*word], |r| r.get(0))
+                    .optional()
+                    .map_err(self.err())?;
+                *docs = full.map_or(*docs, |d| d as u64);
+            }
+            held.sort();
+        }
         held.truncate(if rare == 0 { RAREST_KEPT } else { rare });
         Ok(held.into_iter().map(|(_, w)| w).collect())
     }
@@ -275,6 +314,17 @@ impl Recall {
         ids: impl IntoIterator<Item = &'a str>,
         filter: &RecallFilter,
     ) -> Result<Vec<Recalled>, RecallError> {
+        self.first_by_ids(ids, filter, usize::MAX)
+    }
+
+    /// Like [`Recall::by_ids`], in the order of `ids`, stopping at the first `n` allowed (the
+    /// ids after them are not read).
+    pub fn first_by_ids<'a>(
+        &self,
+        ids: impl IntoIterator<Item = &'a str>,
+        filter: &RecallFilter,
+        n: usize,
+    ) -> Result<Vec<Recalled>, RecallError> {
         let scope = under("e.namespace", "?2");
         let sql = format!(
             "SELECT {COLUMNS} FROM events e
@@ -289,6 +339,9 @@ impl Recall {
         let prefix = filter.prefix.as_deref().map(|p| p.trim_end_matches('/'));
         let mut found = Vec::new();
         for id in ids {
+            if found.len() >= n {
+                break;
+            }
             let mut rows = stmt
                 .query_map(
                     params![id, prefix, filter.kind, filter.tenant, filter.history],
@@ -437,14 +490,21 @@ mod tests {
     fn any_word_recall_leaves_out_words_most_events_hold() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("projection.db");
-        // 1,200 events: every one says "harbour", every third "closed", one "drawbridge".
+        // 1,200 events: every one says "harbour", every third "closed", one "drawbridge"; all
+        // but the first 50 "street", all but the first 100 "river".
         let events: Vec<Envelope> = (0..1_200u64)
             .map(|i| {
-                let text = match i {
+                let mut text = match i {
                     7 => "harbour drawbridge".to_string(),
                     _ if i % 3 == 0 => format!("harbour closed {i}"),
                     _ => format!("harbour open {i}"),
                 };
+                if i >= 50 {
+                    text.push_str(" street");
+                }
+                if i >= 100 {
+                    text.push_str(" river");
+                }
                 Envelope::new(
                     "t",
                     ["facts", "n"],
@@ -465,6 +525,8 @@ mod tests {
         );
         assert_eq!(words("harbour"), ["harbour"], "the rarest kept");
         assert_eq!(words("harbour drawbridge"), ["drawbridge"]);
+        // All three common: the two held by the fewest events, by their full counts.
+        assert_eq!(words("harbour street river"), ["river", "street"]);
         let found = recall
             .recall_any("harbour drawbridge", &RecallFilter::default())
             .unwrap();

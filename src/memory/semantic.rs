@@ -145,12 +145,32 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 /// The dot product of `a` and a quantised vector's bytes (times its scale, it is the dot
 /// product with the vector).
+///
+/// Summed in [`LANES`] running sums, not one: a single sum is a chain of dependent additions
+/// as long as the vector, which the compiler may not reorder (floating-point addition is not
+/// associative), and it was most of the time of scanning a scope's vectors; independent sums
+/// it keeps in vector registers.
 fn dot_q8(a: &[f32], bytes: &[u8]) -> f32 {
-    a.iter()
-        .zip(bytes)
+    let n = a.len().min(bytes.len());
+    let (a, bytes) = (&a[..n], &bytes[..n]);
+    let mut sums = [0f32; LANES];
+    let (xs, bs) = (a.chunks_exact(LANES), bytes.chunks_exact(LANES));
+    let tail: f32 = xs
+        .remainder()
+        .iter()
+        .zip(bs.remainder())
         .map(|(x, b)| x * f32::from(*b as i8))
-        .sum()
+        .sum();
+    for (x, b) in xs.zip(bs) {
+        for ((sum, x), b) in sums.iter_mut().zip(x).zip(b) {
+            *sum += x * f32::from(*b as i8);
+        }
+    }
+    sums.iter().sum::<f32>() + tail
 }
+
+/// Running sums of [`dot_q8`].
+const LANES: usize = 16;
 
 /// The semantic index worker: a vector for each fact learned, removed when it is superseded.
 #[derive(Clone)]
@@ -410,12 +430,50 @@ pub fn hybrid(
     vector: Option<&QueryVector>,
     filter: &RecallFilter,
 ) -> Result<Vec<Recalled>, RecallError> {
+    hybrid_timed(
+        projection,
+        semantic,
+        query,
+        vector,
+        filter,
+        &mut HybridPhases::default(),
+    )
+}
+
+/// Where one [`hybrid`] recall's time went, phase by phase (`iron bench memory` prints them).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HybridPhases {
+    /// Choosing the query's informative words (their counts in the full-text index).
+    pub words: std::time::Duration,
+    /// The full-text search under the scope.
+    pub fulltext: std::time::Duration,
+    /// The nearest vectors under the scope.
+    pub vectors: std::time::Duration,
+    /// Fusing the two rankings and reading the events back.
+    pub fuse: std::time::Duration,
+}
+
+/// [`hybrid`], adding each phase's time to `phases`.
+pub fn hybrid_timed(
+    projection: &Recall,
+    semantic: &Path,
+    query: &str,
+    vector: Option<&QueryVector>,
+    filter: &RecallFilter,
+    phases: &mut HybridPhases,
+) -> Result<Vec<Recalled>, RecallError> {
     let limit = if filter.limit == 0 { 50 } else { filter.limit };
     let wide = RecallFilter {
         limit: limit * 4,
         ..filter.clone()
     };
-    let text = projection.recall_any(query, &wide)?;
+    let t = std::time::Instant::now();
+    let words = projection.informative_words(query)?;
+    phases.words += t.elapsed();
+    let t = std::time::Instant::now();
+    let text = projection.search_any(&words, &wide)?;
+    phases.fulltext += t.elapsed();
+    let t = std::time::Instant::now();
     let vectors = if let Some(q) = vector.filter(|_| semantic.is_file()) {
         nearest(semantic, &q.embedder, &q.vector, &wide, limit * 4).unwrap_or_else(|e| {
             tracing::debug!("no vector recall from {}: {e}", semantic.display());
@@ -424,6 +482,8 @@ pub fn hybrid(
     } else {
         Vec::new()
     };
+    phases.vectors += t.elapsed();
+    let t = std::time::Instant::now();
     let mut score: std::collections::HashMap<String, f32> = std::collections::HashMap::new();
     for (rank, r) in text.iter().enumerate() {
         *score.entry(r.event_id.clone()).or_default() += 1.0 / (RRF_K + rank as f32 + 1.0);
@@ -433,14 +493,10 @@ pub fn hybrid(
     }
     let mut ids: Vec<(String, f32)> = score.into_iter().collect();
     ids.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let mut found = projection.by_ids(ids.iter().map(|(id, _)| id.as_str()), filter)?;
-    let rank: std::collections::HashMap<&str, usize> = ids
-        .iter()
-        .enumerate()
-        .map(|(i, (id, _))| (id.as_str(), i))
-        .collect();
-    found.sort_by_key(|r| rank.get(r.event_id.as_str()).copied().unwrap_or(usize::MAX));
-    found.truncate(limit);
+    // Best first, read until `limit` are allowed (an id may name a superseded fact, or one of
+    // another kind or tenant).
+    let found = projection.first_by_ids(ids.iter().map(|(id, _)| id.as_str()), filter, limit)?;
+    phases.fuse += t.elapsed();
     Ok(found)
 }
 
