@@ -28,7 +28,7 @@ pub(super) async fn run(args: BenchArgs, timeout: Duration) -> Result<(), CliErr
             messages,
             rate,
             starts,
-        } => bench::cognition::run(n(messages, 5000, 50), rate, n(starts, 30, 1), timeout).await,
+        } => bench::cognition::run(n(messages, 50_000, 50), rate, n(starts, 30, 1), timeout).await,
         BenchCommand::Workspace {
             files,
             scratches,

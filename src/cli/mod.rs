@@ -571,11 +571,11 @@ pub enum BenchCommand {
     /// node's, and the resident memory of an idle expert. Starts its own router and nodes.
     Cognition {
         /// Messages published to the inbox in each of the burst and the rate series
-        /// [default: 5000; 50 with --smoke].
+        /// [default: 50000; 50 with --smoke].
         #[arg(long, value_parser = at_least(1))]
         messages: Option<usize>,
-        /// Messages per second offered in the rate series (the inbox goal's rate).
-        #[arg(long, default_value_t = 5000.0, value_parser = positive_rate)]
+        /// Messages per second offered in the rate series (the inbox goal's rate, issue 33).
+        #[arg(long, default_value_t = 50_000.0, value_parser = positive_rate)]
         rate: f64,
         /// Cold starts of each kind [default: 30; 1 with --smoke].
         #[arg(long, value_parser = at_least(1))]

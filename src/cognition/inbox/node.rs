@@ -4,7 +4,10 @@ use crate::protocol::payload::{ChatTurn, DeadLetter, ReplyDelivered, TaskJudged,
 use crate::protocol::{Payload, TaskContext};
 use crate::spine::control::lifecycle::RunError;
 use std::{
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicI64, Ordering},
+    },
     time::Duration,
 };
 
@@ -24,7 +27,7 @@ use crate::{
         ids::EventId,
     },
     interfaces::{AolTask, AolTaskGoal, InboxMessage, SessionControl},
-    memory::emit,
+    memory::emit::Emitter,
     spine::{
         control::{
             ControlError,
@@ -101,6 +104,10 @@ pub struct InboxNode {
 pub struct InboxDeps {
     config: Config,
     log: AnyLog,
+    /// Writes the turns: built once, not per turn (it reads the environment's secrets).
+    emitter: Emitter<AnyLog>,
+    /// When (ms since the epoch) the accepting loop last took more than one message at once.
+    burst_ms: AtomicI64,
     store: Mutex<Store>,
     engine: ActionClient<AolTask>,
     ctx: NodeContext,
@@ -127,6 +134,8 @@ impl ManagedNode for InboxNode {
         );
         Ok(InboxDeps {
             config,
+            emitter: Emitter::new(log.clone()),
+            burst_ms: AtomicI64::new(0),
             log,
             store: Mutex::new(store),
             engine,
@@ -186,6 +195,9 @@ impl ManagedNode for InboxNode {
                             Err(_) => break,
                         }
                     }
+                    if batch.len() > 1 {
+                        deps.burst_ms.store(now_ms() as i64, Ordering::Relaxed);
+                    }
                     if !deps.accept_until_kept(batch, &shutdown).await {
                         break;
                     }
@@ -201,29 +213,70 @@ impl ManagedNode for InboxNode {
     }
 }
 
+/// Most turns the capture task writes to the log at once.
+const CAPTURE_BATCH: usize = 256;
+/// While messages arrived this recently in a burst (more than one waiting at once), the
+/// capture task leaves the machine to accepting them.
+const CAPTURE_YIELDS_FOR: Duration = Duration::from_millis(50);
+
 /// Writes accepted turns to the log, oldest first, as soon as they are queued (rule 2: capture
 /// is immediate and never waits on the engine). The dispatcher writes any turn still missing
 /// before it hands it over; a turn written twice has the same id and is stored once.
+///
+/// The turns waiting are written all at once (handed to the log in queue order; the log
+/// commits them together) and marked written in one transaction: one at a time, each turn
+/// cost a sync to disk of the log and one of the queue, and every one of those held the
+/// store while the messages arriving behind it waited for their own commit.
+///
+/// Under a burst it waits until arrivals ease ([`CAPTURE_YIELDS_FOR`]): writing turns costs
+/// as much CPU as accepting them, and on a small machine the two together delay the
+/// acknowledgements of the messages arriving. Every message is already durable in the queue;
+/// its turn follows once the burst is over (and before it is handed to the engine).
 async fn capture_loop(
     deps: Arc<InboxDeps>,
     wake: Arc<tokio::sync::Notify>,
     shutdown: CancellationToken,
 ) {
+    let yields_ms = CAPTURE_YIELDS_FOR.as_millis() as i64;
     loop {
-        let waiting = deps.store.lock().expect("store lock").unemitted(256);
+        let since = now_ms() as i64 - deps.burst_ms.load(Ordering::Relaxed);
+        if since < yields_ms {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis((yields_ms - since) as u64)) => {}
+            }
+            continue;
+        }
+        let waiting = deps
+            .store
+            .lock()
+            .expect("store lock")
+            .unemitted(CAPTURE_BATCH as i64);
         let mut more = false;
         match waiting {
             Ok(rows) => {
-                more = rows.len() == 256;
-                for q in &rows {
-                    match deps.emit_turn(q).await {
-                        Ok(()) | Err(TurnError::Unwritable(_)) => {}
-                        Err(e) => {
-                            warn!("turns wait to be written to the log: {e}");
-                            more = false;
-                            break;
-                        }
+                more = rows.len() == CAPTURE_BATCH;
+                let written =
+                    futures_util::future::join_all(rows.iter().map(|q| deps.log_turn(q))).await;
+                let mut seqs = Vec::with_capacity(rows.len());
+                let mut failed = None;
+                for (q, w) in rows.iter().zip(written) {
+                    match w {
+                        Ok(()) => seqs.push(q.seq),
+                        Err(TurnError::Unwritable(_)) => {}
+                        Err(e) => failed = failed.or(Some(e)),
                     }
+                }
+                // Once per round, not once per turn: a log that is down fails them all.
+                if let Some(e) = failed {
+                    warn!("turns wait to be written to the log: {e}");
+                    more = false;
+                }
+                if !seqs.is_empty()
+                    && let Err(e) = deps.store.lock().expect("store lock").mark_emitted(&seqs)
+                {
+                    warn!("turns written to the log not marked so (written again later): {e}");
+                    more = false;
                 }
             }
             Err(e) => warn!("reading the queue for the log: {e}"),
@@ -616,11 +669,22 @@ impl InboxDeps {
         }
     }
 
-    /// Writes a queued message's turn to the log. A turn that can never be written (too large
-    /// for the log, invalid) is set aside as a dead letter, with a small record of it on the
-    /// log, and reported as [`TurnError::Unwritable`]; a log that did not take it this time is
-    /// [`TurnError::Log`] (retried).
+    /// Writes a queued message's turn to the log and marks it written in the queue (see
+    /// [`log_turn`](Self::log_turn)).
     async fn emit_turn(&self, q: &Queued) -> Result<(), TurnError> {
+        self.log_turn(q).await?;
+        self.store
+            .lock()
+            .expect("store lock")
+            .mark_emitted(&[q.seq])
+            .map_err(|e| TurnError::Log(e.to_string()))
+    }
+
+    /// Writes a queued message's turn to the log (not marking it in the queue). A turn that
+    /// can never be written (too large for the log, invalid) is set aside as a dead letter,
+    /// with a small record of it on the log, and reported as [`TurnError::Unwritable`]; a log
+    /// that did not take it this time is [`TurnError::Log`] (retried).
+    async fn log_turn(&self, q: &Queued) -> Result<(), TurnError> {
         let id = EventId::parse(&q.event_id)
             .map_err(|e| TurnError::Log(format!("queued event id: {e}")))?;
         let envelope = Envelope::new(
@@ -643,21 +707,15 @@ impl InboxDeps {
             .to_value(),
         )
         .with_id(id);
-        match emit(&self.log, &envelope).await {
-            Ok(_) => {}
+        match self.emitter.emit(&envelope).await {
+            Ok(_) => Ok(()),
             Err(e) if e.is_permanent() => {
                 let reason = e.to_string();
                 self.dead_letter(q, &reason).await;
-                return Err(TurnError::Unwritable(reason));
+                Err(TurnError::Unwritable(reason))
             }
-            Err(e) => return Err(TurnError::Log(format!("writing the turn to the log: {e}"))),
+            Err(e) => Err(TurnError::Log(format!("writing the turn to the log: {e}"))),
         }
-        self.store
-            .lock()
-            .expect("store lock")
-            .mark_emitted(q.seq)
-            .map_err(|e| TurnError::Log(e.to_string()))?;
-        Ok(())
     }
 
     /// Sets `q` aside and records that it was (without its text: it is what could not be
@@ -689,7 +747,7 @@ impl InboxDeps {
             .to_value(),
         )
         .with_id(EventId::computed(&["dead_letter", &q.event_id]));
-        if let Err(e) = emit(&self.log, &record).await {
+        if let Err(e) = self.emitter.emit(&record).await {
             warn!("the dead letter itself was not recorded on the log: {e}");
         }
     }
