@@ -32,7 +32,7 @@ use crate::memory::reviewer::Reviewer;
 use crate::memory::semantic::{self, HashingEmbedder, SemanticIndex};
 use crate::memory::worker::Deriver;
 use crate::memory::worker::{self, WorkerDeps};
-use crate::protocol::payload::FactLearned;
+use crate::protocol::payload::{FactLearned, Payload, ReplyDelivered};
 use crate::spine::durable::{Embedded, EmbeddedOptions, StreamSpec};
 
 /// Settings.
@@ -388,13 +388,21 @@ fn burst(n: usize, round: usize) -> Vec<Envelope> {
                     .map(|c| json!({"claim": format!("c{c}"), "text": format!("claim {c} of {i}"),
                                     "status": status, "sources": [{"outlet": "Wire", "owner": "w"}]}))
                     .collect();
+                let delivered = ReplyDelivered {
+                    task_id: format!("t-{round}-{i}"),
+                    delivered: true,
+                    channel: None,
+                    text: format!("bulletin {round}.{i}"),
+                    reason: None,
+                    data: Some(json!({"id": format!("b-{round}-{i}"), "claims": claims})),
+                    rest: Default::default(),
+                };
                 Envelope::new(
                     "bench",
                     ["sessions", "bench"],
                     "bench/publisher",
                     EventKind::ReplyDelivered,
-                    json!({"delivered": true, "text": format!("bulletin {round}.{i}"),
-                           "data": {"id": format!("b-{round}-{i}"), "claims": claims}}),
+                    delivered.to_value(),
                 )
             } else if i % 10 == 1 {
                 Envelope::new(

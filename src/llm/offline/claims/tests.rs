@@ -356,7 +356,10 @@ fn enforce_downgrades_fabricated_confirmations() {
 
 #[test]
 fn an_owner_spelt_with_other_spacing_or_case_is_one_source() {
-    assert_eq!(owner_key("  Ambrook   Media\tGroup "), "ambrook media group");
+    assert_eq!(
+        owner_key("  Ambrook   Media\tGroup "),
+        "ambrook media group"
+    );
     let reports = batch(&[
         "Ambrook  Media Group | Ferry services suspended at Kelby pier",
         "ambrook media group | Ferry services suspended at Kelby pier",
