@@ -259,18 +259,15 @@ async fn capture_loop(
                 let written =
                     futures_util::future::join_all(rows.iter().map(|q| deps.log_turn(q))).await;
                 let mut seqs = Vec::with_capacity(rows.len());
-                let mut failed = None;
                 for (q, w) in rows.iter().zip(written) {
                     match w {
                         Ok(()) => seqs.push(q.seq),
                         Err(TurnError::Unwritable(_)) => {}
-                        Err(e) => failed = failed.or(Some(e)),
+                        Err(e) => {
+                            warn!("turns wait to be written to the log: {e}");
+                            more = false;
+                        }
                     }
-                }
-                // Once per round, not once per turn: a log that is down fails them all.
-                if let Some(e) = failed {
-                    warn!("turns wait to be written to the log: {e}");
-                    more = false;
                 }
                 if !seqs.is_empty()
                     && let Err(e) = deps.store.lock().expect("store lock").mark_emitted(&seqs)
