@@ -4,10 +4,7 @@ use crate::protocol::payload::{ChatTurn, DeadLetter, ReplyDelivered, TaskJudged,
 use crate::protocol::{Payload, TaskContext};
 use crate::spine::control::lifecycle::RunError;
 use std::{
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicI64, Ordering},
-    },
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -27,7 +24,7 @@ use crate::{
         ids::EventId,
     },
     interfaces::{AolTask, AolTaskGoal, InboxMessage, SessionControl},
-    memory::emit::Emitter,
+    memory::emit,
     spine::{
         control::{
             ControlError,
@@ -104,10 +101,6 @@ pub struct InboxNode {
 pub struct InboxDeps {
     config: Config,
     log: AnyLog,
-    /// Writes the turns: built once, not per turn (it reads the environment's secrets).
-    emitter: Emitter<AnyLog>,
-    /// When (ms since the epoch) the accepting loop last took more than one message at once.
-    burst_ms: AtomicI64,
     store: Mutex<Store>,
     engine: ActionClient<AolTask>,
     ctx: NodeContext,
@@ -134,8 +127,6 @@ impl ManagedNode for InboxNode {
         );
         Ok(InboxDeps {
             config,
-            emitter: Emitter::new(log.clone()),
-            burst_ms: AtomicI64::new(0),
             log,
             store: Mutex::new(store),
             engine,
@@ -195,9 +186,6 @@ impl ManagedNode for InboxNode {
                             Err(_) => break,
                         }
                     }
-                    if batch.len() > 1 {
-                        deps.burst_ms.store(now_ms() as i64, Ordering::Relaxed);
-                    }
                     if !deps.accept_until_kept(batch, &shutdown).await {
                         break;
                     }
@@ -213,67 +201,29 @@ impl ManagedNode for InboxNode {
     }
 }
 
-/// Most turns the capture task writes to the log at once.
-const CAPTURE_BATCH: usize = 256;
-/// While messages arrived this recently in a burst (more than one waiting at once), the
-/// capture task leaves the machine to accepting them.
-const CAPTURE_YIELDS_FOR: Duration = Duration::from_millis(50);
-
 /// Writes accepted turns to the log, oldest first, as soon as they are queued (rule 2: capture
 /// is immediate and never waits on the engine). The dispatcher writes any turn still missing
 /// before it hands it over; a turn written twice has the same id and is stored once.
-///
-/// The turns waiting are written all at once (handed to the log in queue order; the log
-/// commits them together) and marked written in one transaction: one at a time, each turn
-/// cost a sync to disk of the log and one of the queue, and every one of those held the
-/// store while the messages arriving behind it waited for their own commit.
-///
-/// Under a burst it waits until arrivals ease ([`CAPTURE_YIELDS_FOR`]): writing turns costs
-/// as much CPU as accepting them, and on a small machine the two together delay the
-/// acknowledgements of the messages arriving. Every message is already durable in the queue;
-/// its turn follows once the burst is over (and before it is handed to the engine).
 async fn capture_loop(
     deps: Arc<InboxDeps>,
     wake: Arc<tokio::sync::Notify>,
     shutdown: CancellationToken,
 ) {
-    let yields_ms = CAPTURE_YIELDS_FOR.as_millis() as i64;
     loop {
-        let since = now_ms() as i64 - deps.burst_ms.load(Ordering::Relaxed);
-        if since < yields_ms {
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(Duration::from_millis((yields_ms - since) as u64)) => {}
-            }
-            continue;
-        }
-        let waiting = deps
-            .store
-            .lock()
-            .expect("store lock")
-            .unemitted(CAPTURE_BATCH as i64);
+        let waiting = deps.store.lock().expect("store lock").unemitted(256);
         let mut more = false;
         match waiting {
             Ok(rows) => {
-                more = rows.len() == CAPTURE_BATCH;
-                let written =
-                    futures_util::future::join_all(rows.iter().map(|q| deps.log_turn(q))).await;
-                let mut seqs = Vec::with_capacity(rows.len());
-                for (q, w) in rows.iter().zip(written) {
-                    match w {
-                        Ok(()) => seqs.push(q.seq),
-                        Err(TurnError::Unwritable(_)) => {}
+                more = rows.len() == 256;
+                for q in &rows {
+                    match deps.emit_turn(q).await {
+                        Ok(()) | Err(TurnError::Unwritable(_)) => {}
                         Err(e) => {
                             warn!("turns wait to be written to the log: {e}");
                             more = false;
+                            break;
                         }
                     }
-                }
-                if !seqs.is_empty()
-                    && let Err(e) = deps.store.lock().expect("store lock").mark_emitted(&seqs)
-                {
-                    warn!("turns written to the log not marked so (written again later): {e}");
-                    more = false;
                 }
             }
             Err(e) => warn!("reading the queue for the log: {e}"),
@@ -666,22 +616,11 @@ impl InboxDeps {
         }
     }
 
-    /// Writes a queued message's turn to the log and marks it written in the queue (see
-    /// [`log_turn`](Self::log_turn)).
+    /// Writes a queued message's turn to the log. A turn that can never be written (too large
+    /// for the log, invalid) is set aside as a dead letter, with a small record of it on the
+    /// log, and reported as [`TurnError::Unwritable`]; a log that did not take it this time is
+    /// [`TurnError::Log`] (retried).
     async fn emit_turn(&self, q: &Queued) -> Result<(), TurnError> {
-        self.log_turn(q).await?;
-        self.store
-            .lock()
-            .expect("store lock")
-            .mark_emitted(&[q.seq])
-            .map_err(|e| TurnError::Log(e.to_string()))
-    }
-
-    /// Writes a queued message's turn to the log (not marking it in the queue). A turn that
-    /// can never be written (too large for the log, invalid) is set aside as a dead letter,
-    /// with a small record of it on the log, and reported as [`TurnError::Unwritable`]; a log
-    /// that did not take it this time is [`TurnError::Log`] (retried).
-    async fn log_turn(&self, q: &Queued) -> Result<(), TurnError> {
         let id = EventId::parse(&q.event_id)
             .map_err(|e| TurnError::Log(format!("queued event id: {e}")))?;
         let envelope = Envelope::new(
@@ -704,15 +643,21 @@ impl InboxDeps {
             .to_value(),
         )
         .with_id(id);
-        match self.emitter.emit(&envelope).await {
-            Ok(_) => Ok(()),
+        match emit(&self.log, &envelope).await {
+            Ok(_) => {}
             Err(e) if e.is_permanent() => {
                 let reason = e.to_string();
                 self.dead_letter(q, &reason).await;
-                Err(TurnError::Unwritable(reason))
+                return Err(TurnError::Unwritable(reason));
             }
-            Err(e) => Err(TurnError::Log(format!("writing the turn to the log: {e}"))),
+            Err(e) => return Err(TurnError::Log(format!("writing the turn to the log: {e}"))),
         }
+        self.store
+            .lock()
+            .expect("store lock")
+            .mark_emitted(q.seq)
+            .map_err(|e| TurnError::Log(e.to_string()))?;
+        Ok(())
     }
 
     /// Sets `q` aside and records that it was (without its text: it is what could not be
@@ -744,7 +689,7 @@ impl InboxDeps {
             .to_value(),
         )
         .with_id(EventId::computed(&["dead_letter", &q.event_id]));
-        if let Err(e) = self.emitter.emit(&record).await {
+        if let Err(e) = emit(&self.log, &record).await {
             warn!("the dead letter itself was not recorded on the log: {e}");
         }
     }

@@ -115,15 +115,6 @@ impl Store {
                 conn.execute_batch(&format!("ALTER TABLE queue ADD COLUMN {column} TEXT;"))?;
             }
         }
-        // The table keeps every message it ever took, so each question the node asks it
-        // often (what waits for the log, for the engine, what is in the engine's hands) has
-        // an index over just its rows: without them each is a scan of the whole table, made
-        // while the store is locked and arriving messages wait.
-        conn.execute_batch(
-            "CREATE INDEX IF NOT EXISTS queue_unemitted ON queue(seq) WHERE emitted = 0;
-             CREATE INDEX IF NOT EXISTS queue_pending ON queue(seq) WHERE state = 'pending';
-             CREATE INDEX IF NOT EXISTS queue_sent ON queue(task_id) WHERE state = 'sent';",
-        )?;
         Ok(Self { conn })
     }
 
@@ -225,16 +216,10 @@ impl Store {
         Ok(rows)
     }
 
-    /// Marks the turns as written to the log, in one transaction (one sync to disk).
-    pub fn mark_emitted(&mut self, seqs: &[i64]) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
-        {
-            let mut mark = tx.prepare_cached("UPDATE queue SET emitted = 1 WHERE seq = ?1")?;
-            for seq in seqs {
-                mark.execute([seq])?;
-            }
-        }
-        tx.commit()?;
+    /// Marks the turn as written to the log.
+    pub fn mark_emitted(&self, seq: i64) -> Result<(), StoreError> {
+        self.conn
+            .execute("UPDATE queue SET emitted = 1 WHERE seq = ?1", [seq])?;
         Ok(())
     }
 
