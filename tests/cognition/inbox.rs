@@ -324,11 +324,7 @@ fn a_session_stuck_to_an_expert_the_engine_refuses_is_routed_instead() {
     };
     send("first", 1);
     let turn: ChatTurn = read_one(&events("chat_turn")[0]);
-    // The inbox's own field, which the protocol leaves to it.
-    let session = turn.rest["session_id"]
-        .as_str()
-        .expect("a turn names its session")
-        .to_string();
+    let session = turn.session_id.expect("a turn names its session");
 
     // Refused up front: an expert the catalog does not have, or none.
     for (expert, why) in [

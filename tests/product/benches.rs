@@ -148,13 +148,19 @@ fn bench_cognition_prints_every_line() {
             "cognition.inbox_rate_per_s",
             "cognition.inbox_rate_p50",
             "cognition.inbox_rate_p99",
+            "cognition.inbox_rate_lost",
             "cognition.inbox_burst_per_s",
             "cognition.inbox_burst_p50",
             "cognition.inbox_burst_p99",
+            "cognition.inbox_burst_lost",
             "cognition.inbox_paced_messages",
             "cognition.inbox_paced_per_s",
             "cognition.inbox_paced_p50",
             "cognition.inbox_paced_p99",
+            "cognition.inbox_paced_lost",
+            // Once the inbox stopped: its queue file's rows against every message offered.
+            "cognition.inbox_offered",
+            "cognition.inbox_queued",
             "cognition.cold_starts",
             "cognition.expert_cold_start_p50",
             "cognition.expert_cold_start_p99",
@@ -199,7 +205,17 @@ fn bench_cognition_prints_every_line() {
     }
     for series in ["inbox_rate", "inbox_burst", "inbox_paced"] {
         assert!(v(&format!("{series}_per_s")) > 0.0, "{series}");
+        assert_eq!(v(&format!("{series}_lost")), 0.0, "{series}: nothing lost");
     }
+    assert!(
+        v("inbox_offered") >= 40.0,
+        "warm-up, burst, rate and paced messages"
+    );
+    assert_eq!(
+        v("inbox_queued"),
+        v("inbox_offered"),
+        "every message offered is queued"
+    );
     assert!(v("inbox_rate_offered") > 0.0);
     for kind in ["expert", "analyst", "bare_node"] {
         assert!(v(&format!("{kind}_idle_rss")) > 0.0, "{kind}");

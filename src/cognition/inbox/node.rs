@@ -633,12 +633,11 @@ impl InboxDeps {
                 destination: Some(q.destination.clone()),
                 source: Some(q.source.clone()),
                 user_id: Some(q.user_id.clone()),
-                rest: serde_json::Map::from_iter([
-                    ("role".to_string(), "user".into()),
-                    ("session_id".to_string(), q.session_id.clone().into()),
-                    ("attachments".to_string(), attachments(q)),
-                    ("received_ms".to_string(), q.received_ms.into()),
-                ]),
+                role: Some("user".into()),
+                session_id: Some(q.session_id.clone()),
+                attachments: Some(attachments(q)),
+                received_ms: Some(q.received_ms),
+                rest: Default::default(),
             }
             .to_value(),
         )

@@ -95,7 +95,19 @@ pub struct ChatTurn {
     /// Who said it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_id: Option<String>,
-    /// The rest the inbox records (`role`, `session_id`, `attachments`, `received_ms`).
+    /// Whose turn it is (`user` for what a person said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The session the inbox put it in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// What came with it, as the channel gave it (JSON, or the text when it was not JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachments: Option<Value>,
+    /// When the inbox received it, in milliseconds since the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_ms: Option<i64>,
+    /// Fields this version does not name.
     #[serde(flatten)]
     pub rest: Map<String, Value>,
 }

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::super::text::{self, stem};
-use super::{Word, cased_words, title_case};
+use super::{cased_words, title_case};
 
 /// A state a headline puts its subject in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,9 +16,9 @@ pub struct State {
     /// Stems of the content words before the state in its clause (names included).
     pub subject: BTreeSet<String>,
     /// Whether the headline states it as following its opposite: a reversal ("reopens",
-    /// "resumes", "found"), the state "again" or "back", or a state of the other pole read
-    /// after "after" ("lifts off after a delay"). Such a headline tells of a later moment of
-    /// the event: an update, not a denial ([`later_than`]).
+    /// "resumes", "missing … found"), the state "again", or the other pole read after "after"
+    /// ("lifts off after a delay"). Such a headline tells of a later moment of the event: an
+    /// update, not a denial ([`later_than`]).
     pub after: bool,
 }
 
@@ -55,8 +55,9 @@ const OPPOSITIONS: &[(&str, &str, &str)] = &[
 ];
 
 /// Words that state their pole as the end of its opposite, compared by [`stem`]: to reopen is to
-/// open what was closed, to locate is to find what was sought. (A headline that states both poles of an axis, the other one first,
-/// tells the later one too: "Missing teenager found safe".)
+/// open what was closed, to locate is to find what was sought. (A headline that states both
+/// poles of an axis, the other one first, tells the later one too: "Missing teenager found
+/// safe".)
 const REVERSALS: &str = "reopen resume restore restart reinstate locate";
 /// Words that put a headline's state after its opposite ("open again").
 const AGAIN: &str = "again";
@@ -115,14 +116,15 @@ fn state_of(title: &str) -> Option<State> {
     });
     let reversal = reversal.map(|(_, state)| state);
     let again = words.iter().any(|w| listed(AGAIN, &w.stem));
-    let (&(at, axis, pole), after) = match (reversal, found.first(), before.first()) {
-        (Some(state), ..) => (state, true),
+    let (at, axis, pole, after) = match (reversal, found.first(), before.first()) {
+        (Some(&(at, axis, pole)), ..) => (at, axis, pole, true),
         (None, Some(_), _) => {
             let first = found.iter().find(|(_, axis, _)| *axis != "leaving|staying");
-            (first.or(found.first())?, again)
+            let &(at, axis, pole) = first.or(found.first())?;
+            (at, axis, pole, again)
         }
         // Only a state before the news: the headline states the other pole after it.
-        (None, None, Some(&(at, axis, pole))) => return Some(after_state(&words, at, axis, !pole)),
+        (None, None, Some(&(at, axis, pole))) => (at, axis, !pole, true),
         (None, None, None) => return None,
     };
     let clause_start = words[..=at].iter().rposition(|w| w.opens).unwrap_or(0);
@@ -147,23 +149,6 @@ fn state_of(title: &str) -> Option<State> {
         subject,
         after,
     })
-}
-
-/// The state a headline puts its subject in after the state at word `at` ("Harrier lifts off
-/// after delay": running, after disrupted), its subject being what precedes the "after".
-fn after_state(words: &[Word], at: usize, axis: &'static str, pole: bool) -> State {
-    let clause_start = words[..=at].iter().rposition(|w| w.opens).unwrap_or(0);
-    let subject = words[clause_start..at]
-        .iter()
-        .map(|w| w.stem.clone())
-        .filter(|s| !text::is_plain(s))
-        .collect();
-    State {
-        axis,
-        pole,
-        subject,
-        after: true,
-    }
 }
 
 /// Whether two states put one subject (a shared subject word) in opposite states. A state told
