@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rayon::prelude::*;
 
 use super::super::frame;
+use super::features::Conflict;
 use super::{
     Batch, Claim, MERGE_THRESHOLD, Meanings, RIVAL_THRESHOLD, Report, Stance, Status, Verdict,
     features_of, make_claim, owner_key, sorted_unique,
@@ -372,17 +373,13 @@ pub fn frame_conflict(claim: &Claim, reports: &[Report]) -> Option<String> {
             let (a, b) = (&batch.features[i], &batch.features[j]);
             let elsewhere =
                 frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions);
-            let how = batch
-                .conflict(i, j)
-                .map(|c| format!("{c:?}").to_lowercase());
+            let how = batch.conflict(i, j).map(Conflict::what);
             if owner(i) == owner(j) || !(elsewhere || how.is_some()) {
                 continue;
             }
-            let why = how.unwrap_or_else(|| "names".into());
+            let why = how.unwrap_or(Conflict::Names.what());
             let (x, y) = (&batch.sorted[i].id, &batch.sorted[j].id);
-            return Some(format!(
-                "{x} and {y} do not state one event (their {why} differ)"
-            ));
+            return Some(format!("{x} and {y} do not state one event ({why})"));
         }
     }
     None

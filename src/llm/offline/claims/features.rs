@@ -378,6 +378,19 @@ pub(super) enum Conflict {
     Update,
 }
 
+impl Conflict {
+    /// How the two differ, for a person.
+    pub(super) fn what(self) -> &'static str {
+        match self {
+            Conflict::Substitution => "one headline about another thing",
+            Conflict::Names => "their names differ",
+            Conflict::Figures => "their figures differ",
+            Conflict::Roles => "their roles differ",
+            Conflict::Update => "one tells a later state",
+        }
+    }
+}
+
 /// A figure as an anchor: its value, with its kind where the kind is read for certain (a share,
 /// a sum of money, a span of time, a score), so that three nurseries and a 3 % rate are two
 /// figures. Counts and measures compare by value alone: what they count or measure is read

@@ -42,10 +42,10 @@
 //!
 //! Rivals. A claim whose frame conflicts with another claim about the same subject (a shared
 //! name, close in time, alike in words: another winner, figure, role or later state) is
-//! contradicted by it ([`cross_check_all`]). When unclear, not confirmed: a confirmed claim beside a report of
-//! another owner on the same subject that was not grouped with it is single-source (the judge
-//! cannot tell a paraphrase it missed from a denial it cannot read). [`enforce`] has the last
-//! word on every verdict.
+//! contradicted by it ([`cross_check_all`]). When unclear, not confirmed: a confirmed claim
+//! beside a report of another owner on the same subject that was not grouped with it is
+//! single-source (the judge cannot tell a paraphrase it missed from a denial it cannot read).
+//! [`enforce`] has the last word on every verdict.
 //!
 //! Limits. English headlines; no parser, so roles are positions around a verb and converse
 //! verbs ("X beats Y" / "Y loses to X") read as a swap (a split, never a merge). Paraphrases
