@@ -37,7 +37,7 @@
 //! collapsed, lowercased; a blank owner never counts).
 //!
 //! Updates. A headline that tells a state as following its opposite ("bypass reopens", "open
-//! again", "teenager found safe", "lifts off after delay") is a later moment of the event: never
+//! again", "hiker found safe", "lifts off after delay") is a later moment of the event: never
 //! in one claim with a report of the earlier state, and no denial of it ([`frame::later_than`]).
 //!
 //! Rivals. A claim whose frame conflicts with another claim about the same subject (a shared
@@ -322,7 +322,7 @@ fn features_of(sorted: &[&Report]) -> Vec<Features> {
 }
 
 /// The independence token of an owner as every check compares it: trimmed, its runs of
-/// whitespace made one space, lower-cased ("Wexley  Media Partners " = "wexley media partners").
+/// whitespace made one space, lower-cased ("Ambrook  Media Group " = "ambrook media group").
 /// Empty for a blank owner, which never counts. The newsroom's flows compare the same way.
 pub fn owner_key(owner: &str) -> String {
     owner

@@ -26,8 +26,8 @@
 //!   ("reopens", "open again", "missing ... found", "lifts off after a delay") is a later moment
 //!   ([`later_than`]), which opposes nothing earlier.
 //! - **Actors** ([`Actors`]): roles are read from a headline without a trailing attribution
-//!   ("…, Dalby says" names who speaks, not who acts), and a verb phrase never crosses a clause
-//!   ("bank raid: gunman escapes").
+//!   ("…, Kelco says" names who speaks, not who acts), and a verb phrase never crosses a clause
+//!   ("depot fire: crews called").
 //!
 //! Limits. English headlines only; no parser, so a role is a position around a shared verb, and
 //! a state's subject is what precedes it in its clause. Lower-case names ("port authority") are

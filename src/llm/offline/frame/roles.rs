@@ -8,7 +8,7 @@ use super::{Lexicon, Name, cased_words};
 
 /// The most content words between two names that [`role_swap`] reads as one verb phrase when
 /// the two headlines use different verbs; one of the two must be a single word ("X to buy Y").
-/// Longer spans are mostly a title or an apposition ("Pennick council leader Marian Cole"), or
+/// Longer spans are mostly a title or an apposition ("Kelby council leader Ana Ruiz"), or
 /// a converse idiom ("Y shown the door at X"). Chosen on the tuning halves (2 against 3: recall
 /// 0.826 against 0.806 on `tune.jsonl`, precision 1.0 both).
 const MAX_VERB_WORDS: usize = 2;
@@ -122,7 +122,7 @@ pub fn role_swap(a: &Actors, b: &Actors) -> bool {
 }
 
 /// Reporting verbs (compared by [`stem`]): a trailing clause with one of them says who speaks,
-/// not who acts ("…, Dalby says", "…, says Marlin Biotech", "…, study finds").
+/// not who acts ("…, Kelco says", "…, says Marden Foods", "…, study finds").
 const REPORTING: &str = "say says said tell told report find found suggest conclude confirm \
     claim warn announce";
 /// The most words of a trailing attribution.
@@ -144,7 +144,7 @@ fn without_attribution(title: &str) -> &str {
 /// Who may act on whom in a headline, read once per report for [`role_swap`],
 /// [`noun_role_swap`] and [`contest`]: its words ([`super::title_stems`]) and names
 /// ([`super::Lexicon::names`]) up to a trailing attribution, the clause of each word (after
-/// `:`, `;`, a dash...: a verb phrase never crosses one, "bank raid: gunman escapes"), and its
+/// `:`, `;`, a dash...: a verb phrase never crosses one, "depot fire: crews called"), and its
 /// nouns: content words of three letters or more, used once, that the batch does not write as
 /// a strong name (a headline's unknown first word is a weak name; "Tanker" opening one is
 /// still the noun another writes in lower case).
@@ -202,7 +202,7 @@ impl Actors {
 /// ferry" and "Ferry rams tanker". A noun is a content word each title uses once that the
 /// batch does not write as a name (names are [`role_swap`]'s). One verb counts only when the
 /// phrase is word for word the same, and then names may come before the first noun ("Fan
-/// charged with assaulting Pennick winger" / "Pennick winger charged with assaulting fan"); a
+/// charged with assaulting Kelby winger" / "Kelby winger charged with assaulting fan"); a
 /// passive `by` never does: one verb read backwards ("Bridge closed after crash", "Crash
 /// closes bridge") is as often the same report in another voice as a swap.
 pub fn noun_role_swap(a: &Actors, b: &Actors) -> bool {

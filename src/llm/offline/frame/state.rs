@@ -56,7 +56,7 @@ const OPPOSITIONS: &[(&str, &str, &str)] = &[
 
 /// Words that state their pole as the end of its opposite, compared by [`stem`]: to reopen is to
 /// open what was closed, to locate is to find what was sought. (A headline that states both
-/// poles of an axis, the other one first, tells the later one too: "Missing teenager found
+/// poles of an axis, the other one first, tells the later one too: "Missing hiker found
 /// safe".)
 const REVERSALS: &str = "reopen resume restore restart reinstate locate";
 /// Words that put a headline's state after its opposite ("open again").
@@ -159,8 +159,8 @@ pub fn states_oppose(a: &State, b: &State) -> bool {
 }
 
 /// Whether `a` is a later moment of what `b` tells: `a` is told as following its opposite and
-/// `b` neither is nor states `a`'s state ("bypass reopens" / "bypass closed", "teenager found
-/// safe" / "police search for missing teenager", "lifts off after delay" / "launch postponed").
+/// `b` neither is nor states `a`'s state ("bypass reopens" / "bypass closed", "hiker found
+/// safe" / "police search for missing hiker", "lifts off after delay" / "launch postponed").
 /// `b` may state nothing on the axes: a reversal is news of its own.
 pub fn later_than(a: &State, b: Option<&State>) -> bool {
     a.after && b.is_none_or(|b| !b.after && (b.axis != a.axis || b.pole != a.pole))
