@@ -179,8 +179,7 @@ impl Recall {
         query: &str,
         filter: &RecallFilter,
     ) -> Result<Vec<Recalled>, RecallError> {
-        let words = self.informative(any_words(query))?;
-        self.search_any(&words, filter)
+        self.search_any(&self.informative_words(query)?, filter)
     }
 
     /// The words of `query` an any-word search looks for: [`any_words`] without those most

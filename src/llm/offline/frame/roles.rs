@@ -56,7 +56,8 @@ fn same_verb(a: &str, b: &str) -> bool {
 /// with one of the names and a short verb phrase joins them in one clause.
 pub fn role_swap(a: &Actors, b: &Actors) -> bool {
     let position = |names: &[Name], n: &str| names.iter().find(|m| m.stem == n).map(|m| m.position);
-    let face = stem("faces");
+    static FACE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let face = FACE.get_or_init(|| stem("faces"));
     let between = |words: &[String], i: usize, j: usize| -> Vec<String> {
         words[i.min(j) + 1..i.max(j)].to_vec()
     };
@@ -88,7 +89,7 @@ pub fn role_swap(a: &Actors, b: &Actors) -> bool {
                 .any(|x| verbs_b.iter().any(|y| same_verb(x, y)));
             // "By" turns the order round, and so does "faces" before the other's name: "X faces
             // Y lawsuit" is Y suing X.
-            let passive = |ws: &[String]| ws.iter().any(|w| w == "by" || *w == face);
+            let passive = |ws: &[String]| ws.iter().any(|w| w == "by" || w == face);
             let (reversed, one_passive) =
                 ((ib > jb) != (ia > ja), passive(&in_a) != passive(&in_b));
             // Around two verbs: "X to buy Y" and "Y to acquire X" swap, "X sues Y" and "X faces
