@@ -190,6 +190,8 @@ async fn recall_at_scale(
     let index = options.scratch_dir.join("bench-semantic.db");
     let (n, queries) = (options.corpus, options.queries);
     if options.reuse && projected(&db, n) {
+        // Brought to this build's layout, as the projector does when it opens a projection.
+        drop(projector::open_writer(&db)?);
         writeln!(out, "bench memory.corpus_events {n} events (reused)")?;
     } else {
         project_corpus(&db, n, out).await?;

@@ -91,13 +91,23 @@ fn fts_query(text: &str) -> String {
         .join(" ")
 }
 
-/// The words of free text an any-word search looks for: those of four letters or more,
-/// lowercase, each once.
+/// The fewest letters of a word an any-word search looks for (shorter ones are mostly filler).
+pub(crate) const MIN_WORD_CHARS: usize = 4;
+
+/// The words of free text an any-word search looks for: those of [`MIN_WORD_CHARS`] letters or
+/// more, lowercase and without diacritics (as the full-text tokenizer folds them: `café` is
+/// the index's `cafe`), each once.
 pub(crate) fn any_words(text: &str) -> Vec<String> {
+    use unicode_normalization::{UnicodeNormalization, char::is_combining_mark};
     let mut words: Vec<String> = text
         .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 4)
-        .map(str::to_lowercase)
+        .filter(|w| w.chars().count() >= MIN_WORD_CHARS)
+        .map(|w| {
+            w.nfd()
+                .filter(|c| !is_combining_mark(*c))
+                .collect::<String>()
+                .to_lowercase()
+        })
         .collect();
     words.sort();
     words.dedup();
@@ -202,28 +212,16 @@ impl Recall {
     }
 
     /// `words` without those most events hold (see [`COMMON_SHARE`]), and without those no
-    /// event holds; the rarest [`RAREST_KEPT`] when every word is common. Unchanged when the
-    /// projection has no word counts (one made before them, until the projector opens it).
-    ///
-    /// A word's events are counted only up to one past the common share: past it, the word is
-    /// left out however many more hold it. Its full count (`events_vocab`, which reads the
-    /// word's whole list of events: 180,000 of them, several milliseconds, for each common word
-    /// of a query at a million events) is read only to choose the rarest when all are common.
+    /// event holds; the rarest [`RAREST_KEPT`] when every word is common. Each word's count is
+    /// one lookup in the projector's `word_docs`. Unchanged when the projection has no word
+    /// counts (one made before them, until the projector opens it).
     fn informative(&self, words: Vec<String>) -> Result<Vec<String>, RecallError> {
-        let counted = self
+        let Ok(mut count) = self
             .conn
-            .prepare_cached("SELECT doc FROM events_vocab WHERE term = ?1");
-        let Ok(mut count) = counted else {
+            .prepare_cached("SELECT docs FROM word_docs WHERE term = ?1")
+        else {
             return Ok(words);
         };
-        // Events that hold the word (in any column, as `events_vocab` counts), up to ?2.
-        let mut count_upto = self
-            .conn
-            .prepare_cached(
-                "SELECT count(*) FROM
-                 (SELECT 1 FROM events_fts WHERE events_fts MATCH ?1 LIMIT ?2)",
-            )
-            .map_err(self.err())?;
         let total: u64 = self
             .conn
             .query_row("SELECT coalesce(max(rowid), 0) FROM events_fts", [], |r| {
@@ -233,26 +231,16 @@ impl Recall {
         let common = (total / COMMON_SHARE).max(COMMON_FLOOR);
         let mut held: Vec<(u64, String)> = Vec::with_capacity(words.len());
         for word in words {
-            let docs: i64 = count_upto
-                .query_row(params![fts_query(&word), common as i64 + 1], |r| r.get(0))
+            let docs: Option<i64> = count
+                .query_row([&word], |r| r.get(0))
+                .optional()
                 .map_err(self.err())?;
-            if docs > 0 {
+            if let Some(docs) = docs.filter(|d| *d > 0) {
                 held.push((docs as u64, word));
             }
         }
         held.sort();
         let rare = held.iter().take_while(|(docs, _)| *docs <= common).count();
-        if rare == 0 && held.len() > RAREST_KEPT {
-            // All common: which are the rarest takes their full counts.
-            for (docs, word) in &mut held {
-                let full: Option<i64> = count
-                    .query_row([&*word], |r| r.get(0))
-                    .optional()
-                    .map_err(self.err())?;
-                *docs = full.map_or(*docs, |d| d as u64);
-            }
-            held.sort();
-        }
         held.truncate(if rare == 0 { RAREST_KEPT } else { rare });
         Ok(held.into_iter().map(|(_, w)| w).collect())
     }
@@ -530,6 +518,64 @@ mod tests {
             .recall_any("harbour drawbridge", &RecallFilter::default())
             .unwrap();
         assert_eq!(found.len(), 1, "{found:?}");
+        drop(recall);
+
+        // A projection made before the counts: every word is kept until the projector opens
+        // it, which counts them from the full-text index.
+        Connection::open(&db)
+            .unwrap()
+            .execute_batch("DROP TABLE word_docs")
+            .unwrap();
+        let before = Recall::open(&db).unwrap();
+        assert_eq!(
+            before.informative(any_words("harbour drawbridge")).unwrap(),
+            ["drawbridge", "harbour"]
+        );
+        drop(projector::open_writer(&db).unwrap());
+        let after = Recall::open(&db).unwrap();
+        assert_eq!(
+            after
+                .informative(any_words("harbour drawbridge closed nowhere"))
+                .unwrap(),
+            ["drawbridge", "closed"]
+        );
+        assert_eq!(
+            after
+                .informative(any_words("harbour street river"))
+                .unwrap(),
+            ["river", "street"]
+        );
+    }
+
+    #[test]
+    fn words_with_diacritics_are_counted_as_the_index_folds_them() {
+        assert_eq!(
+            any_words("Café Zürich, Ñandú no"),
+            ["cafe", "nandu", "zurich"]
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("projection.db");
+        let fact = |text: &str| {
+            Envelope::new(
+                "t",
+                ["facts", "n"],
+                "a",
+                EventKind::FactLearned,
+                serde_json::json!({ "statement": text }),
+            )
+        };
+        let (accented, plain) = (fact("Zürich café reopens"), fact("Zurich cafe closes"));
+        projector::project_for_test(&db, &[&accented, &plain]);
+        let recall = Recall::open(&db).unwrap();
+        assert_eq!(
+            recall.informative(any_words("café reopens")).unwrap(),
+            ["reopens", "cafe"],
+            "both events hold the folded word"
+        );
+        let found = recall
+            .recall_any("Zürich", &RecallFilter::default())
+            .unwrap();
+        assert_eq!(found.len(), 2, "{found:?}");
     }
 
     #[test]

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 mod schema;
 
+use schema::WordCounts;
 pub(in crate::memory) use schema::open_wal;
 pub(crate) use schema::{fts_row, scope_token};
 pub use schema::{open_writer, projected_to};
@@ -196,6 +197,7 @@ fn apply(
         .unwrap_or(0) as u64;
     let mut handled = 0;
     let mut stop = None;
+    let mut words = WordCounts::default();
     for message in batch {
         if message.seq <= last {
             let seen: Option<Option<String>> = tx
@@ -261,7 +263,12 @@ fn apply(
                     tx.prepare_cached(
                         "INSERT INTO events_fts(event_id, ns, body) VALUES (?1, ?2, ?3)",
                     )?
-                    .execute(params![envelope.event_id.as_str(), ns, body])?;
+                    .execute(params![
+                        envelope.event_id.as_str(),
+                        ns,
+                        &body
+                    ])?;
+                    words.add(&body);
                 }
                 event_id = Some(envelope.event_id.to_string());
             }
@@ -286,6 +293,7 @@ fn apply(
          ON CONFLICT(stream) DO UPDATE SET last_seq = excluded.last_seq",
     )?
     .execute(params![stream, last as i64])?;
+    words.write(&tx)?;
     tx.commit()?;
     Ok((handled, stop, last))
 }
