@@ -7,7 +7,8 @@
 //!   capitalised inside a sentence-case sentence and never in lower case ([`Lexicon`]). A
 //!   headline's first word is a name when the lexicon says so, or when the batch has no lower-case
 //!   use of it and it is no function word (a weak name: an unknown first word, such as a company
-//!   opening "Kelco recalls vans", must not make two makers one).
+//!   opening "Kelco recalls vans", must not make two makers one). Followed by a capitalised word
+//!   in a sentence-case headline it is a name outright ("Copperline Coaches lands …").
 //! - **Figures** ([`figures`]) are numbers with what they count: `4.5%` = `4.5 percent` =
 //!   `4.5 per cent`, `twelve` = `12`, `48-hour` = `48 hours`, `$2.1bn` = `$2.1 billion`, a score
 //!   `2-1` = `1-2` (the order follows the teams, not the figure). Clock times are not figures.
@@ -156,13 +157,19 @@ impl Lexicon {
     pub fn names(&self, title: &str) -> Vec<Name> {
         let words = cased_words(title);
         let second = words.get(1).map(|w| w.stem.clone());
+        // A sentence-case headline that opens with two capitalised words opens with a name of
+        // two words or more ("Copperline Coaches lands …"), however rare the first.
+        let run = !title_case(&words)
+            && words
+                .get(1)
+                .is_some_and(|w| w.upper && !w.opens && !text::is_plain(&w.stem));
         words
             .iter()
             .enumerate()
             .filter(|(_, w)| w.upper && !text::is_plain(&w.stem))
             .filter_map(|(position, w)| {
-                let strong = self.is_name(&w.stem);
                 let weak = w.opens && !self.lower.contains(&w.stem);
+                let strong = self.is_name(&w.stem) || (weak && position == 0 && run);
                 (strong || weak).then(|| Name {
                     position,
                     stem: w.stem.clone(),

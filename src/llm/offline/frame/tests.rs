@@ -230,3 +230,28 @@ fn facing_a_lawsuit_is_being_sued() {
         faces
     ));
 }
+
+#[test]
+fn an_opening_name_of_two_words_is_a_name_however_rare() {
+    // Each firm is named once, opening its own headline; the batch writes its second word in
+    // lower case too. Two words capitalised in a sentence-case headline make a name, so two
+    // firms in the same role are two actors; one capitalised word alone stays a weak name.
+    let (a, b) = (
+        "Ashvale Ferries wins Corbin harbour contract",
+        "Kestrel Marine lands Corbin harbour deal",
+    );
+    let lex = lexicon(&[
+        a,
+        b,
+        "Tenders for ferries and marine work closed in March, Corbin said.",
+    ]);
+    let mentions = |t: &str| text::tokenize(t).iter().map(|w| stem(w)).collect();
+    let (na, nb) = (lex.names(a), lex.names(b));
+    assert!(na.iter().any(|n| n.stem == stem("ashvale") && n.strong));
+    assert!(strong_names_conflict(&na, &mentions(a), &nb, &mentions(b)));
+    let single = lex.names("Ashvale wins Corbin harbour contract");
+    assert!(!single.iter().any(|n| n.position == 0 && n.strong));
+    // Title Case says nothing of names.
+    let titled = lex.names("Kestrel Marine Lands Corbin Harbour Deal");
+    assert!(!titled.iter().any(|n| n.position == 0 && n.strong));
+}
