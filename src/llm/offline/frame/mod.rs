@@ -15,11 +15,14 @@
 //! - **Roles** ([`role_swap`]): two names that both reports share, in opposite order around the
 //!   same verb, are swapped roles; a passive `by` in one of them turns the order back. Around
 //!   two different verbs, headlines that both open with one of the names and join them by a
-//!   short verb phrase swap too ("X to buy Y" / "Y to acquire X").
+//!   short verb phrase swap too ("X to buy Y" / "Y to acquire X"). A transfer may be told from
+//!   either end: converse verbs ("X lends to Y" / "Y borrows from X") and "to" or "from" before
+//!   the later name say who receives.
 //! - **Contests** ([`contest`]): a few general verbs of contest say who won and who lost
 //!   ("X beats Y", "Y beaten by X", "X wins ... over Y", "X loses to Y", "Town elects X"); a
 //!   name that wins in one headline and loses in the other is another claim, whatever the
-//!   words around it ("Dunhallow elects Ashworth" / "Tiernan defeats Ashworth").
+//!   words around it ("Dunhallow elects Ashworth" / "Tiernan defeats Ashworth"), and so are two
+//!   headlines that each name a winner the other never names.
 //! - **States** ([`state`]): a few general oppositions (running/disrupted, rising/falling,
 //!   intact/broken, held/released, leaving/staying), each with the words before it in its clause as its subject. Two reports
 //!   oppose when they put one subject in opposite states: "Ferries operating as usual" against

@@ -46,6 +46,47 @@ pub fn exclusive_qualifiers(
     })
 }
 
+/// Converse verbs: the same transfer told from either end, giver first or receiver first
+/// ("X lends Y to Z" is "Z borrows Y from X"). Each side lists its forms, compared by
+/// [`stem`] prefix as [`same_verb`] does (irregular pasts spelled out). General English; winning
+/// and losing are [`contest`]'s.
+const CONVERSE: &[(&str, &str)] = &[
+    ("lend lent", "borrow"),
+    ("sell sold", "buy bought purchase"),
+    ("give gave given donate", "receive"),
+];
+
+/// Whether one phrase holds a giving verb of [`CONVERSE`] and the other its receiving verb.
+fn converse(a: &[String], b: &[String]) -> bool {
+    let has = |ws: &[String], forms: &str| {
+        forms
+            .split_whitespace()
+            .any(|f| ws.iter().any(|w| same_verb(w, &stem(f))))
+    };
+    CONVERSE
+        .iter()
+        .any(|(give, take)| (has(a, give) && has(b, take)) || (has(a, take) && has(b, give)))
+}
+
+/// Of two names in a headline (position and stem), the one that receives, when the later is
+/// governed by "to" or "into" (it receives) or "from" (the earlier one does), with only "the"
+/// and the later name's other words between; `None` when no such word says it.
+fn receiver<'n>(actors: &Actors, pair: [(usize, &'n String); 2]) -> Option<&'n String> {
+    let [first, second] = match pair[0].0 < pair[1].0 {
+        true => pair,
+        false => [pair[1], pair[0]],
+    };
+    let name = |i: usize| actors.names.iter().any(|n| n.position == i);
+    let before = (first.0 + 1..second.0)
+        .rev()
+        .find(|&i| !name(i) && actors.words[i] != "the")?;
+    match actors.words[before].as_str() {
+        "to" | "into" => Some(second.1),
+        "from" => Some(first.1),
+        _ => None,
+    }
+}
+
 /// Whether two stems are one verb, inflected alike or not ("beat", "beaten").
 fn same_verb(a: &str, b: &str) -> bool {
     a == b || (a.len().min(b.len()) >= 4 && (a.starts_with(b) || b.starts_with(a)))
@@ -92,6 +133,24 @@ pub fn role_swap(a: &Actors, b: &Actors) -> bool {
             let passive = |ws: &[String]| ws.iter().any(|w| w == "by" || w == face);
             let (reversed, one_passive) =
                 ((ib > jb) != (ia > ja), passive(&in_a) != passive(&in_b));
+            // Converse verbs turn the order round as the passive does, whatever else stands
+            // between: the verbs are known.
+            if converse(&in_a, &in_b) {
+                if reversed == one_passive {
+                    return true;
+                }
+                continue;
+            }
+            // Who receives, where both headlines say it with "to" or "from" before the later
+            // name ("hoard heads to X on loan from Y" / "X lends hoard to Y").
+            let pair_a = [(ia, xa), (ja, ya)];
+            let pair_b = [(ib, xa), (jb, ya)];
+            if let (Some(ra), Some(rb)) = (receiver(a, pair_a), receiver(b, pair_b)) {
+                if ra != rb {
+                    return true;
+                }
+                continue;
+            }
             // Around two verbs: "X to buy Y" and "Y to acquire X" swap, "X sues Y" and "X faces
             // Y lawsuit" swap, and so (a split, never a false merge) do converse pairs such as
             // "X beats Y" and "Y loses to X".
@@ -266,11 +325,15 @@ pub fn noun_role_swap(a: &Actors, b: &Actors) -> bool {
 pub struct Contest {
     pub winners: BTreeSet<String>,
     pub losers: BTreeSet<String>,
+    /// Every name of the headline, in whatever role.
+    pub named: BTreeSet<String>,
 }
 
 /// Verbs of contest, compared by [`stem`] prefix: the subject wins and the object loses
 /// ("X beats Y", "X edges Y"; "Y beaten by X" turns them round).
 const DEFEAT_VERBS: &str = "beat beaten defeat edge overcome outvote thrash rout";
+/// The most words from a verb of contest to its passive's "by".
+const MAX_PASSIVE_GAP: usize = 6;
 /// The subject wins; whoever comes after "over" or "against" loses ("X wins derby over Y").
 const WIN_VERBS: &str = "win won";
 /// The subject loses to whoever comes after "to" ("X loses to Y").
@@ -318,10 +381,19 @@ pub fn contest(words: &[String], names: &[Name]) -> Contest {
             .position(|w| text::number_word(w).is_none() && !w.chars().all(|c| c.is_ascii_digit()))
             .map(|k| i + 1 + k)
     };
-    let mut out = Contest::default();
+    // A passive's "by" after the verb, before any name ("beaten three goals to one by X").
+    let by_after = |i: usize| {
+        (i + 1..words.len().min(i + 1 + MAX_PASSIVE_GAP))
+            .take_while(|&k| !is_name(k))
+            .find(|&k| words[k] == "by")
+    };
+    let mut out = Contest {
+        named: names.iter().map(|n| n.stem.clone()).collect(),
+        ..Contest::default()
+    };
     for (i, w) in words.iter().enumerate() {
         if one_of(DEFEAT_VERBS, w) {
-            match next_word(i).filter(|&k| words[k] == "by") {
+            match by_after(i) {
                 Some(by) => {
                     out.winners.extend(after(by));
                     out.losers.extend(before(i));
@@ -351,9 +423,15 @@ pub fn contest(words: &[String], names: &[Name]) -> Contest {
 }
 
 /// Whether two headlines' contests put one name on opposite sides: a winner in one is a loser
-/// in the other ("Dunhallow elects Ashworth" / "Tiernan defeats Ashworth"). A word on both
-/// sides of one headline ("Vale Ladies beat Rangers Ladies") tells no side.
+/// in the other ("Dunhallow elects Ashworth" / "Tiernan defeats Ashworth"), or each names a
+/// winner the other headline never names ("… as Brisco wins" / "… as Lalwani wins"). A word on
+/// both sides of one headline ("Vale Ladies beat Rangers Ladies") tells no side.
 pub fn contests_conflict(a: &Contest, b: &Contest) -> bool {
+    let unnamed =
+        |x: &Contest, y: &Contest| !x.winners.is_empty() && x.winners.is_disjoint(&y.named);
+    if unnamed(a, b) && unnamed(b, a) {
+        return true;
+    }
     let only = |x: &BTreeSet<String>, y: &BTreeSet<String>| -> BTreeSet<String> {
         x.difference(y).cloned().collect()
     };

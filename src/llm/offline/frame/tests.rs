@@ -175,11 +175,51 @@ fn contests_read_winners_and_losers() {
         &over,
         &read("United win derby at Rovers")
     ));
+    // Words may stand between the verb and its passive's "by".
+    let long = read("Rovers beaten three goals to one by United");
+    assert_eq!(
+        (long.winners, long.losers),
+        (set(&["united"]), set(&["rovers"]))
+    );
+    // Each names a winner the other headline never names: two results of one race.
+    let ruiz = read("Pellow stays red as Ruiz wins the seat");
+    assert!(contests_conflict(
+        &ruiz,
+        &read("Pellow turns blue as Best wins")
+    ));
+    assert!(!contests_conflict(
+        &ruiz,
+        &read("Dana Ruiz wins Pellow seat for the reds")
+    ));
     // A verb with no name beside it states nothing.
     assert_eq!(
         read("Derby ends in a win for the visitors"),
         Contest::default()
     );
+}
+
+#[test]
+fn a_transfer_told_from_either_end_is_one_claim() {
+    let lex = lexicon(&["The loan between the Ardley Museum and the Corbin Gallery was signed."]);
+    let swap = |a: &str, b: &str| swapped(&lex, a, b);
+    // Converse verbs: the order turns round with the verb.
+    assert!(!swap(
+        "Ardley Museum lends sword to Corbin Gallery",
+        "Corbin Gallery borrows sword from Ardley Museum"
+    ));
+    assert!(swap(
+        "Corbin Gallery lends sword to Ardley Museum",
+        "Corbin Gallery borrows sword from Ardley Museum"
+    ));
+    // "To" and "from" before the later name say who receives, whatever the verbs.
+    assert!(!swap(
+        "Sword heads to Corbin Gallery on loan from Ardley Museum",
+        "Corbin Gallery borrows sword from Ardley Museum"
+    ));
+    assert!(swap(
+        "Sword heads to Corbin Gallery on loan from Ardley Museum",
+        "Corbin Gallery sends sword to Ardley Museum"
+    ));
 }
 
 #[test]
