@@ -396,10 +396,8 @@ impl Conflict {
 /// figures. Counts and measures compare by value alone: what they count or measure is read
 /// loosely ("12 dead" and "twelve people", "50m" and "50 metres" are each one figure).
 pub(super) fn anchor(kind: &str, value: &str) -> String {
-    let certain = kind == "percent"
-        || kind == "score"
-        || kind.starts_with("money:")
-        || kind.starts_with("duration:");
+    let certain =
+        kind == "percent" || kind == "score" || kind.starts_with("money:") || kind == "duration";
     match certain {
         true => format!("#{kind}:{value}"),
         false => format!("#{value}"),

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::super::text::{self, stem};
 
-/// What a figure counts: `percent`, `money:$`, `duration:hour`, `score`, `year`, `count:<the
+/// What a figure counts: `percent`, `money:$`, `duration` (in hours), `score`, `year`, `count:<the
 /// noun after it>`, or `number`.
 pub type FigureKind = String;
 /// Figures by kind, values as canonical decimal strings.
@@ -27,7 +27,22 @@ const SCALES: &[(&str, f64)] = &[
 const CURRENCY_SIGNS: &[(char, &str)] = &[('$', "$"), ('£', "£"), ('€', "€"), ('¥', "¥")];
 const CURRENCY_WORDS: &[(&str, &str)] =
     &[("dollar", "$"), ("pound", "£"), ("euro", "€"), ("yen", "¥")];
-const DURATIONS: &str = "second minute hour day week month year";
+/// Units of time, compared by [`stem`], with their length in hours: a span is one kind,
+/// `duration`, in hours ("48 hours" = "two days"; a month is a twelfth of a year of 365.25
+/// days).
+const DURATIONS: &[(&str, f64)] = &[
+    ("second", 1.0 / 3600.0),
+    ("minute", 1.0 / 60.0),
+    ("hour", 1.0),
+    ("day", 24.0),
+    ("week", 168.0),
+    ("month", 730.5),
+    ("year", 8766.0),
+];
+/// How far apart two spans of time may be and still be one figure: "three months" and "12
+/// weeks" (2,191.5 and 2,016 hours) are one span told two ways; "six weeks" and "three months"
+/// are two.
+const DURATION_TOLERANCE: f64 = 0.1;
 
 /// One lexical unit for figure reading: a number, or a word (lowercase), or a sign.
 #[derive(Debug, Clone, PartialEq)]
@@ -293,16 +308,18 @@ pub fn figures(text: &str) -> Figures {
             i = end;
             continue;
         }
-        let amount = canonical_number(value * scale);
+        let mut amount = canonical_number(value * scale);
+        let hours = word(next)
+            .map(stem)
+            .and_then(|w| DURATIONS.iter().find(|(d, _)| *d == w))
+            .map(|(_, hours)| hours);
         let kind = if percent {
             "percent".to_string()
         } else if let Some(c) = currency {
             format!("money:{c}")
-        } else if let Some(unit) = word(next)
-            .map(stem)
-            .filter(|w| DURATIONS.split_whitespace().any(|d| d == w))
-        {
-            format!("duration:{unit}")
+        } else if let Some(hours) = hours {
+            amount = canonical_number(value * scale * hours);
+            "duration".to_string()
         } else if scale == 1.0 && value.fract() == 0.0 && (1900.0..=2100.0).contains(&value) {
             "year".to_string()
         } else if let Some(noun) = (next..units.len())
@@ -328,6 +345,14 @@ pub fn figures(text: &str) -> Figures {
     out
 }
 
+/// Whether two spans of time (hours) are one within [`DURATION_TOLERANCE`].
+fn near(a: &str, b: &str) -> bool {
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(a), Ok(b)) => (a - b).abs() <= DURATION_TOLERANCE * a.max(b),
+        _ => a == b,
+    }
+}
+
 /// Whether two reports state different figures: a kind in both titles whose values in one title
 /// appear nowhere in the other report, or titles that both give figures (years aside) none of
 /// which the other report gives in any kind ("toll rises to 15" against "twelve dead"). `all_*`
@@ -339,23 +364,37 @@ pub fn figures_conflict(
     all_b: &Figures,
 ) -> bool {
     let seen_in = |kind: &str, vs: &BTreeSet<String>, all: &Figures| {
-        all.get(kind).is_some_and(|a| !a.is_disjoint(vs))
+        all.get(kind).is_some_and(|a| match kind {
+            "duration" => vs.iter().any(|v| a.iter().any(|w| near(v, w))),
+            _ => !a.is_disjoint(vs),
+        })
     };
     let typed = title_a.iter().any(|(kind, values)| {
         title_b
             .get(kind)
-            .is_some_and(|other| !seen_in(kind, values, all_b) && !seen_in(kind, other, all_a))
+            .is_some_and(|other| !seen_in(kind, values, all_b) || !seen_in(kind, other, all_a))
     });
-    let values = |f: &Figures| -> BTreeSet<String> {
+    // Every figure but years, as (kind, value).
+    fn values(f: &Figures) -> Vec<(&str, &str)> {
         f.iter()
             .filter(|(kind, _)| *kind != "year")
-            .flat_map(|(_, vs)| vs.iter().cloned())
+            .flat_map(|(kind, vs)| vs.iter().map(move |v| (kind.as_str(), v.as_str())))
             .collect()
+    }
+    // A figure of one report is in the other in any kind; a span of time only as a span.
+    let one = |(k, v): (&str, &str), (l, w): (&str, &str)| match (k, l) {
+        ("duration", "duration") => near(v, w),
+        _ => v == w,
     };
-    let (va, vb) = (values(title_a), values(title_b));
-    let untyped = !va.is_empty()
-        && !vb.is_empty()
-        && va.is_disjoint(&values(all_b))
-        && vb.is_disjoint(&values(all_a));
+    let none_in = |title: &Figures, all: &Figures| {
+        let all = values(all);
+        values(title)
+            .into_iter()
+            .all(|x| !all.iter().any(|&y| one(x, y)))
+    };
+    let untyped = !values(title_a).is_empty()
+        && !values(title_b).is_empty()
+        && none_in(title_a, all_b)
+        && none_in(title_b, all_a);
     typed || untyped
 }

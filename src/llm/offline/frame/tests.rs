@@ -52,6 +52,8 @@ fn figures_normalise_units_and_formats() {
             "Bill passes by thirty-one votes to eighteen",
         ),
         ("Vale win 24-17", "Vale win by 24 points to 17"),
+        ("48-hour strike", "two-day strike"),
+        ("Out for three months", "out for 12 weeks"),
     ];
     for (a, b) in same {
         let (fa, fb) = (figures(a), figures(b));
@@ -67,6 +69,7 @@ fn figures_normalise_units_and_formats() {
         ("Rovers win 2-1", "Rovers win 3-1"),
         ("Lane 2 of the bridge closed", "Lane 4 of the bridge closed"),
         ("Bill passes 31-18", "Bill passes by 31 votes to 19"),
+        ("Captain out for six weeks", "Captain to miss three months"),
     ];
     for (a, b) in different {
         let (fa, fb) = (figures(a), figures(b));
@@ -75,6 +78,11 @@ fn figures_normalise_units_and_formats() {
             "{a} / {b}: {fa:?} {fb:?}"
         );
     }
+    // A later figure is another claim even when its report cites the earlier one.
+    let (early, late) = (figures("Flood toll 12"), figures("Flood toll rises to 15"));
+    let late_all = figures("Flood toll rises to 15 from 12 yesterday");
+    assert!(figures_conflict(&early, &early, &late, &late_all));
+    assert!(figures_conflict(&late, &late_all, &early, &early));
     assert!(figures("Trains from 06:00 to 6pm").is_empty());
     assert!(!figures("Index up 50 points to 7,500").contains_key("score"));
     assert_eq!(
