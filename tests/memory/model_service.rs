@@ -75,6 +75,20 @@ async fn the_service_answers_the_local_models_vectors_and_refuses_oversized_requ
         );
     }
 
+    // Texts embedded before are answered from the node's memory, mixed with new ones in the
+    // order asked: each the same vector as before, the new one the model's own.
+    let again: Vec<String> = vec![
+        texts[1].clone(),
+        "Council approves new library for the old market hall".into(),
+        texts[0].clone(),
+    ];
+    let mixed = embedder.embed(&again).await.expect("vectors again");
+    assert_eq!(mixed[0], served[1]);
+    assert_eq!(mixed[2], served[0]);
+    let fresh = Embedder::embed(&here, &again[1..2]).await.unwrap();
+    let cos: f32 = mixed[1].iter().zip(&fresh[0]).map(|(x, y)| x * y).sum();
+    assert!(cos > 0.9999, "the new text's vector is not its own: {cos}");
+
     // More texts than one request carries: the client splits them, order kept.
     let many: Vec<String> = (0..service::MAX_TEXTS + 3)
         .map(|i| format!("report number {i} on the harbour"))

@@ -10,6 +10,7 @@ pub mod catalog;
 mod embedder;
 mod error;
 pub mod pull;
+mod recent;
 pub mod service;
 pub mod store;
 mod wheel;
