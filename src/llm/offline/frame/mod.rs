@@ -166,7 +166,7 @@ impl Lexicon {
             && words
                 .get(1)
                 .is_some_and(|w| w.upper && !w.opens && !text::is_plain(&w.stem));
-        words
+        let mut names: Vec<Name> = words
             .iter()
             .enumerate()
             .filter(|(_, w)| w.upper && !text::is_plain(&w.stem))
@@ -180,7 +180,29 @@ impl Lexicon {
                     next: (position == 0).then(|| second.clone()).flatten(),
                 })
             })
-            .collect()
+            .collect();
+        // A title before a name, which the batch writes capitalised somewhere ("mayor Idris
+        // Penhaligon", "Mayor Penhaligon"), is a weak part of it: not the verb between two names.
+        let strong_at =
+            |i: usize, names: &[Name]| names.iter().any(|n| n.position == i && n.strong);
+        let titles: Vec<Name> = (0..words.len().saturating_sub(1))
+            .filter(|&i| {
+                let w = &words[i];
+                strong_at(i + 1, &names)
+                    && !names.iter().any(|n| n.position == i)
+                    && !text::is_plain(&w.stem)
+                    && self.capitalised.contains(&w.stem)
+            })
+            .map(|position| Name {
+                position,
+                stem: words[position].stem.clone(),
+                strong: false,
+                next: (position == 0).then(|| second.clone()).flatten(),
+            })
+            .collect();
+        names.extend(titles);
+        names.sort_by_key(|n| n.position);
+        names
     }
 }
 

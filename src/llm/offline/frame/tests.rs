@@ -303,3 +303,22 @@ fn an_opening_name_of_two_words_is_a_name_however_rare() {
     let titled = lex.names("Kestrel Marine Lands Corbin Harbour Deal");
     assert!(!titled.iter().any(|n| n.position == 0 && n.strong));
 }
+
+#[test]
+fn a_title_before_a_name_is_part_of_it() {
+    // "mayor" and "councillor" are written in lower case and capitalised: titles, not verbs.
+    let lex = lexicon(&[
+        "The court heard a case against Mayor Idris Penhaligon brought by Councillor Delia Hartigan.",
+        "The mayor and the councillor met.",
+    ]);
+    assert!(swapped(
+        &lex,
+        "Ebbersleigh mayor Idris Penhaligon sues councillor Delia Hartigan",
+        "Councillor Delia Hartigan takes Mayor Penhaligon to court"
+    ));
+    assert!(!swapped(
+        &lex,
+        "Ebbersleigh mayor Idris Penhaligon sues councillor Delia Hartigan",
+        "Mayor Penhaligon takes councillor Hartigan to court"
+    ));
+}
