@@ -28,7 +28,8 @@
 //!   oppose when they put one subject in opposite states: "Ferries operating as usual" against
 //!   "Ferry services suspended", with no cue word. A state told as following its opposite
 //!   ("reopens", "open again", "missing ... found", "lifts off after a delay") is a later moment
-//!   ([`later_than`]), which opposes nothing earlier.
+//!   ([`later_than`]), which opposes nothing earlier; so is going ahead after a called-off try
+//!   ("reaches orbit at second attempt", "switched on after all", "back on").
 //! - **Actors** ([`Actors`]): roles are read from a headline without a trailing attribution
 //!   ("…, Kelco says" names who speaks, not who acts), and a verb phrase never crosses a clause
 //!   ("depot fire: crews called").

@@ -29,7 +29,8 @@ const OPPOSITIONS: &[(&str, &str, &str)] = &[
         "running|disrupted",
         "open reopen resume restore operate operating run running normal normally usual \
          timetable schedule proceed unaffected uninterrupted unchanged",
-        "close closure shut suspend halt cancel disrupt delay postpone stop outage ground strand",
+        "close closure shut suspend halt cancel scrub disrupt delay postpone stop outage ground \
+         strand",
     ),
     (
         "rising|falling",
@@ -61,6 +62,11 @@ const OPPOSITIONS: &[(&str, &str, &str)] = &[
 const REVERSALS: &str = "reopen resume restore restart reinstate locate";
 /// Words that put a headline's state after its opposite ("open again").
 const AGAIN: &str = "again";
+/// Phrases that tell of something going ahead after all, following a failed or called-off try
+/// ("reaches orbit at the second attempt", "lights switched on after all", "match back on"),
+/// compared word by word by [`stem`]: a headline with one of them and no state word is the
+/// running state, later than the disruption it follows.
+const RETRIED: &[&str] = &["after all", "second attempt", "back on"];
 /// Words after which a state is what came before the headline's news ("after a delay").
 const BEFORE: &str = "after following";
 
@@ -125,7 +131,19 @@ fn state_of(title: &str) -> Option<State> {
         }
         // Only a state before the news: the headline states the other pole after it.
         (None, None, Some(&(at, axis, pole))) => (at, axis, !pole, true),
-        (None, None, None) => return None,
+        (None, None, None) => {
+            let at = (0..words.len()).find(|&i| {
+                RETRIED.iter().any(|phrase| {
+                    let phrase: Vec<String> = phrase.split_whitespace().map(stem).collect();
+                    words[i..]
+                        .iter()
+                        .map(|w| &w.stem)
+                        .take(phrase.len())
+                        .eq(phrase.iter())
+                })
+            })?;
+            (at, OPPOSITIONS[0].0, true, true)
+        }
     };
     let clause_start = words[..=at].iter().rposition(|w| w.opens).unwrap_or(0);
     let mut subject: BTreeSet<String> = words[clause_start..at]

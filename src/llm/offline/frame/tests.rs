@@ -322,3 +322,21 @@ fn a_title_before_a_name_is_part_of_it() {
         "Mayor Penhaligon takes councillor Hartigan to court"
     ));
 }
+
+#[test]
+fn going_ahead_after_all_is_later_than_the_call_off() {
+    let retried = state("Orla-1 reaches orbit at second attempt").expect("a later state");
+    assert_eq!(
+        (retried.axis, retried.pole, retried.after),
+        ("running|disrupted", true, true)
+    );
+    let scrubbed = state("Orla-1 satellite launch scrubbed").expect("a state");
+    assert_eq!((scrubbed.pole, scrubbed.after), (false, false));
+    assert!(later_than(&retried, Some(&scrubbed)));
+    assert!(!later_than(&scrubbed, Some(&retried)));
+    let on = state("Harbour lights switched on after all as winds ease").expect("a later state");
+    assert!(on.after && on.pole);
+    assert!(state("Match back on after pitch inspection").is_some_and(|s| s.after));
+    // Without such a phrase, no state word is no state.
+    assert_eq!(state("Orla-1 reaches orbit"), None);
+}
