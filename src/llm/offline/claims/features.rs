@@ -118,7 +118,12 @@ impl Features {
             .map(|t| (t, SUMMARY_WEIGHT))
             .collect();
         full.extend(title.clone());
-        let title_cues = text::cues(&report.title);
+        // A debunking headline denies without a cue word ("bangs were fireworks, police say").
+        let debunks = frame::debunks(&report.title);
+        let mut title_cues = text::cues(&report.title);
+        title_cues.denial |= debunks;
+        let mut cues = text::cues(&format!("{}\n{}", report.title, report.summary));
+        cues.denial |= debunks;
         let events = happened.iter().filter(|t| text::is_event(t));
         let incidents = events
             .clone()
@@ -184,7 +189,7 @@ impl Features {
                 .collect(),
             anchors,
             state: frame::state(&report.title),
-            cues: text::cues(&format!("{}\n{}", report.title, report.summary)),
+            cues,
             title_cues,
             states,
             title_states,

@@ -275,10 +275,12 @@ pub fn capitalised(title: &str) -> Vec<bool> {
         .collect()
 }
 
+mod debunk;
 mod figures;
 mod roles;
 mod state;
 
+pub use debunk::debunks;
 pub use figures::{FigureKind, Figures, figures, figures_conflict};
 pub use roles::{
     Actors, Contest, contest, contests_conflict, exclusive_qualifiers, noun_role_swap, role_swap,

@@ -189,7 +189,7 @@ const REPORTING: &str = "say says said tell told report find found suggest concl
 const MAX_ATTRIBUTION_WORDS: usize = 6;
 
 /// `title` without a trailing attribution after its last comma (see [`REPORTING`]).
-fn without_attribution(title: &str) -> &str {
+pub(super) fn without_attribution(title: &str) -> &str {
     let Some((head, tail)) = title.rsplit_once(',') else {
         return title;
     };
