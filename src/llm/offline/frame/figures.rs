@@ -78,6 +78,10 @@ fn small_number_word(word: &str) -> Option<f64> {
         .map(|i| ((i + 2) * 10) as f64)
 }
 
+/// The most digits of each side of a score: a match's goals or points, or a vote's ayes and
+/// noes ("312-248"); four digits is a span of years ("2025-26").
+const MAX_SCORE_DIGITS: usize = 3;
+
 /// Nouns that a contest's tally counts in ("24 points to 17", "by 31 votes to 18"), compared
 /// by [`stem`]: the same score as "24-17".
 const TALLIES: &str = "point vote goal run try wicket set game frame seat";
@@ -90,6 +94,21 @@ fn tally(units: &[Unit], at: usize, value: f64, next: usize) -> Option<(u64, u64
         Some(Unit::Word(w)) => Some(w.as_str()),
         _ => None,
     };
+    // A vote told as "312 for, 248 against".
+    if word(next) == Some("for")
+        && let Some(Unit::Number {
+            value: against,
+            currency: None,
+            percent: false,
+            ..
+        }) = units.get(next + 1)
+        && word(next + 2) == Some("against")
+        && value.fract() == 0.0
+        && against.fract() == 0.0
+    {
+        let (x, y) = (value as u64, *against as u64);
+        return Some((x.max(y), x.min(y), next + 3));
+    }
     let noun = stem(word(next)?);
     if !TALLIES.split_whitespace().any(|t| stem(t) == noun) || word(next + 1) != Some("to") {
         return None;
@@ -123,8 +142,8 @@ fn units(text: &str) -> Vec<Unit> {
         let lower = token.to_lowercase();
         if let Some((a, b)) = lower.split_once(['-', '–'])
             && let (Ok(x), Ok(y)) = (a.parse::<u32>(), b.parse::<u32>())
-            && a.len() <= 2
-            && b.len() <= 2
+            && a.len() <= MAX_SCORE_DIGITS
+            && b.len() <= MAX_SCORE_DIGITS
         {
             out.push(Unit::Score(x.max(y), x.min(y)));
             continue;

@@ -114,14 +114,20 @@ pub fn role_swap(a: &Actors, b: &Actors) -> bool {
             };
             let (in_a, in_b) = (between(&a.words, ia, ja), between(&b.words, ib, jb));
             // The words between that are neither function words nor names: the verb, if any.
-            let content = |ws: &[String], names: &[Name]| -> Vec<String> {
-                let name = |w: &String| names.iter().any(|n| &n.stem == w);
-                ws.iter()
-                    .filter(|w| !text::is_plain(w) && !name(w))
+            // Figures ("agrees £640m deal for") are no part of the verb.
+            let content = |actors: &Actors, i: usize, j: usize| -> Vec<String> {
+                let name = |w: &String| actors.names.iter().any(|n| &n.stem == w);
+                let figure = |w: &String| {
+                    w.trim_start_matches(['$', '£', '€', '¥'])
+                        .starts_with(|c: char| c.is_ascii_digit())
+                };
+                actors.words[i.min(j) + 1..i.max(j)]
+                    .iter()
+                    .filter(|w| !text::is_plain(w) && !name(w) && !figure(w))
                     .cloned()
                     .collect()
             };
-            let (verbs_a, verbs_b) = (content(&in_a, names_a), content(&in_b, names_b));
+            let (verbs_a, verbs_b) = (content(a, ia, ja), content(b, ib, jb));
             if verbs_a.is_empty() || verbs_b.is_empty() {
                 continue;
             }

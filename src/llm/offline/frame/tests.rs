@@ -52,6 +52,7 @@ fn figures_normalise_units_and_formats() {
             "Bill passes by thirty-one votes to eighteen",
         ),
         ("Vale win 24-17", "Vale win by 24 points to 17"),
+        ("Bill passes 312-248", "Bill passes: 312 for, 248 against"),
         ("48-hour strike", "two-day strike"),
         ("Out for three months", "out for 12 weeks"),
     ];
@@ -70,6 +71,7 @@ fn figures_normalise_units_and_formats() {
         ("Lane 2 of the bridge closed", "Lane 4 of the bridge closed"),
         ("Bill passes 31-18", "Bill passes by 31 votes to 19"),
         ("Captain out for six weeks", "Captain to miss three months"),
+        ("Bill passes: 312 for, 248 against", "Bill passes 312-284"),
     ];
     for (a, b) in different {
         let (fa, fb) = (figures(a), figures(b));
