@@ -467,8 +467,10 @@ impl<'a> Batch<'a> {
         match self.conflict(i, j) {
             // Swapped roles are another claim whatever the stance: "X has not sued Y" denies
             // "X sues Y", not "Y sues X". A later state is another moment: "bypass reopens"
-            // does not deny "bypass closed".
-            Some(Conflict::Roles | Conflict::Update) => true,
+            // does not deny "bypass closed". Other figures are another claim too ("rate drops
+            // to 2.7 %" / "4.9 % tax rise"): a denial that gives its own figure is a rival,
+            // which still withholds the confirmation.
+            Some(Conflict::Roles | Conflict::Update | Conflict::Figures) => true,
             Some(_) => !opposes,
             None => false,
         }
