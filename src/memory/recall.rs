@@ -492,13 +492,7 @@ mod tests {
                 if i >= 100 {
                     text.push_str(" river");
                 }
-                Envelope::new(
-                    "t",
-                    ["facts", "n"],
-                    "a",
-                    EventKind::FactLearned,
-                    serde_json::json!({ "statement": text }),
-                )
+                fact(&text)
             })
             .collect();
         projector::project_for_test(&db, &events.iter().collect::<Vec<_>>());
@@ -547,6 +541,17 @@ mod tests {
         );
     }
 
+    /// A fact stating `text` in `facts/n`.
+    fn fact(text: &str) -> Envelope {
+        Envelope::new(
+            "t",
+            ["facts", "n"],
+            "a",
+            EventKind::FactLearned,
+            serde_json::json!({ "statement": text }),
+        )
+    }
+
     #[test]
     fn words_with_diacritics_are_counted_as_the_index_folds_them() {
         assert_eq!(
@@ -555,15 +560,6 @@ mod tests {
         );
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("projection.db");
-        let fact = |text: &str| {
-            Envelope::new(
-                "t",
-                ["facts", "n"],
-                "a",
-                EventKind::FactLearned,
-                serde_json::json!({ "statement": text }),
-            )
-        };
         let (accented, plain) = (fact("Zürich café reopens"), fact("Zurich cafe closes"));
         projector::project_for_test(&db, &[&accented, &plain]);
         let recall = Recall::open(&db).unwrap();
