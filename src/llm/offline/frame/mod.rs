@@ -30,6 +30,8 @@
 //!   ("reopens", "open again", "missing ... found", "lifts off after a delay") is a later moment
 //!   ([`later_than`]), which opposes nothing earlier; so is going ahead after a called-off try
 //!   ("reaches orbit at second attempt", "switched on after all", "back on").
+//! - **Debunks** ([`debunks`]): a headline that says what others reported was another thing, on
+//!   someone's word or in scare quotes ("the bangs were fireworks, police confirm"), denies it.
 //! - **Actors** ([`Actors`]): roles are read from a headline without a trailing attribution
 //!   ("…, Kelco says" names who speaks, not who acts), and a verb phrase never crosses a clause
 //!   ("depot fire: crews called").

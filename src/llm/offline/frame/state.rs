@@ -22,11 +22,14 @@ pub struct State {
     pub after: bool,
 }
 
+/// The axis of a service or an event going ahead or not.
+const RUNNING: &str = "running|disrupted";
+
 /// General state oppositions of news writing: (axis, first pole's words, second pole's words),
 /// compared by [`stem`]. "Usual", "normal" and "timetable" say a service runs as it should.
 const OPPOSITIONS: &[(&str, &str, &str)] = &[
     (
-        "running|disrupted",
+        RUNNING,
         "open reopen resume restore operate operating run running normal normally usual \
          timetable schedule proceed unaffected uninterrupted unchanged",
         "close closure shut suspend halt cancel scrub disrupt delay postpone stop outage ground \
@@ -142,7 +145,7 @@ fn state_of(title: &str) -> Option<State> {
                         .eq(phrase.iter())
                 })
             })?;
-            (at, OPPOSITIONS[0].0, true, true)
+            (at, RUNNING, true, true)
         }
     };
     let clause_start = words[..=at].iter().rposition(|w| w.opens).unwrap_or(0);
