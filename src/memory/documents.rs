@@ -281,7 +281,7 @@ pub fn search(
     }
     let words: Vec<String> = match matching {
         Matching::Every => query.split_whitespace().map(str::to_string).collect(),
-        Matching::Any => super::recall::any_words(query),
+        Matching::Any => super::projector::any_words(query),
     };
     let words: Vec<String> = words
         .iter()

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
+use super::projector::any_words;
+
 /// Why a read failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RecallError {
@@ -89,29 +91,6 @@ fn fts_query(text: &str) -> String {
         .map(|word| format!("\"{}\"", word.replace('"', "\"\"")))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// The fewest letters of a word an any-word search looks for (shorter ones are mostly filler).
-pub(crate) const MIN_WORD_CHARS: usize = 4;
-
-/// The words of free text an any-word search looks for: those of [`MIN_WORD_CHARS`] letters or
-/// more, lowercase and without diacritics (as the full-text tokenizer folds them: `café` is
-/// the index's `cafe`), each once.
-pub(crate) fn any_words(text: &str) -> Vec<String> {
-    use unicode_normalization::{UnicodeNormalization, char::is_combining_mark};
-    let mut words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= MIN_WORD_CHARS)
-        .map(|w| {
-            w.nfd()
-                .filter(|c| !is_combining_mark(*c))
-                .collect::<String>()
-                .to_lowercase()
-        })
-        .collect();
-    words.sort();
-    words.dedup();
-    words
 }
 
 /// `words` as an FTS5 query that matches any of them (`None` when there is none).

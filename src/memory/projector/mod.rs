@@ -20,7 +20,7 @@ mod schema;
 
 use schema::WordCounts;
 pub(in crate::memory) use schema::open_wal;
-pub(crate) use schema::{fts_row, scope_token};
+pub(crate) use schema::{any_words, fts_row, scope_token};
 pub use schema::{open_writer, projected_to};
 
 use super::emit::Emitter;

@@ -10,7 +10,6 @@ use sha2::{Digest, Sha256};
 
 use super::{ProjectorError, db_err};
 use crate::core::envelope::Envelope;
-use crate::memory::recall::{MIN_WORD_CHARS, any_words};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS events(
@@ -79,8 +78,31 @@ fn prepare(path: &Path) -> Result<Connection, ProjectorError> {
     Ok(conn)
 }
 
+/// The fewest letters of a word an any-word search looks for (shorter ones are mostly filler).
+const MIN_WORD_CHARS: usize = 4;
+
+/// The words of free text an any-word search looks for: those of [`MIN_WORD_CHARS`] letters or
+/// more, lowercase and without diacritics (as the full-text tokenizer folds them: `café` is
+/// the index's `cafe`), each once.
+pub(crate) fn any_words(text: &str) -> Vec<String> {
+    use unicode_normalization::{UnicodeNormalization, char::is_combining_mark};
+    let mut words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= MIN_WORD_CHARS)
+        .map(|w| {
+            w.nfd()
+                .filter(|c| !is_combining_mark(*c))
+                .collect::<String>()
+                .to_lowercase()
+        })
+        .collect();
+    words.sort();
+    words.dedup();
+    words
+}
+
 /// How many events hold each word an any-word recall may look for (see
-/// [`crate::memory::recall::any_words`]): one lookup per word, where counting it in the
+/// [`any_words`]): one lookup per word, where counting it in the
 /// full-text index reads the word's whole list of events (180,000 entries, several
 /// milliseconds, for a common word at a million events). The projector adds each batch's
 /// counts in the batch's transaction ([`WordCounts`]).
