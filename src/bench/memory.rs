@@ -179,9 +179,8 @@ fn indexed(index: &Path, n: usize) -> bool {
         })
 }
 
-///
-/// Long because it is the bench's script: its series run in order in one run, and the lines it
-/// prints follow that order; split, the order would be spread over functions.
+/// Recall at scale: the corpus's projection and semantic index (built, or kept with
+/// `--reuse`), then each kind of recall timed on them.
 async fn recall_at_scale(
     options: &MemoryBenchOptions,
     out: &mut impl Write,

@@ -443,7 +443,7 @@ pub fn hybrid(
 /// Where one [`hybrid`] recall's time went, phase by phase (`iron bench memory` prints them).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HybridPhases {
-    /// Choosing the query's informative words (their counts in the full-text index).
+    /// Choosing the query's informative words (their counts in the projection's `word_docs`).
     pub words: std::time::Duration,
     /// The full-text search under the scope.
     pub fulltext: std::time::Duration,

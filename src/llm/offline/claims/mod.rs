@@ -20,10 +20,11 @@
 //!
 //! Vetoes. Two reports never share a claim when each names a place or person (a name the batch
 //! confirms, [`frame`]) that the other never mentions, or when their titles each name an object the
-//! other report never mentions (bridge vs tunnel), or when their roles are swapped (even if one
-//! denies: "X has not sued Y" denies "X sues Y", not "Y sues X"). Unless their titles oppose, they
-//! also never do when their frames conflict (an opening actor the other never mentions doing the
-//! same thing, another figure of one kind, a winner who loses in the other), when they name
+//! other report never mentions (bridge vs tunnel), when their roles are swapped (even if one
+//! denies: "X has not sued Y" denies "X sues Y", not "Y sues X"), when one tells a later state,
+//! or when their figures differ (a denial that gives its own figure is a rival). Unless their
+//! titles oppose, they also never do when their frames conflict otherwise (an opening actor the
+//! other never mentions doing the same thing, a winner who loses in the other), when they name
 //! disjoint events (fire vs opening hours), or when they lie more than [`SAME_EVENT_WINDOW_SECS`]
 //! apart. Opposed titles (one denies or negates, or they put one subject in opposite states) merge
 //! from [`OPPOSED_MERGE_THRESHOLD`], judged by how much of the shorter one the other covers: a
@@ -33,7 +34,8 @@
 //! Stance. The anchor is the earliest report without any cue, else the earliest report. A report
 //! denies when its cues differ from the anchor's, when it states the opposite state, or when its
 //! figures conflict with the claim's; states and figures the anchor lacks come from the earliest
-//! report agreeing with it. Independence is by owner only ([`owner_key`]: trimmed, spaces
+//! report agreeing with it; a headline that says what others reported was another thing
+//! ([`frame::debunks`]) carries a denial. Independence is by owner only ([`owner_key`]: trimmed, spaces
 //! collapsed, lowercased; a blank owner never counts).
 //!
 //! Updates. A headline that tells a state as following its opposite ("bypass reopens", "open
@@ -47,8 +49,9 @@
 //! single-source (the judge cannot tell a paraphrase it missed from a denial it cannot read).
 //! [`enforce`] has the last word on every verdict.
 //!
-//! Limits. English headlines; no parser, so roles are positions around a verb and converse
-//! verbs ("X beats Y" / "Y loses to X") read as a swap (a split, never a merge). Paraphrases
+//! Limits. English headlines; no parser, so roles are positions around a verb, and converse
+//! verbs outside the frame's few ("X takes Y's jets on lease" / "Y leases jets to X") read as a
+//! swap (a split, never a merge). Paraphrases
 //! that share neither words nor names and figures stay apart. Updated figures ("toll rises to
 //! 15") and later states read as rival accounts: safe, but noisy (a closure that a report from
 //! another owner says has ended is not confirmed). A state on none of the frame's oppositions

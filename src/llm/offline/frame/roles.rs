@@ -115,19 +115,18 @@ pub fn role_swap(a: &Actors, b: &Actors) -> bool {
             let (in_a, in_b) = (between(&a.words, ia, ja), between(&b.words, ib, jb));
             // The words between that are neither function words nor names: the verb, if any.
             // Figures ("agrees £640m deal for") are no part of the verb.
-            let content = |actors: &Actors, i: usize, j: usize| -> Vec<String> {
-                let name = |w: &String| actors.names.iter().any(|n| &n.stem == w);
+            let content = |ws: &[String], names: &[Name]| -> Vec<String> {
+                let name = |w: &String| names.iter().any(|n| &n.stem == w);
                 let figure = |w: &String| {
                     w.trim_start_matches(['$', '£', '€', '¥'])
                         .starts_with(|c: char| c.is_ascii_digit())
                 };
-                actors.words[i.min(j) + 1..i.max(j)]
-                    .iter()
+                ws.iter()
                     .filter(|w| !text::is_plain(w) && !name(w) && !figure(w))
                     .cloned()
                     .collect()
             };
-            let (verbs_a, verbs_b) = (content(a, ia, ja), content(b, ib, jb));
+            let (verbs_a, verbs_b) = (content(&in_a, names_a), content(&in_b, names_b));
             if verbs_a.is_empty() || verbs_b.is_empty() {
                 continue;
             }
@@ -158,8 +157,8 @@ pub fn role_swap(a: &Actors, b: &Actors) -> bool {
                 continue;
             }
             // Around two verbs: "X to buy Y" and "Y to acquire X" swap, "X sues Y" and "X faces
-            // Y lawsuit" swap, and so (a split, never a false merge) do converse pairs such as
-            // "X beats Y" and "Y loses to X".
+            // Y lawsuit" swap, and so (a split, never a false merge) do converse verbs with no
+            // rule above, such as "X beats Y" and "Y loses to X" ([`contest`] reads those).
             // A headline opens with a name when only names and function words come before it
             // ("The Hollow Pines will ...", "Mariel Estrada to ...").
             let leads = |words: &[String], names: &[Name], at: usize| {

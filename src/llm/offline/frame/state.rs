@@ -135,14 +135,14 @@ fn state_of(title: &str) -> Option<State> {
         // Only a state before the news: the headline states the other pole after it.
         (None, None, Some(&(at, axis, pole))) => (at, axis, !pole, true),
         (None, None, None) => {
+            let phrases: Vec<Vec<String>> = RETRIED
+                .iter()
+                .map(|p| p.split_whitespace().map(stem).collect())
+                .collect();
             let at = (0..words.len()).find(|&i| {
-                RETRIED.iter().any(|phrase| {
-                    let phrase: Vec<String> = phrase.split_whitespace().map(stem).collect();
-                    words[i..]
-                        .iter()
-                        .map(|w| &w.stem)
-                        .take(phrase.len())
-                        .eq(phrase.iter())
+                phrases.iter().any(|phrase| {
+                    let here = words[i..].iter().map(|w| &w.stem).take(phrase.len());
+                    here.eq(phrase.iter())
                 })
             })?;
             (at, RUNNING, true, true)
