@@ -195,10 +195,8 @@ pub fn evaluate(corpus: &[Labelled]) -> Evaluation {
 pub fn evaluate_with(corpus: &[Labelled], meanings: Option<&claims::Meanings>) -> Evaluation {
     let reports: Vec<Report> = corpus.iter().map(|l| l.report.clone()).collect();
     let claims = claims::group_with(&reports, meanings);
-    let verdicts: Vec<Verdict> = claims::cross_check_all_with(&claims, &reports, meanings)
-        .into_iter()
-        .map(|v| claims::enforce(v, &reports))
-        .collect();
+    let verdicts = claims::cross_check_all_with(&claims, &reports, meanings);
+    let verdicts = claims::enforce_all(verdicts, &reports);
     score(corpus, &claims, &verdicts)
 }
 

@@ -29,6 +29,8 @@ pub mod eval;
 pub mod frame;
 pub mod text;
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -250,7 +252,7 @@ impl ChatModel for OrOffline {
 }
 
 /// After a model's cross-check, the judge's veto: a claim the model calls confirmed whose
-/// supporting reports' frames conflict ([`claims::frame_conflict`]: another actor, figure,
+/// supporting reports' frames conflict ([`claims::frame_conflicts`]: another actor, figure,
 /// winner or role) is single-source, with the judge's reason. Only ever downgrades; the flow's
 /// own guard then applies the owners and denials rule to whatever comes back.
 fn guard_cross_check(request: &ChatRequest, mut response: ChatResponse) -> ChatResponse {
@@ -276,15 +278,20 @@ fn guard_cross_check(request: &ChatRequest, mut response: ChatResponse) -> ChatR
     let Some(verdicts) = answer.get_mut("verdicts").and_then(Value::as_array_mut) else {
         return response;
     };
+    let by_id: BTreeMap<&str, &Claim> = claims.iter().map(|c| (c.id.as_str(), c)).collect();
+    let confirmed: Vec<(&mut Value, &Claim)> = verdicts
+        .iter_mut()
+        .filter(|v| v["status"] == "confirmed")
+        .filter_map(|v| {
+            let claim = by_id.get(v["claim"].as_str()?).copied()?;
+            Some((v, claim))
+        })
+        .collect();
+    let checked: Vec<&Claim> = confirmed.iter().map(|(_, c)| *c).collect();
+    let conflicts = claims::frame_conflicts(&checked, &reports);
     let mut vetoed = 0;
-    for verdict in verdicts.iter_mut() {
-        let claim = verdict["claim"]
-            .as_str()
-            .and_then(|id| claims.iter().find(|c| c.id == id));
-        let (Some(claim), true) = (claim, verdict["status"] == "confirmed") else {
-            continue;
-        };
-        if let Some(why) = claims::frame_conflict(claim, &reports) {
+    for ((verdict, _), why) in confirmed.into_iter().zip(conflicts) {
+        if let Some(why) = why {
             verdict["status"] = json!("single_source");
             verdict["reason"] = json!(format!("not confirmed by the judge's frame check: {why}"));
             vetoed += 1;
@@ -345,8 +352,7 @@ fn perform(task: Task, request: &ChatRequest, meanings: Option<&claims::Meanings
         }
         Task::CrossCheck { claims, reports } => {
             let verdicts = claims::cross_check_all_with(&claims, &reports, meanings);
-            let verdicts = verdicts.into_iter().map(|v| claims::enforce(v, &reports));
-            json!({"verdicts": Vec::from_iter(verdicts)})
+            json!({"verdicts": claims::enforce_all(verdicts, &reports)})
         }
         Task::WriteBulletin { claims } => json!(bulletin::write(&claims)),
         Task::Publish {

@@ -136,6 +136,18 @@ pub fn enforce(verdict: Verdict, reports: &[Report]) -> Verdict {
     enforce_with(verdict, &owners_by_id(reports))
 }
 
+/// [`enforce`] over every verdict of a cross-check, the owners of the reports read once.
+pub fn enforce_all(
+    verdicts: impl IntoIterator<Item = Verdict>,
+    reports: &[Report],
+) -> Vec<Verdict> {
+    let index = owners_by_id(reports);
+    verdicts
+        .into_iter()
+        .map(|v| enforce_with(v, &index))
+        .collect()
+}
+
 /// [`enforce`] with the owners of the reports ([`owners_by_id`]) already known.
 fn enforce_with(verdict: Verdict, index: &BTreeMap<&str, Option<String>>) -> Verdict {
     if verdict.status != Status::Confirmed {
@@ -349,38 +361,49 @@ fn rivals(batch: &Batch, members: &[Vec<usize>]) -> Vec<BTreeSet<usize>> {
     rivals_of
 }
 
-/// Why two of `claim`'s supporting reports from different owners cannot state one event (their
+/// Why two of a claim's supporting reports from different owners cannot state one event (their
 /// frames conflict: another actor or name, another figure of one kind, swapped roles, one
-/// template about another thing), for a grouping the judge did not make, a model's. `None` when
-/// nothing in the frames says so.
-pub fn frame_conflict(claim: &Claim, reports: &[Report]) -> Option<String> {
-    let batch = Batch::new(reports, None);
-    let index: BTreeMap<&str, usize> = batch
-        .sorted
+/// template about another thing), for a grouping the judge did not make, a model's: one answer
+/// per claim, `None` when nothing in the frames says so. The reports are read once for all the
+/// claims (a model's cross-check of a large window confirms thousands).
+pub fn frame_conflicts(claims: &[&Claim], reports: &[Report]) -> Vec<Option<String>> {
+    let sorted = sorted_unique(reports);
+    let features = features_of(&sorted);
+    let index: BTreeMap<&str, usize> = sorted
         .iter()
         .enumerate()
         .map(|(i, r)| (r.id.as_str(), i))
         .collect();
-    let supporting: Vec<usize> = claim
-        .reports
-        .iter()
-        .filter(|r| r.stance == Stance::Supports)
-        .filter_map(|r| index.get(r.id.as_str()).copied())
-        .collect();
-    let owner = |i: usize| owner_key(&batch.sorted[i].owner);
-    for (n, &i) in supporting.iter().enumerate() {
-        for &j in &supporting[n + 1..] {
-            let (a, b) = (&batch.features[i], &batch.features[j]);
-            let elsewhere =
-                frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions);
-            let how = batch.conflict(i, j).map(Conflict::what);
-            if owner(i) == owner(j) || !(elsewhere || how.is_some()) {
-                continue;
+    let owners: Vec<String> = sorted.iter().map(|r| owner_key(&r.owner)).collect();
+    let conflict_in = |claim: &Claim| {
+        let supporting: Vec<usize> = claim
+            .reports
+            .iter()
+            .filter(|r| r.stance == Stance::Supports)
+            .filter_map(|r| index.get(r.id.as_str()).copied())
+            .collect();
+        for (n, &i) in supporting.iter().enumerate() {
+            for &j in &supporting[n + 1..] {
+                let (a, b) = (&features[i], &features[j]);
+                if i == j || owners[i] == owners[j] {
+                    continue;
+                }
+                let elsewhere = frame::strong_names_conflict(
+                    &a.name_list,
+                    &a.mentions,
+                    &b.name_list,
+                    &b.mentions,
+                );
+                let how = a.conflict(b).map(Conflict::what);
+                if !(elsewhere || how.is_some()) {
+                    continue;
+                }
+                let why = how.unwrap_or(Conflict::Names.what());
+                let (x, y) = (&sorted[i].id, &sorted[j].id);
+                return Some(format!("{x} and {y} do not state one event ({why})"));
             }
-            let why = how.unwrap_or(Conflict::Names.what());
-            let (x, y) = (&batch.sorted[i].id, &batch.sorted[j].id);
-            return Some(format!("{x} and {y} do not state one event ({why})"));
         }
-    }
-    None
+        None
+    };
+    claims.iter().map(|c| conflict_in(c)).collect()
 }

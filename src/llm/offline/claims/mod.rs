@@ -81,7 +81,9 @@ mod features;
 mod similarity;
 
 use check::cross_check_batch;
-pub use check::{cross_check, cross_check_all, cross_check_all_with, enforce, frame_conflict};
+pub use check::{
+    cross_check, cross_check_all, cross_check_all_with, enforce, enforce_all, frame_conflicts,
+};
 use features::{Conflict, Features, disjoint, states_conflict};
 use similarity::{Linkable, Pairs, anchor_share, cluster, similarities};
 

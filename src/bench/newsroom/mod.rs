@@ -10,6 +10,7 @@
 //! - **judgment**: the same items embedded with the local model (when it is present, as the
 //!   newsroom's judge uses it), grouped, cross-checked and worded, timed in this process, per
 //!   item and as a share of the end-to-end time;
+//! - **the flow's tasks**: the same judgment as the flow's two steps run it ([`tasks`]);
 //! - **cost**: the CPU time of `iron up` and every process below it (reaped expert processes
 //!   included) from its start to the first bulletin, per item, and their peak memory;
 //! - **log**: the events the run wrote to the log (MEM and JOBS), written again with the same
@@ -26,6 +27,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 use tokio::process::Child;
+
+mod tasks;
 
 use super::BenchError;
 use super::stats::{BenchEnv, TreeUsage, beside_iron, ms, pct, tree_usage};
@@ -314,6 +317,12 @@ pub async fn run(
         ms(phases.comparing),
         ms(phases.grouping),
         ms(phases.checking),
+    );
+    let tasks = tasks::run(&r, meanings.as_ref()).await?;
+    println!(
+        "bench newsroom.judgment_tasks group_claims {:.0} ms, cross_check {:.0} ms (the flow's two tasks through the offline backend, each reading the whole window, vectors remembered)",
+        ms(tasks.grouping),
+        ms(tasks.checking),
     );
     let confirmed = verdicts
         .iter()
