@@ -302,6 +302,25 @@ pub(super) fn cross_check_batch(
                     ..verdict
                 };
             }
+            // Nor when two of its owners may tell who did what the other way round.
+            let reversed = support.iter().enumerate().find_map(|(x, &s)| {
+                support[x + 1..].iter().find_map(|&t| {
+                    let apart = owner_of(s) != owner_of(t);
+                    (apart && batch.features[s].order_unclear(&batch.features[t])).then_some((s, t))
+                })
+            });
+            if let Some((s, t)) = reversed {
+                let reason = format!(
+                    "single source: not confirmed, {} and {} may tell who did what the other way \
+                     round",
+                    sorted[s].id, sorted[t].id
+                );
+                return Verdict {
+                    status: Status::SingleSource,
+                    reason,
+                    ..verdict
+                };
+            }
             let span = batch.span(&support);
             let outside = batch.within(&everyone, span).copied().find(|&k| {
                 let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();

@@ -255,6 +255,13 @@ impl Features {
         }
     }
 
+    /// Whether the titles may put two actors they share in opposite roles, which no rule
+    /// reads ([`frame::order_unclear`]): never a reason to keep them apart, only to withhold a
+    /// confirmation.
+    pub(super) fn order_unclear(&self, other: &Features) -> bool {
+        frame::order_unclear(&self.actors, &other.actors)
+    }
+
     /// Whether the titles are one template with one content word swapped for another that the
     /// other report never uses: word for word the same but at one place (see
     /// [`Conflict::Substitution`]). A reworded headline is never one: it differs in more.

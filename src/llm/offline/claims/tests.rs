@@ -633,6 +633,40 @@ fn a_claim_given_from_outside_needs_two_owners_alike() {
 }
 
 #[test]
+fn owners_who_may_tell_who_did_what_the_other_way_round_confirm_nothing() {
+    // A grouping from elsewhere (a model) that puts cause and effect either way round: the
+    // judge cannot read which is meant, so neither owner's account confirms the other's.
+    let claim = |ids: &[&str]| Claim {
+        id: "c".into(),
+        text: "t".into(),
+        reports: ids
+            .iter()
+            .map(|id| ClaimReport {
+                id: id.to_string(),
+                stance: Supports,
+            })
+            .collect(),
+    };
+    let reports = batch(&[
+        "one | Drought speeds up soil erosion across Varnley farms, study finds",
+        "two | Soil erosion across Varnley farms worsens drought, study finds",
+    ]);
+    let verdicts = cross_check_all(&[claim(&["a", "b"])], &reports);
+    assert_eq!(verdicts[0].status, SingleSource, "{verdicts:#?}");
+    assert!(
+        verdicts[0].reason.contains("other way round"),
+        "{verdicts:#?}"
+    );
+    // The same account in the passive voice confirms it.
+    let reports = batch(&[
+        "one | Drought speeds up soil erosion across Varnley farms, study finds",
+        "two | Soil erosion across Varnley farms sped up by drought, study finds",
+    ]);
+    let verdicts = cross_check_all(&[claim(&["a", "b"])], &reports);
+    assert_eq!(verdicts[0].status, Confirmed, "{verdicts:#?}");
+}
+
+#[test]
 fn the_mens_and_the_womens_match_are_two_events() {
     let reports = batch(&[
         "one | Harlow Vale men down Corran by twenty-four points to seventeen",

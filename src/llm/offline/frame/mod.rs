@@ -285,7 +285,8 @@ mod state;
 pub use debunk::debunks;
 pub use figures::{FigureKind, Figures, figures, figures_conflict};
 pub use roles::{
-    Actors, Contest, contest, contests_conflict, exclusive_qualifiers, noun_role_swap, role_swap,
+    Actors, Contest, contest, contests_conflict, exclusive_qualifiers, noun_role_swap,
+    order_unclear, role_swap,
 };
 pub use state::{State, later_than, state, states_oppose};
 

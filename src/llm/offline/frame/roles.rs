@@ -256,6 +256,18 @@ impl Actors {
         contest(&self.words, &self.names)
     }
 
+    /// Each actor of the headline (a name or a noun) by stem, at its first position.
+    fn actor_positions(&self) -> BTreeMap<&String, usize> {
+        let names = self.names.iter().map(|n| (&n.stem, n.position));
+        let mut at = BTreeMap::new();
+        for (w, i) in names.chain(self.nouns.iter().map(|(w, &i)| (w, i))) {
+            at.entry(w)
+                .and_modify(|p: &mut usize| *p = (*p).min(i))
+                .or_insert(i);
+        }
+        at
+    }
+
     /// Whether words `i` and `j` are in one clause.
     fn one_clause(&self, i: usize, j: usize) -> bool {
         self.clause.get(i) == self.clause.get(j)
@@ -317,6 +329,80 @@ pub fn noun_role_swap(a: &Actors, b: &Actors) -> bool {
             };
             let other_verbs = !va.iter().any(|a| vb.iter().any(|b| same_verb(a, b)));
             if whole_a == whole_b || (plain_a && plain_b && other_verbs) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Prepositions that make what follows them a setting of the event (a place, a time, a cause,
+/// a whole of which the other is part), not one of who acts and on whom; "to" and "into" are
+/// left out: they mark who receives. General English.
+const SETTING: &str =
+    "in at on for across near under within from after as over with of via among amid during";
+
+/// Whether two headlines join two actors they share (names or nouns: [`Actors`]) in opposite
+/// order where no rule above reads who acts on whom: in each, the two stand in one clause with
+/// a word between that is neither a function word, an actor nor a figure (a verb, say), and
+/// their order, turned round by a passive "by" or a converse verb, differs ("Hearing loss
+/// speeds memory decline" / "Failing memory leads to faster hearing loss"; "Memory decline
+/// accelerated by hearing loss" keeps the first order). Weaker evidence than [`role_swap`] and
+/// [`noun_role_swap`]: a paraphrase may reorder its actors too ("Crash closes bridge" / "Bridge
+/// shut after crash"), so this never keeps two reports apart; it only withholds a confirmation
+/// (the cross-check's "when unclear, not confirmed"). Headlines that both read as a contest
+/// ([`contest`]) are left to [`contests_conflict`].
+pub fn order_unclear(a: &Actors, b: &Actors) -> bool {
+    if !a.contest().winners.is_empty() && !b.contest().winners.is_empty() {
+        return false;
+    }
+    let (at_a, at_b) = (a.actor_positions(), b.actor_positions());
+    let shared: Vec<(&String, usize, usize)> = at_a
+        .iter()
+        .filter_map(|(&w, &i)| at_b.get(w).map(|&j| (w, i, j)))
+        .collect();
+    let both: BTreeSet<&String> = shared.iter().map(|(w, _, _)| *w).collect();
+    // Between `i` and `j`: whether "by" stands there, and the words; `None` unless a verb-like
+    // word does too (not a name, nor a word both headlines share), in one clause.
+    fn read<'w>(
+        actors: &'w Actors,
+        both: &BTreeSet<&String>,
+        i: usize,
+        j: usize,
+    ) -> Option<(bool, &'w [String])> {
+        let (from, to) = (i.min(j), i.max(j));
+        let words = &actors.words[from + 1..to];
+        let actor = |w: &String| both.contains(w) || actors.names.iter().any(|n| &n.stem == w);
+        let figure = |w: &String| w.chars().next().is_some_and(|c| c.is_ascii_digit());
+        let verb = words
+            .iter()
+            .any(|w| !text::is_plain(w) && !actor(w) && !figure(w));
+        let by = words.iter().any(|w| w == "by");
+        (verb && actors.one_clause(from, to)).then_some((by, words))
+    }
+    // Whether the actor at `i` is a setting: a preposition of place, time, cause or part
+    // ([`SETTING`]) among the two words before it, names and shared words skipped ("for
+    // central Pelbrook", "after Legionella detected").
+    let setting = |actors: &Actors, i: usize| {
+        let skip = |w: &&String| both.contains(w) || actors.names.iter().any(|n| &n.stem == *w);
+        let before = actors.words[..i].iter().rev().skip_while(skip).take(2);
+        before
+            .into_iter()
+            .any(|w| SETTING.split_whitespace().any(|p| p == w))
+    };
+    for (k, (x, xa, xb)) in shared.iter().enumerate() {
+        for (y, ya, yb) in &shared[k + 1..] {
+            let set = [(a, *xa), (a, *ya), (b, *xb), (b, *yb)];
+            if x == y || set.iter().any(|&(actors, i)| setting(actors, i)) {
+                continue;
+            }
+            let (Some((by_a, in_a)), Some((by_b, in_b))) =
+                (read(a, &both, *xa, *ya), read(b, &both, *xb, *yb))
+            else {
+                continue;
+            };
+            let turned = (by_a != by_b) != converse(in_a, in_b);
+            if ((xa < ya) != (xb < yb)) != turned {
                 return true;
             }
         }

@@ -132,6 +132,35 @@ fn swapped_roles_are_found_and_the_passive_is_read() {
 }
 
 #[test]
+fn actors_told_the_other_way_round_are_unclear_unless_a_passive_or_a_setting_says_why() {
+    let lex = lexicon(&[
+        "Researchers in Varnley followed 4,000 adults.",
+        "Kelby and Varnley Rovers met on Saturday.",
+    ]);
+    let unclear = |a: &str, b: &str| order_unclear(&Actors::of(a, &lex), &Actors::of(b, &lex));
+    // Cause and effect turned round, around different verbs.
+    assert!(unclear(
+        "Drought speeds up soil erosion, Varnley study finds",
+        "Failing soil worsens drought, study says"
+    ));
+    // A passive keeps the roles.
+    assert!(!unclear(
+        "Drought speeds up soil erosion",
+        "Soil erosion accelerated by drought"
+    ));
+    // What follows "as", "from", "in"... is a setting, not one of who acts on whom.
+    assert!(!unclear(
+        "Ferry sailings from Kelby cancelled as gales hit",
+        "Gales halt Kelby ferry crossings"
+    ));
+    // Contests are read by who won.
+    assert!(!unclear(
+        "Varnley Rovers beat Kelby 2-1",
+        "Kelby lose 2-1 to Varnley Rovers"
+    ));
+}
+
+#[test]
 fn common_nouns_in_swapped_roles_are_found_around_different_verbs_only() {
     let lex = lexicon(&["A collision off Kelby was reported at dawn."]);
     let swap = |a: &str, b: &str| noun_role_swap(&Actors::of(a, &lex), &Actors::of(b, &lex));
