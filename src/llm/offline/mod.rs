@@ -189,9 +189,14 @@ impl ChatModel for OfflineBackend {
                 None => None,
             };
             // Judging many reports takes a while: off the runtime.
-            let owned = request.clone();
+            let (owned, n, started) = (request.clone(), reports.len(), std::time::Instant::now());
             let judged =
                 tokio::task::spawn_blocking(move || respond(&owned, meanings.as_ref())).await;
+            tracing::debug!(
+                reports = n,
+                ms = started.elapsed().as_millis() as u64,
+                "the claim judge answered"
+            );
             Ok(judged.unwrap_or_else(|e| {
                 tracing::warn!("the claim judge stopped ({e}); judging on words alone");
                 respond(request, None)

@@ -34,7 +34,7 @@ pub(super) struct Features {
     name_runs: Vec<Vec<String>>,
     pub(super) title_figures: Figures,
     pub(super) all_figures: Figures,
-    /// Names the batch confirms and figure values, of title and summary: see [`anchor_overlap`].
+    /// Names the batch confirms and figure values, of title and summary: see `similarity::anchor_overlap`.
     pub(super) anchors: BTreeSet<String>,
     /// The names among the anchors.
     pub(super) anchor_names: BTreeSet<String>,

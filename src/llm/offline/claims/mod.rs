@@ -6,7 +6,7 @@
 //! "bridge closed" and "bridge reopened" read as one subject. Similarity is the title cosine,
 //! blended 60/40 with the full-text cosine when both reports have a summary, or, when higher,
 //! the share of anchors two reports have in common (names the batch confirms and figures,
-//! anywhere in them: [`similarity::anchor_overlap`]). Clustering is average linkage: the
+//! anywhere in them: `similarity::anchor_overlap`). Clustering is average linkage: the
 //! most similar pair of clusters merges while its agreeing pairs average [`MERGE_THRESHOLD`],
 //! its opposed pairs [`OPPOSED_MERGE_THRESHOLD`], and none of its pairs is below
 //! [`MIN_PAIR_SIMILARITY`].
@@ -85,7 +85,7 @@ pub use check::{
     cross_check, cross_check_all, cross_check_all_with, enforce, enforce_all, frame_conflicts,
 };
 use features::{Conflict, Features, disjoint, states_conflict};
-use similarity::{Linkable, Pairs, anchor_share, cluster, similarities};
+use similarity::{AnchorIds, Linkable, Pairs, cluster, similarities};
 
 /// What a sentence-embedding model makes of each report, by report id: a unit vector of the
 /// text [`meaning_text`] gives, compared by cosine ([`Meanings::read_pair`]). The judge works
@@ -414,6 +414,8 @@ struct Batch<'a> {
     features: Vec<Features>,
     /// Every pair compared: similarity and the model's reading ([`Pairs`]).
     pairs: Pairs,
+    /// The anchors of each report, as numbers.
+    anchors: AnchorIds,
 }
 
 impl<'a> Batch<'a> {
@@ -426,15 +428,17 @@ impl<'a> Batch<'a> {
         let started = Instant::now();
         let sorted = sorted_unique(reports);
         let features = features_of(&sorted);
+        let anchors = AnchorIds::of(&features);
         phases.reading += started.elapsed();
         let started = Instant::now();
         let model = meanings.map(|m| (m, sorted.iter().map(|r| m.get(&r.id)).collect()));
-        let pairs = similarities(&features, model);
+        let pairs = similarities(&features, &anchors, model);
         phases.comparing += started.elapsed();
         Self {
             sorted,
             features,
             pairs,
+            anchors,
         }
     }
 
@@ -517,7 +521,7 @@ impl<'a> Batch<'a> {
     fn near(&self, i: usize, j: usize) -> bool {
         let (a, b) = (&self.features[i], &self.features[j]);
         !a.too_far(b)
-            && !a.anchor_names.is_disjoint(&b.anchor_names)
+            && self.anchors.names_meet(i, j)
             && self.alike_in_subject(i, j, UNCLEAR_THRESHOLD)
     }
 
@@ -539,14 +543,8 @@ impl<'a> Batch<'a> {
     /// of names the batch confirms that they have in common (figures left out: they differ by
     /// definition when the frames conflict). The similarity is read first: it is stored.
     fn alike_in_subject(&self, i: usize, j: usize, threshold: f64) -> bool {
-        if self.pairs.sim(i, j) >= threshold {
-            return true;
-        }
-        let (a, b) = (
-            &self.features[i].anchor_names,
-            &self.features[j].anchor_names,
-        );
-        anchor_share(a, b).is_some_and(|share| share >= threshold)
+        self.pairs.sim(i, j) >= threshold
+            || (self.anchors.share_names(i, j)).is_some_and(|share| share >= threshold)
     }
 }
 
