@@ -385,15 +385,13 @@ pub fn order_unclear(a: &Actors, b: &Actors) -> bool {
     // central Pelbrook", "after Legionella detected").
     let setting = |actors: &Actors, i: usize| {
         let skip = |w: &&String| both.contains(w) || actors.names.iter().any(|n| &n.stem == *w);
-        let before = actors.words[..i].iter().rev().skip_while(skip).take(2);
-        before
-            .into_iter()
-            .any(|w| SETTING.split_whitespace().any(|p| p == w))
+        let mut before = actors.words[..i].iter().rev().skip_while(skip).take(2);
+        before.any(|w| SETTING.split_whitespace().any(|p| p == w))
     };
-    for (k, (x, xa, xb)) in shared.iter().enumerate() {
-        for (y, ya, yb) in &shared[k + 1..] {
+    for (k, (_, xa, xb)) in shared.iter().enumerate() {
+        for (_, ya, yb) in &shared[k + 1..] {
             let set = [(a, *xa), (a, *ya), (b, *xb), (b, *yb)];
-            if x == y || set.iter().any(|&(actors, i)| setting(actors, i)) {
+            if set.iter().any(|&(actors, i)| setting(actors, i)) {
                 continue;
             }
             let (Some((by_a, in_a)), Some((by_b, in_b))) =
