@@ -601,6 +601,21 @@ fn a_name_extended_by_a_word_is_another_team() {
     }
 }
 
+/// A claim grouped elsewhere (a model's), every report supporting it.
+fn given(ids: &[&str]) -> Claim {
+    Claim {
+        id: "c".into(),
+        text: "t".into(),
+        reports: ids
+            .iter()
+            .map(|id| ClaimReport {
+                id: id.to_string(),
+                stance: Supports,
+            })
+            .collect(),
+    }
+}
+
 #[test]
 fn a_claim_given_from_outside_needs_two_owners_alike() {
     // A grouping from elsewhere (a model) is cross-checked on the words: two owners whose
@@ -610,25 +625,14 @@ fn a_claim_given_from_outside_needs_two_owners_alike() {
         "one | Tollmere lifeboat station closing: crews to move to Ashcombe",
         "two | Volunteers fear for coastal safety after RNLI decision",
     ]);
-    let claim = |ids: &[&str]| Claim {
-        id: "c".into(),
-        text: "t".into(),
-        reports: ids
-            .iter()
-            .map(|id| ClaimReport {
-                id: id.to_string(),
-                stance: Supports,
-            })
-            .collect(),
-    };
-    let verdicts = cross_check_all(&[claim(&["a", "b", "c"])], &reports);
+    let verdicts = cross_check_all(&[given(&["a", "b", "c"])], &reports);
     assert_eq!(verdicts[0].status, SingleSource, "{verdicts:#?}");
     assert!(verdicts[0].reason.contains("alike"), "{verdicts:#?}");
     let alike = batch(&[
         "one | Tollmere lifeboat station to close in spring",
         "two | Tollmere lifeboat station will close in the spring",
     ]);
-    let verdicts = cross_check_all(&[claim(&["a", "b"])], &alike);
+    let verdicts = cross_check_all(&[given(&["a", "b"])], &alike);
     assert_eq!(verdicts[0].status, Confirmed, "{verdicts:#?}");
 }
 
@@ -636,22 +640,11 @@ fn a_claim_given_from_outside_needs_two_owners_alike() {
 fn owners_who_may_tell_who_did_what_the_other_way_round_confirm_nothing() {
     // A grouping from elsewhere (a model) that puts cause and effect either way round: the
     // judge cannot read which is meant, so neither owner's account confirms the other's.
-    let claim = |ids: &[&str]| Claim {
-        id: "c".into(),
-        text: "t".into(),
-        reports: ids
-            .iter()
-            .map(|id| ClaimReport {
-                id: id.to_string(),
-                stance: Supports,
-            })
-            .collect(),
-    };
     let reports = batch(&[
         "one | Drought speeds up soil erosion across Varnley farms, study finds",
         "two | Soil erosion across Varnley farms worsens drought, study finds",
     ]);
-    let verdicts = cross_check_all(&[claim(&["a", "b"])], &reports);
+    let verdicts = cross_check_all(&[given(&["a", "b"])], &reports);
     assert_eq!(verdicts[0].status, SingleSource, "{verdicts:#?}");
     assert!(
         verdicts[0].reason.contains("other way round"),
@@ -662,7 +655,7 @@ fn owners_who_may_tell_who_did_what_the_other_way_round_confirm_nothing() {
         "one | Drought speeds up soil erosion across Varnley farms, study finds",
         "two | Soil erosion across Varnley farms sped up by drought, study finds",
     ]);
-    let verdicts = cross_check_all(&[claim(&["a", "b"])], &reports);
+    let verdicts = cross_check_all(&[given(&["a", "b"])], &reports);
     assert_eq!(verdicts[0].status, Confirmed, "{verdicts:#?}");
 }
 
