@@ -85,7 +85,7 @@ pub use check::{
     cross_check, cross_check_all, cross_check_all_with, enforce, enforce_all, frame_conflicts,
 };
 use features::{Conflict, Features, disjoint, states_conflict};
-use similarity::{AnchorIds, Linkable, Pairs, cluster, similarities};
+use similarity::{Linkable, Numbered, Pairs, cluster, similarities};
 
 /// What a sentence-embedding model makes of each report, by report id: a unit vector of the
 /// text [`meaning_text`] gives, compared by cosine ([`Meanings::read_pair`]). The judge works
@@ -414,8 +414,8 @@ struct Batch<'a> {
     features: Vec<Features>,
     /// Every pair compared: similarity and the model's reading ([`Pairs`]).
     pairs: Pairs,
-    /// The anchors of each report, as numbers.
-    anchors: AnchorIds,
+    /// What pairs compare of each report's words, as numbers.
+    numbered: Numbered,
 }
 
 impl<'a> Batch<'a> {
@@ -428,17 +428,17 @@ impl<'a> Batch<'a> {
         let started = Instant::now();
         let sorted = sorted_unique(reports);
         let features = features_of(&sorted);
-        let anchors = AnchorIds::of(&features);
+        let numbered = Numbered::of(&features);
         phases.reading += started.elapsed();
         let started = Instant::now();
         let model = meanings.map(|m| (m, sorted.iter().map(|r| m.get(&r.id)).collect()));
-        let pairs = similarities(&features, &anchors, model);
+        let pairs = similarities(&features, &numbered, model);
         phases.comparing += started.elapsed();
         Self {
             sorted,
             features,
             pairs,
-            anchors,
+            numbered,
         }
     }
 
@@ -460,8 +460,7 @@ impl<'a> Batch<'a> {
         let tables_apart = (same < Sameness::Subject && disjoint(&a.events, &b.events))
             || (same < Sameness::Happening && disjoint(&a.incidents, &b.incidents));
         let agreeing_veto = a.too_far(b) || tables_apart;
-        let elsewhere =
-            || frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions);
+        let elsewhere = || self.numbered.names_elsewhere(i, j);
         // Objects stand whatever the model reads: it puts two objects at one place on one
         // template as close as rewordings ("Quay Street station closed for inspection" /
         // "Quay Street market …": 0.903).
@@ -521,7 +520,7 @@ impl<'a> Batch<'a> {
     fn near(&self, i: usize, j: usize) -> bool {
         let (a, b) = (&self.features[i], &self.features[j]);
         !a.too_far(b)
-            && self.anchors.names_meet(i, j)
+            && self.numbered.names_meet(i, j)
             && self.alike_in_subject(i, j, UNCLEAR_THRESHOLD)
     }
 
@@ -532,7 +531,7 @@ impl<'a> Batch<'a> {
     fn apart(&self, i: usize, j: usize) -> bool {
         let (a, b) = (&self.features[i], &self.features[j]);
         let status_quo = a.title_cues.status_quo || b.title_cues.status_quo;
-        frame::strong_names_conflict(&a.name_list, &a.mentions, &b.name_list, &b.mentions)
+        self.numbered.names_elsewhere(i, j)
             || disjoint(&a.objects, &b.objects)
             || (disjoint(&a.events, &b.events) && !status_quo)
             || self.conflict(i, j) == Some(Conflict::Substitution)
@@ -544,7 +543,10 @@ impl<'a> Batch<'a> {
     /// definition when the frames conflict). The similarity is read first: it is stored.
     fn alike_in_subject(&self, i: usize, j: usize, threshold: f64) -> bool {
         self.pairs.sim(i, j) >= threshold
-            || (self.anchors.share_names(i, j)).is_some_and(|share| share >= threshold)
+            || self
+                .numbered
+                .share_names(i, j)
+                .is_some_and(|share| share >= threshold)
     }
 }
 

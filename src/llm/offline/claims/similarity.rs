@@ -124,7 +124,7 @@ pub(super) type Model<'m> = (&'m Meanings, Vec<Option<&'m Vec<f32>>>);
 /// this is the one step every pair of a batch goes through.
 pub(super) fn similarities(
     features: &[Features],
-    anchors: &AnchorIds,
+    numbered: &Numbered,
     model: Option<Model<'_>>,
 ) -> Pairs {
     let mut numbers: BTreeMap<&str, usize> = BTreeMap::new();
@@ -161,7 +161,7 @@ pub(super) fn similarities(
         } else {
             sim
         };
-        sim.max(anchor_overlap(a, b, anchors.share_all(i, j)))
+        sim.max(anchor_overlap(a, b, numbered.share_all(i, j)))
     };
     let pair = |i: usize, j: usize| {
         let sim = words(i, j);
@@ -183,35 +183,60 @@ pub(super) fn similarities(
     Pairs { rows }
 }
 
-/// Each report's anchors ([`Features::anchors`]) and the names among them, as sorted numbers:
-/// they are compared for every pair of a batch, and comparing the strings took a third of the
-/// time of judging 10,000 reports.
-pub(super) struct AnchorIds {
+/// What every pair of a batch compares of two reports' words, numbered once per batch: each
+/// report's anchors ([`Features::anchors`]) and the names among them, the strong names of its
+/// title and every stem it mentions, as numbers (sorted, but for the names). Comparing the
+/// strings took a third of the time of judging 10,000 reports.
+pub(super) struct Numbered {
     all: Vec<Vec<u32>>,
     names: Vec<Vec<u32>>,
+    strong: Vec<Vec<u32>>,
+    mentions: Vec<Vec<u32>>,
 }
 
-impl AnchorIds {
+impl Numbered {
     pub(super) fn of(features: &[Features]) -> Self {
-        fn ids<'f>(numbers: &mut HashMap<&'f str, u32>, set: &'f BTreeSet<String>) -> Vec<u32> {
-            let mut v = Vec::with_capacity(set.len());
-            for a in set {
+        fn ids<'f>(
+            numbers: &mut HashMap<&'f str, u32>,
+            words: impl IntoIterator<Item = &'f String>,
+        ) -> Vec<u32> {
+            let mut v = Vec::new();
+            for w in words {
                 let next = numbers.len() as u32;
-                v.push(*numbers.entry(a.as_str()).or_insert(next));
+                v.push(*numbers.entry(w.as_str()).or_insert(next));
             }
             v.sort_unstable();
             v
         }
         let mut numbers = HashMap::new();
-        let all = features
-            .iter()
-            .map(|f| ids(&mut numbers, &f.anchors))
-            .collect();
-        let names = features
-            .iter()
-            .map(|f| ids(&mut numbers, &f.anchor_names))
-            .collect();
-        Self { all, names }
+        let mut each = |of: &dyn Fn(&Features) -> Vec<&String>| -> Vec<Vec<u32>> {
+            features.iter().map(|f| ids(&mut numbers, of(f))).collect()
+        };
+        Self {
+            all: each(&|f| f.anchors.iter().collect()),
+            names: each(&|f| f.anchor_names.iter().collect()),
+            strong: each(&|f| {
+                f.name_list
+                    .iter()
+                    .filter(|n| n.strong)
+                    .map(|n| &n.stem)
+                    .collect()
+            }),
+            mentions: each(&|f| f.mentions.iter().collect()),
+        }
+    }
+
+    /// Whether each of reports `i` and `j` names a place or person the batch confirms that
+    /// the other never mentions, as [`crate::llm::offline::frame::strong_names_conflict`]
+    /// reads it.
+    pub(super) fn names_elsewhere(&self, i: usize, j: usize) -> bool {
+        let foreign = |x: usize, y: usize| {
+            let mentions = &self.mentions[y];
+            self.strong[x]
+                .iter()
+                .any(|n| mentions.binary_search(n).is_err())
+        };
+        foreign(i, j) && foreign(j, i)
     }
 
     /// [`share`] of the anchors of reports `i` and `j`.
@@ -255,7 +280,7 @@ fn share(x: &[u32], y: &[u32]) -> Option<f64> {
 }
 
 /// How much two reports share of what pins an event down — names the batch confirms and figures,
-/// anywhere in them — as a share of the fewer (`share`, [`AnchorIds::share_all`]): paraphrases
+/// anywhere in them — as a share of the fewer (`share`, [`Numbered::share_all`]): paraphrases
 /// that share few words still name the same people and places with the same numbers. Needs
 /// [`MIN_ANCHORS`] in common, and nothing when a headline gives a figure that the other report
 /// does not: names alone are a place or a club, not an event (a match report with its score and

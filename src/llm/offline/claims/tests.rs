@@ -816,3 +816,28 @@ fn a_scan_for_near_reports_reads_the_event_window_and_every_undated_report() {
         );
     }
 }
+
+#[test]
+fn names_compared_as_numbers_read_as_the_strings_do() {
+    let reports = batch(&[
+        "one | Ashvale Ferries wins Corbin harbour contract",
+        "two | Kestrel Marine lands Corbin harbour deal",
+        "three | Tenders for ferries and marine work closed in March, Corbin said.",
+        "four | Kestrel Marine and Ashvale Ferries bid for Corbin work",
+    ]);
+    let b = Batch::new(&reports, None);
+    let mut conflicts = 0;
+    for i in 0..reports.len() {
+        for j in 0..reports.len() {
+            let (x, y) = (&b.features[i], &b.features[j]);
+            let strings =
+                frame::strong_names_conflict(&x.name_list, &x.mentions, &y.name_list, &y.mentions);
+            assert_eq!(b.numbered.names_elsewhere(i, j), strings, "{i} and {j}");
+            conflicts += usize::from(strings);
+        }
+    }
+    assert!(
+        conflicts > 0,
+        "no pair names another firm: the test reads nothing"
+    );
+}
