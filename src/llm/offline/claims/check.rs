@@ -285,11 +285,15 @@ pub(super) fn cross_check_batch(
             // Two owners must state it in so many words, not only through a third report that
             // each resembles.
             let owner_of = |k: usize| owners.get(sorted[k].id.as_str()).cloned().flatten();
-            let direct = support.iter().enumerate().any(|(x, &s)| {
-                support[x + 1..].iter().any(|&t| {
-                    owner_of(s) != owner_of(t) && batch.pairs.sim(s, t) >= MERGE_THRESHOLD
-                })
-            });
+            // Each two of its supporting reports from different owners.
+            let across = || {
+                let pairs = support
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(x, &s)| support[x + 1..].iter().map(move |&t| (s, t)));
+                pairs.filter(|&(s, t)| owner_of(s) != owner_of(t))
+            };
+            let direct = across().any(|(s, t)| batch.pairs.sim(s, t) >= MERGE_THRESHOLD);
             if !direct {
                 let reason = format!(
                     "single source: not confirmed, no two of its owners ({}) report it in words \
@@ -303,12 +307,8 @@ pub(super) fn cross_check_batch(
                 };
             }
             // Nor when two of its owners may tell who did what the other way round.
-            let reversed = support.iter().enumerate().find_map(|(x, &s)| {
-                support[x + 1..].iter().find_map(|&t| {
-                    let apart = owner_of(s) != owner_of(t);
-                    (apart && batch.features[s].order_unclear(&batch.features[t])).then_some((s, t))
-                })
-            });
+            let reversed =
+                across().find(|&(s, t)| batch.features[s].order_unclear(&batch.features[t]));
             if let Some((s, t)) = reversed {
                 let reason = format!(
                     "single source: not confirmed, {} and {} may tell who did what the other way \
