@@ -337,14 +337,20 @@ impl EventLog for JetStream {
             .within("read", handle.create_consumer(config))
             .await?
             .map_err(|e| {
-                // The server did not answer in time (a cluster electing a leader): retryable.
-                if e.kind() == async_nats::jetstream::stream::ConsumerErrorKind::TimedOut {
-                    DurableError::Timeout {
+                use async_nats::jetstream::stream::ConsumerErrorKind;
+                match e.kind() {
+                    // The server did not answer in time (a cluster electing a leader).
+                    ConsumerErrorKind::TimedOut => DurableError::Timeout {
                         op: "read",
                         after: self.timeout,
-                    }
-                } else {
-                    backend("read", e)
+                    },
+                    // The request found no server to answer it (the stream's leader is gone
+                    // and no other has taken over yet): retryable as well.
+                    ConsumerErrorKind::Request => DurableError::Unavailable {
+                        op: "read",
+                        source: Box::new(e),
+                    },
+                    _ => backend("read", e),
                 }
             })?;
         let name = consumer.cached_info().name.clone();
@@ -354,7 +360,10 @@ impl EventLog for JetStream {
             let mut messages = self
                 .within("read", consumer.messages())
                 .await?
-                .map_err(|e| backend("read", e))?;
+                .map_err(|e| DurableError::Unavailable {
+                    op: "read",
+                    source: Box::new(e),
+                })?;
             while out.len() < want {
                 let next = tokio::time::timeout(self.timeout, messages.next()).await;
                 let next = next.map_err(|_| DurableError::Timeout {
@@ -363,7 +372,14 @@ impl EventLog for JetStream {
                 })?;
                 match next {
                     Some(Ok(message)) => out.push(stored(&message)?),
-                    Some(Err(e)) => return Err(backend("read", e)),
+                    // The pull lost its server mid-read (no responders, consumer gone with
+                    // a leader that died): the caller may read again from the same sequence.
+                    Some(Err(e)) => {
+                        return Err(DurableError::Unavailable {
+                            op: "read",
+                            source: Box::new(e),
+                        });
+                    }
                     None => break,
                 }
             }
