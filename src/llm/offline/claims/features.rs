@@ -248,6 +248,7 @@ impl Features {
         } else if frame::contests_conflict(&self.contest, &other.contest)
             || frame::role_swap(&self.actors, &other.actors)
             || frame::noun_role_swap(&self.actors, &other.actors)
+            || frame::accused_differ(&self.actors, &other.actors)
         {
             Some(Conflict::Roles)
         } else {

@@ -22,7 +22,12 @@
 //!   ("X beats Y", "Y beaten by X", "X wins ... over Y", "X loses to Y", "Town elects X"); a
 //!   name that wins in one headline and loses in the other is another claim, whatever the
 //!   words around it ("Dunhallow elects Ashworth" / "Tiernan defeats Ashworth"), and so are two
-//!   headlines that each name a winner the other never names.
+//!   headlines that each name a winner the other never names. Succession reads the same way:
+//!   the successor wins, the one succeeded loses ("X succeeds Y", "Y replaced by X", "X takes
+//!   over from Y", "Board names X … in place of Y").
+//! - **Charges** ([`accused_differ`]): the actor just before a passive verb of charge is the
+//!   accused ("Cyclist charged with assaulting taxi driver"); two headlines that each accuse
+//!   one the other names unaccused are two events.
 //! - **States** ([`state`]): a few general oppositions (running/disrupted, rising/falling,
 //!   intact/broken, held/released, leaving/staying), each with the words before it in its clause as its subject. Two reports
 //!   oppose when they put one subject in opposite states: "Ferries operating as usual" against
@@ -285,8 +290,8 @@ mod state;
 pub use debunk::debunks;
 pub use figures::{FigureKind, Figures, figures, figures_conflict};
 pub use roles::{
-    Actors, Contest, contest, contests_conflict, exclusive_qualifiers, noun_role_swap,
-    order_unclear, role_swap,
+    Actors, Contest, accused_differ, contest, contests_conflict, exclusive_qualifiers,
+    noun_role_swap, order_unclear, role_swap,
 };
 pub use state::{State, later_than, state, states_oppose};
 

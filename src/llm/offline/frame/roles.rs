@@ -336,6 +336,43 @@ pub fn noun_role_swap(a: &Actors, b: &Actors) -> bool {
     false
 }
 
+/// Verbs of a charge, in the passive a headline uses, compared by [`stem`]: the actor right
+/// before one is the one accused ("Cyclist charged with assaulting taxi driver", "Driver
+/// arrested after crash"). General English.
+const ACCUSED: &str = "charged arrested accused convicted jailed fined sentenced detained";
+
+impl Actors {
+    /// The actors (stems) a passive verb of [`ACCUSED`] has just before it.
+    fn accused(&self) -> BTreeSet<&String> {
+        let at = self.actor_positions();
+        let verbs: Vec<String> = ACCUSED.split_whitespace().map(stem).collect();
+        let charged = |i: usize| verbs.contains(&self.words[i]);
+        at.into_iter()
+            .filter(|&(_, i)| i + 1 < self.words.len() && charged(i + 1))
+            .map(|(w, _)| w)
+            .collect()
+    }
+}
+
+/// Whether two headlines accuse different actors they both name: one is accused in each, and
+/// each headline's accused stands in the other unaccused ("Cyclist charged with assaulting taxi
+/// driver" / "Taxi driver charged after cyclist assaulted"). Two headlines that each accuse
+/// someone the other never names may still tell one event ("Man charged" / "Teenager charged")
+/// and do not conflict here.
+pub fn accused_differ(a: &Actors, b: &Actors) -> bool {
+    let (accused_a, accused_b) = (a.accused(), b.accused());
+    let (at_a, at_b) = (a.actor_positions(), b.actor_positions());
+    let elsewhere =
+        |x: &BTreeSet<&String>, y: &BTreeSet<&String>, at_y: &BTreeMap<&String, usize>| {
+            x.iter().any(|w| !y.contains(w) && at_y.contains_key(w))
+        };
+    !accused_a.is_empty()
+        && !accused_b.is_empty()
+        && accused_a.is_disjoint(&accused_b)
+        && elsewhere(&accused_a, &accused_b, &at_b)
+        && elsewhere(&accused_b, &accused_a, &at_a)
+}
+
 /// Prepositions that make what follows them a setting of the event (a place, a time, a cause,
 /// a whole of which the other is part), not one of who acts and on whom; "to" and "into" are
 /// left out: they mark who receives. General English.
@@ -427,10 +464,17 @@ const MAX_PASSIVE_GAP: usize = 6;
 const WIN_VERBS: &str = "win won";
 /// The subject loses to whoever comes after "to" ("X loses to Y").
 const LOSE_VERBS: &str = "lose lost";
-/// The object wins ("Town elects X").
-const ELECT_VERBS: &str = "elect";
+/// The object wins ("Town elects X"), or takes the post ("Board appoints X", "Club names X
+/// coach").
+const ELECT_VERBS: &str = "elect appoint name";
+/// Succession, read as a contest: the successor takes the winner's side and the one succeeded
+/// the loser's ("X succeeds Y", "X replaces Y"; a passive "by" turns them round). Only with a
+/// name right after the verb, or its passive's "by": "X succeeds in Y" names no one succeeded.
+const SUCCEED_VERBS: &str = "succeed replace";
 
-/// The winners and losers a headline states, if it uses one of the verbs above. Names are
+/// The winners and losers a headline states, if it uses one of the verbs above, or one of two
+/// general phrases of succession: "X takes over from Y", and "in place of Y" / "instead of Y"
+/// (Y is the one succeeded). Names are
 /// [`super::Lexicon::names`] of the title (`names`), words its [`super::title_stems`]. A name run is the
 /// names next to the verb with only function words and figures between ("X to beat Y", "Y
 /// beaten 2-1 by X"). No parser: a verb with no name next to it states nothing.
@@ -480,8 +524,14 @@ pub fn contest(words: &[String], names: &[Name]) -> Contest {
         named: names.iter().map(|n| n.stem.clone()).collect(),
         ..Contest::default()
     };
+    // Whether the words from `i` on are `phrase`'s.
+    let reads = |i: usize, phrase: &[&str]| {
+        words.len() >= i + phrase.len() && phrase.iter().zip(&words[i..]).all(|(p, w)| p == w)
+    };
+    let place = stem("place");
     for (i, w) in words.iter().enumerate() {
-        if one_of(DEFEAT_VERBS, w) {
+        let succeeds = one_of(SUCCEED_VERBS, w) && (is_name(i + 1) || by_after(i).is_some());
+        if one_of(DEFEAT_VERBS, w) || succeeds {
             match by_after(i) {
                 Some(by) => {
                     out.winners.extend(after(by));
@@ -506,6 +556,14 @@ pub fn contest(words: &[String], names: &[Name]) -> Contest {
                 Some(_) => out.winners.extend(before(i)),
                 None => out.winners.extend(after(i)),
             }
+        } else if ["tak", "took", "taken"].contains(&w.as_str()) && reads(i + 1, &["over", "from"])
+        {
+            out.winners.extend(before(i));
+            out.losers.extend(after(i + 2));
+        } else if (w == "instead" || (*w == place && i > 0 && words[i - 1] == "in"))
+            && reads(i + 1, &["of"])
+        {
+            out.losers.extend(after(i + 1));
         }
     }
     out

@@ -238,6 +238,72 @@ fn contests_read_winners_and_losers() {
 }
 
 #[test]
+fn succession_reads_who_succeeds_whom() {
+    // Invented names; the body text tells the lexicon they are names.
+    let lex = lexicon(&["The board of Calder Mutual met Priya Anand and Tom Wexley on Monday."]);
+    let read = |t: &str| contest(&title_stems(t), &lex.names(t));
+    let set = |names: &[&str]| names.iter().map(|n| stem(n)).collect::<BTreeSet<_>>();
+    let sides = |t: &str| {
+        let c = read(t);
+        (c.winners, c.losers)
+    };
+    let anand_over_wexley = (set(&["priya", "anand"]), set(&["tom", "wexley"]));
+    let anand_after_wexley = (set(&["anand"]), set(&["wexley"]));
+    assert_eq!(
+        sides("Anand succeeds Wexley at Calder Mutual"),
+        anand_after_wexley
+    );
+    assert_eq!(sides("Wexley replaced by Anand"), anand_after_wexley);
+    assert_eq!(
+        sides("Priya Anand takes over from Tom Wexley"),
+        anand_over_wexley
+    );
+    assert_eq!(
+        sides("Calder Mutual names Priya Anand chief in place of Tom Wexley"),
+        anand_over_wexley
+    );
+    // The other way round is another event; the same way in other words is not.
+    assert!(contests_conflict(
+        &read("Anand succeeds Wexley at Calder Mutual"),
+        &read("Tom Wexley takes over from Priya Anand")
+    ));
+    assert!(!contests_conflict(
+        &read("Anand succeeds Wexley at Calder Mutual"),
+        &read("Calder Mutual appoints Anand instead of Wexley")
+    ));
+    // "Succeeds in" names no one succeeded.
+    assert_eq!(
+        sides("Anand succeeds in Calder Mutual vote"),
+        Default::default()
+    );
+}
+
+#[test]
+fn the_accused_is_who_a_charge_names() {
+    let lex = lexicon(&["A row at the Pellow lights."]);
+    let actors = |t: &str| Actors::of(t, &lex);
+    let differ = |a: &str, b: &str| accused_differ(&actors(a), &actors(b));
+    // Each accuses one the other names unaccused: two events.
+    assert!(differ(
+        "Cyclist charged with assaulting taxi driver in Pellow",
+        "Taxi driver charged after cyclist assaulted at Pellow lights"
+    ));
+    // The same accused in other words; an accused the other never names; no charge at all.
+    assert!(!differ(
+        "Cyclist charged with assaulting taxi driver in Pellow",
+        "Cyclist accused of punching taxi driver"
+    ));
+    assert!(!differ(
+        "Man charged over Pellow stabbing",
+        "Teenager charged over Pellow stabbing"
+    ));
+    assert!(!differ(
+        "Cyclist charged with assaulting taxi driver in Pellow",
+        "Taxi driver attacked by cyclist at Pellow lights"
+    ));
+}
+
+#[test]
 fn a_transfer_told_from_either_end_is_one_claim() {
     let lex = lexicon(&["The loan between the Ardley Museum and the Corbin Gallery was signed."]);
     let swap = |a: &str, b: &str| swapped(&lex, a, b);
