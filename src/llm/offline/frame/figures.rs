@@ -327,6 +327,17 @@ pub fn figures(text: &str) -> Figures {
             i = end;
             continue;
         }
+        // A figure told as the one a change started from ("650, up from 400", "rose from 12 to
+        // 15") is the past, not what the report states now: left out, so a report of the old
+        // figure reads as another moment.
+        let from = i.checked_sub(1).and_then(word) == Some("from");
+        let changed = matches!(i.checked_sub(2).and_then(word), Some("up" | "down"))
+            || (word(next) == Some("to")
+                && matches!(units.get(next + 1), Some(Unit::Number { .. })));
+        if from && changed {
+            i = next;
+            continue;
+        }
         let mut amount = canonical_number(value * scale);
         let hours = word(next)
             .map(stem)

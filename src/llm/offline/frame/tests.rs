@@ -85,6 +85,22 @@ fn figures_normalise_units_and_formats() {
     let late_all = figures("Flood toll rises to 15 from 12 yesterday");
     assert!(figures_conflict(&early, &early, &late, &late_all));
     assert!(figures_conflict(&late, &late_all, &early, &early));
+    // The figure a change started from is the past: gone from what the report states.
+    let cuts = figures("Glassworks cuts now 650, up from 400");
+    assert!(figures_conflict(
+        &cuts,
+        &cuts,
+        &figures("400 jobs to go"),
+        &figures("400 jobs to go")
+    ));
+    assert_eq!(
+        figures("Toll rose from 12 to 15")
+            .values()
+            .flatten()
+            .collect::<Vec<_>>(),
+        ["15"]
+    );
+    assert!(!figures("Flights from 2 terminals").is_empty());
     assert!(figures("Trains from 06:00 to 6pm").is_empty());
     assert!(!figures("Index up 50 points to 7,500").contains_key("score"));
     assert_eq!(
