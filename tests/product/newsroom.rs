@@ -1,7 +1,8 @@
 //! The newsroom out of the box, through `iron up` with the shipped launch list and real
 //! processes: the sample feeds become a verified bulletin in the outbox with no model and no
 //! network; a restart on the same state publishes nothing again, and a new item publishes only
-//! the change (here a correction); a runner killed between `effect_intent` and
+//! the change (here a correction); a new report is cross-checked against every report in the
+//! window, so a rival account there still withholds its claim's confirmation; a runner killed between `effect_intent` and
 //! `effect_confirmed` never publishes twice; the same pipeline asks a model (a fake
 //! OpenAI-compatible server) and still never confirms what one owner reports; and `iron ask`
 //! answers with and without a model.
@@ -194,10 +195,6 @@ async fn the_newsroom_publishes_verified_bulletins_out_of_the_box_and_never_twic
     // The wire's Quay Street report, the one the claim's id was made from, leaves the wire's
     // window, and a third owner reports the same flooding: the claim is the one published
     // (it shares reports with it), its status has not changed, so nothing is published.
-    let settled = |d: &[Entry]| {
-        let started = count(d, |e| matches!(e, JobEvent::JobStarted { .. }));
-        (started == count(d, |e| matches!(e, JobEvent::Done { .. }))).then_some(started)
-    };
     let done_before = eventually("every job done", FIRST_BULLETIN, || async {
         settled(&diary(&p).await)
     })
@@ -228,6 +225,79 @@ async fn the_newsroom_publishes_verified_bulletins_out_of_the_box_and_never_twic
     let last = outputs.last().unwrap();
     assert_eq!(last["published"], Value::Null, "{outputs:#?}");
     assert_eq!(bulletins(&p).len(), 2, "{:#?}", bulletins(&p));
+}
+
+/// Adds an item to the sample RSS feed `feed` (a file of `config/feeds/samples/`).
+fn add_item(p: &Project, feed: &str, title: &str, guid: &str) {
+    let path = p.path(&format!("feeds/samples/{feed}"));
+    let item = format!(
+        "    <item>\n      <title>{title}</title>\n      <link>https://{guid}.example/</link>\n      <guid>{guid}</guid>\n      <pubDate>Mon, 30 Nov 2026 11:00:00 +0000</pubDate>\n    </item>\n  </channel>"
+    );
+    let xml = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, xml.replacen("  </channel>", &item, 1)).unwrap();
+}
+
+/// How many jobs the diary shows started, once each has finished.
+fn settled(d: &[Entry]) -> Option<usize> {
+    let started = count(d, |e| matches!(e, JobEvent::JobStarted { .. }));
+    (started == count(d, |e| matches!(e, JobEvent::Done { .. }))).then_some(started)
+}
+
+/// Waits until a job after the first `before` has run and every job has finished.
+async fn next_job_done(p: &Project, before: usize) -> usize {
+    eventually("the job the new items started", FIRST_BULLETIN, || async {
+        settled(&diary(p).await).filter(|&n| n > before)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_report_is_cross_checked_against_every_report_in_the_window() {
+    // A rival account stays in the window; a later report from a second owner agrees with the
+    // first account. The later job checks only the claim the new report joins, but against
+    // everything the sources hold: the rival still keeps it from being confirmed.
+    let p = Project::offline().sample_feeds();
+    let _up = p.up(&Project::shipped_launch_list(), &[]);
+    eventually("the first bulletin", FIRST_BULLETIN, || async {
+        bulletins(&p).into_iter().next()
+    })
+    .await;
+    let jobs = next_job_done(&p, 0).await;
+    add_item(
+        &p,
+        "portside.xml",
+        "Mara Quill wins Heron Medal for poetry",
+        "portside-3001",
+    );
+    add_item(
+        &p,
+        "bay-herald.xml",
+        "Heron Medal for poetry goes to Idris Vane",
+        "bayherald-3002",
+    );
+    let jobs = next_job_done(&p, jobs).await;
+    let rivals = bulletins(&p);
+    let medal = claim(rivals.last().unwrap(), "Quill");
+    assert_eq!(medal["status"], "contradicted", "{medal:#}");
+
+    add_item(
+        &p,
+        "official.xml",
+        "Heron Medal for poetry won by Mara Quill",
+        "harbour-3003",
+    );
+    next_job_done(&p, jobs).await;
+    // The new report joined the claim (no claim of its own), whose status did not change.
+    assert_eq!(bulletins(&p).len(), rivals.len(), "{:#?}", bulletins(&p));
+    for b in bulletins(&p) {
+        for c in b["claims"].as_array().unwrap() {
+            let text = c["text"].as_str().unwrap_or_default();
+            assert!(
+                !(text.contains("Heron") && c["status"] == "confirmed"),
+                "confirmed over a rival account in the window: {c:#}"
+            );
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

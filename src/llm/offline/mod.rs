@@ -12,7 +12,7 @@
 //!   | `iron_task` | fields | answer |
 //!   |---|---|---|
 //!   | `group_claims` | `reports` | `{"claims": [Claim]}` |
-//!   | `cross_check` | `claims`, `reports` | `{"verdicts": [Verdict]}` |
+//!   | `cross_check` | `claims`, `reports`, optional `check` (the ids of the claims to rate) | `{"verdicts": [Verdict]}` |
 //!   | `write_bulletin` | `claims` (checked, with sources) | `{"headline", "lines", "text"}` |
 //!   | `publish` | `channel`, `dest`, `delivery_id`, `text`, `bulletin` | a call of the `deliver` tool, then `{"published", "detail"}` |
 //!
@@ -88,6 +88,10 @@ pub enum Task {
         claims: Vec<Claim>,
         /// The reports they refer to.
         reports: Vec<Report>,
+        /// The ids of the claims to rate (every claim when absent); the others are the rest of
+        /// what the sources say, read for rival accounts.
+        #[serde(default)]
+        check: Option<Vec<String>>,
     },
     /// Word a bulletin from checked claims.
     WriteBulletin {
@@ -261,8 +265,9 @@ impl ChatModel for OrOffline {
 /// winner or role) is single-source, with the judge's reason. Only ever downgrades; the flow's
 /// own guard then applies the owners and denials rule to whatever comes back.
 fn guard_cross_check(request: &ChatRequest, mut response: ChatResponse) -> ChatResponse {
-    let Some(Ok(Task::CrossCheck { claims, reports })) =
-        first_instruction(request).and_then(find_task)
+    let Some(Ok(Task::CrossCheck {
+        claims, reports, ..
+    })) = first_instruction(request).and_then(find_task)
     else {
         return response;
     };
@@ -355,8 +360,18 @@ fn perform(task: Task, request: &ChatRequest, meanings: Option<&claims::Meanings
         Task::GroupClaims { reports } => {
             json!({"claims": claims::group_with(&reports, meanings)})
         }
-        Task::CrossCheck { claims, reports } => {
-            let verdicts = claims::cross_check_all_with(&claims, &reports, meanings);
+        Task::CrossCheck {
+            claims,
+            reports,
+            check,
+        } => {
+            let verdicts = match &check {
+                Some(ids) => {
+                    let rate = ids.iter().map(String::as_str).collect();
+                    claims::cross_check_some_with(&claims, &rate, &reports, meanings)
+                }
+                None => claims::cross_check_all_with(&claims, &reports, meanings),
+            };
             json!({"verdicts": claims::enforce_all(verdicts, &reports)})
         }
         Task::WriteBulletin { claims } => json!(bulletin::write(&claims)),

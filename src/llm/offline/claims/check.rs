@@ -201,19 +201,44 @@ pub fn cross_check_all_with(
     reports: &[Report],
     meanings: Option<&Meanings>,
 ) -> Vec<Verdict> {
-    cross_check_batch(claims, reports, &Batch::new(reports, meanings))
+    cross_check_batch(claims, None, reports, &Batch::new(reports, meanings))
 }
 
+/// [`cross_check_all_with`] for the claims whose ids are in `rate` only, in claim order: every
+/// other claim and report is still read, as the rest of what the sources say (a rival account,
+/// a report left out of a claim), so a claim is rated as it would be among all of them. What a
+/// newsroom asks when a few new items change a few claims of a large window.
+pub fn cross_check_some_with(
+    claims: &[Claim],
+    rate: &BTreeSet<&str>,
+    reports: &[Report],
+    meanings: Option<&Meanings>,
+) -> Vec<Verdict> {
+    // Every question the cross-check asks of a pair holds a report of a rated claim.
+    let focus = claims
+        .iter()
+        .filter(|c| rate.contains(c.id.as_str()))
+        .flat_map(|c| c.reports.iter().map(|r| r.id.as_str()))
+        .collect();
+    let batch = Batch::focused(reports, meanings, &focus);
+    cross_check_batch(claims, Some(rate), reports, &batch)
+}
+
+/// The cross-check of the claims of `rate` (every claim when `None`) among all of `claims`.
 pub(super) fn cross_check_batch(
     claims: &[Claim],
+    rate: Option<&BTreeSet<&str>>,
     reports: &[Report],
     batch: &Batch,
 ) -> Vec<Verdict> {
     let owners = owners_by_id(reports);
     let by_id = reports_by_id(reports);
-    let verdicts: Vec<Verdict> = claims
+    let rated: Vec<usize> = (0..claims.len())
+        .filter(|&i| rate.is_none_or(|r| r.contains(claims[i].id.as_str())))
+        .collect();
+    let verdicts: Vec<Verdict> = rated
         .par_iter()
-        .map(|c| cross_check_with(c, &by_id, &owners))
+        .map(|&i| cross_check_with(&claims[i], &by_id, &owners))
         .collect();
     let sorted = &batch.sorted;
     let index: BTreeMap<&str, usize> = sorted
@@ -227,9 +252,15 @@ pub(super) fn cross_check_batch(
             .collect()
     };
     let members: Vec<Vec<usize>> = claims.iter().map(supporters).collect();
-    let rivals_of = rivals(batch, &members);
+    let wanted = rate.map(|_| {
+        rated
+            .iter()
+            .flat_map(|&i| members[i].iter().copied())
+            .collect()
+    });
+    let rivals_of = rivals(batch, &members, wanted.as_ref());
     let ids = |idx: &[usize]| Vec::from_iter(idx.iter().map(|&k| sorted[k].id.clone()));
-    let with_rivals = verdicts.into_iter().enumerate().map(|(i, verdict)| {
+    let with_rivals = rated.iter().zip(verdicts).map(|(&i, verdict)| {
         if verdict.status == Status::Contradicted {
             return verdict;
         }
@@ -270,8 +301,8 @@ pub(super) fn cross_check_batch(
     let everyone = Vec::from_iter(0..sorted.len());
     with_rivals
         .into_par_iter()
-        .enumerate()
-        .map(|(i, verdict)| {
+        .zip(rated.par_iter())
+        .map(|(verdict, &i)| {
             if verdict.status != Status::Confirmed {
                 return verdict;
             }
@@ -349,8 +380,13 @@ pub(super) fn cross_check_batch(
 /// For each report, the supporting reports `b` it is a rival account to: about the same
 /// subject (alike from [`RIVAL_THRESHOLD`]), their frames in conflict the way
 /// [`super::features::Features::may_rival`] and `rival_by` read. Each pair of supporters is
-/// compared once, the cheap tests first: a dense batch has millions of pairs.
-fn rivals(batch: &Batch, members: &[Vec<usize>]) -> Vec<BTreeSet<usize>> {
+/// compared once, the cheap tests first: a dense batch has millions of pairs. With `wanted`,
+/// only the pairs holding one of those reports: the rivals of the others may be left out.
+fn rivals(
+    batch: &Batch,
+    members: &[Vec<usize>],
+    wanted: Option<&BTreeSet<usize>>,
+) -> Vec<BTreeSet<usize>> {
     let supporting = BTreeSet::from_iter(members.iter().flatten().copied());
     let supporting = Vec::from_iter(supporting);
     let features = &batch.features;
@@ -358,21 +394,34 @@ fn rivals(batch: &Batch, members: &[Vec<usize>]) -> Vec<BTreeSet<usize>> {
         let by = |how| features[a].rival_by(&features[b], how);
         batch.conflict(a, b).is_some_and(by).then_some((a, b))
     };
-    let pairs_of = |a: usize| {
-        let later = batch.within(&supporting, batch.span(&[a])).copied();
-        later.filter(move |&b| b > a).flat_map(move |b| {
-            let may = features[a].may_rival(&features[b])
-                && batch.alike_in_subject(a, b, RIVAL_THRESHOLD);
-            may.then(|| [rival(a, b), rival(b, a)])
-                .into_iter()
-                .flatten()
-                .flatten()
-        })
+    // Each pair read in one order, the earlier report first, whichever report it is found from.
+    let pair = |a: usize, b: usize| {
+        let may =
+            features[a].may_rival(&features[b]) && batch.alike_in_subject(a, b, RIVAL_THRESHOLD);
+        may.then(|| [rival(a, b), rival(b, a)])
+            .into_iter()
+            .flatten()
+            .flatten()
     };
-    let found: Vec<(usize, usize)> = supporting
-        .par_iter()
-        .flat_map_iter(|&a| pairs_of(a))
-        .collect();
+    let near = |a: usize| batch.within(&supporting, batch.span(&[a])).copied();
+    let found: Vec<(usize, usize)> = match wanted {
+        None => supporting
+            .par_iter()
+            .flat_map_iter(|&a| {
+                near(a)
+                    .filter(move |&b| b > a)
+                    .flat_map(move |b| pair(a, b))
+            })
+            .collect(),
+        Some(wanted) => {
+            let wanted = Vec::from_iter(wanted.iter().copied());
+            let pairs = wanted.par_iter().flat_map_iter(|&a| {
+                let others = near(a).filter(move |&b| b != a);
+                others.flat_map(move |b| pair(a.min(b), a.max(b)))
+            });
+            pairs.collect()
+        }
+    };
     let mut rivals_of = vec![BTreeSet::new(); batch.sorted.len()];
     for (a, b) in found {
         rivals_of[a].insert(b);

@@ -82,7 +82,8 @@ mod similarity;
 
 use check::cross_check_batch;
 pub use check::{
-    cross_check, cross_check_all, cross_check_all_with, enforce, enforce_all, frame_conflicts,
+    cross_check, cross_check_all, cross_check_all_with, cross_check_some_with, enforce,
+    enforce_all, frame_conflicts,
 };
 use features::{Conflict, Features, disjoint, states_conflict};
 use similarity::{Linkable, Numbered, Pairs, cluster, similarities};
@@ -425,6 +426,22 @@ impl<'a> Batch<'a> {
 
     /// [`Batch::new`], its time added to `phases`.
     fn timed(reports: &'a [Report], meanings: Option<&Meanings>, phases: &mut Phases) -> Self {
+        Self::read(reports, meanings, None, phases)
+    }
+
+    /// [`Batch::new`] for questions about the reports of `focus` (by id) only: every report is
+    /// read (what a batch's names and words are depends on all of them), but only the pairs
+    /// holding one of those are compared; any other pair reads as unalike.
+    fn focused(reports: &'a [Report], meanings: Option<&Meanings>, focus: &BTreeSet<&str>) -> Self {
+        Self::read(reports, meanings, Some(focus), &mut Phases::default())
+    }
+
+    fn read(
+        reports: &'a [Report],
+        meanings: Option<&Meanings>,
+        focus: Option<&BTreeSet<&str>>,
+        phases: &mut Phases,
+    ) -> Self {
         let started = Instant::now();
         let sorted = sorted_unique(reports);
         let features = features_of(&sorted);
@@ -432,7 +449,9 @@ impl<'a> Batch<'a> {
         phases.reading += started.elapsed();
         let started = Instant::now();
         let model = meanings.map(|m| (m, sorted.iter().map(|r| m.get(&r.id)).collect()));
-        let pairs = similarities(&features, &numbered, model);
+        let focus: Option<Vec<bool>> =
+            focus.map(|f| sorted.iter().map(|r| f.contains(r.id.as_str())).collect());
+        let pairs = similarities(&features, &numbered, model, focus.as_deref());
         phases.comparing += started.elapsed();
         Self {
             sorted,
@@ -618,7 +637,7 @@ pub fn newsroom_timed(reports: &[Report], meanings: Option<&Meanings>) -> (Vec<V
     let claims = group_batch(&batch);
     phases.grouping = started.elapsed();
     let started = Instant::now();
-    let verdicts = cross_check_batch(&claims, reports, &batch);
+    let verdicts = cross_check_batch(&claims, None, reports, &batch);
     phases.checking = started.elapsed();
     (verdicts, phases)
 }

@@ -121,11 +121,13 @@ pub(super) type Model<'m> = (&'m Meanings, Vec<Option<&'m Vec<f32>>>);
 
 /// Compares every pair of reports, vetoes aside: the words (see the module docs of `claims`)
 /// and, where both have a vector, the model ([`Meanings::read_pair`]). Rows run in parallel:
-/// this is the one step every pair of a batch goes through.
+/// this is the one step every pair of a batch goes through. With `focus` (by position), only
+/// the pairs holding a report it marks: the others read as unalike.
 pub(super) fn similarities(
     features: &[Features],
     numbered: &Numbered,
     model: Option<Model<'_>>,
+    focus: Option<&[bool]>,
 ) -> Pairs {
     let mut numbers: BTreeMap<&str, usize> = BTreeMap::new();
     let mut df: Vec<f64> = Vec::new();
@@ -176,9 +178,13 @@ pub(super) fn similarities(
             sim,
         })
     };
+    let wanted = |i: usize, j: usize| focus.is_none_or(|f| f[i] || f[j]);
     let rows = (0..n)
         .into_par_iter()
-        .map(|i| (i + 1..n).filter_map(|j| pair(i, j)).collect())
+        .map(|i| {
+            let later = (i + 1..n).filter(|&j| wanted(i, j));
+            later.filter_map(|j| pair(i, j)).collect()
+        })
         .collect();
     Pairs { rows }
 }

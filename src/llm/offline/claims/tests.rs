@@ -617,6 +617,33 @@ fn given(ids: &[&str]) -> Claim {
 }
 
 #[test]
+fn claims_rated_alone_are_rated_among_all_the_others() {
+    // Two owners report one result, a third reports the other winner: as one batch, the
+    // first claim is contradicted by its rival.
+    let reports = batch(&[
+        "one | Mara Quill wins Heron Medal for poetry",
+        "two | Heron Medal for poetry won by Mara Quill",
+        "three | Heron Medal for poetry goes to Idris Vane",
+        "four | Tollmere lifeboat station to close in spring",
+    ]);
+    let claims = group(&reports);
+    let all = cross_check_all(&claims, &reports);
+    let quill = all
+        .iter()
+        .position(|v| v.supporting.contains(&"a".to_string()));
+    let quill = quill.expect("a claim holds the first report");
+    assert_eq!(all[quill].status, Contradicted, "{all:#?}");
+    // Rated alone, with every other claim and report read: the same verdict, and only it.
+    let rate = BTreeSet::from([claims[quill].id.as_str()]);
+    let some = cross_check_some_with(&claims, &rate, &reports, None);
+    assert_eq!(some, [all[quill].clone()]);
+    // What the rating rests on: with only its own claim and reports, nothing says otherwise.
+    let own: Vec<Report> = reports[..2].to_vec();
+    let alone = cross_check_all(&claims[quill..=quill], &own);
+    assert_eq!(alone[0].status, Confirmed, "{alone:#?}");
+}
+
+#[test]
 fn a_claim_given_from_outside_needs_two_owners_alike() {
     // A grouping from elsewhere (a model) is cross-checked on the words: two owners whose
     // reports are alike only through a third report, or not at all, do not confirm it.

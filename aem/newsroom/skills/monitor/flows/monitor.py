@@ -44,14 +44,17 @@ def run(ctx, input):
 
     grouped = _ask(ctx, "group", "newsroom/monitor", GROUP, {
         "iron_task": "group_claims", "reports": reports})
-    claims = _affected(_claims(grouped.get("claims"), by_id), input.get("new"))
+    every = _claims(grouped.get("claims"), by_id)
+    claims = _affected(every, input.get("new"))
     if not claims:
         return {"published": None, "reason": "no claim has a new item"}
 
-    involved = {r["id"] for c in claims for r in c["reports"]}
-    checked = _ask(ctx, "cross_check", "newsroom/analyst", CROSS_CHECK, {
-        "iron_task": "cross_check", "claims": claims,
-        "reports": [r for r in reports if r["id"] in involved]})
+    # The claims to rate are checked among all the others and every report: a rival account or
+    # a denial grouped apart is what keeps a claim from being confirmed.
+    task = {"iron_task": "cross_check", "claims": every, "reports": reports}
+    if len(claims) < len(every):
+        task["check"] = [c["id"] for c in claims]
+    checked = _ask(ctx, "cross_check", "newsroom/analyst", CROSS_CHECK, task)
     verdicts = _guard(checked.get("verdicts"), claims, by_id)
 
     history = ctx.step("published_by_report", published_claims)
@@ -93,10 +96,12 @@ one JSON object: {"claims": [{"id": "<a stable id>", "text": "<the claim as one 
 "reports": [{"id": "<report id>", "stance": "supports" | "denies"}]}]}. Every report id must \
 be one of the block's."""
 
-CROSS_CHECK = """Cross-check each claim. Reports with the same owner are ONE source. A claim is \
-"confirmed" only when at least two reports with different owners support it and no report \
-denies it; "contradicted" when a report denies it; otherwise "single_source". When unsure, \
-say single_source. Answer with one JSON object: {"verdicts": [{"claim": "<claim id>", \
+CROSS_CHECK = """Cross-check each claim (only those whose ids are in `check`, when it is \
+given: the other claims and reports are the rest of what the sources say). Reports with the same \
+owner are ONE source. A claim is "confirmed" only when at least two reports with different \
+owners support it and no report, in it or anywhere else, denies it or tells it otherwise; \
+"contradicted" when a report denies it; otherwise "single_source". When unsure, say \
+single_source. Answer with one JSON object: {"verdicts": [{"claim": "<claim id>", \
 "text": "<claim>", "status": "confirmed" | "single_source" | "contradicted", "supporting": \
 ["<report id>"], "denying": ["<report id>"], "reason": "<one sentence>"}]}."""
 
