@@ -320,9 +320,10 @@ pub async fn run(
     );
     let tasks = tasks::run(&r, meanings.as_ref()).await?;
     println!(
-        "bench newsroom.judgment_tasks group_claims {:.0} ms, cross_check {:.0} ms (the flow's two tasks through the offline backend, each reading the whole window, vectors remembered)",
+        "bench newsroom.judgment_tasks group_claims {:.0} ms, cross_check {:.0} ms, cross_check of one claim {:.0} ms (the flow's tasks through the offline backend, each reading the whole window, vectors remembered)",
         ms(tasks.grouping),
         ms(tasks.checking),
+        ms(tasks.checking_one),
     );
     let confirmed = verdicts
         .iter()
@@ -472,15 +473,6 @@ fn spawn_up(
         .map_err(io("starting iron up"))
 }
 
-/// The outbox's records.
-fn outbox(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
 /// Waits (up to `limit`, while `iron up` runs and no job is parked) until the outbox has `n`
 /// records; the `n`th. A failure quotes what `iron up` said last, or why the job parked.
 async fn nth_record(
@@ -493,9 +485,19 @@ async fn nth_record(
     let until = Instant::now() + limit;
     let mut diaries = Diaries::of("*");
     let mut looked = Instant::now();
+    // The outbox is read again only when it has grown: a first bulletin at 10,000 items is
+    // half a megabyte, and parsing it every few milliseconds took a third of a core from the
+    // system being measured.
+    let mut size = None;
     loop {
-        if let Some(r) = outbox(path).into_iter().nth(n - 1) {
-            return Ok(r);
+        let now = std::fs::metadata(path).ok().map(|m| m.len());
+        if now != size {
+            size = now;
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let nth = text.lines().nth(n - 1);
+            if let Some(r) = nth.and_then(|l| serde_json::from_str::<Value>(l).ok()) {
+                return Ok(r);
+            }
         }
         if looked.elapsed() >= Duration::from_secs(1) {
             looked = Instant::now();
@@ -581,7 +583,7 @@ async fn measure(
         ),
         None => println!("bench newsroom.cost unavailable (no /proc to read)"),
     }
-    println!("bench newsroom.steps {}", steps(&jobs));
+    println!("bench newsroom.steps {}", steps(&jobs, Which::First));
     let sizes: Vec<usize> = mem.iter().chain(&jobs).map(|m| m.payload.len()).collect();
     let log_time = replay_writes(&sizes).await?;
     println!(
@@ -603,11 +605,27 @@ async fn measure(
         let item = format!(
             "<item><title>{title}</title><link>https://gen.example/new-{k}</link><guid>new-{k}</guid></item>\n</channel>"
         );
-        let written = Instant::now();
+        let (written, written_ms) = (Instant::now(), now_ms());
         std::fs::write(&path, text.replacen("</channel>", &item, 1))
             .map_err(io("adding an item"))?;
         nth_record(outbox_path, 2 + k, each_within, up, log).await?;
         latencies.push(written.elapsed());
+        // Where this item's time went: to the sources' change, to its job, then the job's steps.
+        let mem = log.read(MEM, "mem.>", 1, 1_000_000).await.map_err(fail)?;
+        let jobs = log.read(JOBS, "jobs.>", 1, 1_000_000).await.map_err(fail)?;
+        let seen = mem
+            .iter()
+            .filter_map(|m| serde_json::from_slice::<Envelope>(&m.payload).ok())
+            .filter(|e| e.kind == EventKind::SourceChanged && e.ts >= written_ms)
+            .map(|e| e.ts)
+            .min();
+        println!(
+            "# new item {}: {:.0} ms, sources changed after {}; its job: {}",
+            k + 1,
+            ms(written.elapsed()),
+            seen.map_or("(not seen)".into(), |t| format!("{} ms", t - written_ms)),
+            steps(&jobs, Which::Last { after: written_ms })
+        );
     }
     if !latencies.is_empty() {
         latencies.sort();
@@ -621,21 +639,42 @@ async fn measure(
     Ok(())
 }
 
-/// Where the first job's time went, from its diary: trigger to first request, then each expert
-/// request to its answer.
-fn steps(jobs: &[crate::core::durable::StoredMessage]) -> String {
+/// Which job [`steps`] reads.
+enum Which {
+    /// The first in the log.
+    First,
+    /// The last to start, when it started at or after `after` (ms since the epoch).
+    Last { after: u64 },
+}
+
+/// Where a job's time went, from its diary: trigger to first request, then each expert
+/// request to its answer (for the last job, first how long after `after` it started).
+fn steps(jobs: &[crate::core::durable::StoredMessage], which: Which) -> String {
     use crate::jobs::{Entry, JobEvent};
     let entries: Vec<Entry> = jobs
         .iter()
         .filter(|m| m.subject.contains(".evt."))
         .filter_map(|m| serde_json::from_slice(&m.payload).ok())
         .collect();
-    let Some(job) = entries.first().map(|e| e.job.clone()) else {
+    let job = match which {
+        Which::First => entries.first(),
+        Which::Last { after } => entries
+            .iter()
+            .rev()
+            .find(|e| matches!(e.event, JobEvent::JobStarted { .. }) && e.ts >= after),
+    };
+    let Some(job) = job.map(|e| e.job.clone()) else {
         return "(no job)".into();
     };
     let mine: Vec<&Entry> = entries.iter().filter(|e| e.job == job).collect();
     let started = mine.first().map_or(0, |e| e.ts);
     let mut parts = Vec::new();
+    if let Which::Last { after } = which {
+        parts.push(format!(
+            "started after {} ms",
+            started.saturating_sub(after)
+        ));
+    }
     let mut last = started;
     for e in &mine {
         if let JobEvent::ExpertRequested { domain, signal, .. } = &e.event {

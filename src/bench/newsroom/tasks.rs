@@ -2,7 +2,8 @@
 //! each sent to the offline backend as an instruction with the whole window in its JSON block
 //! (in the flow, each in its own expert process), the model's vectors answered from memory as
 //! the model service answers a window it has embedded before. The bench's judgment line times
-//! the judge's functions in one batch; these two lines time what each step of the flow pays.
+//! the judge's functions in one batch; these lines time what each step of the flow pays, and
+//! what the cross-check of one claim costs when a new item's job asks only for it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,6 +20,8 @@ use crate::memory::semantic::{EmbedError, Embedder};
 pub(super) struct TaskTimes {
     pub grouping: Duration,
     pub checking: Duration,
+    /// The cross-check of one claim among all the others, as a new item's job asks it.
+    pub checking_one: Duration,
 }
 
 /// Vectors by text, as a model service that has embedded the window already answers them.
@@ -74,12 +77,39 @@ pub(super) async fn run(
     )
     .await?;
     let checking = started.elapsed();
-    if !checked.get("verdicts").is_some_and(Value::is_array) {
+    let verdicts = |answer: &Value| {
+        answer
+            .get("verdicts")
+            .and_then(Value::as_array)
+            .map(Vec::len)
+    };
+    let Some(all) = verdicts(&checked) else {
         return Err(BenchError::Failed(format!(
             "the cross-check task answered no verdicts: {checked}"
         )));
+    };
+    // The last claim, as a new item's is: rated alone, read among every other.
+    let last = claims
+        .as_array()
+        .and_then(|c| c.last())
+        .map(|c| c["id"].clone());
+    let started = Instant::now();
+    let one = perform(
+        &backend,
+        json!({"iron_task": "cross_check", "claims": claims, "reports": reports, "check": [last]}),
+    )
+    .await?;
+    let checking_one = started.elapsed();
+    if all > 0 && verdicts(&one) != Some(1) {
+        return Err(BenchError::Failed(format!(
+            "the cross-check of one claim answered otherwise than one verdict: {one}"
+        )));
     }
-    Ok(TaskTimes { grouping, checking })
+    Ok(TaskTimes {
+        grouping,
+        checking,
+        checking_one,
+    })
 }
 
 /// One task through the offline backend, as an expert's instruction carries it; its JSON answer.
