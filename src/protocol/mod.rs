@@ -23,3 +23,15 @@ pub use error::ProtocolError;
 pub use outcome::TaskOutcome;
 pub use payload::Payload;
 pub use report::TaskReport;
+
+/// The fence that opens a structured task's data in an instruction: an `iron-task` block of
+/// JSON, which the newsroom's flow writes and the offline backend performs
+/// (`crate::llm::offline`). What comes before it is the instruction's prose.
+pub const TASK_FENCE: &str = "```iron-task";
+
+/// The prose of `instruction`: what comes before its first task block (all of it without one).
+/// What is searched for and indexed of an instruction: a block can hold a whole window of
+/// thousands of items, which would make both slow and no better.
+pub fn instruction_prose(instruction: &str) -> &str {
+    instruction.split(TASK_FENCE).next().unwrap_or(instruction)
+}

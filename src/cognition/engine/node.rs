@@ -284,7 +284,9 @@ impl EngineDeps {
         let projection = self.config.state_path(&self.config.memory.projection);
         let tenant = self.config.tenant.clone();
         let session = goal.session_id.clone();
-        let instruction = goal.instruction.clone();
+        // Searched by its prose only: a task block's data (a newsroom's window of thousands of
+        // items) made each search run on past the timeout below, a core busy for seconds.
+        let instruction = crate::cognition::expert::wake::recall_query(&goal.instruction);
         let current: Vec<String> = context.turns.iter().map(EventId::to_string).collect();
         let read = tokio::task::spawn_blocking(move || {
             Background::gather(&projection, &tenant, &session, &current, &instruction)

@@ -75,11 +75,7 @@ const RECALL_WORDS: usize = 64;
 /// (an `iron-task` block can hold thousands of items, which would make the search both slow
 /// and meaningless), at most [`RECALL_WORDS`] of them.
 pub fn recall_query(instruction: &str) -> String {
-    let prose = instruction
-        .split(crate::llm::offline::TASK_FENCE)
-        .next()
-        .unwrap_or("");
-    prose
+    crate::protocol::instruction_prose(instruction)
         .split_whitespace()
         .take(RECALL_WORDS)
         .collect::<Vec<_>>()

@@ -41,8 +41,7 @@ use super::types::{ChatRequest, ChatResponse, FinishReason, Message, ToolCall, U
 use crate::memory::semantic::{EmbedError, Embedder};
 use claims::{Claim, Report};
 
-/// The fence that opens a task block in an instruction.
-pub const TASK_FENCE: &str = "```iron-task";
+pub use crate::protocol::TASK_FENCE;
 /// The built-in tool an expert with delivery channels is offered.
 pub const DELIVER_TOOL: &str = "deliver";
 /// The name the backend answers as.

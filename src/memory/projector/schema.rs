@@ -234,11 +234,13 @@ fn create_projection(path: &Path) -> Result<(), ProjectorError> {
     crate::core::fs::create_whole(path, io, |tmp| prepare(tmp).map(drop))
 }
 
-/// Text indexed for full-text search: every string and number in payload and result.
+/// Text indexed for full-text search: every string and number in payload and result, an
+/// instruction's prose without its task block ([`crate::protocol::instruction_prose`]: the
+/// block's data, a newsroom's whole window, is in memory as the sources' own events).
 fn index_text(value: &Value, out: &mut String) {
     match value {
         Value::String(s) => {
-            out.push_str(s);
+            out.push_str(crate::protocol::instruction_prose(s));
             out.push(' ');
         }
         Value::Number(n) => {

@@ -139,3 +139,22 @@ fn when_the_best_matches_are_filtered_out_the_search_still_finds_the_rest() {
     };
     assert_eq!(recall.recall("harbour", &all).unwrap().len(), 21);
 }
+
+#[test]
+fn an_instruction_is_indexed_by_its_prose_not_its_tasks_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.db");
+    let mut conn = open_writer(&db).unwrap();
+    let instruction = format!(
+        "Cross-check these claims.\n\n{}\n{{\"reports\": [\"harbour bridge closed\"]}}\n```",
+        crate::protocol::TASK_FENCE
+    );
+    apply_batch(
+        &mut conn,
+        "MEM",
+        &[stored(1, &["tasks", "t1"], &instruction)],
+    )
+    .unwrap();
+    assert_eq!(scoped(&db, "claims", "tasks"), ["tasks/t1"]);
+    assert!(scoped(&db, "harbour", "tasks").is_empty());
+}
