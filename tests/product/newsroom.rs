@@ -35,6 +35,14 @@ fn bulletins(p: &Project) -> Vec<Value> {
         .collect()
 }
 
+/// The first bulletin in the outbox, once there is one.
+async fn first_bulletin(p: &Project) -> Value {
+    eventually("the first bulletin", FIRST_BULLETIN, || async {
+        bulletins(p).into_iter().next()
+    })
+    .await
+}
+
 /// The claim of `bulletin` whose text contains `words`.
 fn claim<'a>(bulletin: &'a Value, words: &str) -> &'a Value {
     bulletin["claims"]
@@ -131,10 +139,7 @@ async fn the_newsroom_publishes_verified_bulletins_out_of_the_box_and_never_twic
     let p = Project::offline().sample_feeds();
     let started = Instant::now();
     let mut up = p.up(&Project::shipped_launch_list(), &[]);
-    let first = eventually("the first bulletin", FIRST_BULLETIN, || async {
-        bulletins(&p).into_iter().next()
-    })
-    .await;
+    let first = first_bulletin(&p).await;
     eprintln!("first bulletin after {:.1?}", started.elapsed());
     assert!(first["id"].as_str().unwrap().starts_with("b-"));
     assert!(first["published_at"].as_str().unwrap().ends_with('Z'));
@@ -258,10 +263,7 @@ async fn a_new_report_is_cross_checked_against_every_report_in_the_window() {
     // everything the sources hold: the rival still keeps it from being confirmed.
     let p = Project::offline().sample_feeds();
     let _up = p.up(&Project::shipped_launch_list(), &[]);
-    eventually("the first bulletin", FIRST_BULLETIN, || async {
-        bulletins(&p).into_iter().next()
-    })
-    .await;
+    first_bulletin(&p).await;
     let jobs = next_job_done(&p, 0).await;
     add_item(
         &p,
@@ -484,10 +486,7 @@ async fn iron_ask_answers_from_what_the_newsroom_sees_without_a_model() {
     let up = p.up(&Project::shipped_launch_list(), &[]);
     // Ask once the sources have been read (a bulletin is out), not merely once the watcher
     // is up: the answer quotes what perception has seen.
-    eventually("the first bulletin", FIRST_BULLETIN, || async {
-        bulletins(&p).into_iter().next()
-    })
-    .await;
+    first_bulletin(&p).await;
     let out = p.iron(&["ask", "--wait", "90", "is the harbour bridge closed?"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
