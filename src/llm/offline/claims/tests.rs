@@ -637,6 +637,9 @@ fn claims_rated_alone_are_rated_among_all_the_others() {
     let rate = BTreeSet::from([claims[quill].id.as_str()]);
     let some = cross_check_some_with(&claims, &rate, &reports, None);
     assert_eq!(some, [all[quill].clone()]);
+    // An id of no claim rates nothing (the flow then counts its claim single-source).
+    let none = BTreeSet::from(["c-no-such-claim"]);
+    assert!(cross_check_some_with(&claims, &none, &reports, None).is_empty());
     // What the rating rests on: with only its own claim and reports, nothing says otherwise.
     let own: Vec<Report> = reports[..2].to_vec();
     let alone = cross_check_all(&claims[quill..=quill], &own);
