@@ -528,7 +528,7 @@ pub fn contest(words: &[String], names: &[Name]) -> Contest {
     let reads = |i: usize, phrase: &[&str]| {
         words.len() >= i + phrase.len() && phrase.iter().zip(&words[i..]).all(|(p, w)| p == w)
     };
-    let place = stem("place");
+    let (place, take) = (stem("place"), ["take", "took", "taken"].map(stem));
     for (i, w) in words.iter().enumerate() {
         let succeeds = one_of(SUCCEED_VERBS, w) && (is_name(i + 1) || by_after(i).is_some());
         if one_of(DEFEAT_VERBS, w) || succeeds {
@@ -556,8 +556,7 @@ pub fn contest(words: &[String], names: &[Name]) -> Contest {
                 Some(_) => out.winners.extend(before(i)),
                 None => out.winners.extend(after(i)),
             }
-        } else if ["tak", "took", "taken"].contains(&w.as_str()) && reads(i + 1, &["over", "from"])
-        {
+        } else if take.contains(w) && reads(i + 1, &["over", "from"]) {
             out.winners.extend(before(i));
             out.losers.extend(after(i + 2));
         } else if (w == "instead" || (*w == place && i > 0 && words[i - 1] == "in"))
