@@ -207,7 +207,7 @@ pub(super) fn without_attribution(title: &str) -> &str {
 }
 
 /// Who may act on whom in a headline, read once per report for [`role_swap`],
-/// [`noun_role_swap`] and [`contest`]: its words ([`super::title_stems`]) and names
+/// [`noun_role_swap`], [`accused_differ`] and [`contest`]: its words ([`super::title_stems`]) and names
 /// ([`super::Lexicon::names`]) up to a trailing attribution, the clause of each word (after
 /// `:`, `;`, a dash...: a verb phrase never crosses one, "depot fire: crews called"), and its
 /// nouns: content words of three letters or more, used once, that the batch does not write as
@@ -219,6 +219,8 @@ pub struct Actors {
     names: Vec<Name>,
     clause: Vec<usize>,
     nouns: BTreeMap<String, usize>,
+    /// The actors a passive verb of charge accuses ([`ACCUSED`]), read once per report.
+    accused: BTreeSet<String>,
 }
 
 impl Actors {
@@ -243,12 +245,15 @@ impl Actors {
                 Some(*n)
             })
             .collect();
-        Self {
+        let mut actors = Self {
             nouns: once.map(|(w, (i, _))| (w, i)).collect(),
             words,
             names,
             clause,
-        }
+            accused: BTreeSet::new(),
+        };
+        actors.accused = actors.read_accused();
+        actors
     }
 
     /// Who won and who lost, by the headline ([`contest`]).
@@ -343,13 +348,13 @@ const ACCUSED: &str = "charged arrested accused convicted jailed fined sentenced
 
 impl Actors {
     /// The actors (stems) a passive verb of [`ACCUSED`] has just before it.
-    fn accused(&self) -> BTreeSet<&String> {
-        let at = self.actor_positions();
+    fn read_accused(&self) -> BTreeSet<String> {
         let verbs: Vec<String> = ACCUSED.split_whitespace().map(stem).collect();
         let charged = |i: usize| verbs.contains(&self.words[i]);
-        at.into_iter()
+        self.actor_positions()
+            .into_iter()
             .filter(|&(_, i)| i + 1 < self.words.len() && charged(i + 1))
-            .map(|(w, _)| w)
+            .map(|(w, _)| w.clone())
             .collect()
     }
 }
@@ -360,17 +365,17 @@ impl Actors {
 /// someone the other never names may still tell one event ("Man charged" / "Teenager charged")
 /// and do not conflict here.
 pub fn accused_differ(a: &Actors, b: &Actors) -> bool {
-    let (accused_a, accused_b) = (a.accused(), b.accused());
-    let (at_a, at_b) = (a.actor_positions(), b.actor_positions());
-    let elsewhere =
-        |x: &BTreeSet<&String>, y: &BTreeSet<&String>, at_y: &BTreeMap<&String, usize>| {
-            x.iter().any(|w| !y.contains(w) && at_y.contains_key(w))
-        };
-    !accused_a.is_empty()
-        && !accused_b.is_empty()
-        && accused_a.is_disjoint(&accused_b)
-        && elsewhere(&accused_a, &accused_b, &at_b)
-        && elsewhere(&accused_b, &accused_a, &at_a)
+    let (accused_a, accused_b) = (&a.accused, &b.accused);
+    if accused_a.is_empty() || accused_b.is_empty() || !accused_a.is_disjoint(accused_b) {
+        return false;
+    }
+    // Whether one accused in `x` is named by `y` without being accused there.
+    let elsewhere = |x: &BTreeSet<String>, y: &Actors| {
+        let at = y.actor_positions();
+        x.iter()
+            .any(|w| !y.accused.contains(w) && at.contains_key(w))
+    };
+    elsewhere(accused_a, b) && elsewhere(accused_b, a)
 }
 
 /// Prepositions that make what follows them a setting of the event (a place, a time, a cause,
