@@ -66,6 +66,17 @@ impl std::fmt::Debug for JetStream {
     }
 }
 
+/// The log cannot be reached for `op` (retryable: [`DurableError::is_retryable`]).
+fn unavailable(
+    op: &'static str,
+    e: impl std::error::Error + Send + Sync + 'static,
+) -> DurableError {
+    DurableError::Unavailable {
+        op,
+        source: Box::new(e),
+    }
+}
+
 fn backend(op: &'static str, e: impl std::error::Error + Send + Sync + 'static) -> DurableError {
     DurableError::Backend {
         op,
@@ -98,10 +109,7 @@ impl JetStream {
         }
         let client = within("connect", options.timeout, connect.connect(servers))
             .await?
-            .map_err(|e| DurableError::Unavailable {
-                op: "connect",
-                source: Box::new(e),
-            })?;
+            .map_err(|e| unavailable("connect", e))?;
         let mut context = jetstream::new(client.clone());
         context.set_timeout(options.timeout);
         Ok(Self {
@@ -153,10 +161,7 @@ impl JetStream {
         let answer: Value = self
             .within(op, self.context.request(subject, body))
             .await?
-            .map_err(|e| DurableError::Unavailable {
-                op,
-                source: Box::new(e),
-            })?;
+            .map_err(|e| unavailable(op, e))?;
         Ok(match answer.get("error") {
             Some(error) => Err(error.clone()),
             None => Ok(answer),
@@ -210,10 +215,7 @@ impl JetStream {
                 jetstream::context::GetStreamErrorKind::JetStream(_) => DurableError::NotFound {
                     what: format!("stream {name}"),
                 },
-                _ => DurableError::Unavailable {
-                    op: "get stream",
-                    source: Box::new(e),
-                },
+                _ => unavailable("get stream", e),
             })
     }
 
@@ -285,10 +287,7 @@ impl EventLog for JetStream {
                 op: "publish",
                 after: self.timeout,
             },
-            PublishErrorKind::BrokenPipe => DurableError::Unavailable {
-                op: "publish",
-                source: Box::new(e),
-            },
+            PublishErrorKind::BrokenPipe => unavailable("publish", e),
             PublishErrorKind::StreamNotFound => DurableError::NoStream {
                 subject: request.subject.clone(),
             },
@@ -346,10 +345,7 @@ impl EventLog for JetStream {
                     },
                     // The request found no server to answer it (the stream's leader is gone
                     // and no other has taken over yet): retryable as well.
-                    ConsumerErrorKind::Request => DurableError::Unavailable {
-                        op: "read",
-                        source: Box::new(e),
-                    },
+                    ConsumerErrorKind::Request => unavailable("read", e),
                     _ => backend("read", e),
                 }
             })?;
@@ -360,10 +356,7 @@ impl EventLog for JetStream {
             let mut messages = self
                 .within("read", consumer.messages())
                 .await?
-                .map_err(|e| DurableError::Unavailable {
-                    op: "read",
-                    source: Box::new(e),
-                })?;
+                .map_err(|e| unavailable("read", e))?;
             while out.len() < want {
                 let next = tokio::time::timeout(self.timeout, messages.next()).await;
                 let next = next.map_err(|_| DurableError::Timeout {
@@ -374,12 +367,7 @@ impl EventLog for JetStream {
                     Some(Ok(message)) => out.push(stored(&message)?),
                     // The pull lost its server mid-read (no responders, consumer gone with
                     // a leader that died): the caller may read again from the same sequence.
-                    Some(Err(e)) => {
-                        return Err(DurableError::Unavailable {
-                            op: "read",
-                            source: Box::new(e),
-                        });
-                    }
+                    Some(Err(e)) => return Err(unavailable("read", e)),
                     None => break,
                 }
             }
@@ -505,10 +493,7 @@ impl JetStreamConsumer {
                     .messages();
                 within("consume", self.timeout, opened)
                     .await?
-                    .map_err(|e| DurableError::Unavailable {
-                        op: "consume",
-                        source: Box::new(e),
-                    })?
+                    .map_err(|e| unavailable("consume", e))?
             }
         };
         Ok(self.messages.insert(messages))
@@ -536,10 +521,7 @@ impl LogConsumer for JetStreamConsumer {
                 self.messages = None;
                 Ok(None)
             }
-            Ok(Some(Err(e))) => Err(DurableError::Unavailable {
-                op: "consume",
-                source: Box::new(e),
-            }),
+            Ok(Some(Err(e))) => Err(unavailable("consume", e)),
             Ok(Some(Ok(message))) => {
                 let delivered = message
                     .info()
