@@ -35,7 +35,8 @@ pub enum EvalCommand {
         #[arg(long)]
         lexical: bool,
         /// Also list every pair of reports grouped as one claim that state different claims,
-        /// and every pair of one claim left apart (for tuning: read them on a tuning set, never
+        /// every pair of one claim left apart, and every verdict contradicted only by reports
+        /// of other events (for tuning: read them on a tuning set, never
         /// on the set you report).
         #[arg(long)]
         wrong_pairs: bool,
@@ -183,6 +184,9 @@ fn newsroom(
                 }
                 for pair in &evaluation.missed_pairs {
                     println!("missed pair: {pair}");
+                }
+                for line in &evaluation.false_contradictions {
+                    println!("false contradiction: {line}");
                 }
             }
         }

@@ -16,6 +16,9 @@
 //!   another claim of its event (an owner's own update of what it reported is no second
 //!   account). **Confirmed recall**: confirmable claims that some verdict confirms on their own
 //!   reports.
+//! - **False contradicted**: a contradicted verdict that none of its denying reports is about:
+//!   each is labelled with another event than every supporter's. A reader is told a true
+//!   report is disputed.
 //! - **Stance**: reports whose stance in the claim that holds them is their labelled stance;
 //!   and, of the denials, how many are counted against what they deny (in the `denying` of a
 //!   verdict whose supporters state that claim).
@@ -111,6 +114,10 @@ pub struct Counts {
     pub confirmed: usize,
     /// Of those, false.
     pub false_confirmed: usize,
+    /// Contradicted verdicts.
+    pub contradicted: usize,
+    /// Of those, contradicted only by reports of other events.
+    pub false_contradicted: usize,
     /// Confirmable claims, and how many were confirmed.
     pub confirmable: usize,
     pub confirmable_confirmed: usize,
@@ -151,6 +158,8 @@ pub struct Evaluation {
     pub by_kind: BTreeMap<String, Counts>,
     /// One line per false confirmation: its reason and the claims its supporters state.
     pub false_confirmations: Vec<String>,
+    /// One line per false contradiction: the claim and the reports held against it.
+    pub false_contradictions: Vec<String>,
     /// One line per pair of reports grouped as one claim that state different claims: what
     /// to read when tuning the grouping (on a tuning set only).
     pub wrong_pairs: Vec<String>,
@@ -309,6 +318,25 @@ pub fn score(corpus: &[Labelled], claims: &[claims::Claim], verdicts: &[Verdict]
             c.false_confirmed += usize::from(falsely);
         });
     }
+    for v in verdicts.iter().filter(|v| v.status == Status::Contradicted) {
+        let labelled = |ids: &[String]| -> Vec<&Labelled> {
+            ids.iter()
+                .filter_map(|id| by_id.get(id.as_str()).copied())
+                .collect()
+        };
+        let (supporters, deniers) = (labelled(&v.supporting), labelled(&v.denying));
+        let events: BTreeSet<&str> = supporters.iter().map(|l| l.event.as_str()).collect();
+        let falsely = !deniers.iter().any(|l| events.contains(l.event.as_str()));
+        if falsely {
+            let against = Vec::from_iter(deniers.iter().map(|l| l.report.title.as_str()));
+            eval.false_contradictions
+                .push(format!("{} <- {}", v.text, against.join(" | ")));
+        }
+        count(&supporters, &|c: &mut Counts| {
+            c.contradicted += 1;
+            c.false_contradicted += usize::from(falsely);
+        });
+    }
     for claim in &confirmable {
         let members: Vec<&Labelled> = corpus.iter().filter(|l| l.claim == *claim).collect();
         let confirmed = verdicts
@@ -334,12 +362,20 @@ impl Evaluation {
             self.all.reports, self.events, self.claims
         );
         out += &format!(
-            "{:<22} {:>9} {:>7} {:>7} {:>6} {:>9} {:>9} {:>8}\n",
-            "", "precision", "recall", "stance", "denials", "confirmed", "false", "recall"
+            "{:<22} {:>9} {:>7} {:>7} {:>6} {:>9} {:>9} {:>8} {:>11}\n",
+            "",
+            "precision",
+            "recall",
+            "stance",
+            "denials",
+            "confirmed",
+            "false",
+            "recall",
+            "false contra"
         );
         let row = |label: &str, c: &Counts| {
             format!(
-                "{:<22} {:>9} {:>7} {:>7} {:>3}/{:<3} {:>9} {:>9} {:>3}/{:<4}\n",
+                "{:<22} {:>9} {:>7} {:>7} {:>3}/{:<3} {:>9} {:>9} {:>3}/{:<4} {:>6}/{:<4}\n",
                 label,
                 show(c.precision()),
                 show(c.recall()),
@@ -350,6 +386,8 @@ impl Evaluation {
                 c.false_confirmed,
                 c.confirmable_confirmed,
                 c.confirmable,
+                c.false_contradicted,
+                c.contradicted,
             )
         };
         out += &row("all", &self.all);
@@ -467,5 +505,48 @@ mod tests {
         assert_eq!(wrong.all.pairs_judged, 6);
         assert_eq!(wrong.all.precision(), Some(2.0 / 6.0));
         assert_eq!(wrong.by_trap["role_swap"].false_confirmed, 1);
+    }
+
+    #[test]
+    fn a_claim_contradicted_by_another_event_only_is_counted_false() {
+        let corpus = parse(
+            &[
+                line("a", "e1/a", "supports", "x", "Rovers beat United 2-1"),
+                line("b", "e1/b", "supports", "y", "United beat Rovers 2-1"),
+                line("c", "e2/a", "supports", "z", "Elm Park stand to close"),
+            ]
+            .join("\n"),
+        )
+        .unwrap();
+        let claim = |id: &str, of: &[&str]| claims::Claim {
+            id: id.into(),
+            text: id.into(),
+            reports: of
+                .iter()
+                .map(|r| claims::ClaimReport {
+                    id: (*r).into(),
+                    stance: Stance::Supports,
+                })
+                .collect(),
+        };
+        let contradicted = |id: &str, supporting: &str, denying: &[&str]| Verdict {
+            claim: id.into(),
+            text: id.into(),
+            status: Status::Contradicted,
+            supporting: vec![supporting.into()],
+            denying: denying.iter().map(|d| (*d).into()).collect(),
+            reason: String::new(),
+        };
+        let claims = [claim("A", &["a"]), claim("B", &["b"]), claim("C", &["c"])];
+        let verdicts = [
+            // By the rival account of its own event: a true contradiction.
+            contradicted("A", "a", &["b", "c"]),
+            // By another event only: false.
+            contradicted("C", "c", &["a"]),
+        ];
+        let eval = score(&corpus, &claims, &verdicts);
+        assert_eq!(eval.all.contradicted, 2, "{}", eval.table("t"));
+        assert_eq!(eval.all.false_contradicted, 1, "{}", eval.table("t"));
+        assert_eq!(eval.false_contradictions, ["C <- Rovers beat United 2-1"]);
     }
 }

@@ -26,10 +26,11 @@
 //! titles oppose, they also never do when their frames conflict otherwise (an opening actor the
 //! other never mentions doing the same thing, a winner who loses in the other), when they name
 //! disjoint events (fire vs opening hours), or when they lie more than [`SAME_EVENT_WINDOW_SECS`]
-//! apart. Opposed titles (one denies or negates, or they put one subject in opposite states) merge
-//! from [`OPPOSED_MERGE_THRESHOLD`], judged by how much of the shorter one the other covers: a
-//! denier left outside its claim could let the claim be confirmed, while joining it wrongly only
-//! yields "contradicted".
+//! apart. With the model, never when it reads them as about different things
+//! ([`MEANING_UNRELATED`]), whatever words and names they share. Opposed titles (one denies or
+//! negates, or they put one subject in opposite states) merge from [`OPPOSED_MERGE_THRESHOLD`],
+//! judged by how much of the shorter one the other covers: a denier left outside its claim
+//! could let the claim be confirmed, while joining it wrongly only yields "contradicted".
 //!
 //! Stance. The anchor is the earliest report without any cue, else the earliest report. A report
 //! denies when its cues differ from the anchor's, when it states the opposite state, or when its
@@ -43,10 +44,11 @@
 //! in one claim with a report of the earlier state, and no denial of it ([`frame::later_than`]).
 //!
 //! Rivals. A claim whose frame conflicts with another claim about the same subject (a shared
-//! name, close in time, alike in words: another winner, figure, role or later state) is
-//! contradicted by it ([`cross_check_all`]). When unclear, not confirmed: a confirmed claim
-//! beside a report of another owner on the same subject that was not grouped with it is
-//! single-source (the judge cannot tell a paraphrase it missed from a denial it cannot read).
+//! name, close in time, alike in words and not unrelated in meaning: another winner, figure,
+//! role or later state) is contradicted by it ([`cross_check_all`]). When unclear, not
+//! confirmed: a confirmed claim beside a report of another owner on the same subject that was
+//! not grouped with it is single-source (the judge cannot tell a paraphrase it missed from a
+//! denial it cannot read).
 //! [`enforce`] has the last word on every verdict.
 //!
 //! Limits. English headlines; no parser, so roles are positions around a verb, and converse
@@ -86,7 +88,7 @@ pub use check::{
     enforce_all, frame_conflicts,
 };
 use features::{Conflict, Features, disjoint, states_conflict};
-use similarity::{Linkable, Numbered, Pairs, cluster, similarities};
+use similarity::{Linkable, Model, Numbered, Pairs, cluster, similarities};
 
 /// What a sentence-embedding model makes of each report, by report id: a unit vector of the
 /// text [`meaning_text`] gives, compared by cosine ([`Meanings::read_pair`]). The judge works
@@ -98,6 +100,7 @@ pub struct Meanings {
     weight: f64,
     same: f64,
     happening: f64,
+    unrelated: f64,
 }
 
 impl Meanings {
@@ -109,6 +112,7 @@ impl Meanings {
             weight: MEANING_WEIGHT,
             same: MEANING_SAME_SUBJECT,
             happening: MEANING_SAME_HAPPENING,
+            unrelated: MEANING_UNRELATED,
         }
     }
 
@@ -129,6 +133,12 @@ impl Meanings {
             }
         }
         f64::from(lanes.iter().sum::<f32>() + tail)
+    }
+
+    /// Whether two unit vectors are too far apart for their reports to be about one subject
+    /// ([`MEANING_UNRELATED`]).
+    fn unrelated(&self, a: &[f32], b: &[f32]) -> bool {
+        Self::cosine(a, b) < self.unrelated
     }
 
     /// The vector of report `id`.
@@ -189,6 +199,14 @@ pub const MEANING_SAME_SUBJECT: f64 = 0.75;
 /// one score 0.92–0.94. The highest value that keeps the tuning set's recall (0.82 loses a
 /// pair), from a sweep on `eval/newsroom/tune.jsonl` only.
 pub const MEANING_SAME_HAPPENING: f64 = 0.8;
+/// Cosine below which the model reads two reports as about different things, whatever words
+/// and names they share: they are never one claim, and neither is a rival account of the other
+/// nor makes it unclear ("Landslip closes 2km of Orrin Bay coast path" / "Petrel-2 lifts off
+/// from Orrin Bay": 0.27; a football transfer and a whale sighting at one bay were one claim,
+/// 0.18). No two reports of one claim in the three tuning sets score below 0.4. Swept over
+/// 0.2–0.55 on `tune`, `tune2` and `tune3` only: 0.3–0.32 is the plateau that adds no false
+/// confirmation (from 0.35 one rival account that withheld a false one is dropped).
+pub const MEANING_UNRELATED: f64 = 0.3;
 // A pair the model reads as one subject is kept for grouping ([`Pairs`] keeps only pairs alike
 // from the least similarity).
 const _: () = assert!(
@@ -417,28 +435,34 @@ struct Batch<'a> {
     pairs: Pairs,
     /// What pairs compare of each report's words, as numbers.
     numbered: Numbered,
+    /// The model's vectors of the reports, when there is a model.
+    model: Option<Model<'a>>,
 }
 
 impl<'a> Batch<'a> {
-    fn new(reports: &'a [Report], meanings: Option<&Meanings>) -> Self {
+    fn new(reports: &'a [Report], meanings: Option<&'a Meanings>) -> Self {
         Self::timed(reports, meanings, &mut Phases::default())
     }
 
     /// [`Batch::new`], its time added to `phases`.
-    fn timed(reports: &'a [Report], meanings: Option<&Meanings>, phases: &mut Phases) -> Self {
+    fn timed(reports: &'a [Report], meanings: Option<&'a Meanings>, phases: &mut Phases) -> Self {
         Self::read(reports, meanings, None, phases)
     }
 
     /// [`Batch::new`] for questions about the reports of `focus` (by id) only: every report is
     /// read (what a batch's names and words are depends on all of them), but only the pairs
     /// holding one of those are compared; any other pair reads as unalike.
-    fn focused(reports: &'a [Report], meanings: Option<&Meanings>, focus: &BTreeSet<&str>) -> Self {
+    fn focused(
+        reports: &'a [Report],
+        meanings: Option<&'a Meanings>,
+        focus: &BTreeSet<&str>,
+    ) -> Self {
         Self::read(reports, meanings, Some(focus), &mut Phases::default())
     }
 
     fn read(
         reports: &'a [Report],
-        meanings: Option<&Meanings>,
+        meanings: Option<&'a Meanings>,
         focus: Option<&BTreeSet<&str>>,
         phases: &mut Phases,
     ) -> Self {
@@ -448,16 +472,18 @@ impl<'a> Batch<'a> {
         let numbered = Numbered::of(&features);
         phases.reading += started.elapsed();
         let started = Instant::now();
-        let model = meanings.map(|m| (m, sorted.iter().map(|r| m.get(&r.id)).collect()));
+        let model: Option<Model> =
+            meanings.map(|m| (m, sorted.iter().map(|r| m.get(&r.id)).collect()));
         let focus: Option<Vec<bool>> =
             focus.map(|f| sorted.iter().map(|r| f.contains(r.id.as_str())).collect());
-        let pairs = similarities(&features, &numbered, model, focus.as_deref());
+        let pairs = similarities(&features, &numbered, model.as_ref(), focus.as_deref());
         phases.comparing += started.elapsed();
         Self {
             sorted,
             features,
             pairs,
             numbered,
+            model,
         }
     }
 
@@ -482,8 +508,8 @@ impl<'a> Batch<'a> {
         let elsewhere = || self.numbered.names_elsewhere(i, j);
         // Objects stand whatever the model reads: it puts two objects at one place on one
         // template as close as rewordings ("Quay Street station closed for inspection" /
-        // "Quay Street market …": 0.903).
-        if a.objects_differ(b) || elsewhere() {
+        // "Quay Street market …": 0.903). What it reads as unrelated is never one claim.
+        if a.objects_differ(b) || elsewhere() || self.unrelated(i, j) {
             return true;
         }
         let opposes = a.opposes(b);
@@ -559,13 +585,23 @@ impl<'a> Batch<'a> {
     /// Whether reports `i` and `j` are alike from `threshold` for telling whether they are
     /// about one subject although their frames differ: by the word similarity, or by the share
     /// of names the batch confirms that they have in common (figures left out: they differ by
-    /// definition when the frames conflict). The similarity is read first: it is stored.
+    /// definition when the frames conflict), unless the model reads them as unrelated. The
+    /// similarity is read first: it is stored.
     fn alike_in_subject(&self, i: usize, j: usize, threshold: f64) -> bool {
-        self.pairs.sim(i, j) >= threshold
+        let alike = self.pairs.sim(i, j) >= threshold
             || self
                 .numbered
                 .share_names(i, j)
-                .is_some_and(|share| share >= threshold)
+                .is_some_and(|share| share >= threshold);
+        alike && !self.unrelated(i, j)
+    }
+
+    /// Whether the model reads reports `i` and `j` as about different things
+    /// ([`MEANING_UNRELATED`]); never without a model or a vector.
+    fn unrelated(&self, i: usize, j: usize) -> bool {
+        self.model.as_ref().is_some_and(|(m, vectors)| {
+            matches!((vectors[i], vectors[j]), (Some(a), Some(b)) if m.unrelated(a, b))
+        })
     }
 }
 

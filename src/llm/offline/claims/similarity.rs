@@ -126,7 +126,7 @@ pub(super) type Model<'m> = (&'m Meanings, Vec<Option<&'m Vec<f32>>>);
 pub(super) fn similarities(
     features: &[Features],
     numbered: &Numbered,
-    model: Option<Model<'_>>,
+    model: Option<&Model<'_>>,
     focus: Option<&[bool]>,
 ) -> Pairs {
     let mut numbers: BTreeMap<&str, usize> = BTreeMap::new();
@@ -167,7 +167,7 @@ pub(super) fn similarities(
     };
     let pair = |i: usize, j: usize| {
         let sim = words(i, j);
-        let read = model.as_ref().and_then(|(m, vectors)| {
+        let read = model.and_then(|(m, vectors)| {
             let (a, b) = (vectors[i]?, vectors[j]?);
             Some(m.read_pair(a, b))
         });

@@ -871,3 +871,54 @@ fn names_compared_as_numbers_read_as_the_strings_do() {
         "no pair names another firm: the test reads nothing"
     );
 }
+
+/// Meanings where reports of `alike` ids read exactly alike and every other report reads as
+/// about something else entirely (orthogonal vectors).
+fn alike_apart(reports: &[Report], alike: &[&str]) -> Meanings {
+    let vectors = reports.iter().enumerate().map(|(k, r)| {
+        let mut v = vec![0.0_f32; reports.len() + 1];
+        v[if alike.contains(&r.id.as_str()) {
+            0
+        } else {
+            k + 1
+        }] = 1.0;
+        (r.id.clone(), v)
+    });
+    Meanings::new(vectors.collect())
+}
+
+#[test]
+fn what_the_model_reads_as_unrelated_neither_rivals_nor_joins_a_claim() {
+    // Invented: two owners tell one rockfall; a third owner's launch at the same bay shares
+    // its name and a figure of another kind of thing.
+    let reports = batch(&[
+        "one | Rockfall closes 3km of Haddon Bay cliff walk",
+        "two | Haddon Bay cliff walk shut after 3km rockfall",
+        "three | Kestrel-4 rocket launches from Haddon Bay at third attempt",
+    ]);
+    let related = newsroom_with(&reports, Some(&all_alike(&reports)));
+    let confirmed = |verdicts: &[Verdict]| {
+        verdicts
+            .iter()
+            .any(|v| v.status == Confirmed && ids(v) == BTreeSet::from(["a".into(), "b".into()]))
+    };
+    assert!(
+        !confirmed(&related),
+        "read as one subject, the launch withholds: {related:?}"
+    );
+    let apart = newsroom_with(&reports, Some(&alike_apart(&reports, &["a", "b"])));
+    assert!(confirmed(&apart), "{apart:?}");
+    let launch = apart.iter().find(|v| v.supporting.contains(&"c".into()));
+    assert!(launch.is_some_and(|v| v.denying.is_empty()), "{apart:?}");
+}
+
+#[test]
+fn reports_the_model_reads_as_unrelated_are_never_one_claim() {
+    let reports = batch(&[
+        "one | Harlow Vale men beat Corran 24-17",
+        "two | Harlow Vale men beat Corran 24-17 in the cup",
+    ]);
+    assert!(together(&reports, "a", "b"), "words alone group them");
+    let apart = group_with(&reports, Some(&alike_apart(&reports, &[])));
+    assert_eq!(apart.len(), 2, "{apart:?}");
+}
