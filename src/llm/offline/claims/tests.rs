@@ -876,12 +876,13 @@ fn names_compared_as_numbers_read_as_the_strings_do() {
 /// about something else entirely (orthogonal vectors).
 fn alike_apart(reports: &[Report], alike: &[&str]) -> Meanings {
     let vectors = reports.iter().enumerate().map(|(k, r)| {
-        let mut v = vec![0.0_f32; reports.len() + 1];
-        v[if alike.contains(&r.id.as_str()) {
+        let axis = if alike.contains(&r.id.as_str()) {
             0
         } else {
             k + 1
-        }] = 1.0;
+        };
+        let mut v = vec![0.0_f32; reports.len() + 1];
+        v[axis] = 1.0;
         (r.id.clone(), v)
     });
     Meanings::new(vectors.collect())
@@ -889,8 +890,8 @@ fn alike_apart(reports: &[Report], alike: &[&str]) -> Meanings {
 
 #[test]
 fn what_the_model_reads_as_unrelated_neither_rivals_nor_joins_a_claim() {
-    // Invented: two owners tell one rockfall; a third owner's launch at the same bay shares
-    // its name and a figure of another kind of thing.
+    // Invented: two owners tell one rockfall; a third owner's rocket launch shares the bay's
+    // name, and words alone read it as a rival account.
     let reports = batch(&[
         "one | Rockfall closes 3km of Haddon Bay cliff walk",
         "two | Haddon Bay cliff walk shut after 3km rockfall",
