@@ -281,12 +281,16 @@ pub fn score(corpus: &[Labelled], claims: &[claims::Claim], verdicts: &[Verdict]
             c.stance_right += usize::from(stance_right);
         });
     }
-    let states = |v: &Verdict| -> BTreeSet<&str> {
-        v.supporting
-            .iter()
-            .filter_map(|id| by_id.get(id.as_str()))
-            .map(|l| l.claim.as_str())
+    // The labelled reports of verdict ids (an id the corpus lacks is left out).
+    let labelled = |ids: &[String]| -> Vec<&Labelled> {
+        ids.iter()
+            .filter_map(|id| by_id.get(id.as_str()).copied())
             .collect()
+    };
+    // The claims a verdict's supporters state.
+    let states = |v: &Verdict| -> BTreeSet<&str> {
+        let supporters = labelled(&v.supporting);
+        supporters.iter().map(|l| l.claim.as_str()).collect()
     };
     for l in corpus.iter().filter(|l| l.stance == Stance::Denies) {
         let caught = verdicts
@@ -299,11 +303,7 @@ pub fn score(corpus: &[Labelled], claims: &[claims::Claim], verdicts: &[Verdict]
     }
     for v in verdicts.iter().filter(|v| v.status == Status::Confirmed) {
         let stated = states(v);
-        let touching: Vec<&Labelled> = v
-            .supporting
-            .iter()
-            .filter_map(|id| by_id.get(id.as_str()).copied())
-            .collect();
+        let touching = labelled(&v.supporting);
         let falsely = stated.len() != 1 || !stated.iter().all(|c| confirmable.contains(c));
         if falsely {
             eval.false_confirmations.push(format!(
@@ -319,11 +319,6 @@ pub fn score(corpus: &[Labelled], claims: &[claims::Claim], verdicts: &[Verdict]
         });
     }
     for v in verdicts.iter().filter(|v| v.status == Status::Contradicted) {
-        let labelled = |ids: &[String]| -> Vec<&Labelled> {
-            ids.iter()
-                .filter_map(|id| by_id.get(id.as_str()).copied())
-                .collect()
-        };
         let (supporters, deniers) = (labelled(&v.supporting), labelled(&v.denying));
         let events: BTreeSet<&str> = supporters.iter().map(|l| l.event.as_str()).collect();
         let falsely = !deniers.iter().any(|l| events.contains(l.event.as_str()));
