@@ -923,3 +923,17 @@ fn reports_the_model_reads_as_unrelated_are_never_one_claim() {
     let apart = group_with(&reports, Some(&alike_apart(&reports, &[])));
     assert_eq!(apart.len(), 2, "{apart:?}");
 }
+
+#[test]
+fn a_report_ending_its_headline_on_a_figure_supports_what_it_says() {
+    // The summary's first words once joined the headline's figure ("nine" + "Three" read as
+    // 12; "450" counted "union"), so each report denied its own claim.
+    let reports = batch(&[
+        "Coast News | Harbour raid arrests rise to nine | Three more people were held on Tuesday.",
+        "Bay Radio | Mill job cuts climb to 450 | Union leaders called it a blow to the town.",
+    ]);
+    for verdict in newsroom(&reports) {
+        assert_eq!(verdict.status, SingleSource, "{verdict:?}");
+        assert!(verdict.denying.is_empty(), "{verdict:?}");
+    }
+}

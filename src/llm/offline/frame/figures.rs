@@ -62,6 +62,10 @@ enum Unit {
     },
     Clock,
     Word(String),
+    /// The end of a line or a sentence or clause (". ; : ! ?"): no figure reads across it,
+    /// neither a number told in words ("rise to nine" / "Three more held") nor the noun a
+    /// count is of ("cuts climb to 450" / "Union leaders said ...").
+    Break,
 }
 
 fn canonical_number(v: f64) -> String {
@@ -133,28 +137,40 @@ fn tally(units: &[Unit], at: usize, value: f64, next: usize) -> Option<(u64, u64
 /// (`2.1bn`); `2-1` is a score; `06:00`, `6am`, `8pm` are clock times.
 fn units(text: &str) -> Vec<Unit> {
     let mut out = Vec::new();
-    for raw in text.split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | '"' | '“' | '”'))
-    {
-        let token = raw.trim_matches(|c: char| matches!(c, ',' | '.' | ';' | ':' | '!' | '?'));
-        if token.is_empty() {
-            continue;
-        }
-        let lower = token.to_lowercase();
-        if let Some((a, b)) = lower.split_once(['-', '–'])
-            && let (Ok(x), Ok(y)) = (a.parse::<u32>(), b.parse::<u32>())
-            && a.len() <= MAX_SCORE_DIGITS
-            && b.len() <= MAX_SCORE_DIGITS
+    for line in text.lines() {
+        for raw in
+            line.split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | '"' | '“' | '”'))
         {
-            out.push(Unit::Score(x.max(y), x.min(y)));
-            continue;
+            units_of(raw, &mut out);
+            if raw.ends_with(['.', ';', ':', '!', '?']) {
+                out.push(Unit::Break);
+            }
         }
-        // "48-hour", "10-year": the number, then its unit.
-        let parts: Vec<&str> = lower.split(['-', '–']).filter(|p| !p.is_empty()).collect();
-        for part in parts {
-            out.push(number_unit(part).unwrap_or_else(|| Unit::Word(part.to_string())));
-        }
+        out.push(Unit::Break);
     }
     out
+}
+
+/// The units of one whitespace-separated token, pushed onto `out`.
+fn units_of(raw: &str, out: &mut Vec<Unit>) {
+    let token = raw.trim_matches(|c: char| matches!(c, ',' | '.' | ';' | ':' | '!' | '?'));
+    if token.is_empty() {
+        return;
+    }
+    let lower = token.to_lowercase();
+    if let Some((a, b)) = lower.split_once(['-', '–'])
+        && let (Ok(x), Ok(y)) = (a.parse::<u32>(), b.parse::<u32>())
+        && a.len() <= MAX_SCORE_DIGITS
+        && b.len() <= MAX_SCORE_DIGITS
+    {
+        out.push(Unit::Score(x.max(y), x.min(y)));
+        return;
+    }
+    // "48-hour", "10-year": the number, then its unit.
+    let parts: Vec<&str> = lower.split(['-', '–']).filter(|p| !p.is_empty()).collect();
+    for part in parts {
+        out.push(number_unit(part).unwrap_or_else(|| Unit::Word(part.to_string())));
+    }
 }
 
 fn number_unit(token: &str) -> Option<Unit> {

@@ -453,3 +453,24 @@ fn going_ahead_after_all_is_later_than_the_call_off() {
     // Without such a phrase, no state word is no state.
     assert_eq!(state("Orla-1 reaches orbit"), None);
 }
+
+#[test]
+fn a_figure_never_reads_across_a_line_or_a_sentence() {
+    // A headline ending in a figure, then a summary: "nine" and "Three" are two figures, and
+    // the summary's first word is not what the headline's figure counts.
+    let title = "Raid arrests rise to nine";
+    let all = figures(&format!("{title}\nThree more people were held, police said."));
+    assert_eq!(all.get("number"), Some(&BTreeSet::from(["9".to_string()])));
+    assert!(!all.values().flatten().any(|v| v == "12"), "{all:?}");
+    let title = "Mill job cuts climb to 450";
+    let all = figures(&format!("{title}\nUnion leaders said the figure was a blow."));
+    assert!(!all.contains_key("count:union"), "{all:?}");
+    // So a report's figures never conflict with its own: it cannot deny the claim it anchors.
+    let own = figures(title);
+    assert!(!figures_conflict(&own, &all, &own, &all));
+    // Within a sentence a figure still reads its noun and its words.
+    let one = figures("Forty-eight thousand people. Twelve dead; 3 lanes closed");
+    assert_eq!(one.get("count:peopl"), Some(&BTreeSet::from(["48000".to_string()])));
+    assert_eq!(one.get("count:dead"), Some(&BTreeSet::from(["12".to_string()])));
+    assert_eq!(one.get("count:lan"), Some(&BTreeSet::from(["3".to_string()])));
+}
