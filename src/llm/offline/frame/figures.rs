@@ -344,13 +344,19 @@ pub fn figures(text: &str) -> Figures {
             continue;
         }
         // A figure told as the one a change started from ("650, up from 400", "rose from 12 to
-        // 15") is the past, not what the report states now: left out, so a report of the old
-        // figure reads as another moment.
-        let from = i.checked_sub(1).and_then(word) == Some("from");
-        let changed = matches!(i.checked_sub(2).and_then(word), Some("up" | "down"))
-            || (word(next) == Some("to")
-                && matches!(units.get(next + 1), Some(Unit::Number { .. })));
-        if from && changed {
+        // 15", "to 450 from the 300 announced") is the past, not what the report states now:
+        // left out, so a report of the old figure reads as another moment.
+        let article = matches!(i.checked_sub(1).and_then(word), Some("the" | "a" | "an"));
+        let from = i.checked_sub(1 + usize::from(article));
+        let from = from.filter(|&f| word(f) == Some("from"));
+        let changed = from.is_some_and(|f| {
+            matches!(f.checked_sub(1).and_then(word), Some("up" | "down"))
+                || (f >= 2
+                    && matches!(units[f - 1], Unit::Number { .. })
+                    && word(f - 2) == Some("to"))
+        }) || (word(next) == Some("to")
+            && matches!(units.get(next + 1), Some(Unit::Number { .. })));
+        if from.is_some() && changed {
             i = next;
             continue;
         }

@@ -100,7 +100,16 @@ fn figures_normalise_units_and_formats() {
             .collect::<Vec<_>>(),
         ["15"]
     );
+    for told in [
+        "Cuts at the mill go to 450 from the 300 announced",
+        "Toll climbs to 15 from 12",
+    ] {
+        let told = figures(told);
+        assert!(!told.values().flatten().any(|v| v == "300" || v == "12"), "{told:?}");
+    }
     assert!(!figures("Flights from 2 terminals").is_empty());
+    let shuttle = figures("Shuttle runs to 4 gates from the 2 terminals");
+    assert!(shuttle.values().flatten().any(|v| v == "2"), "{shuttle:?}");
     assert!(figures("Trains from 06:00 to 6pm").is_empty());
     assert!(!figures("Index up 50 points to 7,500").contains_key("score"));
     assert_eq!(
@@ -459,18 +468,31 @@ fn a_figure_never_reads_across_a_line_or_a_sentence() {
     // A headline ending in a figure, then a summary: "nine" and "Three" are two figures, and
     // the summary's first word is not what the headline's figure counts.
     let title = "Raid arrests rise to nine";
-    let all = figures(&format!("{title}\nThree more people were held, police said."));
+    let all = figures(&format!(
+        "{title}\nThree more people were held, police said."
+    ));
     assert_eq!(all.get("number"), Some(&BTreeSet::from(["9".to_string()])));
     assert!(!all.values().flatten().any(|v| v == "12"), "{all:?}");
     let title = "Mill job cuts climb to 450";
-    let all = figures(&format!("{title}\nUnion leaders said the figure was a blow."));
+    let all = figures(&format!(
+        "{title}\nUnion leaders said the figure was a blow."
+    ));
     assert!(!all.contains_key("count:union"), "{all:?}");
     // So a report's figures never conflict with its own: it cannot deny the claim it anchors.
     let own = figures(title);
     assert!(!figures_conflict(&own, &all, &own, &all));
     // Within a sentence a figure still reads its noun and its words.
     let one = figures("Forty-eight thousand people. Twelve dead; 3 lanes closed");
-    assert_eq!(one.get("count:peopl"), Some(&BTreeSet::from(["48000".to_string()])));
-    assert_eq!(one.get("count:dead"), Some(&BTreeSet::from(["12".to_string()])));
-    assert_eq!(one.get("count:lan"), Some(&BTreeSet::from(["3".to_string()])));
+    assert_eq!(
+        one.get("count:peopl"),
+        Some(&BTreeSet::from(["48000".to_string()]))
+    );
+    assert_eq!(
+        one.get("count:dead"),
+        Some(&BTreeSet::from(["12".to_string()]))
+    );
+    assert_eq!(
+        one.get("count:lan"),
+        Some(&BTreeSet::from(["3".to_string()]))
+    );
 }
