@@ -23,10 +23,60 @@ const SCALES: &[(&str, f64)] = &[
     ("bn", 1e9),
     ("trillion", 1e12),
     ("tn", 1e12),
+    // Indian English: a crore is ten million, a lakh a hundred thousand ("₹1,200 crore",
+    // "Rs 1200 Cr" and "12 billion rupees" are one sum).
+    ("crore", 1e7),
+    ("cr", 1e7),
+    ("lakh", 1e5),
 ];
-const CURRENCY_SIGNS: &[(char, &str)] = &[('$', "$"), ('£', "£"), ('€', "€"), ('¥', "¥")];
-const CURRENCY_WORDS: &[(&str, &str)] =
-    &[("dollar", "$"), ("pound", "£"), ("euro", "€"), ("yen", "¥")];
+/// Scales that may stand apart from their number as a word of their own ("2.1 billion", "1200
+/// Cr"); the other short ones only glued on ("2.1bn"), where "m" after a bare number is metres.
+fn scale_word(w: &str) -> Option<f64> {
+    let apart = |name: &str| name.len() > 2 || matches!(name, "bn" | "cr");
+    SCALES
+        .iter()
+        .find(|(name, _)| *name == w && apart(name))
+        .map(|&(_, scale)| scale)
+}
+/// Currency signs before a number (lowercase), longest first, by the currency they stand for.
+/// Every dollar is one currency: a story told in Australian dollars by one outlet ("$A1.5m",
+/// "A$1.5 million") and in plain dollars by another ("$1.5m") states one sum.
+const CURRENCY_SIGNS: &[(&str, &str)] = &[
+    ("au$", "$"),
+    ("us$", "$"),
+    ("ca$", "$"),
+    ("nz$", "$"),
+    ("hk$", "$"),
+    ("a$", "$"),
+    ("c$", "$"),
+    ("s$", "$"),
+    ("$a", "$"),
+    ("$", "$"),
+    ("£", "£"),
+    ("€", "€"),
+    ("¥", "¥"),
+    ("₹", "₹"),
+];
+/// Currency names after a number, compared by [`stem`].
+const CURRENCY_WORDS: &[(&str, &str)] = &[
+    ("dollar", "$"),
+    ("pound", "£"),
+    ("euro", "€"),
+    ("yen", "¥"),
+    ("rupe", "₹"),
+];
+/// Currency codes and abbreviations written as a word before a number ("Rs 1200 Cr", "INR 500",
+/// "USD 2m"), lowercase.
+const CURRENCY_BEFORE: &[(&str, &str)] = &[
+    ("rs", "₹"),
+    ("inr", "₹"),
+    ("usd", "$"),
+    ("aud", "$"),
+    ("cad", "$"),
+    ("nzd", "$"),
+    ("eur", "€"),
+    ("gbp", "£"),
+];
 /// Units of time, compared by [`stem`], with their length in hours: a span is one kind,
 /// `duration`, in hours ("48 hours" = "two days"; a month is a twelfth of a year of 365.25
 /// days).
@@ -138,11 +188,23 @@ fn tally(units: &[Unit], at: usize, value: f64, next: usize) -> Option<(u64, u64
 fn units(text: &str) -> Vec<Unit> {
     let mut out = Vec::new();
     for line in text.lines() {
-        for raw in
-            line.split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | '"' | '“' | '”'))
-        {
+        let raws: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | '"' | '“' | '”'))
+            .filter(|raw| !raw.is_empty())
+            .collect();
+        for (k, raw) in raws.iter().enumerate() {
             units_of(raw, &mut out);
-            if raw.ends_with(['.', ';', ':', '!', '?']) {
+            // A short word's full stop before a figure is an abbreviation's ("Rs. 1,200", "No.
+            // 10", "Feb. 1"), not a sentence's end.
+            let abbreviation = raw.strip_suffix('.').is_some_and(|w| {
+                (1..=3).contains(&w.chars().count()) && w.chars().all(char::is_alphabetic)
+            }) && raws.get(k + 1).is_some_and(|next| {
+                next.starts_with(|c: char| c.is_ascii_digit())
+                    || CURRENCY_SIGNS
+                        .iter()
+                        .any(|(sign, _)| next.to_lowercase().starts_with(sign))
+            });
+            if raw.ends_with(['.', ';', ':', '!', '?']) && !abbreviation {
                 out.push(Unit::Break);
             }
         }
@@ -181,10 +243,11 @@ fn number_unit(token: &str) -> Option<Unit> {
     }
     let mut rest = token;
     let mut currency = None;
-    for &(sign, name) in CURRENCY_SIGNS {
-        if let Some(r) = rest.strip_prefix(sign) {
-            (rest, currency) = (r, Some(name));
-        }
+    if let Some((r, name)) = CURRENCY_SIGNS
+        .iter()
+        .find_map(|&(sign, name)| Some((rest.strip_prefix(sign)?, name)))
+    {
+        (rest, currency) = (r, Some(name));
     }
     let percent = rest.ends_with('%');
     rest = rest.trim_end_matches('%');
@@ -252,8 +315,8 @@ fn spelled_number(units: &[Unit], start: usize) -> Option<(f64, usize)> {
             match units.get(i) {
                 Some(Unit::Word(w)) if w == "hundred" => current *= 100.0,
                 Some(Unit::Word(w)) if w == "and" && small(i + 1).is_some() => {}
-                Some(Unit::Word(w)) => match SCALES.iter().find(|(n, _)| n == w && n.len() > 2) {
-                    Some(&(_, scale)) => {
+                Some(Unit::Word(w)) => match scale_word(w) {
+                    Some(scale) => {
                         total += current * scale;
                         current = 0.0;
                     }
@@ -305,16 +368,20 @@ pub fn figures(text: &str) -> Figures {
                 continue;
             }
         };
-        let mut currency = currency;
+        let mut currency = currency.or_else(|| {
+            let code = i.checked_sub(1).and_then(word)?;
+            CURRENCY_BEFORE
+                .iter()
+                .find(|(c, _)| *c == code)
+                .map(|&(_, sign)| sign)
+        });
         let mut next = i + 1;
         if let Some((spelled, end)) = spelled_number(&units, i) {
             // "one thousand two hundred and forty", "forty-eight thousand".
             (value, next) = (spelled, end);
         } else {
             // Scales after digits: "2.1 billion".
-            while let Some(&(_, s)) = word(next)
-                .and_then(|w| SCALES.iter().find(|(name, _)| *name == w && name.len() > 2))
-            {
+            while let Some(s) = word(next).and_then(scale_word) {
                 scale *= s;
                 next += 1;
             }

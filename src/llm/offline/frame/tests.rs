@@ -55,6 +55,11 @@ fn figures_normalise_units_and_formats() {
         ("Bill passes 312-248", "Bill passes: 312 for, 248 against"),
         ("48-hour strike", "two-day strike"),
         ("Out for three months", "out for 12 weeks"),
+        ("Rs 1200 Cr cleared for metro", "₹1,200 crore cleared for metro"),
+        ("Rs. 1,200 crore for metro", "12 billion rupees for metro"),
+        ("Rs 3.4 lakh fine", "₹340,000 fine"),
+        ("Painting sold for A$1.15 million", "Painting fetches $A1.15m"),
+        ("Painting fetches $A1.15m", "Painting fetches $1.15m"),
     ];
     for (a, b) in same {
         let (fa, fb) = (figures(a), figures(b));
@@ -72,6 +77,8 @@ fn figures_normalise_units_and_formats() {
         ("Bill passes 31-18", "Bill passes by 31 votes to 19"),
         ("Captain out for six weeks", "Captain to miss three months"),
         ("Bill passes: 312 for, 248 against", "Bill passes 312-284"),
+        ("Painting fetches $A1.15m", "Painting sold for A$1.5 million"),
+        ("Rs 1200 Cr cleared for metro", "₹1,200 lakh cleared for metro"),
     ];
     for (a, b) in different {
         let (fa, fb) = (figures(a), figures(b));
@@ -105,7 +112,10 @@ fn figures_normalise_units_and_formats() {
         "Toll climbs to 15 from 12",
     ] {
         let told = figures(told);
-        assert!(!told.values().flatten().any(|v| v == "300" || v == "12"), "{told:?}");
+        assert!(
+            !told.values().flatten().any(|v| v == "300" || v == "12"),
+            "{told:?}"
+        );
     }
     assert!(!figures("Flights from 2 terminals").is_empty());
     let shuttle = figures("Shuttle runs to 4 gates from the 2 terminals");
