@@ -40,8 +40,9 @@
 //! collapsed, lowercased; a blank owner never counts).
 //!
 //! Updates. A headline that tells a state as following its opposite ("bypass reopens", "open
-//! again", "hiker found safe", "lifts off after delay") is a later moment of the event: never
-//! in one claim with a report of the earlier state, and no denial of it ([`frame::later_than`]).
+//! again", "back open", "hiker found safe", "lifts off after delay") is a later moment of the
+//! event: never in one claim with a report of the earlier state, and no denial of it
+//! ([`frame::later_than`]).
 //!
 //! Rivals. A claim whose frame conflicts with another claim about the same subject (a shared
 //! name, close in time, alike in words and not unrelated in meaning: another winner, figure,

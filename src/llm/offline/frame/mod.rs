@@ -32,9 +32,9 @@
 //!   intact/broken, held/released, leaving/staying), each with the words before it in its clause as its subject. Two reports
 //!   oppose when they put one subject in opposite states: "Ferries operating as usual" against
 //!   "Ferry services suspended", with no cue word. A state told as following its opposite
-//!   ("reopens", "open again", "missing ... found", "lifts off after a delay") is a later moment
-//!   ([`later_than`]), which opposes nothing earlier; so is going ahead after a called-off try
-//!   ("reaches orbit at second attempt", "switched on after all", "back on").
+//!   ("reopens", "open again", "back open", "missing ... found", "lifts off after a delay") is a
+//!   later moment ([`later_than`]), which opposes nothing earlier; so is going ahead after a
+//!   called-off try ("reaches orbit at second attempt", "switched on after all", "back on").
 //! - **Debunks** ([`debunks`]): a headline that says what others reported was another thing, on
 //!   someone's word or in scare quotes ("the bangs were fireworks, police confirm"), denies it.
 //! - **Actors** ([`Actors`]): roles are read from a headline without a trailing attribution
@@ -63,6 +63,8 @@ pub struct Lexicon {
 #[derive(Debug, Clone)]
 struct Word {
     stem: String,
+    /// The word in lower case, unstemmed ("back", not "backs").
+    lower: String,
     upper: bool,
     /// First word of the text or of a clause (after `:`, `;`, `.`, a dash, a quote).
     opens: bool,
@@ -79,6 +81,7 @@ fn cased_words(text: &str) -> Vec<Word> {
             let lower = text::tokenize(word).into_iter().next().unwrap_or_default();
             out.push(Word {
                 stem: stem(&lower),
+                lower,
                 upper: word.starts_with(char::is_uppercase),
                 opens,
             });

@@ -65,6 +65,9 @@ const OPPOSITIONS: &[(&str, &str, &str)] = &[
 const REVERSALS: &str = "reopen resume restore restart reinstate locate";
 /// Words that put a headline's state after its opposite ("open again").
 const AGAIN: &str = "again";
+/// The word that, right before a state, tells it as a return ("back open", "back in
+/// service"), compared unstemmed: "backs" is a verb ("council backs closure").
+const BACK: &str = "back";
 /// Phrases that tell of something going ahead after all, following a failed or called-off try
 /// ("reaches orbit at the second attempt", "lights switched on after all", "match back on"),
 /// compared word by word by [`stem`]: a headline with one of them and no state word is the
@@ -130,7 +133,8 @@ fn state_of(title: &str) -> Option<State> {
         (None, Some(_), _) => {
             let first = found.iter().find(|(_, axis, _)| *axis != "leaving|staying");
             let &(at, axis, pole) = first.or(found.first())?;
-            (at, axis, pole, again)
+            let back = at.checked_sub(1).is_some_and(|b| words[b].lower == BACK);
+            (at, axis, pole, again || back)
         }
         // Only a state before the news: the headline states the other pole after it.
         (None, None, Some(&(at, axis, pole))) => (at, axis, !pole, true),

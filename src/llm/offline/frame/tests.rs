@@ -55,10 +55,16 @@ fn figures_normalise_units_and_formats() {
         ("Bill passes 312-248", "Bill passes: 312 for, 248 against"),
         ("48-hour strike", "two-day strike"),
         ("Out for three months", "out for 12 weeks"),
-        ("Rs 1200 Cr cleared for metro", "₹1,200 crore cleared for metro"),
+        (
+            "Rs 1200 Cr cleared for metro",
+            "₹1,200 crore cleared for metro",
+        ),
         ("Rs. 1,200 crore for metro", "12 billion rupees for metro"),
         ("Rs 3.4 lakh fine", "₹340,000 fine"),
-        ("Painting sold for A$1.15 million", "Painting fetches $A1.15m"),
+        (
+            "Painting sold for A$1.15 million",
+            "Painting fetches $A1.15m",
+        ),
         ("Painting fetches $A1.15m", "Painting fetches $1.15m"),
     ];
     for (a, b) in same {
@@ -77,8 +83,14 @@ fn figures_normalise_units_and_formats() {
         ("Bill passes 31-18", "Bill passes by 31 votes to 19"),
         ("Captain out for six weeks", "Captain to miss three months"),
         ("Bill passes: 312 for, 248 against", "Bill passes 312-284"),
-        ("Painting fetches $A1.15m", "Painting sold for A$1.5 million"),
-        ("Rs 1200 Cr cleared for metro", "₹1,200 lakh cleared for metro"),
+        (
+            "Painting fetches $A1.15m",
+            "Painting sold for A$1.5 million",
+        ),
+        (
+            "Rs 1200 Cr cleared for metro",
+            "₹1,200 lakh cleared for metro",
+        ),
     ];
     for (a, b) in different {
         let (fa, fb) = (figures(a), figures(b));
@@ -469,6 +481,11 @@ fn going_ahead_after_all_is_later_than_the_call_off() {
     let on = state("Harbour lights switched on after all as winds ease").expect("a later state");
     assert!(on.after && on.pole);
     assert!(state("Match back on after pitch inspection").is_some_and(|s| s.after));
+    // "Back" right before a state tells a return; "backs" is a verb.
+    let reopened = state("Swing bridge back open to traffic after checks").expect("a state");
+    let closed = state("Lorry crash closes swing bridge").expect("a state");
+    assert!(reopened.after && later_than(&reopened, Some(&closed)));
+    assert!(state("Council backs closure of swing bridge").is_some_and(|s| !s.after));
     // Without such a phrase, no state word is no state.
     assert_eq!(state("Orla-1 reaches orbit"), None);
 }
