@@ -280,13 +280,16 @@ impl Actors {
 }
 
 /// Whether the titles put two things named by common nouns in opposite roles, each headline
-/// opening with one of them and joining it to the other by a short verb phrase: "Tanker strikes
-/// ferry" and "Ferry rams tanker". A noun is a content word each title uses once that the
-/// batch does not write as a name (names are [`role_swap`]'s). One verb counts only when the
-/// phrase is word for word the same, and then names may come before the first noun ("Fan
-/// charged with assaulting Kelby winger" / "Kelby winger charged with assaulting fan"); a
-/// passive `by` never does: one verb read backwards ("Bridge closed after crash", "Crash
-/// closes bridge") is as often the same report in another voice as a swap.
+/// opening with one of them (a modifier aside) and joining it to the other by a short verb
+/// phrase: "Tanker strikes ferry" and "Ferry rams tanker". A noun is a content word each title
+/// uses once that the batch does not write as a name (names are [`role_swap`]'s). One verb
+/// counts only when the phrase is word for word the same, and then names may come before the
+/// first noun ("Fan charged with assaulting Kelby winger" / "Kelby winger charged with
+/// assaulting fan"). Reversed order around two passives, or around one verb whose voice is not
+/// written out, never counts: one verb read backwards ("Bridge closed after crash", "Crash
+/// closes bridge") is as often the same report in another voice as a swap. A passive with `by`
+/// against an active verb does, in the same order ("Trawler damaged by ferry" / "Trawler rams
+/// ferry").
 pub fn noun_role_swap(a: &Actors, b: &Actors) -> bool {
     let shared: Vec<(&String, usize, usize)> = a
         .nouns
@@ -300,13 +303,14 @@ pub fn noun_role_swap(a: &Actors, b: &Actors) -> bool {
         let (words, names) = (&actors.words, &actors.names);
         let content = |w: &String| !text::is_plain(w) && !names.iter().any(|n| &n.stem == w);
         // Only names before it, or nothing but function words ("plain"); one clause.
-        if !words[..from].iter().all(|w| !content(w))
-            || words[from + 1..to].iter().any(|w| w == "by")
-            || !actors.one_clause(from, to)
-        {
+        // At most one word before it that is neither a name nor a function word: a modifier
+        // ("Moored trawler damaged by berthing ferry").
+        let before = &words[..from];
+        if before.iter().filter(|w| content(w)).count() > 1 || !actors.one_clause(from, to) {
             return None;
         }
-        let plain = words[..from].iter().all(|w| text::is_plain(w));
+        let passive = words[from + 1..to].iter().any(|w| w == "by");
+        let plain = before.iter().all(|w| text::is_plain(w));
         let phrase = || {
             words[from + 1..to]
                 .iter()
@@ -318,20 +322,33 @@ pub fn noun_role_swap(a: &Actors, b: &Actors) -> bool {
             .collect();
         let whole: Vec<String> = phrase().cloned().collect();
         (!between.is_empty() && between.len() <= MAX_NOUN_VERB_WORDS)
-            .then_some((between, whole, plain))
+            .then_some((between, whole, plain, passive))
     };
     for (k, (x, xa, xb)) in shared.iter().enumerate() {
         for (y, ya, yb) in &shared[k + 1..] {
             let (fa, ta) = (xa.min(ya), xa.max(ya));
             let (fb, tb) = (xb.min(yb), xb.max(yb));
-            if (xa < ya) == (xb < yb) {
-                continue;
-            }
-            let (Some((va, whole_a, plain_a)), Some((vb, whole_b, plain_b))) =
+            let (Some((va, whole_a, plain_a, by_a)), Some((vb, whole_b, plain_b, by_b))) =
                 (verbs(a, *fa, *ta, [x, y]), verbs(b, *fb, *tb, [x, y]))
             else {
                 continue;
             };
+            let reversed = (xa < ya) != (xb < yb);
+            // One told with "by", the other with a verb right before the second noun (not a
+            // preposition, as the passive "blamed on" has): the voices are written out, so
+            // the order says who acted ("Trawler damaged by ferry" / "Trawler rams ferry" swap;
+            // "Councilman assaulted by neighbour" / "Councilman charged with assaulting
+            // neighbour" swap).
+            if by_a != by_b {
+                let active = if by_a { &whole_b } else { &whole_a };
+                if !reversed && active.last().is_some_and(|w| !text::is_plain(w)) {
+                    return true;
+                }
+                continue;
+            }
+            if by_a || !reversed {
+                continue;
+            }
             let other_verbs = !va.iter().any(|a| vb.iter().any(|b| same_verb(a, b)));
             if whole_a == whole_b || (plain_a && plain_b && other_verbs) {
                 return true;
