@@ -302,9 +302,8 @@ pub fn noun_role_swap(a: &Actors, b: &Actors) -> bool {
     let verbs = |actors: &Actors, from: usize, to: usize, pair: [&String; 2]| {
         let (words, names) = (&actors.words, &actors.names);
         let content = |w: &String| !text::is_plain(w) && !names.iter().any(|n| &n.stem == w);
-        // Only names before it, or nothing but function words ("plain"); one clause.
-        // At most one word before it that is neither a name nor a function word: a modifier
-        // ("Moored trawler damaged by berthing ferry").
+        // Names before it, and at most one word that is neither a name nor a function word (a
+        // modifier: "Moored trawler damaged by berthing ferry"); one clause.
         let before = &words[..from];
         if before.iter().filter(|w| content(w)).count() > 1 || !actors.one_clause(from, to) {
             return None;
