@@ -112,6 +112,14 @@ pub fn role_swap(a: &Actors, b: &Actors) -> bool {
             let (Some(ib), Some(jb)) = (position(names_b, xa), position(names_b, ya)) else {
                 continue;
             };
+            // A place told where the other is ("Orchard Lane surgery in Ambervale", "Ambervale
+            // practice on Orchard Lane") is no one acting on anyone.
+            let located = |words: &[String], i: usize, j: usize| {
+                matches!(words[i.max(j) - 1].as_str(), "in" | "on" | "at" | "near")
+            };
+            if located(&a.words, ia, ja) || located(&b.words, ib, jb) {
+                continue;
+            }
             let (in_a, in_b) = (between(&a.words, ia, ja), between(&b.words, ib, jb));
             // The words between that are neither function words nor names: the verb, if any.
             // Figures ("agrees £640m deal for") are no part of the verb.

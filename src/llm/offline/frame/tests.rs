@@ -176,6 +176,13 @@ fn swapped_roles_are_found_and_the_passive_is_read() {
         "Marlin Biotech's Corvudine cleared for migraine",
         "Corvudine tablet approved for migraine, says Marlin Biotech"
     ));
+    // A place told where the other is acts on nothing.
+    let lex = lexicon(&["Patients in Ambervale use the surgery on Orchard Lane."]);
+    assert!(!swapped(
+        &lex,
+        "Orchard Lane surgery in Ambervale closes its list",
+        "Ambervale practice on Orchard Lane shuts its list"
+    ));
 }
 
 #[test]
