@@ -41,6 +41,8 @@ pub(super) struct Features {
     /// Who won and who lost, by the headline ([`frame::contest`]).
     pub(super) contest: frame::Contest,
     pub(super) state: Option<frame::State>,
+    /// The state the summary states, when the headline states none ([`frame::state`] of it).
+    pub(super) summary_state: Option<frame::State>,
     pub(super) cues: text::Cues,
     pub(super) title_cues: text::Cues,
     pub(super) states: States,
@@ -189,6 +191,10 @@ impl Features {
                 .collect(),
             anchors,
             state: frame::state(&report.title),
+            summary_state: match frame::state(&report.title) {
+                Some(_) => None,
+                None => frame::state(&report.summary),
+            },
             cues,
             title_cues,
             states,

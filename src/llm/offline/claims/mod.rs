@@ -33,7 +33,9 @@
 //! could let the claim be confirmed, while joining it wrongly only yields "contradicted".
 //!
 //! Stance. The anchor is the earliest report without any cue, else the earliest report. A report
-//! denies when its cues differ from the anchor's, when it states the opposite state, or when its
+//! denies when its cues differ from the anchor's, when it states the opposite state (in its
+//! headline, or, when the headline states none, of the same subject in its summary: "Sandhu to
+//! table overhaul at caucus" / "... Sandhu remains culture minister"), or when its
 //! figures conflict with the claim's; states and figures the anchor lacks come from the earliest
 //! report agreeing with it; a headline that says what others reported was another thing
 //! ([`frame::debunks`]) carries a denial. Independence is by owner only ([`owner_key`]: trimmed, spaces
@@ -394,7 +396,10 @@ fn make_claim(members: &[usize], sorted: &[&Report], features: &[Features]) -> (
         .state
         .as_ref()
         .or_else(|| agreeing.filter_map(|f| f.state.as_ref()).next());
-    let opposite = |f: &Features| matches!((state, &f.state), (Some(x), Some(y)) if x.axis == y.axis && x.pole != y.pole);
+    let opposite = |f: &Features| {
+        matches!((state, &f.state), (Some(x), Some(y)) if x.axis == y.axis && x.pole != y.pole)
+            || matches!((state, &f.summary_state), (Some(x), Some(y)) if frame::states_oppose(x, y))
+    };
     let stance = |f: &Features| match f.cues != reference.cues
         || states_conflict(&states, &f.states)
         || opposite(f)

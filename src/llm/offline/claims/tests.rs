@@ -482,6 +482,34 @@ fn a_denial_without_a_cue_word_counts() {
     );
 }
 
+#[test]
+fn a_summary_stating_the_opposite_state_denies_a_headline_that_states_none() {
+    let reports = batch(&[
+        "wire | Sandhu to quit cabinet over grants row | Minister Harjit Sandhu will resign.",
+        "radio | Culture minister Sandhu set to step down | Sandhu will leave cabinet this week.",
+        "press | Sandhu to table arts funding overhaul at caucus | The office said Harjit Sandhu \
+         remains culture minister.",
+    ]);
+    let verdicts = newsroom(&reports);
+    assert!(
+        verdicts.iter().all(|v| v.status != Confirmed),
+        "{verdicts:#?}"
+    );
+    let quits = holding(&verdicts, "a");
+    assert!(quits.denying.contains(&"c".to_string()), "{quits:?}");
+    // A summary that states the same state, or one about another subject, denies nothing.
+    let reports = batch(&[
+        "wire | Sandhu to quit cabinet over grants row | Minister Harjit Sandhu will resign.",
+        "radio | Culture minister Sandhu set to step down | Sandhu will leave cabinet this week.",
+        "press | Sandhu to go at caucus | The deputy will remain in post.",
+    ]);
+    let verdicts = newsroom(&reports);
+    assert!(
+        verdicts.iter().all(|v| v.denying.is_empty()),
+        "{verdicts:#?}"
+    );
+}
+
 /// The verdict of the claim that report `id` supports.
 fn holding<'a>(verdicts: &'a [Verdict], id: &str) -> &'a Verdict {
     verdicts
