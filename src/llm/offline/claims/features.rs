@@ -144,6 +144,7 @@ impl Features {
         let name_list = lexicon.names(&report.title);
         let title_stems = frame::title_stems(&report.title);
         let title_capitals = frame::capitalised(&report.title);
+        let state = frame::state(&report.title);
         let name_runs = name_runs(&title_stems, &title_capitals, &name_list);
         let actors = frame::Actors::of(&report.title, lexicon);
         let contest = actors.contest();
@@ -190,11 +191,11 @@ impl Features {
                 .cloned()
                 .collect(),
             anchors,
-            state: frame::state(&report.title),
-            summary_state: match frame::state(&report.title) {
+            summary_state: match state {
                 Some(_) => None,
                 None => frame::state(&report.summary),
             },
+            state,
             cues,
             title_cues,
             states,

@@ -199,10 +199,11 @@ fn units(text: &str) -> Vec<Unit> {
             let abbreviation = raw.strip_suffix('.').is_some_and(|w| {
                 (1..=3).contains(&w.chars().count()) && w.chars().all(char::is_alphabetic)
             }) && raws.get(k + 1).is_some_and(|next| {
+                let next = next.to_lowercase();
                 next.starts_with(|c: char| c.is_ascii_digit())
                     || CURRENCY_SIGNS
                         .iter()
-                        .any(|(sign, _)| next.to_lowercase().starts_with(sign))
+                        .any(|(sign, _)| next.starts_with(sign))
             });
             if raw.ends_with(['.', ';', ':', '!', '?']) && !abbreviation {
                 out.push(Unit::Break);
