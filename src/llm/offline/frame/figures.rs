@@ -77,6 +77,12 @@ const CURRENCY_BEFORE: &[(&str, &str)] = &[
     ("eur", "€"),
     ("gbp", "£"),
 ];
+/// The currency `key` stands for in one of the tables above.
+fn currency_in(table: &[(&str, &'static str)], key: &str) -> Option<&'static str> {
+    table.iter().find(|(k, _)| *k == key).map(|&(_, sign)| sign)
+}
+/// Punctuation that ends a sentence or a clause: no figure reads across it ([`Unit::Break`]).
+const CLAUSE_ENDS: [char; 5] = ['.', ';', ':', '!', '?'];
 /// Units of time, compared by [`stem`], with their length in hours: a span is one kind,
 /// `duration`, in hours ("48 hours" = "two days"; a month is a twelfth of a year of 365.25
 /// days).
@@ -205,7 +211,7 @@ fn units(text: &str) -> Vec<Unit> {
                         .iter()
                         .any(|(sign, _)| next.starts_with(sign))
             });
-            if raw.ends_with(['.', ';', ':', '!', '?']) && !abbreviation {
+            if raw.ends_with(CLAUSE_ENDS) && !abbreviation {
                 out.push(Unit::Break);
             }
         }
@@ -216,7 +222,7 @@ fn units(text: &str) -> Vec<Unit> {
 
 /// The units of one whitespace-separated token, pushed onto `out`.
 fn units_of(raw: &str, out: &mut Vec<Unit>) {
-    let token = raw.trim_matches(|c: char| matches!(c, ',' | '.' | ';' | ':' | '!' | '?'));
+    let token = raw.trim_matches(|c: char| c == ',' || CLAUSE_ENDS.contains(&c));
     if token.is_empty() {
         return;
     }
@@ -371,10 +377,7 @@ pub fn figures(text: &str) -> Figures {
         };
         let mut currency = currency.or_else(|| {
             let code = i.checked_sub(1).and_then(word)?;
-            CURRENCY_BEFORE
-                .iter()
-                .find(|(c, _)| *c == code)
-                .map(|&(_, sign)| sign)
+            currency_in(CURRENCY_BEFORE, code)
         });
         let mut next = i + 1;
         if let Some((spelled, end)) = spelled_number(&units, i) {
@@ -390,12 +393,11 @@ pub fn figures(text: &str) -> Figures {
         match (word(next), word(next + 1)) {
             (Some("percent" | "pc"), _) => (percent, next) = (true, next + 1),
             (Some("per"), Some("cent")) => (percent, next) = (true, next + 2),
-            (Some(w), _) if CURRENCY_WORDS.iter().any(|(c, _)| *c == stem(w)) => {
-                currency = CURRENCY_WORDS
-                    .iter()
-                    .find(|(c, _)| *c == stem(w))
-                    .map(|(_, s)| *s);
-                next += 1;
+            (Some(w), _) => {
+                if let Some(sign) = currency_in(CURRENCY_WORDS, &stem(w)) {
+                    currency = Some(sign);
+                    next += 1;
+                }
             }
             _ => {}
         }

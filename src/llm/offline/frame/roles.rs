@@ -102,6 +102,11 @@ pub fn role_swap(a: &Actors, b: &Actors) -> bool {
     let between = |words: &[String], i: usize, j: usize| -> Vec<String> {
         words[i.min(j) + 1..i.max(j)].to_vec()
     };
+    // A place told where the other is ("Orchard Lane surgery in Ambervale", "Ambervale
+    // practice on Orchard Lane") is no one acting on anyone.
+    let located = |words: &[String], i: usize, j: usize| {
+        matches!(words[i.max(j) - 1].as_str(), "in" | "on" | "at" | "near")
+    };
     let (names_a, names_b) = (&a.names, &b.names);
     for (x, first) in names_a.iter().enumerate() {
         for second in &names_a[x + 1..] {
@@ -111,11 +116,6 @@ pub fn role_swap(a: &Actors, b: &Actors) -> bool {
             }
             let (Some(ib), Some(jb)) = (position(names_b, xa), position(names_b, ya)) else {
                 continue;
-            };
-            // A place told where the other is ("Orchard Lane surgery in Ambervale", "Ambervale
-            // practice on Orchard Lane") is no one acting on anyone.
-            let located = |words: &[String], i: usize, j: usize| {
-                matches!(words[i.max(j) - 1].as_str(), "in" | "on" | "at" | "near")
             };
             if located(&a.words, ia, ja) || located(&b.words, ib, jb) {
                 continue;
