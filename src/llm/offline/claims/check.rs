@@ -187,7 +187,10 @@ fn enforce_with(verdict: Verdict, index: &BTreeMap<&str, Option<String>>) -> Ver
 /// Then, when unclear, not confirmed: a confirmed claim stays confirmed only when no report of
 /// another owner about the same subject (a shared name the batch confirms, close in time, alike
 /// in words: [`super::UNCLEAR_THRESHOLD`]; and plainly apart from none of the claim's reports: another
-/// place, object, kind of happening or template) was left out of it. Such a report is either the same
+/// place, object, kind of happening or template) was left out of it. A report that opposes one of
+/// them (a denial, or the opposite state) need only be near and not apart from one: an answer
+/// often names its speaker ("River Board: embankment intact"), which sets it apart from a report
+/// naming something else. Such a report is either the same
 /// account worded past what the judge can match, or another account it cannot read (a denial
 /// without cue words, another name in a role): the judge cannot tell which, so the claim is
 /// single-source, its reason naming the report.
@@ -357,8 +360,15 @@ pub(super) fn cross_check_batch(
                 let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();
                 !inside.contains(sorted[k].id.as_str())
                     && owner.is_some_and(|o| !supporters.contains(&o))
-                    && support.iter().any(|&s| batch.near(s, k))
-                    && !support.iter().any(|&s| batch.apart(s, k))
+                    && support
+                        .iter()
+                        .any(|&s| batch.near(s, k) && !batch.apart(s, k))
+                    // Apart from some, unless it opposes one: a speaker's name sets an answer
+                    // apart from a report that names a place instead.
+                    && (!support.iter().any(|&s| batch.apart(s, k))
+                        || support
+                            .iter()
+                            .any(|&s| batch.features[s].opposes(&batch.features[k])))
             });
             let Some(k) = outside else { return verdict };
             let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();

@@ -606,6 +606,29 @@ fn when_unclear_it_is_not_confirmed() {
 }
 
 #[test]
+fn a_report_stating_the_opposite_state_is_unclear_though_it_names_another_place() {
+    let breach = [
+        "one | Embankment breach floods farmland east of Corrow \
+            | The council said a 30-metre section of the Selby Moss embankment gave way on \
+            Monday, putting about 900 acres under water.",
+        "two | Selby Moss embankment gives way, swamping 900 acres of farms \
+            | About 30 metres of the bank failed on Monday, the council said.",
+    ];
+    let verdicts = newsroom(&batch(&breach));
+    assert_eq!(holding(&verdicts, "a").status, Confirmed, "{verdicts:#?}");
+    // The engineers' answer names a speaker the first report never mentions, and the first
+    // names a town the answer never does: plainly apart from it by names alone. But it puts
+    // the embankment in the opposite state: a denial the judge cannot place, so unclear.
+    let intact = "three | River Board: Selby Moss embankment intact, water spilled over a low \
+        stretch | Engineers who walked the bank at dusk found it whole; storm runoff overtopped \
+        a dip near the ring road and has since drained away.";
+    let verdicts = newsroom(&batch(&[breach[0], breach[1], intact]));
+    let claim = holding(&verdicts, "a");
+    assert_eq!(claim.status, SingleSource, "{verdicts:#?}");
+    assert!(claim.reason.contains("(c)"), "{claim:?}");
+}
+
+#[test]
 fn a_name_extended_by_a_word_is_another_team() {
     let reports = batch(&[
         "one | Harlow Vale beat Corran Rangers 3-2 | The men's side stay second.",
