@@ -105,10 +105,19 @@ fn bag_terms<'t>(terms: &'t [String], happened: &'t [String]) -> impl Iterator<I
 
 impl Features {
     pub(super) fn new(report: &Report, lexicon: &Lexicon) -> Self {
-        let title_terms = text::terms(&report.title);
+        // The headline without the desk's kickers ("UPDATE 3-", "BREAKING:").
+        let head = frame::headline(&report.title);
+        let headline = head.text;
+        // A label and a topic ("Update: Castle Row death") states nothing of its own: its
+        // summary's first sentence is its news, for its figures and its state.
+        let news = match head.label {
+            true => frame::first_sentence(&report.summary),
+            false => "",
+        };
+        let title_terms = text::terms(headline);
         let summary_terms = text::terms(&report.summary);
         // What happened, read without the names ("Kiln Close" closes nothing).
-        let happened = text::terms(&frame::without_names(&report.title));
+        let happened = text::terms(&frame::without_names(headline));
         let title_states = text::states(&happened);
         let mut states = text::states(&summary_terms);
         states.extend(title_states.clone()); // on its axes, the headline's state wins
@@ -121,10 +130,10 @@ impl Features {
             .collect();
         full.extend(title.clone());
         // A debunking headline denies without a cue word ("bangs were fireworks, police say").
-        let debunks = frame::debunks(&report.title);
-        let mut title_cues = text::cues(&report.title);
+        let debunks = frame::debunks(headline);
+        let mut title_cues = text::cues(headline);
         title_cues.denial |= debunks;
-        let mut cues = text::cues(&format!("{}\n{}", report.title, report.summary));
+        let mut cues = text::cues(&format!("{headline}\n{}", report.summary));
         cues.denial |= debunks;
         let events = happened.iter().filter(|t| text::is_event(t));
         let incidents = events
@@ -141,14 +150,14 @@ impl Features {
             .filter(|t| text::is_object(t))
             .cloned()
             .collect();
-        let name_list = lexicon.names(&report.title);
-        let title_stems = frame::title_stems(&report.title);
-        let title_capitals = frame::capitalised(&report.title);
-        let state = frame::state(&report.title);
+        let name_list = lexicon.names(headline);
+        let title_stems = frame::title_stems(headline);
+        let title_capitals = frame::capitalised(headline);
+        let state = frame::state(headline).or_else(|| frame::state(news));
         let name_runs = name_runs(&title_stems, &title_capitals, &name_list);
-        let actors = frame::Actors::of(&report.title, lexicon);
+        let actors = frame::Actors::of(headline, lexicon);
         let contest = actors.contest();
-        let all_figures = frame::figures(&format!("{}\n{}", report.title, report.summary));
+        let all_figures = frame::figures(&format!("{headline}\n{}", report.summary));
         let mut anchors: BTreeSet<String> = lexicon
             .names(&report.summary)
             .into_iter()
@@ -161,7 +170,7 @@ impl Features {
         let mut mentions: BTreeSet<String> =
             title_terms.iter().chain(&summary_terms).cloned().collect();
         // Names compare as stems; terms may have mapped a word elsewhere ("port" -> "harbour").
-        let stems = text::tokenize(&format!("{}\n{}", report.title, report.summary));
+        let stems = text::tokenize(&format!("{headline}\n{}", report.summary));
         mentions.extend(stems.iter().map(|w| text::stem(w)));
         Self {
             time: report.published.as_deref().and_then(parse_rfc3339),
@@ -183,7 +192,10 @@ impl Features {
             name_runs,
             title_capitals,
             contest,
-            title_figures: frame::figures(&report.title),
+            title_figures: match frame::figures(headline) {
+                figures if figures.is_empty() => frame::figures(news),
+                figures => figures,
+            },
             all_figures,
             anchor_names: anchors
                 .iter()

@@ -343,7 +343,7 @@ fn sorted_unique<'a>(reports: impl IntoIterator<Item = &'a Report>) -> Vec<&'a R
 fn features_of(sorted: &[&Report]) -> Vec<Features> {
     let texts = sorted
         .iter()
-        .flat_map(|r| [r.title.as_str(), r.summary.as_str()]);
+        .flat_map(|r| [frame::headline(&r.title).text, r.summary.as_str()]);
     let lexicon = Lexicon::new(texts);
     sorted.iter().map(|r| Features::new(r, &lexicon)).collect()
 }

@@ -629,6 +629,40 @@ fn a_report_stating_the_opposite_state_is_unclear_though_it_names_another_place(
 }
 
 #[test]
+fn a_wire_update_is_read_without_its_kicker_and_a_label_by_its_summary() {
+    let dead = [
+        "one | Three people dead after landslide hits Corvais \
+            | Heavy rain brought a hillside down on four houses.",
+        "two | Three killed as mud buries homes in Corvais | Two people are still missing.",
+    ];
+    // "UPDATE 3-" is the wire's third version, not three dead: the toll is five.
+    let wire = "three | UPDATE 3-Corvais landslide death toll rises to five \
+        | Rescuers recovered two more bodies.";
+    let verdicts = newsroom(&batch(&[dead[0], dead[1], wire]));
+    let claim = holding(&verdicts, "a");
+    assert!(
+        !claim.supporting.contains(&"c".to_string()),
+        "{verdicts:#?}"
+    );
+    assert_ne!(claim.status, Confirmed, "{verdicts:#?}");
+    // "Update: <topic>" states nothing in its headline: what changed is in its summary.
+    let ill = [
+        "one | Fourteen ill in norovirus outbreak at Elmbank care home \
+            | The home has stopped taking new residents.",
+        "two | Norovirus outbreak at Elmbank care home leaves 14 ill | Visits are suspended.",
+    ];
+    let update = "three | Update: norovirus outbreak at Elmbank care home \
+        | The number of people with symptoms has risen to 22. Visiting is suspended.";
+    let verdicts = newsroom(&batch(&[ill[0], ill[1], update]));
+    let claim = holding(&verdicts, "a");
+    assert!(
+        !claim.supporting.contains(&"c".to_string()),
+        "{verdicts:#?}"
+    );
+    assert_ne!(claim.status, Confirmed, "{verdicts:#?}");
+}
+
+#[test]
 fn a_name_extended_by_a_word_is_another_team() {
     let reports = batch(&[
         "one | Harlow Vale beat Corran Rangers 3-2 | The men's side stay second.",

@@ -37,6 +37,10 @@
 //!   called-off try ("reaches orbit at second attempt", "switched on after all", "back on").
 //! - **Debunks** ([`debunks`]): a headline that says what others reported was another thing, on
 //!   someone's word or in scare quotes ("the bangs were fireworks, police confirm"), denies it.
+//! - **Kickers** ([`headline`]): every reading above is of the headline without the desk's
+//!   labels ("UPDATE 3-", "BREAKING:", "…: update"); a headline that is only an update's or a
+//!   brief's label and a topic ("Update: Castle Row death") has its figures and state read from
+//!   its summary's first sentence.
 //! - **Actors** ([`Actors`]): roles are read from a headline without a trailing attribution
 //!   ("…, Kelco says" names who speaks, not who acts), and a verb phrase never crosses a clause
 //!   ("depot fire: crews called").
@@ -287,11 +291,13 @@ pub fn capitalised(title: &str) -> Vec<bool> {
 
 mod debunk;
 mod figures;
+mod headline;
 mod roles;
 mod state;
 
 pub use debunk::debunks;
 pub use figures::{FigureKind, Figures, figures, figures_conflict};
+pub use headline::{Headline, first_sentence, headline};
 pub use roles::{
     Actors, Contest, accused_differ, contest, contests_conflict, exclusive_qualifiers,
     noun_role_swap, order_unclear, role_swap,

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::super::text::{self, stem};
-use super::{cased_words, title_case};
+use super::{Word, cased_words, title_case};
 
 /// A state a headline puts its subject in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +76,19 @@ const RETRIED: &[&str] = &["after all", "second attempt", "back on"];
 /// Words after which a state is what came before the headline's news ("after a delay").
 const BEFORE: &str = "after following";
 
+/// Verbs that, with the particle after them, mean something off their axis, compared by
+/// [`stem`]: to run out of beds is to have none left, not to be running.
+const PHRASAL: &[(&str, &str)] = &[("run", "out")];
+
+/// Whether `word` and the one after it are a [`PHRASAL`] verb.
+fn phrasal(word: &Word, next: Option<&Word>) -> bool {
+    next.is_some_and(|next| {
+        PHRASAL
+            .iter()
+            .any(|&(verb, particle)| word.stem == stem(verb) && next.lower == particle)
+    })
+}
+
 /// The state `title` states, if it states one of [`OPPOSITIONS`]: the first such word decides
 /// (for leaving/staying, only when no other axis is stated: "remains closed" is about running).
 pub fn state(title: &str) -> Option<State> {
@@ -119,6 +132,7 @@ fn state_of(title: &str) -> Option<State> {
         .iter()
         .enumerate()
         .filter(|(_, w)| titled || w.opens || !w.upper)
+        .filter(|&(i, w)| !phrasal(w, words.get(i + 1)))
         .filter_map(|(i, w)| pole_of(&w.stem).map(|(axis, pole)| (i, axis, pole)))
         .collect();
     let (found, before): (Vec<_>, Vec<_>) = stated.into_iter().partition(|(i, ..)| !earlier(*i));

@@ -546,3 +546,55 @@ fn a_figure_never_reads_across_a_line_or_a_sentence() {
         Some(&BTreeSet::from(["3".to_string()]))
     );
 }
+
+#[test]
+fn kickers_are_taken_off_a_headline() {
+    let read = |title| {
+        let h = headline(title);
+        (h.text, h.label)
+    };
+    // A wire service's version number is no figure of the story.
+    let update = read("UPDATE 3-Corvais landslide death toll rises to five");
+    assert_eq!(update, ("Corvais landslide death toll rises to five", true));
+    assert!(!figures(update.0).values().any(|v| v.contains("3")));
+    assert_eq!(
+        read("BREAKING: Ferry services suspended"),
+        ("Ferry services suspended", false)
+    );
+    assert_eq!(
+        read("Westerby shop fire: update"),
+        ("Westerby shop fire", true)
+    );
+    assert_eq!(read("IN BRIEF:  Kelda Glass"), ("Kelda Glass", true));
+    assert_eq!(read("Live | Storm Orla"), ("Storm Orla", false));
+    // A speaker, a figure or a lone label is no kicker.
+    for title in [
+        "Army Corps: levee intact",
+        "48-hour strike called at Selby depot",
+        "Update",
+        "Update:",
+        "Storm update: what we know",
+    ] {
+        assert_eq!(read(title), (title, false), "{title}");
+    }
+}
+
+#[test]
+fn a_first_sentence_ends_at_a_full_stop_that_ends_one() {
+    assert_eq!(
+        first_sentence("Cases rose to 2.5 per cent at St. Mary's. Visits stopped."),
+        "Cases rose to 2.5 per cent at St. Mary's"
+    );
+    assert_eq!(first_sentence("No full stop"), "No full stop");
+    assert_eq!(first_sentence(""), "");
+    assert_eq!(first_sentence("Is it open? Yes."), "Is it open");
+}
+
+#[test]
+fn running_out_is_no_state_of_running() {
+    assert_eq!(
+        state("Hospital declares critical incident after running out of beds"),
+        None
+    );
+    assert!(state("Trams running again after power cut").is_some());
+}
