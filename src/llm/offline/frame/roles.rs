@@ -224,6 +224,8 @@ pub(super) fn without_attribution(title: &str) -> &str {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Actors {
     words: Vec<String>,
+    /// The words as written, lower-cased and unstemmed ("spreads", not "spread").
+    forms: Vec<String>,
     names: Vec<Name>,
     clause: Vec<usize>,
     nouns: BTreeMap<String, usize>,
@@ -255,6 +257,7 @@ impl Actors {
             .collect();
         let mut actors = Self {
             nouns: once.map(|(w, (i, _))| (w, i)).collect(),
+            forms: cased.iter().map(|w| w.lower.clone()).collect(),
             words,
             names,
             clause,
@@ -291,7 +294,9 @@ impl Actors {
 /// opening with one of them (a modifier aside) and joining it to the other by a short verb
 /// phrase: "Tanker strikes ferry" and "Ferry rams tanker". A noun is a content word each title
 /// uses once that the batch does not write as a name (names are [`role_swap`]'s). One verb
-/// counts only when the phrase is word for word the same, and then names may come before the
+/// counts only when the phrase is word for word the same, or the verb is written alike in the
+/// present tense in both ("Warehouse blaze spreads to church" / "Fire at church spreads to
+/// warehouse"), and then names may come before the
 /// first noun ("Fan charged with assaulting Kelby winger" / "Kelby winger charged with
 /// assaulting fan"). Reversed order around two passives, or around one verb whose voice is not
 /// written out, never counts: one verb read backwards ("Bridge closed after crash", "Crash
@@ -328,15 +333,28 @@ pub fn noun_role_swap(a: &Actors, b: &Actors) -> bool {
             .cloned()
             .collect();
         let whole: Vec<String> = phrase().cloned().collect();
+        // A verb written in the present tense ("spreads", "strikes"): active, whatever
+        // modifiers stand around it; unless a word of setting after it joins the second noun
+        // as a circumstance ("Bridge closes after crash" / "Crash closes bridge").
+        let setting = |w: &String| SETTING.split_whitespace().any(|s| s == w);
+        let finite = (from + 1..to)
+            .find(|&i| {
+                let w = &actors.forms[i];
+                w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") && content(&words[i])
+            })
+            .filter(|&i| !words[i + 1..to].iter().any(setting))
+            .map(|i| actors.forms[i].clone());
         (!between.is_empty() && between.len() <= MAX_NOUN_VERB_WORDS)
-            .then_some((between, whole, plain, passive))
+            .then_some((between, whole, plain, passive, finite))
     };
     for (k, (x, xa, xb)) in shared.iter().enumerate() {
         for (y, ya, yb) in &shared[k + 1..] {
             let (fa, ta) = (xa.min(ya), xa.max(ya));
             let (fb, tb) = (xb.min(yb), xb.max(yb));
-            let (Some((va, whole_a, plain_a, by_a)), Some((vb, whole_b, plain_b, by_b))) =
-                (verbs(a, *fa, *ta, [x, y]), verbs(b, *fb, *tb, [x, y]))
+            let (
+                Some((va, whole_a, plain_a, by_a, finite_a)),
+                Some((vb, whole_b, plain_b, by_b, finite_b)),
+            ) = (verbs(a, *fa, *ta, [x, y]), verbs(b, *fb, *tb, [x, y]))
             else {
                 continue;
             };
@@ -357,7 +375,10 @@ pub fn noun_role_swap(a: &Actors, b: &Actors) -> bool {
                 continue;
             }
             let other_verbs = !va.iter().any(|a| vb.iter().any(|b| same_verb(a, b)));
-            if whole_a == whole_b || (plain_a && plain_b && other_verbs) {
+            // One verb, active in both as written ("Warehouse blaze spreads to church" /
+            // "Fire at church spreads to warehouse").
+            let one_active = finite_a.is_some() && finite_a == finite_b;
+            if whole_a == whole_b || one_active || (plain_a && plain_b && other_verbs) {
                 return true;
             }
         }

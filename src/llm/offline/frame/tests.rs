@@ -226,8 +226,18 @@ fn common_nouns_in_swapped_roles_are_found_from_their_verbs_and_voices() {
         "Coach clips lorry on bypass",
         "Lorry crashes into coach on bypass"
     ));
+    // One verb written active in both, the modifiers around it aside.
+    assert!(swap(
+        "Warehouse blaze spreads to neighbouring chapel",
+        "Fire at old chapel spreads to warehouse"
+    ));
     // The same verb either way, a passive, or the same order: not read as a swap.
     assert!(!swap("Crash closes bridge", "Bridge closed after crash"));
+    assert!(!swap("Crash closes bridge", "Bridge closes after crash"));
+    assert!(!swap(
+        "Warehouse blaze spreads to chapel",
+        "Warehouse fire spreads to old chapel"
+    ));
     assert!(!swap(
         "Tanker strikes ferry",
         "Ferry holed after being hit by tanker"
