@@ -9,7 +9,7 @@ use super::{Word, cased_words, title_case};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct State {
     /// The opposition: `running|disrupted`, `rising|falling`, `intact|broken`, `held|released`,
-    /// `leaving|staying`.
+    /// `leaving|staying`, `missing|found`, `deliberate|accidental`.
     pub axis: &'static str,
     /// Which side of it (`true`: the first named).
     pub pole: bool,
@@ -56,6 +56,11 @@ const OPPOSITIONS: &[(&str, &str, &str)] = &[
         "stay remain serve continue retain keep",
     ),
     ("missing|found", "missing disappear vanish", "found locate"),
+    (
+        "deliberate|accidental",
+        "arson deliberate deliberately intentional intentionally",
+        "accident accidental accidentally",
+    ),
 ];
 
 /// Words that state their pole as the end of its opposite, compared by [`stem`]: to reopen is to

@@ -608,3 +608,12 @@ fn running_out_is_no_state_of_running() {
     );
     assert!(state("Trams running again after power cut").is_some());
 }
+
+#[test]
+fn a_deliberate_act_opposes_an_accident() {
+    let arson = state("Arson attack destroys Kelby corner shop").expect("a state");
+    assert_eq!((arson.axis, arson.pole), ("deliberate|accidental", true));
+    let accident =
+        state("Kelby shop fire started accidentally in a faulty freezer").expect("a state");
+    assert!(states_oppose(&arson, &accident), "{arson:?} {accident:?}");
+}
