@@ -30,8 +30,9 @@
 //!   one the other names unaccused are two events.
 //! - **States** ([`state`]): a few general oppositions (running/disrupted, rising/falling,
 //!   intact/broken, held/released, leaving/staying, missing/found, deliberate/accidental),
-//!   each with the words before it in its clause as its subject. Two reports oppose when they put one subject in opposite states: "Ferries operating as usual" against
-//!   "Ferry services suspended", with no cue word. A state told as following its opposite
+//!   each with the words before it in its clause as its subject. Two reports oppose when they
+//!   put one subject in opposite states: "Ferries operating as usual" against "Ferry services
+//!   suspended", with no cue word. A state told as following its opposite
 //!   ("reopens", "open again", "back open", "missing ... found", "lifts off after a delay") is a
 //!   later moment ([`later_than`]), which opposes nothing earlier; so is going ahead after a
 //!   called-off try ("reaches orbit at second attempt", "switched on after all", "back on").
