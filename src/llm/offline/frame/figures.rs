@@ -235,6 +235,22 @@ fn units_of(raw: &str, out: &mut Vec<Unit>) {
         out.push(Unit::Score(x.max(y), x.min(y)));
         return;
     }
+    // "M4.6": the seismologists' magnitude, as "magnitude 4.6" reads.
+    if let Some(value) = token
+        .strip_prefix('M')
+        .filter(|v| v.contains('.') && v.starts_with(|c: char| c.is_ascii_digit()))
+        .and_then(|v| v.parse::<f64>().ok())
+    {
+        out.push(Unit::Word("magnitude".to_string()));
+        out.push(Unit::Number {
+            value,
+            currency: None,
+            percent: false,
+            scale: 1.0,
+            spelled: false,
+        });
+        return;
+    }
     // "48-hour", "10-year": the number, then its unit.
     let parts: Vec<&str> = lower.split(['-', '–']).filter(|p| !p.is_empty()).collect();
     for part in parts {

@@ -66,6 +66,10 @@ fn figures_normalise_units_and_formats() {
             "Painting fetches $A1.15m",
         ),
         ("Painting fetches $A1.15m", "Painting fetches $1.15m"),
+        (
+            "M4.6 quake rattles Kelby",
+            "Magnitude 4.6 quake rattles Kelby",
+        ),
     ];
     for (a, b) in same {
         let (fa, fb) = (figures(a), figures(b));
@@ -90,6 +94,10 @@ fn figures_normalise_units_and_formats() {
         (
             "Rs 1200 Cr cleared for metro",
             "₹1,200 lakh cleared for metro",
+        ),
+        (
+            "M4.6 quake rattles Kelby",
+            "Magnitude 4.9 quake rattles Kelby",
         ),
     ];
     for (a, b) in different {
