@@ -365,8 +365,14 @@ pub fn noun_role_swap(a: &Actors, b: &Actors) -> bool {
             // "Councilman assaulted by neighbour" / "Councilman charged with assaulting
             // neighbour" swap).
             if by_a != by_b {
-                let active = if by_a { &whole_b } else { &whole_a };
-                if !reversed && active.last().is_some_and(|w| !text::is_plain(w)) {
+                let (active, finite) = match by_a {
+                    true => (&whole_b, &finite_b),
+                    false => (&whole_a, &finite_a),
+                };
+                // Or a verb written in the present tense, a particle after it ("Van struck by
+                // tram" / "Van crashes into tram").
+                let written = active.last().is_some_and(|w| !text::is_plain(w)) || finite.is_some();
+                if !reversed && written {
                     return true;
                 }
                 continue;

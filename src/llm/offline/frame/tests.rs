@@ -262,6 +262,10 @@ fn common_nouns_in_swapped_roles_are_found_from_their_verbs_and_voices() {
         "Councilman assaulted by neighbour"
     ));
     assert!(!swap("Trawler damaged by ferry", "Ferry rams trawler"));
+    assert!(swap(
+        "Van struck by tram in city centre",
+        "Delivery van crashes into tram"
+    ));
     // A passive without "by" ("blamed on") is no active verb.
     assert!(!swap(
         "Block collapse blamed on gas blast",
