@@ -46,7 +46,15 @@ pub struct Headline<'t> {
     pub label: bool,
 }
 
-/// `title` without its kickers ([`KICKERS`]), at most one at each end.
+/// Words that name where a wire headline's news came from after a spaced dash ("Kelco in
+/// talks to sell dairy arm - sources", "... - report"), beside an outlet's capitalised name
+/// ("... - Herald").
+const SOURCES: &[&str] = &["report", "reports", "source", "sources"];
+/// The most words of such a source.
+const MAX_SOURCE_WORDS: usize = 3;
+
+/// `title` without its kickers ([`KICKERS`]), at most one at each end, and without a source
+/// named after a spaced dash ([`SOURCES`]).
 pub fn headline(title: &str) -> Headline<'_> {
     let mut text = title.trim();
     let mut label = false;
@@ -58,7 +66,30 @@ pub fn headline(title: &str) -> Headline<'_> {
         label |= NEWS_BELOW.contains(&kicker.as_str());
         text = rest;
     }
-    Headline { text, label }
+    Headline {
+        text: without_source(text),
+        label,
+    }
+}
+
+/// `title` without a source named after its last spaced dash: a few words, each an outlet's
+/// capitalised name or one of [`SOURCES`].
+fn without_source(title: &str) -> &str {
+    let Some((rest, tail)) = [" - ", " – ", " — "]
+        .iter()
+        .filter_map(|dash| title.rsplit_once(dash))
+        .max_by_key(|(rest, _)| rest.len())
+    else {
+        return title;
+    };
+    let words: Vec<&str> = tail.split_whitespace().collect();
+    let source = |w: &&str| {
+        w.starts_with(char::is_uppercase) || SOURCES.contains(&w.to_lowercase().as_str())
+    };
+    match !words.is_empty() && words.len() <= MAX_SOURCE_WORDS && words.iter().all(source) {
+        true => rest.trim_end(),
+        false => title,
+    }
 }
 
 /// The kicker a headline opens with (lower case, number dropped) and what follows it.

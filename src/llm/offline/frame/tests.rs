@@ -589,6 +589,19 @@ fn kickers_are_taken_off_a_headline() {
     );
     assert_eq!(read("IN BRIEF:  Kelda Glass"), ("Kelda Glass", true));
     assert_eq!(read("Live | Storm Orla"), ("Storm Orla", false));
+    // A wire headline's source after a spaced dash.
+    assert_eq!(
+        read("Kelco said to explore sale of creamery - Herald"),
+        ("Kelco said to explore sale of creamery", false)
+    );
+    assert_eq!(
+        read("Minister expected to quit within days – report"),
+        ("Minister expected to quit within days", false)
+    );
+    assert_eq!(
+        read("Floods hit Kelby - again"),
+        ("Floods hit Kelby - again", false)
+    );
     // A speaker, a figure or a lone label is no kicker.
     for title in [
         "Army Corps: levee intact",
