@@ -1,7 +1,8 @@
 //! A headline without the desk's labels: the kickers that wire services and news sites put
 //! before or after what happened ("UPDATE 3-", "BREAKING:", "Westerby shop fire: update").
 //! They say how a story is filed, not what it states, and read as part of it they are false
-//! figures ("UPDATE 3-Corvais toll rises to five" is not three of anything) and false names.
+//! figures ("UPDATE 3-Corvais toll rises to five" is not three of anything) and false names;
+//! so is a wire source after a spaced dash ("... - Herald").
 
 /// Labels of how a story is filed, compared case-insensitively as whole words: general
 /// conventions of news desks and wire services, not words of any feed. A kicker is one of
@@ -36,7 +37,14 @@ const NEWS_BELOW: &[&str] = &["update", "updated", "latest", "in brief", "brief"
 /// What separates a kicker from the headline.
 const SEPARATORS: &[char] = &['-', ':', '|', '–', '—'];
 
-/// A headline with its kickers taken off.
+/// Words that name where a wire headline's news came from after a spaced dash ("Kelco in
+/// talks to sell dairy arm - sources", "... - report"), beside an outlet's capitalised name
+/// ("... - Herald").
+const SOURCES: &[&str] = &["report", "reports", "source", "sources"];
+/// The most words of such a source.
+const MAX_SOURCE_WORDS: usize = 3;
+
+/// A headline with its kickers and source taken off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Headline<'t> {
     /// What the headline says, kickers off.
@@ -45,13 +53,6 @@ pub struct Headline<'t> {
     /// it states nothing of its own, is in the summary.
     pub label: bool,
 }
-
-/// Words that name where a wire headline's news came from after a spaced dash ("Kelco in
-/// talks to sell dairy arm - sources", "... - report"), beside an outlet's capitalised name
-/// ("... - Herald").
-const SOURCES: &[&str] = &["report", "reports", "source", "sources"];
-/// The most words of such a source.
-const MAX_SOURCE_WORDS: usize = 3;
 
 /// `title` without its kickers ([`KICKERS`]), at most one at each end, and without a source
 /// named after a spaced dash ([`SOURCES`]).
@@ -118,7 +119,8 @@ fn kicker(words: &str) -> Option<String> {
 }
 
 /// The first sentence of `text`: up to the first `.`, `!` or `?` followed by a space or the
-/// end, a full stop between digits or after a one- or two-letter word aside ("2.4", "St.").
+/// end, a full stop between digits or after a capitalised word of one or two letters aside
+/// ("2.4", "St.").
 pub fn first_sentence(text: &str) -> &str {
     let bytes = text.as_bytes();
     for (i, c) in text.char_indices() {

@@ -294,11 +294,11 @@ impl Actors {
 /// opening with one of them (a modifier aside) and joining it to the other by a short verb
 /// phrase: "Tanker strikes ferry" and "Ferry rams tanker". A noun is a content word each title
 /// uses once that the batch does not write as a name (names are [`role_swap`]'s). One verb
-/// counts only when the phrase is word for word the same, or the verb is written alike in the
-/// present tense in both ("Warehouse blaze spreads to church" / "Fire at church spreads to
-/// warehouse"), and then names may come before the
-/// first noun ("Fan charged with assaulting Kelby winger" / "Kelby winger charged with
-/// assaulting fan"). Reversed order around two passives, or around one verb whose voice is not
+/// counts only when the phrase is word for word the same (and then names may come before the
+/// first noun: "Fan charged with assaulting Kelby winger" / "Kelby winger charged with
+/// assaulting fan"), or when the verb is written alike in the present tense in both, whatever
+/// modifiers stand around it ("Warehouse blaze spreads to church" / "Fire at church spreads to
+/// warehouse"). Reversed order around two passives, or around one verb whose voice is not
 /// written out, never counts: one verb read backwards ("Bridge closed after crash", "Crash
 /// closes bridge") is as often the same report in another voice as a swap. A passive with `by`
 /// against an active verb does, in the same order ("Trawler damaged by ferry" / "Trawler rams

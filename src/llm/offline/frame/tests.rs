@@ -609,6 +609,10 @@ fn kickers_are_taken_off_a_headline() {
         "Update",
         "Update:",
         "Storm update: what we know",
+        "",
+        "—",
+        "UPDATE 2-",
+        "Ünïcode – Ödön’s café",
     ] {
         assert_eq!(read(title), (title, false), "{title}");
     }
