@@ -360,15 +360,18 @@ pub(super) fn cross_check_batch(
                 let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();
                 !inside.contains(sorted[k].id.as_str())
                     && owner.is_some_and(|o| !supporters.contains(&o))
-                    && support
-                        .iter()
-                        .any(|&s| batch.near(s, k) && !batch.apart(s, k))
-                    // Apart from some, unless it opposes one: a speaker's name sets an answer
-                    // apart from a report that names a place instead.
-                    && (!support.iter().any(|&s| batch.apart(s, k))
-                        || support
-                            .iter()
-                            .any(|&s| batch.features[s].opposes(&batch.features[k])))
+                    && support.iter().any(|&s| batch.near(s, k))
+                    && {
+                        // Each supporter's frames compared once.
+                        let apart = Vec::from_iter(support.iter().map(|&s| batch.apart(s, k)));
+                        let mut pairs = support.iter().zip(&apart);
+                        let near_one = pairs.any(|(&s, &apart)| !apart && batch.near(s, k));
+                        // Apart from some, unless it opposes one: a speaker's name sets an
+                        // answer apart from a report that names a place instead.
+                        let opposes = |&s: &usize| batch.features[s].opposes(&batch.features[k]);
+                        let opposes_one = || support.iter().any(opposes);
+                        near_one && (!apart.contains(&true) || opposes_one())
+                    }
             });
             let Some(k) = outside else { return verdict };
             let owner = owners.get(sorted[k].id.as_str()).cloned().flatten();

@@ -110,10 +110,7 @@ impl Features {
         let headline = head.text;
         // A label and a topic ("Update: Castle Row death") states nothing of its own: its
         // summary's first sentence is its news, for its figures and its state.
-        let news = match head.label {
-            true => frame::first_sentence(&report.summary),
-            false => "",
-        };
+        let news = head.label.then(|| frame::first_sentence(&report.summary));
         let title_terms = text::terms(headline);
         let summary_terms = text::terms(&report.summary);
         // What happened, read without the names ("Kiln Close" closes nothing).
@@ -153,7 +150,7 @@ impl Features {
         let name_list = lexicon.names(headline);
         let title_stems = frame::title_stems(headline);
         let title_capitals = frame::capitalised(headline);
-        let state = frame::state(headline).or_else(|| frame::state(news));
+        let state = frame::state(headline).or_else(|| news.and_then(frame::state));
         let name_runs = name_runs(&title_stems, &title_capitals, &name_list);
         let actors = frame::Actors::of(headline, lexicon);
         let contest = actors.contest();
@@ -192,9 +189,9 @@ impl Features {
             name_runs,
             title_capitals,
             contest,
-            title_figures: match frame::figures(headline) {
-                figures if figures.is_empty() => frame::figures(news),
-                figures => figures,
+            title_figures: match (frame::figures(headline), news) {
+                (figures, Some(news)) if figures.is_empty() => frame::figures(news),
+                (figures, _) => figures,
             },
             all_figures,
             anchor_names: anchors

@@ -336,13 +336,12 @@ pub fn noun_role_swap(a: &Actors, b: &Actors) -> bool {
         // A verb written in the present tense ("spreads", "strikes"): active, whatever
         // modifiers stand around it; unless a word of setting after it joins the second noun
         // as a circumstance ("Bridge closes after crash" / "Crash closes bridge").
-        let setting = |w: &String| SETTING.split_whitespace().any(|s| s == w);
         let finite = (from + 1..to)
             .find(|&i| {
                 let w = &actors.forms[i];
                 w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") && content(&words[i])
             })
-            .filter(|&i| !words[i + 1..to].iter().any(setting))
+            .filter(|&i| !words[i + 1..to].iter().any(|w| is_setting(w)))
             .map(|i| actors.forms[i].clone());
         (!between.is_empty() && between.len() <= MAX_NOUN_VERB_WORDS)
             .then_some((between, whole, plain, passive, finite))
@@ -435,6 +434,11 @@ pub fn accused_differ(a: &Actors, b: &Actors) -> bool {
 const SETTING: &str =
     "in at on for across near under within from after as over with of via among amid during";
 
+/// Whether `word` (a stem) is one of [`SETTING`].
+fn is_setting(word: &str) -> bool {
+    SETTING.split_whitespace().any(|p| p == word)
+}
+
 /// Whether two headlines join two actors they share (names or nouns: [`Actors`]) in opposite
 /// order where no rule above reads who acts on whom: in each, the two stand in one clause with
 /// a word between that is neither a function word, an actor nor a figure (a verb, say), and
@@ -479,7 +483,7 @@ pub fn order_unclear(a: &Actors, b: &Actors) -> bool {
     let setting = |actors: &Actors, i: usize| {
         let skip = |w: &&String| both.contains(w) || actors.names.iter().any(|n| &n.stem == *w);
         let mut before = actors.words[..i].iter().rev().skip_while(skip).take(2);
-        before.any(|w| SETTING.split_whitespace().any(|p| p == w))
+        before.any(|w| is_setting(w))
     };
     for (k, (_, xa, xb)) in shared.iter().enumerate() {
         for (_, ya, yb) in &shared[k + 1..] {
